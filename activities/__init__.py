@@ -1,0 +1,5 @@
+"""Temporal activities of mcp-tasks-temporal (imported as `mcp_tasks_temporal.activities`)."""
+
+from mcp_tasks_temporal.activities.tool_call import ToolActivities
+
+__all__ = ["ToolActivities"]

@@ -1,0 +1,159 @@
+"""The activity that runs a tool of the user's `MCPServer` on a worker.
+
+The tool is driven through the SDK's own single-exchange path (`serve_one`),
+with a `Connection` rebuilt from the creating request's `_meta`. So the tool
+sees the same client capabilities as on a synchronous call, argument
+validation and error conversion are the SDK's, and the activity's result is
+byte for byte the `CallToolResult` a synchronous `tools/call` would have put
+on the wire.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from mcp.server.connection import Connection
+from mcp.server.mcpserver import MCPServer
+from mcp.server.runner import serve_one
+from mcp.shared.dispatcher import CallOptions
+from mcp.shared.exceptions import MCPError, NoBackChannelError
+from mcp.shared.transport_context import TransportContext
+from mcp_types import (
+    CLIENT_CAPABILITIES_META_KEY,
+    CLIENT_INFO_META_KEY,
+    PROTOCOL_VERSION_META_KEY,
+    RequestId,
+)
+from mcp_types.version import LATEST_MODERN_VERSION
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from mcp_tasks_temporal.contract import (
+    INTERNAL_ERROR_CODE,
+    JSONRPC_ERROR,
+    RUN_TOOL_ACTIVITY,
+    StatusDetails,
+    ToolRoundInput,
+)
+from mcp_tasks_temporal.progress import StatusReporter, bind_reporter, progress_message
+
+logger = logging.getLogger(__name__)
+
+_TRANSPORT = TransportContext(kind="temporal-activity", can_send_request=False)
+
+
+@dataclass
+class _TaskDispatchContext:
+    """The back-channel a tool sees while it runs as a task.
+
+    There is no live client: server-to-client requests are refused exactly as on
+    the 2026-07-28 wire, progress becomes the task's status message, and other
+    notifications are dropped (the spec does not carry them for tasks).
+    """
+
+    reporter: StatusReporter
+    request_id: RequestId
+    cancel_requested: anyio.Event = field(default_factory=anyio.Event)
+
+    @property
+    def transport(self) -> TransportContext:
+        return _TRANSPORT
+
+    @property
+    def can_send_request(self) -> bool:
+        return False
+
+    @property
+    def message_metadata(self) -> None:
+        return None
+
+    async def send_raw_request(
+        self, method: str, params: Mapping[str, Any] | None, opts: CallOptions | None = None
+    ) -> dict[str, Any]:
+        raise NoBackChannelError(method)
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None, opts: CallOptions | None = None) -> None:
+        return None
+
+    async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        self.reporter.set(progress_message(progress, total, message))
+
+
+class ToolActivities:
+    """Activities bound to one `MCPServer` and its entered lifespan state."""
+
+    def __init__(self, server: MCPServer[Any], lifespan_state: Any, *, keepalive_s: float = 2.0) -> None:
+        self._server = server
+        self._lifespan_state = lifespan_state
+        self._keepalive_s = keepalive_s
+
+    @classmethod
+    def lifespan(cls, server: MCPServer[Any]) -> AbstractAsyncContextManager[Any]:
+        """The app's own lifespan, entered once per worker like once per front server."""
+        lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]
+        return lowlevel.lifespan(lowlevel)
+
+    @activity.defn(name=RUN_TOOL_ACTIVITY)
+    async def run_tool(self, call: ToolRoundInput) -> dict[str, Any]:
+        """Run one round of the tool and return its wire result (complete or input_required)."""
+        reporter = StatusReporter()
+        info = activity.info()
+        if info.heartbeat_details:
+            # A retried attempt keeps showing the last status until the tool reports a new one.
+            reporter.current = _restore_status(info.heartbeat_details[0])
+        bind_reporter(reporter)
+        meta = dict(call.meta)
+        params: dict[str, Any] = {"name": call.tool, "arguments": call.arguments, "_meta": meta}
+        if call.input_responses is not None:
+            params["inputResponses"] = call.input_responses
+        if call.request_state is not None:
+            params["requestState"] = call.request_state
+        connection = Connection.from_envelope(
+            meta.get(PROTOCOL_VERSION_META_KEY, LATEST_MODERN_VERSION),
+            meta.get(CLIENT_INFO_META_KEY),
+            meta.get(CLIENT_CAPABILITIES_META_KEY),
+        )
+        dctx = _TaskDispatchContext(reporter=reporter, request_id=f"{call.task_id}/{call.round}/{info.attempt}")
+        keepalive = asyncio.create_task(self._keep_alive(reporter))
+        try:
+            return await serve_one(
+                self._server._lowlevel_server,  # pyright: ignore[reportPrivateUsage]
+                dctx,  # pyright: ignore[reportArgumentType]
+                "tools/call",
+                params,
+                connection=connection,
+                lifespan_state=self._lifespan_state,
+            )
+        except MCPError as exc:
+            error = exc.error.model_dump(by_alias=True, mode="json", exclude_none=True)
+            raise ApplicationError(exc.error.message, error, type=JSONRPC_ERROR, non_retryable=True) from None
+        except (asyncio.CancelledError, ApplicationError):
+            raise
+        except Exception:
+            # The SDK already turns tool exceptions into `isError` results; what lands
+            # here is a server-side fault whose text may hold secrets: log it, do not ship it.
+            logger.exception("tool %r of task %s crashed outside the SDK's error handling", call.tool, call.task_id)
+            error = {"code": INTERNAL_ERROR_CODE, "message": "Internal error"}
+            raise ApplicationError("Internal error", error, type=JSONRPC_ERROR, non_retryable=True) from None
+        finally:
+            keepalive.cancel()
+
+    async def _keep_alive(self, reporter: StatusReporter) -> None:
+        """Heartbeat while the tool runs: liveness for Temporal, and the only way a cancel reaches the tool."""
+        while True:
+            reporter.heartbeat()
+            await asyncio.sleep(self._keepalive_s)
+
+
+def _restore_status(raw: Any) -> StatusDetails | None:
+    """Heartbeat details come back from Temporal as plain JSON objects."""
+    if isinstance(raw, Mapping):
+        details: Mapping[str, Any] = raw  # pyright: ignore[reportUnknownVariableType]
+        return StatusDetails(message=str(details.get("message", "")), at_ms=int(details.get("at_ms", 0)))
+    return None

@@ -1,0 +1,32 @@
+"""mcp-tasks-temporal: the MCP Tasks extension (SEP-2663) as an adapter on Temporal.
+
+The package root stays import-light because the workflow sandbox imports it;
+the public names below load their modules on first use.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "TasksExtension": "mcp_tasks_temporal.extension",
+    "TaskPolicy": "mcp_tasks_temporal.extension",
+    "ToolTaskOptions": "mcp_tasks_temporal.extension",
+    "set_status": "mcp_tasks_temporal.progress",
+}
+
+__all__ = ["TaskPolicy", "TasksExtension", "ToolTaskOptions", "__version__", "set_status"]
+
+if TYPE_CHECKING:
+    from mcp_tasks_temporal.extension import TaskPolicy, TasksExtension, ToolTaskOptions
+    from mcp_tasks_temporal.progress import set_status
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mcp_tasks_temporal' has no attribute {name!r}")
+    return getattr(import_module(module), name)

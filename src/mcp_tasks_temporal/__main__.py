@@ -1,0 +1,3 @@
+from mcp_tasks_temporal.cli import main
+
+main()

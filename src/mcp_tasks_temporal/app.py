@@ -1,0 +1,35 @@
+"""Finding the user's `MCPServer` and its `TasksExtension`."""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+
+from mcp_tasks_temporal.extension import TasksExtension
+
+DEMO_APP = "mcp_tasks_temporal.demo:app"
+
+
+def load_app(spec: str) -> MCPServer[Any]:
+    """Import `MODULE:ATTR` and return the `MCPServer` it names."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ValueError(f"--app takes MODULE:ATTR (for example {DEMO_APP}), not {spec!r}")
+    app = getattr(import_module(module_name), attr, None)
+    if not isinstance(app, MCPServer):
+        raise ValueError(f"{spec} is not an mcp MCPServer (got {type(app).__name__})")
+    return app  # pyright: ignore[reportUnknownVariableType]
+
+
+def tasks_extension(app: MCPServer[Any]) -> TasksExtension:
+    """The `TasksExtension` the app was built with.
+
+    `MCPServer` fixes its extensions at construction and exposes no accessor,
+    so the list is read from the one place it lives.
+    """
+    for extension in app._extensions:  # pyright: ignore[reportPrivateUsage]
+        if isinstance(extension, TasksExtension):
+            return extension
+    raise ValueError(f"MCPServer {app.name!r} has no TasksExtension: build it with MCPServer(extensions=[TasksExtension()])")

@@ -1,0 +1,139 @@
+"""The Temporal contract shared by the front server, the workflow and the activity.
+
+Everything here is safe to import inside the workflow sandbox: stdlib and plain
+dataclasses only. Names of workflows, activities, queries and signals are fixed
+strings, so renaming a Python symbol never changes what in-flight histories
+recorded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final, Literal
+
+TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
+TERMINAL_STATUSES: Final = frozenset({"completed", "failed", "cancelled"})
+
+TOOL_TASK_WORKFLOW: Final = "mcp_tasks.ToolTask"
+RUN_TOOL_ACTIVITY: Final = "mcp_tasks.run_tool"
+STATE_QUERY: Final = "mcp_tasks.state"
+INPUT_SIGNAL: Final = "mcp_tasks.provide_input"
+
+DEFAULT_TASK_QUEUE: Final = "mcp-tasks"
+DEFAULT_NAMESPACE: Final = "default"
+
+# ApplicationError types: the raise sites (workflow, activity) and the read site
+# (front server) share these constants so they cannot drift apart.
+JSONRPC_ERROR: Final = "JsonRpcError"
+TASK_EXPIRED: Final = "TaskExpired"
+
+INTERNAL_ERROR_CODE: Final = -32603
+
+
+class Memo:
+    """Keys of the workflow memo, the worker-free mirror of the task state."""
+
+    TASK_ID: Final = "taskId"
+    TOOL: Final = "tool"
+    OWNER: Final = "owner"
+    CREATED_AT: Final = "createdAt"
+    TTL_MS: Final = "ttlMs"
+    POLL_INTERVAL_MS: Final = "pollIntervalMs"
+    STATUS: Final = "status"
+    STATUS_MESSAGE: Final = "statusMessage"
+    LAST_UPDATED_AT: Final = "lastUpdatedAt"
+    INPUT_REQUESTS: Final = "inputRequests"
+    ERROR: Final = "error"
+
+
+@dataclass(frozen=True)
+class ActivityPolicy:
+    """How the workflow runs the tool's activity; chosen per tool at creation time."""
+
+    start_to_close_timeout_s: float = 6 * 3600.0
+    heartbeat_timeout_s: float = 30.0
+    maximum_attempts: int = 3
+    initial_retry_interval_s: float = 1.0
+    task_queue: str | None = None
+    """Queue of the tool's activities; `None` runs them on the workflow's queue."""
+
+
+@dataclass(frozen=True)
+class ToolTaskInput:
+    """The single argument of the task workflow: who asked for which tool call, and when."""
+
+    task_id: str
+    tool: str
+    arguments: dict[str, Any]
+    meta: dict[str, Any]
+    """The creating request's `_meta` (protocol version, client info and capabilities)."""
+    created_at_ms: int
+    ttl_ms: int | None
+    poll_interval_ms: int
+    owner: str | None = None
+    activity: ActivityPolicy = field(default_factory=ActivityPolicy)
+
+
+@dataclass(frozen=True)
+class ToolRoundInput:
+    """One execution of the tool, with the answers to the previous round's questions."""
+
+    task_id: str
+    tool: str
+    arguments: dict[str, Any]
+    meta: dict[str, Any]
+    round: int = 0
+    input_responses: dict[str, Any] | None = None
+    request_state: str | None = None
+
+
+@dataclass(frozen=True)
+class StatusDetails:
+    """Heartbeat payload of a running tool: its latest free-text status."""
+
+    message: str
+    at_ms: int
+
+
+def to_iso(ms: int) -> str:
+    """Render epoch milliseconds as the ISO 8601 UTC form used on the wire."""
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def detailed_task(
+    *,
+    task_id: str,
+    status: str,
+    created_at_ms: int,
+    last_updated_at_ms: int,
+    ttl_ms: int | None,
+    poll_interval_ms: int | None,
+    status_message: str | None = None,
+    input_requests: dict[str, Any] | None = None,
+    result: dict[str, Any] | None = None,
+    error: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Build a SEP-2663 `DetailedTask`: the body of `tasks/get` and of `notifications/tasks`.
+
+    Only the field that belongs to the status is included, so no caller can
+    produce, say, a `working` task that carries a `result`.
+    """
+    task: dict[str, Any] = {
+        "taskId": task_id,
+        "status": status,
+        "createdAt": to_iso(created_at_ms),
+        "lastUpdatedAt": to_iso(max(last_updated_at_ms, created_at_ms)),
+        "ttlMs": ttl_ms,
+    }
+    if poll_interval_ms is not None:
+        task["pollIntervalMs"] = poll_interval_ms
+    if status_message:
+        task["statusMessage"] = status_message
+    if status == "input_required":
+        task["inputRequests"] = input_requests or {}
+    elif status == "completed":
+        task["result"] = result if result is not None else {"content": [], "isError": False}
+    elif status == "failed":
+        task["error"] = error if error is not None else {"code": INTERNAL_ERROR_CODE, "message": "Internal error"}
+    return task

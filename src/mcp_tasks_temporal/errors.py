@@ -1,0 +1,29 @@
+"""JSON-RPC errors of the task methods, as `MCPError`s with the spec's codes."""
+
+from __future__ import annotations
+
+from mcp.shared.exceptions import MCPError
+from mcp_types import HEADER_MISMATCH, INVALID_PARAMS
+
+
+class TaskNotFoundError(MCPError):
+    """Unknown, purged, or not yours: one answer for all three, so IDs cannot be probed."""
+
+    def __init__(self) -> None:
+        super().__init__(code=INVALID_PARAMS, message="Failed to retrieve task: Task not found")
+
+
+class TaskExpiredError(MCPError):
+    """The task outlived its `ttlMs`; it is gone for the client even if Temporal still retains it."""
+
+    def __init__(self) -> None:
+        super().__init__(code=INVALID_PARAMS, message="Failed to retrieve task: Task has expired")
+
+
+class HeaderMismatchError(MCPError):
+    """`Mcp-Name` must carry the body's `taskId` on Streamable HTTP (SEP-2663 routing headers)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            code=HEADER_MISMATCH, message="Header mismatch: Mcp-Name header does not match the request body's taskId"
+        )

@@ -1,0 +1,261 @@
+"""`TasksExtension`: the MCP Tasks extension (SEP-2663) for an `MCPServer`, backed by Temporal.
+
+    tasks = TasksExtension()
+    mcp = MCPServer("builds", extensions=[tasks])
+
+    @tasks.tool(policy="optional")   # the one line that makes a tool task-capable
+    @mcp.tool()
+    async def build(ref: str) -> str: ...
+
+On a front server the extension answers `tools/call` for such a tool with a
+`CreateTaskResult` (when this request declared the extension) and serves
+`tasks/get`, `tasks/update` and `tasks/cancel`; it keeps no task state of its
+own. On a worker the same app runs the tool inside an activity, where the
+extension steps aside.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Final, Literal, TypeVar, overload
+
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.extension import Extension, MethodBinding
+from mcp.server.mcpserver import require_client_extension
+from mcp.server.request_state import authenticated_principal
+from mcp.shared.inbound import decode_header_value
+from mcp_types import CLIENT_CAPABILITIES_META_KEY, CallToolRequestParams, RequestParams
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import Field
+
+from mcp_tasks_temporal.contract import ActivityPolicy, ToolTaskInput
+from mcp_tasks_temporal.errors import HeaderMismatchError
+from mcp_tasks_temporal.gateway import TemporalTaskGateway
+from mcp_tasks_temporal.ids import new_task_id
+from mcp_tasks_temporal.progress import current_reporter
+
+EXTENSION_ID: Final = "io.modelcontextprotocol/tasks"
+DAY_MS: Final = 24 * 3600 * 1000
+
+TaskPolicy = Literal["never", "optional", "required"]
+"""`never`: always synchronous. `optional`: a task when the request declares the extension,
+synchronous otherwise. `required`: a task, or -32021 for a request that did not declare it."""
+
+_Fn = TypeVar("_Fn", bound=Callable[..., Any])
+
+
+class _Inherit:
+    """Marks a per-tool setting that follows the extension-wide default."""
+
+    def __repr__(self) -> str:
+        return "INHERIT"
+
+
+INHERIT: Final = _Inherit()
+
+
+@dataclass(frozen=True)
+class ToolTaskOptions:
+    """How one tool runs as a task."""
+
+    policy: TaskPolicy = "optional"
+    ttl_ms: int | None | _Inherit = INHERIT
+    """Lifetime from creation; `None` is unlimited (bounded in practice by Temporal's retention)."""
+    poll_interval_ms: int | _Inherit = INHERIT
+    activity: ActivityPolicy | _Inherit = INHERIT
+    """Timeouts, retries and task queue of the tool's activity."""
+
+    def __post_init__(self) -> None:
+        if self.policy not in ("never", "optional", "required"):
+            raise ValueError(f"policy must be 'never', 'optional' or 'required', not {self.policy!r}")
+        if isinstance(self.ttl_ms, int) and self.ttl_ms <= 0:
+            raise ValueError("ttl_ms must be positive; use None for an unlimited lifetime")
+        if isinstance(self.poll_interval_ms, int) and self.poll_interval_ms <= 0:
+            raise ValueError("poll_interval_ms must be positive")
+
+
+class TaskIdParams(RequestParams):
+    task_id: str
+
+
+class UpdateTaskParams(RequestParams):
+    task_id: str
+    # Values stay raw: entries under keys that are not outstanding must be acked, whatever they hold.
+    input_responses: dict[str, Any] = Field(default_factory=dict[str, Any])
+
+
+@dataclass
+class TasksExtension(Extension):
+    """Serves SEP-2663 tasks for the tools it is told about, with Temporal as the store."""
+
+    identifier = EXTENSION_ID
+
+    default_ttl_ms: int | None = DAY_MS
+    default_poll_interval_ms: int = 1000
+    default_activity: ActivityPolicy = field(default_factory=ActivityPolicy)
+    _tools: dict[str, ToolTaskOptions] = field(default_factory=dict[str, ToolTaskOptions], init=False)
+    _gateway: TemporalTaskGateway | None = field(default=None, init=False)
+
+    # -- declaring task tools -------------------------------------------------
+
+    @overload
+    def tool(self, fn: _Fn, /) -> _Fn: ...
+    @overload
+    def tool(
+        self,
+        *,
+        name: str | None = None,
+        policy: TaskPolicy = "optional",
+        ttl_ms: int | None | _Inherit = INHERIT,
+        poll_interval_ms: int | _Inherit = INHERIT,
+        activity: ActivityPolicy | _Inherit = INHERIT,
+    ) -> Callable[[_Fn], _Fn]: ...
+    def tool(
+        self,
+        fn: _Fn | None = None,
+        /,
+        *,
+        name: str | None = None,
+        policy: TaskPolicy = "optional",
+        ttl_ms: int | None | _Inherit = INHERIT,
+        poll_interval_ms: int | _Inherit = INHERIT,
+        activity: ActivityPolicy | _Inherit = INHERIT,
+    ) -> _Fn | Callable[[_Fn], _Fn]:
+        """Decorator: run this tool as a task. Stack it on either side of `@mcp.tool()`.
+
+        Pass `name=` when the tool was registered under a name other than the function's.
+        """
+        options = ToolTaskOptions(policy=policy, ttl_ms=ttl_ms, poll_interval_ms=poll_interval_ms, activity=activity)
+
+        def decorate(target: _Fn) -> _Fn:
+            self.enable(name or target.__name__, options)
+            return target
+
+        return decorate(fn) if fn is not None else decorate
+
+    def enable(self, tool_name: str, options: ToolTaskOptions | TaskPolicy = "optional") -> None:
+        """Make the tool `tool_name` task-capable (the non-decorator form of `tool`)."""
+        self._tools[tool_name] = options if isinstance(options, ToolTaskOptions) else ToolTaskOptions(policy=options)
+
+    def options_for(self, tool_name: str) -> ToolTaskOptions | None:
+        """The task options of a tool, with every inherited setting resolved."""
+        options = self._tools.get(tool_name)
+        if options is None:
+            return None
+        return replace(
+            options,
+            ttl_ms=self.default_ttl_ms if isinstance(options.ttl_ms, _Inherit) else options.ttl_ms,
+            poll_interval_ms=self.default_poll_interval_ms
+            if isinstance(options.poll_interval_ms, _Inherit)
+            else options.poll_interval_ms,
+            activity=self.default_activity if isinstance(options.activity, _Inherit) else options.activity,
+        )
+
+    @property
+    def task_tools(self) -> Mapping[str, ToolTaskOptions]:
+        return dict(self._tools)
+
+    # -- wiring ------------------------------------------------------------------
+
+    def attach(self, gateway: TemporalTaskGateway) -> None:
+        """Connect the extension to Temporal; done by `serve`/`dev` before requests are accepted."""
+        self._gateway = gateway
+
+    @property
+    def gateway(self) -> TemporalTaskGateway:
+        if self._gateway is None:
+            raise RuntimeError(
+                "TasksExtension is not attached to Temporal; run the app with `mcp-tasks-temporal serve` "
+                "or `dev`, or call extension.attach(TemporalTaskGateway(client, task_queue=...))"
+            )
+        return self._gateway
+
+    def methods(self) -> Sequence[MethodBinding]:
+        versions = frozenset(MODERN_PROTOCOL_VERSIONS)
+        return [
+            MethodBinding("tasks/get", TaskIdParams, self._tasks_get, versions),
+            MethodBinding("tasks/update", UpdateTaskParams, self._tasks_update, versions),
+            MethodBinding("tasks/cancel", TaskIdParams, self._tasks_cancel, versions),
+        ]
+
+    # -- tools/call ---------------------------------------------------------------
+
+    async def intercept_tool_call(
+        self, params: CallToolRequestParams, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        options = self.options_for(params.name)
+        if options is None or options.policy == "never" or current_reporter() is not None:
+            # Not a task tool, or already running inside its task's activity.
+            return await call_next(ctx)
+        if not _declares_tasks(ctx):
+            if options.policy == "required":
+                require_client_extension(ctx, EXTENSION_ID)
+            return await call_next(ctx)
+        created_at_ms = int(time.time() * 1000)
+        assert not isinstance(options.ttl_ms, _Inherit)
+        assert not isinstance(options.poll_interval_ms, _Inherit)
+        assert not isinstance(options.activity, _Inherit)
+        task = ToolTaskInput(
+            task_id=new_task_id(),
+            tool=params.name,
+            arguments=dict(params.arguments or {}),
+            meta=_envelope(ctx),
+            created_at_ms=created_at_ms,
+            ttl_ms=options.ttl_ms,
+            poll_interval_ms=options.poll_interval_ms,
+            activity=options.activity,
+        )
+        created = await self.gateway.create(task, authenticated_principal(ctx))
+        return {"resultType": "task", **created}
+
+    # -- tasks/* ------------------------------------------------------------------
+
+    async def _tasks_get(self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams) -> dict[str, Any]:
+        _admit(ctx, params.task_id)
+        return await self.gateway.get(params.task_id, authenticated_principal(ctx))
+
+    async def _tasks_update(self, ctx: ServerRequestContext[Any, Any], params: UpdateTaskParams) -> dict[str, Any]:
+        _admit(ctx, params.task_id)
+        await self.gateway.update(params.task_id, authenticated_principal(ctx), params.input_responses)
+        return {}
+
+    async def _tasks_cancel(self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams) -> dict[str, Any]:
+        _admit(ctx, params.task_id)
+        await self.gateway.cancel(params.task_id, authenticated_principal(ctx))
+        return {}
+
+
+def _declares_tasks(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """Did *this* request declare the extension? Earlier requests never count."""
+    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        return False
+    caps = ctx.session.client_capabilities
+    return bool(caps is not None and caps.extensions and EXTENSION_ID in caps.extensions)
+
+
+def _admit(ctx: ServerRequestContext[Any, Any], task_id: str) -> None:
+    """The checks every tasks/* request passes before any task is looked up.
+
+    Routing headers first (a load balancer may already have acted on them), then
+    the per-request capability gate, so a bogus ID never reaches Temporal from a
+    client that could not use the answer.
+    """
+    headers = getattr(ctx.request, "headers", None)
+    if headers is not None and decode_header_value(headers.get("mcp-name")) != task_id:
+        raise HeaderMismatchError()
+    if not _declares_tasks(ctx):
+        require_client_extension(ctx, EXTENSION_ID)
+
+
+def _envelope(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
+    """The creating request's `_meta`, kept with the task so its tool sees the same client.
+
+    A progress token belongs to the HTTP exchange that has already ended.
+    """
+    raw = (ctx.params or {}).get("_meta")
+    meta: dict[str, Any] = dict(raw) if isinstance(raw, Mapping) else {}  # pyright: ignore[reportUnknownArgumentType]
+    meta.pop("progressToken", None)
+    meta.setdefault(CLIENT_CAPABILITIES_META_KEY, {})
+    return meta

@@ -1,0 +1,177 @@
+"""The front server's only door to Temporal: create, read, answer and cancel tasks.
+
+Reads use `describe` (mutable state: strongly consistent, milliseconds, and
+served with every worker down) plus the memo the workflow keeps in step with
+its state; only a completed task costs a second call, for the close event that
+holds its `CallToolResult`. The workflow's `mcp_tasks.state` query gives the
+same answer, but it needs a polling worker and replays the history of closed
+or evicted runs, so it is the tool for operators, not the hot path
+(`docs/design.md` has the measurements).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.service import RPCError, RPCStatusCode
+
+from mcp_tasks_temporal.contract import (
+    INPUT_SIGNAL,
+    INTERNAL_ERROR_CODE,
+    TERMINAL_STATUSES,
+    TOOL_TASK_WORKFLOW,
+    Memo,
+    ToolTaskInput,
+    detailed_task,
+)
+from mcp_tasks_temporal.errors import TaskExpiredError, TaskNotFoundError
+from mcp_tasks_temporal.ids import is_task_id, owner_key, workflow_id
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True)
+class _Observed:
+    handle: WorkflowHandle[Any, Any]
+    description: WorkflowExecutionDescription
+    memo: dict[str, Any]
+
+
+class TemporalTaskGateway:
+    """Maps the task operations onto one Temporal namespace and task queue."""
+
+    def __init__(self, client: Client, *, task_queue: str) -> None:
+        self.client = client
+        self.task_queue = task_queue
+
+    async def create(self, task: ToolTaskInput, principal: str | None) -> dict[str, Any]:
+        """Start the task's workflow; returns once Temporal has persisted it."""
+        memo = {
+            Memo.TASK_ID: task.task_id,
+            Memo.TOOL: task.tool,
+            Memo.OWNER: owner_key(principal),
+            Memo.CREATED_AT: task.created_at_ms,
+            Memo.TTL_MS: task.ttl_ms,
+            Memo.POLL_INTERVAL_MS: task.poll_interval_ms,
+            Memo.STATUS: "working",
+            Memo.LAST_UPDATED_AT: task.created_at_ms,
+        }
+        await self.client.start_workflow(
+            TOOL_TASK_WORKFLOW,
+            task,
+            id=workflow_id(task.task_id, principal),
+            task_queue=self.task_queue,
+            memo=memo,
+            # One task ID is one run, ever: a closed task's ID must not start a fresh run.
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+            static_summary=f"MCP task: {task.tool}",
+        )
+        return detailed_task(
+            task_id=task.task_id,
+            status="working",
+            created_at_ms=task.created_at_ms,
+            last_updated_at_ms=task.created_at_ms,
+            ttl_ms=task.ttl_ms,
+            poll_interval_ms=task.poll_interval_ms,
+        )
+
+    async def get(self, task_id: str, principal: str | None) -> dict[str, Any]:
+        """The task's `DetailedTask`, as `tasks/get` returns it."""
+        observed = await self._observe(task_id, principal)
+        return await self._detailed(task_id, observed)
+
+    async def update(self, task_id: str, principal: str | None, responses: dict[str, Any]) -> None:
+        """Deliver answers; the workflow keeps those for outstanding keys and ignores the rest."""
+        observed = await self._observe(task_id, principal)
+        if observed.description.status != WorkflowExecutionStatus.RUNNING or not responses:
+            return
+        try:
+            await observed.handle.signal(INPUT_SIGNAL, responses)
+        except RPCError as err:
+            # It closed since we looked: no key is outstanding any more, which the spec says to ignore.
+            if err.status != RPCStatusCode.NOT_FOUND:
+                raise
+
+    async def cancel(self, task_id: str, principal: str | None) -> None:
+        """Request cooperative cancellation; a task that already ended keeps its outcome."""
+        observed = await self._observe(task_id, principal)
+        if observed.description.status != WorkflowExecutionStatus.RUNNING:
+            return
+        if observed.memo.get(Memo.STATUS) in TERMINAL_STATUSES:
+            return
+        try:
+            await observed.handle.cancel()
+        except RPCError as err:
+            if err.status != RPCStatusCode.NOT_FOUND:
+                raise
+
+    async def _observe(self, task_id: str, principal: str | None) -> _Observed:
+        if not is_task_id(task_id):
+            raise TaskNotFoundError()
+        handle = self.client.get_workflow_handle(workflow_id(task_id, principal))
+        try:
+            description = await handle.describe()
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                raise TaskNotFoundError() from None
+            raise
+        memo = await description.memo()
+        ttl_ms = memo.get(Memo.TTL_MS)
+        created_at_ms = int(memo.get(Memo.CREATED_AT) or description.start_time.timestamp() * 1000)
+        if ttl_ms is not None and now_ms() >= created_at_ms + int(ttl_ms):
+            raise TaskExpiredError()
+        return _Observed(handle, description, memo)
+
+    async def _detailed(self, task_id: str, observed: _Observed) -> dict[str, Any]:
+        description, memo = observed.description, observed.memo
+        created_at_ms = int(memo.get(Memo.CREATED_AT) or description.start_time.timestamp() * 1000)
+        fields: dict[str, Any] = {
+            "task_id": task_id,
+            "created_at_ms": created_at_ms,
+            "last_updated_at_ms": int(memo.get(Memo.LAST_UPDATED_AT) or created_at_ms),
+            "ttl_ms": memo.get(Memo.TTL_MS),
+            "poll_interval_ms": memo.get(Memo.POLL_INTERVAL_MS),
+            "status_message": memo.get(Memo.STATUS_MESSAGE),
+        }
+        status = description.status
+        if status == WorkflowExecutionStatus.RUNNING:
+            memo_status = str(memo.get(Memo.STATUS) or "working")
+            if memo_status == "working":
+                heartbeat = await self._latest_status(description)
+                if heartbeat is not None:
+                    fields["status_message"] = heartbeat[0]
+                    fields["last_updated_at_ms"] = max(fields["last_updated_at_ms"], heartbeat[1])
+            return detailed_task(
+                status=memo_status, input_requests=memo.get(Memo.INPUT_REQUESTS), error=memo.get(Memo.ERROR), **fields
+            )
+        if status == WorkflowExecutionStatus.COMPLETED:
+            result: dict[str, Any] = await observed.handle.result()
+            return detailed_task(status="completed", result=result, **fields)
+        if status == WorkflowExecutionStatus.CANCELED:
+            return detailed_task(status="cancelled", **fields)
+        if status == WorkflowExecutionStatus.FAILED and memo.get(Memo.ERROR):
+            return detailed_task(status="failed", error=memo[Memo.ERROR], **fields)
+        # Terminated or timed out by an operator or a backstop: no workflow code ran to say why.
+        fields["status_message"] = "Task stopped by the Temporal service"
+        return detailed_task(
+            status="failed", error={"code": INTERNAL_ERROR_CODE, "message": "Task stopped"}, **fields
+        )
+
+    async def _latest_status(self, description: WorkflowExecutionDescription) -> tuple[str, int] | None:
+        """The newest `set_status` of the running tool, from its heartbeat details."""
+        for pending in description.raw_description.pending_activities:
+            payloads = pending.heartbeat_details.payloads
+            if not payloads:
+                continue
+            decoded = await self.client.data_converter.decode(payloads)
+            details = decoded[0] if decoded else None
+            if isinstance(details, dict) and details.get("message"):  # pyright: ignore[reportUnknownMemberType]
+                return str(details["message"]), int(details.get("at_ms", 0))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+        return None

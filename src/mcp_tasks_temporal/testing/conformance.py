@@ -1,0 +1,121 @@
+"""The official conformance suite's fixture tools, served as tasks on Temporal.
+
+Run it with `mcp-tasks-temporal dev --app mcp_tasks_temporal.testing.conformance:app`
+and point `npx @modelcontextprotocol/conformance server --url .../mcp` at it.
+Names, arguments and behaviours are the ones the suite calls (see its
+`src/scenarios/server/tasks/*.ts`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import anyio
+from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve, Sample
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR, CreateMessageResult, SamplingMessage, TextContent
+from pydantic import BaseModel
+
+from mcp_tasks_temporal.extension import TasksExtension
+from mcp_tasks_temporal.progress import set_status
+
+tasks = TasksExtension(default_poll_interval_ms=200)
+app = MCPServer("mcp-tasks-temporal-conformance", version="1.0.0", extensions=[tasks])
+
+
+@app.tool()
+def greet(name: str) -> str:
+    """Say hello, synchronously (never a task)."""
+    return f"Hello, {name}!"
+
+
+@tasks.tool(policy="optional")
+@app.tool()
+async def slow_compute(seconds: float = 1, label: str = "job") -> str:
+    """Work for `seconds`, reporting progress each second."""
+    elapsed = 0.0
+    while elapsed < seconds:
+        set_status(f"{label}: {elapsed:g}/{seconds:g}s")
+        step = min(1.0, seconds - elapsed)
+        await anyio.sleep(step)
+        elapsed += step
+    return f"{label} finished after {seconds:g}s"
+
+
+@tasks.tool(policy="required")
+@app.tool()
+async def failing_job() -> str:
+    """A tool error: the task completes with `isError: true`."""
+    raise RuntimeError("the job failed")
+
+
+@tasks.tool(policy="optional")
+@app.tool()
+async def protocol_error_job() -> str:
+    """A JSON-RPC error: the task ends `failed`."""
+    raise MCPError(code=INTERNAL_ERROR, message="Upstream service rejected the request")
+
+
+class Confirmation(BaseModel):
+    confirm: bool
+
+
+def ask_confirmation(filename: str) -> Elicit[Confirmation]:
+    return Elicit(f"Delete {filename}?", Confirmation)
+
+
+@tasks.tool(policy="optional")
+@app.tool()
+async def confirm_delete(filename: str, answer: Annotated[Confirmation, Resolve(ask_confirmation)]) -> str:
+    """Ask for confirmation before deleting a file."""
+    return f"Deleted {filename}" if answer.confirm else f"Kept {filename}"
+
+
+class Color(BaseModel):
+    color: str
+
+
+class Size(BaseModel):
+    size: str
+
+
+def ask_color() -> Elicit[Color]:
+    return Elicit("Which color?", Color)
+
+
+def ask_size() -> Elicit[Size]:
+    return Elicit("Which size?", Size)
+
+
+@tasks.tool(policy="optional")
+@app.tool()
+async def multi_input(
+    color: Annotated[Color, Resolve(ask_color)], size: Annotated[Size, Resolve(ask_size)]
+) -> str:
+    """Ask two questions at once."""
+    return f"A {size.size} {color.color} one"
+
+
+class UserName(BaseModel):
+    name: str
+
+
+def ask_user_name() -> Elicit[UserName]:
+    return Elicit("What is your name?", UserName)
+
+
+@tasks.tool(policy="required")
+@app.tool()
+async def test_tool_with_task(user_name: Annotated[UserName, Resolve(ask_user_name)]) -> str:
+    """Ask for a name before the task exists, then greet in the task."""
+    return f"Hello, {user_name.name}!"
+
+
+def ask_model() -> Sample:
+    return Sample([SamplingMessage(role="user", content=TextContent(type="text", text="Say hi"))], max_tokens=16)
+
+
+@app.tool()
+async def test_missing_capability(reply: Annotated[CreateMessageResult, Resolve(ask_model)], ctx: Context) -> str:
+    """Needs `sampling`: a client that did not declare it gets -32021."""
+    return str(reply.content)

@@ -1,0 +1,5 @@
+"""Temporal workflows of mcp-tasks-temporal (imported as `mcp_tasks_temporal.workflows`)."""
+
+from mcp_tasks_temporal.workflows.tool_task import ToolTaskWorkflow
+
+__all__ = ["ToolTaskWorkflow"]

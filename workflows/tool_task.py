@@ -1,0 +1,197 @@
+"""The task workflow: one MCP task is one run of `ToolTaskWorkflow`.
+
+The workflow owns the task's state machine. It runs the tool in activities,
+turns a round that needs input into `input_required`, waits durably for the
+`tasks/update` signal, and closes the run so that Temporal's own status tells
+the outcome: COMPLETED carries the `CallToolResult`, FAILED a JSON-RPC error,
+CANCELED a cancellation. Every transition is mirrored into the memo, which the
+front server reads with `describe` even while no worker is polling; the
+`mcp_tasks.state` query gives the same state from the workflow itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
+
+with workflow.unsafe.imports_passed_through():
+    from mcp_tasks_temporal.contract import (
+        INPUT_SIGNAL,
+        INTERNAL_ERROR_CODE,
+        JSONRPC_ERROR,
+        RUN_TOOL_ACTIVITY,
+        STATE_QUERY,
+        TASK_EXPIRED,
+        TOOL_TASK_WORKFLOW,
+        Memo,
+        ToolRoundInput,
+        ToolTaskInput,
+        detailed_task,
+    )
+
+
+class _TaskExpired(Exception):
+    """Raised inside the run when the TTL timer fires."""
+
+
+@workflow.defn(name=TOOL_TASK_WORKFLOW)
+class ToolTaskWorkflow:
+    """Runs one tool call as a durable MCP task."""
+
+    @workflow.init
+    def __init__(self, task: ToolTaskInput) -> None:
+        self._task = task
+        self._status = "working"
+        self._status_message: str | None = None
+        self._last_updated_ms = task.created_at_ms
+        self._result: dict[str, Any] | None = None
+        self._error: dict[str, Any] | None = None
+        # Outstanding questions under their task-level keys, and the answers that came in.
+        self._input_requests: dict[str, Any] = {}
+        self._answers: dict[str, Any] = {}
+
+    @workflow.run
+    async def run(self, task: ToolTaskInput) -> dict[str, Any]:
+        """Run the tool to its end, or until cancelled or expired."""
+        try:
+            if task.ttl_ms is None:
+                return await self._execute()
+            remaining_s = (task.created_at_ms + task.ttl_ms) / 1000 - workflow.now().timestamp()
+            try:
+                # A durable timer: the work stops at createdAt + ttlMs even across worker restarts.
+                return await asyncio.wait_for(self._execute(), timeout=max(remaining_s, 0.001))
+            except TimeoutError:
+                raise _TaskExpired() from None
+        except _TaskExpired:
+            self._error = {"code": INTERNAL_ERROR_CODE, "message": "Task expired"}
+            self._transition("failed", status_message="Task expired before it finished")
+            raise ApplicationError("Task expired", self._error, type=TASK_EXPIRED, non_retryable=True) from None
+        except asyncio.CancelledError:
+            self._transition("cancelled", status_message="Cancelled by request")
+            raise
+
+    @workflow.query(name=STATE_QUERY)
+    def state(self) -> dict[str, Any]:
+        """The full task as `tasks/get` would return it, read from the workflow itself."""
+        return detailed_task(
+            task_id=self._task.task_id,
+            status=self._status,
+            created_at_ms=self._task.created_at_ms,
+            last_updated_at_ms=self._last_updated_ms,
+            ttl_ms=self._task.ttl_ms,
+            poll_interval_ms=self._task.poll_interval_ms,
+            status_message=self._status_message,
+            input_requests=self._input_requests,
+            result=self._result,
+            error=self._error,
+        )
+
+    @workflow.signal(name=INPUT_SIGNAL)
+    def provide_input(self, responses: dict[str, Any]) -> None:
+        """Record answers to outstanding questions (`tasks/update`).
+
+        Signals are delivered at least once and clients may resend, so only keys
+        that are outstanding and not yet answered count; the rest is ignored, as
+        the spec asks.
+        """
+        accepted = {k: v for k, v in responses.items() if k in self._input_requests and k not in self._answers}
+        if not accepted:
+            return
+        self._answers.update(accepted)
+        for key in accepted:
+            del self._input_requests[key]
+        self._transition("input_required" if self._input_requests else "working")
+
+    async def _execute(self) -> dict[str, Any]:
+        task = self._task
+        policy = task.activity
+        responses: dict[str, Any] | None = None
+        request_state: str | None = None
+        round_number = 0
+        while True:
+            try:
+                outcome: dict[str, Any] = await workflow.execute_activity(
+                    RUN_TOOL_ACTIVITY,
+                    ToolRoundInput(
+                        task_id=task.task_id,
+                        tool=task.tool,
+                        arguments=task.arguments,
+                        meta=task.meta,
+                        round=round_number,
+                        input_responses=responses,
+                        request_state=request_state,
+                    ),
+                    result_type=dict[str, Any],
+                    task_queue=policy.task_queue,
+                    start_to_close_timeout=timedelta(seconds=policy.start_to_close_timeout_s),
+                    heartbeat_timeout=timedelta(seconds=policy.heartbeat_timeout_s),
+                    retry_policy=RetryPolicy(
+                        initial_interval=timedelta(seconds=policy.initial_retry_interval_s),
+                        maximum_attempts=policy.maximum_attempts,
+                        non_retryable_error_types=[JSONRPC_ERROR],
+                    ),
+                    # "cancelled" must mean the tool really stopped, not that we stopped waiting for it.
+                    cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+                )
+            except ActivityError as err:
+                if isinstance(err.cause, CancelledError):
+                    raise asyncio.CancelledError() from err
+                raise self._fail(err) from None
+            if outcome.get("resultType") != "input_required":
+                self._result = outcome
+                self._transition("completed")
+                return outcome
+            if workflow.cancellation_reason() is not None:
+                # The round finished although a cancel arrived: a cancel the activity swallowed
+                # does not raise again, so honour it here before asking anything.
+                raise asyncio.CancelledError()
+            responses = await self._ask(outcome.get("inputRequests") or {}, round_number)
+            request_state = outcome.get("requestState")
+            round_number += 1
+
+    async def _ask(self, requests: dict[str, Any], round_number: int) -> dict[str, Any]:
+        """Publish one round of questions and wait for every answer.
+
+        Tool-side keys repeat across rounds (a resolver asks under the same key),
+        but task keys must be unique over the task's life, so each round gets
+        its own namespace and answers are mapped back before the next round.
+        """
+        task_keys = {f"r{round_number}/{key}": key for key in requests}
+        self._input_requests = {task_key: requests[key] for task_key, key in task_keys.items()}
+        self._transition("input_required")
+        await workflow.wait_condition(lambda: all(k in self._answers for k in task_keys))
+        return {key: self._answers[task_key] for task_key, key in task_keys.items()}
+
+    def _fail(self, err: ActivityError) -> ApplicationError:
+        cause = err.cause
+        if isinstance(cause, ApplicationError) and cause.type == JSONRPC_ERROR and cause.details:
+            self._error = dict(cause.details[0])
+        else:
+            # Timeouts or an exhausted retry budget: the detail stays in the history, not on the wire.
+            self._error = {"code": INTERNAL_ERROR_CODE, "message": "Tool execution failed"}
+        self._transition("failed", status_message=f"Tool execution failed: {self._error.get('message', '')}")
+        return ApplicationError(str(self._error.get("message")), self._error, type=JSONRPC_ERROR, non_retryable=True)
+
+    def _transition(self, status: str, *, status_message: str | None = None) -> None:
+        self._status = status
+        if status_message is not None:
+            self._status_message = status_message
+        self._last_updated_ms = int(workflow.now().timestamp() * 1000)
+        self._publish()
+
+    def _publish(self) -> None:
+        """Mirror the state into the memo so reads never need a worker."""
+        workflow.upsert_memo(
+            {
+                Memo.STATUS: self._status,
+                Memo.STATUS_MESSAGE: self._status_message,
+                Memo.LAST_UPDATED_AT: self._last_updated_ms,
+                Memo.INPUT_REQUESTS: self._input_requests or None,
+                Memo.ERROR: self._error,
+            }
+        )
