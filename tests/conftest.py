@@ -1,0 +1,118 @@
+"""Shared fixtures: one Temporal dev server, one worker and one front server for the session.
+
+Tests that stop or kill processes build their own stack (`stack_factory`) so
+the shared one stays healthy.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+from temporalio.client import Client
+
+from tests.processes import Process, start_front, start_temporal, start_worker
+from tests.wire import HttpMcp, TaskCalls
+
+
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("processes")
+
+
+@dataclass
+class Stack:
+    """A Temporal address plus the front servers and workers started against it."""
+
+    workdir: Path
+    temporal: str
+    task_queue: str
+    fronts: list[tuple[Process, str]] = field(default_factory=list)
+    workers: list[Process] = field(default_factory=list)
+
+    def add_worker(self, extra: list[str] | None = None) -> Process:
+        worker = start_worker(self.workdir, self.temporal, self.task_queue, extra=extra)
+        self.workers.append(worker)
+        return worker
+
+    def add_front(self, *, port: int | None = None, extra: list[str] | None = None) -> str:
+        front = start_front(self.workdir, self.temporal, self.task_queue, port=port, extra=extra)
+        self.fronts.append(front)
+        return front[1]
+
+    @property
+    def url(self) -> str:
+        return self.fronts[0][1]
+
+    def stop(self) -> None:
+        for process, _ in self.fronts:
+            process.stop()
+        for worker in self.workers:
+            worker.stop()
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {p.name}\n{p.log()[-4000:]}" for p in [*(f for f, _ in self.fronts), *self.workers])
+
+
+@pytest.fixture(scope="session")
+def temporal(workdir: Path) -> Iterator[str]:
+    process, address = start_temporal(workdir)
+    yield address
+    process.stop()
+
+
+@pytest.fixture(scope="session")
+def stack(workdir: Path, temporal: str) -> Iterator[Stack]:
+    shared = Stack(workdir, temporal, task_queue=f"tests-{uuid.uuid4()}")
+    shared.add_worker()
+    shared.add_front()
+    yield shared
+    shared.stop()
+
+
+@pytest.fixture
+def stack_factory(workdir: Path, temporal: str) -> Iterator[type[Stack] | object]:
+    """Build a private stack (own task queue) that a test may break."""
+    made: list[Stack] = []
+
+    def make() -> Stack:
+        private = Stack(workdir, temporal, task_queue=f"private-{uuid.uuid4()}")
+        made.append(private)
+        return private
+
+    yield make
+    for private in made:
+        private.stop()
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(timeout=30) as client:
+        yield client
+
+
+@pytest.fixture
+def mcp(stack: Stack, http: httpx.AsyncClient) -> TaskCalls:
+    return TaskCalls(HttpMcp(stack.url, http))
+
+
+@pytest.fixture
+async def temporal_client(temporal: str) -> Client:
+    return await Client.connect(temporal)
+
+
+@pytest.fixture
+def gate(tmp_path: Path) -> Path:
+    """A folder through which a test steers a `gated` tool running in the worker."""
+    folder = tmp_path / f"gate-{uuid.uuid4().hex[:8]}"
+    folder.mkdir()
+    return folder

@@ -1,0 +1,162 @@
+"""Real processes for the tests: a Temporal dev server, front servers and workers."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from mcp_tasks_temporal.embedded import dev_server_command
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CLI = [sys.executable, "-m", "mcp_tasks_temporal"]
+FIXTURE_APP = "tests.fixture_app:app"
+PROTOCOL_VERSION = "2026-07-28"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def wait_until(predicate: object, *, timeout: float, what: str) -> None:
+    """Poll a condition with a hard bound; used only for process start-up, never for task state."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+
+
+@dataclass
+class Process:
+    """A child process whose output goes to a log file shown when a test fails."""
+
+    name: str
+    command: list[str]
+    log_path: Path
+    popen: subprocess.Popen[bytes] = field(init=False)
+
+    def start(self) -> Process:
+        log = self.log_path.open("ab")
+        self.popen = subprocess.Popen(
+            self.command, cwd=REPO_ROOT, env=_env(), stdout=log, stderr=log, start_new_session=True
+        )
+        log.close()
+        return self
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    @property
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 20) -> None:
+        if not self.alive:
+            return
+        os.killpg(self.popen.pid, sig)
+        try:
+            self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.popen.pid, signal.SIGKILL)
+            self.popen.wait(timeout)
+
+    def kill(self) -> None:
+        """SIGKILL, the crash a process never sees coming."""
+        self.stop(signal.SIGKILL)
+
+
+def start_temporal(workdir: Path, *, db_path: Path | None = None, port: int | None = None) -> tuple[Process, str]:
+    port = port or free_port()
+    command = dev_server_command(host="127.0.0.1", port=port, ui_port=None, db_path=db_path, namespaces=["default"])
+    process = Process("temporal", command, workdir / f"temporal-{port}.log").start()
+    address = f"127.0.0.1:{port}"
+
+    def ready() -> bool:
+        if not process.alive:
+            raise RuntimeError(f"temporal dev server exited:\n{process.log()}")
+        with socket.socket() as sock:
+            return sock.connect_ex(("127.0.0.1", port)) == 0
+
+    wait_until(ready, timeout=30, what="the Temporal dev server")
+    return process, address
+
+
+def start_worker(workdir: Path, temporal: str, task_queue: str, *, app: str = FIXTURE_APP, extra: list[str] | None = None) -> Process:
+    name = f"worker-{free_port()}"
+    command = [*CLI, "worker", "--temporal", temporal, "--task-queue", task_queue, "--app", app, *(extra or [])]
+    process = Process(name, command, workdir / f"{name}.log").start()
+
+    def ready() -> bool:
+        if not process.alive:
+            raise RuntimeError(f"worker exited:\n{process.log()}")
+        return "mcp-tasks-temporal worker:" in process.log()
+
+    wait_until(ready, timeout=30, what="the worker")
+    return process
+
+
+def start_front(
+    workdir: Path, temporal: str, task_queue: str, *, app: str = FIXTURE_APP, port: int | None = None, extra: list[str] | None = None
+) -> tuple[Process, str]:
+    port = port or free_port()
+    command = [*CLI, "serve", "--temporal", temporal, "--task-queue", task_queue, "--app", app, "--port", str(port), *(extra or [])]
+    process = Process(f"front-{port}", command, workdir / f"front-{port}.log").start()
+    url = f"http://127.0.0.1:{port}/mcp"
+
+    def ready() -> bool:
+        if not process.alive:
+            raise RuntimeError(f"front server exited:\n{process.log()}")
+        try:
+            response = httpx.post(
+                url,
+                json={"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {"_meta": envelope()}},
+                headers=base_headers("server/discover"),
+                timeout=2,
+            )
+        except httpx.TransportError:
+            return False
+        return response.status_code == 200
+
+    wait_until(ready, timeout=30, what="the front server")
+    return process, url
+
+
+def envelope(*, tasks: bool = True, capabilities: dict[str, object] | None = None) -> dict[str, object]:
+    caps: dict[str, object] = dict(capabilities or {})
+    if tasks:
+        caps["extensions"] = {"io.modelcontextprotocol/tasks": {}}
+    return {
+        "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
+        "io.modelcontextprotocol/clientInfo": {"name": "tests", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": caps,
+    }
+
+
+def base_headers(method: str, name: str | None = None) -> dict[str, str]:
+    headers = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": PROTOCOL_VERSION,
+        "mcp-method": method,
+    }
+    if name is not None:
+        headers["mcp-name"] = name
+    return headers

@@ -1,0 +1,149 @@
+"""The task lifecycle over Streamable HTTP against a real front server, worker and Temporal."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.wire import TaskCalls
+
+pytestmark = pytest.mark.anyio
+
+ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
+
+
+async def test_declaring_client_gets_a_flat_create_task_result_that_resolves_at_once(mcp: TaskCalls) -> None:
+    reply = await mcp.call_tool("double", {"x": 21})
+    created = reply.result
+    assert reply.status == 200
+    assert created["resultType"] == "task"
+    assert created["status"] == "working"
+    assert ISO.match(created["createdAt"]) and ISO.match(created["lastUpdatedAt"])
+    assert created["ttlMs"] == 86_400_000 and created["pollIntervalMs"] == 250
+    assert not {"task", "result", "error", "inputRequests", "requestState", "ttl", "pollInterval"} & created.keys()
+    got = await mcp.get(created["taskId"])
+    assert got.status == 200 and got.result["taskId"] == created["taskId"]
+    assert got.result["resultType"] == "complete"
+
+
+async def test_completed_task_result_is_exactly_the_synchronous_call_tool_result(mcp: TaskCalls) -> None:
+    synchronous = (await mcp.call_tool("double", {"x": 4}, tasks=False)).result
+    created = await mcp.start("double", {"x": 4})
+    task = await mcp.wait_for(created["taskId"])
+    assert task["status"] == "completed"
+    assert task["result"] == synchronous
+    assert task["result"]["structuredContent"] == {"value": 8}
+    assert "io.modelcontextprotocol/related-task" not in task["result"].get("_meta", {})
+    assert not {"error", "inputRequests"} & task.keys()
+
+
+async def test_tool_exception_completes_with_is_error(mcp: TaskCalls) -> None:
+    synchronous = (await mcp.call_tool("tool_error", {"reason": "no such branch"}, tasks=False)).result
+    created = await mcp.start("tool_error", {"reason": "no such branch"})
+    task = await mcp.wait_for(created["taskId"])
+    assert task["status"] == "completed"
+    assert task["result"]["isError"] is True
+    assert task["result"] == synchronous
+
+
+async def test_json_rpc_error_fails_the_task_with_that_error(mcp: TaskCalls) -> None:
+    created = await mcp.start("protocol_error", {"code": -32042, "message": "backend refused"})
+    task = await mcp.wait_for(created["taskId"])
+    assert task["status"] == "failed"
+    assert task["error"] == {"code": -32042, "message": "backend refused", "data": {"retryable": False}}
+    assert task["statusMessage"]
+    assert "result" not in task
+
+
+async def test_progress_shows_as_status_message_while_the_tool_runs(mcp: TaskCalls, gate: Path) -> None:
+    created = await mcp.start("gated", {"gate": str(gate)})
+    task = await mcp.wait_for(created["taskId"], lambda t: t.get("statusMessage") == "waiting for the release file")
+    assert task["status"] == "working"
+    assert task["lastUpdatedAt"] >= created["createdAt"]
+    (gate / "release").write_text("1")
+    task = await mcp.wait_for(created["taskId"])
+    assert task["status"] == "completed"
+    assert task["result"]["content"][0]["text"] == f"released {gate.name}"
+
+
+async def test_cancel_reaches_the_running_tool_and_settles_cancelled(mcp: TaskCalls, gate: Path) -> None:
+    created = await mcp.start("gated", {"gate": str(gate)})
+    await mcp.wait_for(created["taskId"], lambda t: t.get("statusMessage") is not None)
+    ack = await mcp.cancel(created["taskId"])
+    assert ack.status == 200
+    assert set(ack.result) <= {"resultType", "_meta"} and ack.result["resultType"] == "complete"
+    task = await mcp.wait_for(created["taskId"], timeout=20)
+    assert task["status"] == "cancelled"
+    assert not {"result", "error", "inputRequests"} & task.keys()
+    assert (gate / "cancelled").exists(), "the tool itself must have been cancelled"
+    assert not (gate / "runs").exists()
+
+
+async def test_cancel_of_a_terminal_task_is_an_empty_ack_and_changes_nothing(mcp: TaskCalls) -> None:
+    created = await mcp.start("double", {"x": 1})
+    done = await mcp.wait_for(created["taskId"])
+    ack = await mcp.cancel(created["taskId"])
+    assert ack.status == 200 and ack.result["resultType"] == "complete"
+    assert set(ack.result) <= {"resultType", "_meta"}
+    assert (await mcp.get(created["taskId"])).result == {**done, "_meta": (await mcp.get(created["taskId"])).result["_meta"]}
+
+
+async def test_cancel_after_the_work_finished_keeps_the_result(mcp: TaskCalls, gate: Path) -> None:
+    created = await mcp.start("gated", {"gate": str(gate)})
+    (gate / "release").write_text("1")
+    await mcp.wait_for(created["taskId"])
+    await mcp.cancel(created["taskId"])
+    task = (await mcp.get(created["taskId"])).result
+    assert task["status"] == "completed"
+
+
+@pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
+@pytest.mark.parametrize("task_id", ["00000000-0000-4000-8000-000000000000", "not-a-task", "../../etc"])
+async def test_unknown_task_ids_are_invalid_params(mcp: TaskCalls, method: str, task_id: str) -> None:
+    params = {"taskId": task_id, **({"inputResponses": {}} if method == "tasks/update" else {})}
+    reply = await mcp.client.request(method, params)
+    assert reply.error["code"] == -32602
+
+
+async def test_task_ids_are_distinct_uuid4s(mcp: TaskCalls) -> None:
+    import uuid
+
+    ids = {(await mcp.start("double", {"x": n}))["taskId"] for n in range(5)}
+    assert len(ids) == 5
+    assert all(uuid.UUID(i).version == 4 for i in ids)
+
+
+async def test_update_is_acked_even_for_keys_that_are_not_outstanding(mcp: TaskCalls, gate: Path) -> None:
+    created = await mcp.start("gated", {"gate": str(gate)})
+    ack = await mcp.update(created["taskId"], {"unknown-key": {"ignored": True}})
+    assert ack.status == 200 and set(ack.result) <= {"resultType", "_meta"}
+    assert ack.result["resultType"] == "complete"
+    assert (await mcp.get(created["taskId"])).result["status"] == "working"
+    (gate / "release").write_text("1")
+    await mcp.wait_for(created["taskId"])
+    ack = await mcp.update(created["taskId"], {"late": {"action": "accept"}})
+    assert ack.result["resultType"] == "complete"
+
+
+async def test_unlimited_ttl_is_null_on_the_wire(mcp: TaskCalls) -> None:
+    created = await mcp.start("unlimited", {"x": 3})
+    assert created["ttlMs"] is None
+    assert (await mcp.wait_for(created["taskId"]))["ttlMs"] is None
+
+
+async def test_task_is_served_until_its_ttl_then_gone_and_its_work_stopped(mcp: TaskCalls, gate: Path) -> None:
+    created = await mcp.start("short_lived", {"gate": str(gate)})
+    assert created["ttlMs"] == 2000
+    assert (await mcp.get(created["taskId"])).result["status"] == "working"
+    with anyio.fail_after(20):
+        while (reply := await mcp.get(created["taskId"])).body.get("result"):
+            await anyio.sleep(0.2)
+    assert reply.error["code"] == -32602
+    assert (await mcp.cancel(created["taskId"])).error["code"] == -32602
+    assert (await mcp.update(created["taskId"], {})).error["code"] == -32602
+    with anyio.fail_after(20):
+        while not (gate / "cancelled").exists():
+            await anyio.sleep(0.1)

@@ -1,0 +1,177 @@
+"""Raw MCP clients for the tests: JSON-RPC over Streamable HTTP and over stdio.
+
+The tests speak the wire directly, so they check the bytes a real client gets
+(status codes, headers, `resultType`), not what a client library makes of them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import anyio
+import httpx
+from anyio.abc import Process
+from anyio.streams.text import TextReceiveStream
+
+from tests.processes import base_headers, envelope
+
+TERMINAL = {"completed", "failed", "cancelled"}
+_NAME_PARAM = {"tools/call": "name", "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
+
+
+@dataclass
+class Reply:
+    status: int | None
+    """HTTP status; `None` on stdio."""
+    body: dict[str, Any]
+
+    @property
+    def result(self) -> dict[str, Any]:
+        assert "result" in self.body, f"expected a result, got {self.body}"
+        return self.body["result"]
+
+    @property
+    def error(self) -> dict[str, Any]:
+        assert "error" in self.body, f"expected an error, got {self.body}"
+        return self.body["error"]
+
+
+class McpClient(Protocol):
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        tasks: bool = True,
+        capabilities: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Reply: ...
+
+
+class TaskCalls:
+    """The task operations on top of any transport's `request`."""
+
+    client: McpClient
+
+    def __init__(self, client: McpClient) -> None:
+        self.client = client
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None, *, tasks: bool = True, **kw: Any) -> Reply:
+        return await self.client.request("tools/call", {"name": name, "arguments": arguments or {}}, tasks=tasks, **kw)
+
+    async def start(self, name: str, arguments: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
+        """Call a tool that must answer with a task; return the CreateTaskResult."""
+        reply = await self.call_tool(name, arguments, **kw)
+        assert reply.result["resultType"] == "task", reply.body
+        return reply.result
+
+    async def get(self, task_id: str, **kw: Any) -> Reply:
+        return await self.client.request("tasks/get", {"taskId": task_id}, **kw)
+
+    async def update(self, task_id: str, responses: dict[str, Any], **kw: Any) -> Reply:
+        return await self.client.request("tasks/update", {"taskId": task_id, "inputResponses": responses}, **kw)
+
+    async def cancel(self, task_id: str, **kw: Any) -> Reply:
+        return await self.client.request("tasks/cancel", {"taskId": task_id}, **kw)
+
+    async def wait_for(
+        self, task_id: str, until: Callable[[dict[str, Any]], bool] | Iterable[str] = TERMINAL, *, timeout: float = 30
+    ) -> dict[str, Any]:
+        """Poll `tasks/get` (honouring `pollIntervalMs`) until `until` holds; bounded by `timeout`."""
+        check = until if callable(until) else (lambda task, wanted=set(until): task["status"] in wanted)
+        with anyio.fail_after(timeout):
+            while True:
+                task = (await self.get(task_id)).result
+                if check(task):
+                    return task
+                await anyio.sleep(task.get("pollIntervalMs", 250) / 1000)
+
+
+class HttpMcp:
+    """Streamable HTTP at 2026-07-28: one POST per request, routing headers mirrored from the body."""
+
+    def __init__(self, url: str, http: httpx.AsyncClient) -> None:
+        self.url = url
+        self.http = http
+        self._ids = itertools.count(1)
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        tasks: bool = True,
+        capabilities: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Reply:
+        body_params = dict(params or {})
+        body_params.setdefault("_meta", envelope(tasks=tasks, capabilities=capabilities))
+        name_key = _NAME_PARAM.get(method)
+        name = body_params.get(name_key) if name_key else None
+        sent_headers = base_headers(method, name if isinstance(name, str) else None)
+        for key, value in (headers or {}).items():
+            if value is None:
+                sent_headers.pop(key, None)
+            else:
+                sent_headers[key] = value
+        message = {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": body_params}
+        return await self.post(message, sent_headers)
+
+    async def post(self, message: Any, headers: dict[str, str]) -> Reply:
+        response = await self.http.post(self.url, content=json.dumps(message), headers=headers)
+        return Reply(response.status_code, _parse_body(response))
+
+
+def _parse_body(response: httpx.Response) -> dict[str, Any]:
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        for line in response.text.splitlines():
+            if line.startswith("data:"):
+                frame = json.loads(line[5:])
+                if "result" in frame or "error" in frame:
+                    return frame
+        raise AssertionError(f"no response frame in SSE body: {response.text!r}")
+    if not response.content:
+        return {}
+    return response.json()
+
+
+class StdioMcp:
+    """Newline-delimited JSON-RPC to a `serve --transport stdio` child process."""
+
+    def __init__(self, process: Process) -> None:
+        self.process = process
+        self._ids = itertools.count(1)
+        assert process.stdout is not None
+        self._lines = TextReceiveStream(process.stdout)
+        self._buffer = ""
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        tasks: bool = True,
+        capabilities: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Reply:
+        assert headers is None, "stdio has no headers"
+        body_params = dict(params or {})
+        body_params.setdefault("_meta", envelope(tasks=tasks, capabilities=capabilities))
+        request_id = next(self._ids)
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": body_params}
+        assert self.process.stdin is not None
+        await self.process.stdin.send((json.dumps(message) + "\n").encode())
+        while True:
+            frame = json.loads(await self._read_line())
+            if frame.get("id") == request_id:
+                return Reply(None, frame)
+
+    async def _read_line(self) -> str:
+        while "\n" not in self._buffer:
+            self._buffer += await self._lines.receive()
+        line, self._buffer = self._buffer.split("\n", 1)
+        return line
