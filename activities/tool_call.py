@@ -1,11 +1,16 @@
 """The activity that runs a tool of the user's `MCPServer` on a worker.
 
-The tool is driven through the SDK's own single-exchange path (`serve_one`),
-with a `Connection` rebuilt from the creating request's `_meta`. So the tool
-sees the same client capabilities as on a synchronous call, argument
-validation and error conversion are the SDK's, and the activity's result is
-byte for byte the `CallToolResult` a synchronous `tools/call` would have put
-on the wire.
+The tool runs through the app's own `tools/call` handler (extension
+interceptors, argument validation, resolvers, error conversion: all the SDK's),
+with a `Connection` rebuilt from the creating request's `_meta`, so it sees the
+same client as a synchronous call and its result is the `CallToolResult` a
+synchronous `tools/call` would have put on the wire.
+
+It runs *below* the server middleware on purpose. The front server already
+passed the request through it when the task was created, and the middleware
+includes the `requestState` boundary, which would seal a round's state with a
+short-lived, per-process key; on the task path that state never leaves
+Temporal, so it stays plaintext in the history where the next round reads it.
 """
 
 from __future__ import annotations
@@ -19,8 +24,9 @@ from typing import Any
 
 import anyio
 from mcp.server.connection import Connection
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
-from mcp.server.runner import serve_one
+from mcp.server.session import ServerSession
 from mcp.shared.dispatcher import CallOptions
 from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp.shared.transport_context import TransportContext
@@ -28,9 +34,14 @@ from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
     CLIENT_INFO_META_KEY,
     PROTOCOL_VERSION_META_KEY,
+    SERVER_INFO_META_KEY,
+    CallToolRequestParams,
+    RequestParams,
     RequestId,
 )
+from mcp_types import methods as wire_methods
 from mcp_types.version import LATEST_MODERN_VERSION
+from pydantic import BaseModel, ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -41,7 +52,8 @@ from mcp_tasks_temporal.contract import (
     StatusDetails,
     ToolRoundInput,
 )
-from mcp_tasks_temporal.progress import StatusReporter, bind_reporter, progress_message
+from mcp_tasks_temporal.inputs import missing_capability_error
+from mcp_tasks_temporal.progress import StatusReporter, TaskRun, bind_run, progress_message
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +102,7 @@ class ToolActivities:
 
     def __init__(self, server: MCPServer[Any], lifespan_state: Any, *, keepalive_s: float = 2.0) -> None:
         self._server = server
+        self._lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]
         self._lifespan_state = lifespan_state
         self._keepalive_s = keepalive_s
 
@@ -102,34 +115,20 @@ class ToolActivities:
     @activity.defn(name=RUN_TOOL_ACTIVITY)
     async def run_tool(self, call: ToolRoundInput) -> dict[str, Any]:
         """Run one round of the tool and return its wire result (complete or input_required)."""
-        reporter = StatusReporter()
         info = activity.info()
+        reporter = StatusReporter()
         if info.heartbeat_details:
             # A retried attempt keeps showing the last status until the tool reports a new one.
             reporter.current = _restore_status(info.heartbeat_details[0])
-        bind_reporter(reporter)
         meta = dict(call.meta)
-        params: dict[str, Any] = {"name": call.tool, "arguments": call.arguments, "_meta": meta}
-        if call.input_responses is not None:
-            params["inputResponses"] = call.input_responses
-        if call.request_state is not None:
-            params["requestState"] = call.request_state
-        connection = Connection.from_envelope(
-            meta.get(PROTOCOL_VERSION_META_KEY, LATEST_MODERN_VERSION),
-            meta.get(CLIENT_INFO_META_KEY),
-            meta.get(CLIENT_CAPABILITIES_META_KEY),
-        )
-        dctx = _TaskDispatchContext(reporter=reporter, request_id=f"{call.task_id}/{call.round}/{info.attempt}")
+        capabilities = meta.get(CLIENT_CAPABILITIES_META_KEY)
+        bind_run(TaskRun(reporter=reporter, workflow_id=info.workflow_id, client_capabilities=capabilities))
         keepalive = asyncio.create_task(self._keep_alive(reporter))
         try:
-            return await serve_one(
-                self._server._lowlevel_server,  # pyright: ignore[reportPrivateUsage]
-                dctx,  # pyright: ignore[reportArgumentType]
-                "tools/call",
-                params,
-                connection=connection,
-                lifespan_state=self._lifespan_state,
-            )
+            result = await self._call(call, meta, reporter, request_id=f"{call.task_id}/{call.round}/{info.attempt}")
+            if result.get("resultType") == "input_required":
+                _check_requested_kinds(result.get("inputRequests") or {}, capabilities)
+            return result
         except MCPError as exc:
             error = exc.error.model_dump(by_alias=True, mode="json", exclude_none=True)
             raise ApplicationError(exc.error.message, error, type=JSONRPC_ERROR, non_retryable=True) from None
@@ -144,11 +143,56 @@ class ToolActivities:
         finally:
             keepalive.cancel()
 
+    async def _call(
+        self, call: ToolRoundInput, meta: dict[str, Any], reporter: StatusReporter, *, request_id: str
+    ) -> dict[str, Any]:
+        params: dict[str, Any] = {"name": call.tool, "arguments": call.arguments, "_meta": meta}
+        if call.input_responses is not None:
+            params["inputResponses"] = call.input_responses
+        if call.request_state is not None:
+            params["requestState"] = call.request_state
+        version = str(meta.get(PROTOCOL_VERSION_META_KEY, LATEST_MODERN_VERSION))
+        connection = Connection.from_envelope(
+            version, meta.get(CLIENT_INFO_META_KEY), meta.get(CLIENT_CAPABILITIES_META_KEY)
+        )
+        dctx = _TaskDispatchContext(reporter=reporter, request_id=request_id)
+        try:
+            request_meta = RequestParams.model_validate(params, by_name=False).meta
+        except ValidationError:
+            request_meta = None
+        ctx: ServerRequestContext[Any, Any] = ServerRequestContext(
+            session=ServerSession(dctx, connection, request_meta=request_meta),  # pyright: ignore[reportArgumentType]
+            lifespan_context=self._lifespan_state,
+            protocol_version=version,
+            method="tools/call",
+            params=params,
+            request_id=request_id,
+            meta=request_meta,
+        )
+        entry = self._lowlevel.get_request_handler("tools/call")
+        assert entry is not None, "an MCPServer always serves tools/call"
+        try:
+            outcome = await entry.handler(ctx, CallToolRequestParams.model_validate(params, by_name=False))
+        finally:
+            await connection.exit_stack.aclose()
+        dumped = outcome.model_dump(by_alias=True, mode="json", exclude_none=True) if isinstance(outcome, BaseModel) else dict(outcome or {})
+        wire = wire_methods.serialize_server_result("tools/call", version, dumped)
+        wire["_meta"] = {**(wire.get("_meta") or {}), SERVER_INFO_META_KEY: self._lowlevel.server_info_stamp}
+        return wire
+
     async def _keep_alive(self, reporter: StatusReporter) -> None:
         """Heartbeat while the tool runs: liveness for Temporal, and the only way a cancel reaches the tool."""
         while True:
             reporter.heartbeat()
             await asyncio.sleep(self._keepalive_s)
+
+
+def _check_requested_kinds(requests: Mapping[str, Any], capabilities: Any) -> None:
+    """A tool may only ask for what the creating request's client declared it can answer."""
+    for request in requests.values():
+        error = missing_capability_error(request if isinstance(request, Mapping) else {}, capabilities)
+        if error is not None:
+            raise error
 
 
 def _restore_status(raw: Any) -> StatusDetails | None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.workflow import HandlerUnfinishedPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 
 with workflow.unsafe.imports_passed_through():
@@ -24,10 +25,12 @@ with workflow.unsafe.imports_passed_through():
         INPUT_SIGNAL,
         INTERNAL_ERROR_CODE,
         JSONRPC_ERROR,
+        REQUEST_INPUT_UPDATE,
         RUN_TOOL_ACTIVITY,
         STATE_QUERY,
         TASK_EXPIRED,
         TOOL_TASK_WORKFLOW,
+        InputAsk,
         Memo,
         ToolRoundInput,
         ToolTaskInput,
@@ -107,11 +110,27 @@ class ToolTaskWorkflow:
             del self._input_requests[key]
         self._transition("input_required" if self._input_requests else "working")
 
+    @workflow.update(name=REQUEST_INPUT_UPDATE, unfinished_policy=HandlerUnfinishedPolicy.ABANDON)
+    async def request_input(self, ask: InputAsk) -> dict[str, Any]:
+        """Questions asked midway by the running tool (`request_input`); returns once all are answered.
+
+        The tool's keys get their own namespace among the task's keys. A key asked
+        again (a retried attempt) is the same question: its recorded answer is
+        returned without asking the client twice.
+        """
+        task_keys = {f"ask/{key}": key for key in ask.requests}
+        new = {tk: ask.requests[k] for tk, k in task_keys.items() if tk not in self._answers and tk not in self._input_requests}
+        if new:
+            self._input_requests.update(new)
+            self._transition("input_required")
+        await workflow.wait_condition(lambda: all(tk in self._answers for tk in task_keys))
+        return {key: self._answers[tk] for tk, key in task_keys.items()}
+
     async def _execute(self) -> dict[str, Any]:
         task = self._task
         policy = task.activity
-        responses: dict[str, Any] | None = None
-        request_state: str | None = None
+        responses = task.input_responses
+        request_state = task.request_state
         round_number = 0
         while True:
             try:
@@ -162,7 +181,7 @@ class ToolTaskWorkflow:
         its own namespace and answers are mapped back before the next round.
         """
         task_keys = {f"r{round_number}/{key}": key for key in requests}
-        self._input_requests = {task_key: requests[key] for task_key, key in task_keys.items()}
+        self._input_requests.update({task_key: requests[key] for task_key, key in task_keys.items()})
         self._transition("input_required")
         await workflow.wait_condition(lambda: all(k in self._answers for k in task_keys))
         return {key: self._answers[task_key] for task_key, key in task_keys.items()}

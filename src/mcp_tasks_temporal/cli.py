@@ -136,7 +136,7 @@ async def _dev(args: argparse.Namespace) -> None:
             )
         )
         client = await Client.connect(temporal.address, namespace=temporal.namespace)
-        tasks_extension(app).attach(TemporalTaskGateway(client, task_queue=args.task_queue))
+        tasks_extension(app).attach(TemporalTaskGateway(client, task_queue=args.task_queue), app)
         await _run_worker(stack, client, app, args)
         print(f"mcp-tasks-temporal dev: serving {args.app}", flush=True)
         print(f"  MCP endpoint  http://{args.host}:{args.port}/mcp", flush=True)
@@ -153,7 +153,7 @@ async def _serve(args: argparse.Namespace) -> None:
     app = load_app(args.app)
     _configure(app, args)
     client = await Client.connect(args.temporal, namespace=args.namespace)
-    tasks_extension(app).attach(TemporalTaskGateway(client, task_queue=args.task_queue))
+    tasks_extension(app).attach(TemporalTaskGateway(client, task_queue=args.task_queue), app)
     if args.transport == "stdio":
         await app.run_stdio_async()
     else:

@@ -19,6 +19,7 @@ TOOL_TASK_WORKFLOW: Final = "mcp_tasks.ToolTask"
 RUN_TOOL_ACTIVITY: Final = "mcp_tasks.run_tool"
 STATE_QUERY: Final = "mcp_tasks.state"
 INPUT_SIGNAL: Final = "mcp_tasks.provide_input"
+REQUEST_INPUT_UPDATE: Final = "mcp_tasks.request_input"
 
 DEFAULT_TASK_QUEUE: Final = "mcp-tasks"
 DEFAULT_NAMESPACE: Final = "default"
@@ -73,6 +74,9 @@ class ToolTaskInput:
     poll_interval_ms: int
     owner: str | None = None
     activity: ActivityPolicy = field(default_factory=ActivityPolicy)
+    input_responses: dict[str, Any] | None = None
+    """Answers given on the `tools/call` before the task existed (MRTR rounds), for the first round."""
+    request_state: str | None = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,13 @@ class ToolRoundInput:
     round: int = 0
     input_responses: dict[str, Any] | None = None
     request_state: str | None = None
+
+
+@dataclass(frozen=True)
+class InputAsk:
+    """Questions a running tool asks midway (`request_input`), by the tool's own keys."""
+
+    requests: dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -27,3 +27,10 @@ class HeaderMismatchError(MCPError):
         super().__init__(
             code=HEADER_MISMATCH, message="Header mismatch: Mcp-Name header does not match the request body's taskId"
         )
+
+
+class InvalidInputResponseError(MCPError):
+    """An answer to an outstanding question that is not a valid response to it."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(code=INVALID_PARAMS, message="Invalid input response", data={"key": key})

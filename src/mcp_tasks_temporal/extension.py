@@ -23,18 +23,28 @@ from typing import Any, Final, Literal, TypeVar, overload
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.extension import Extension, MethodBinding
-from mcp.server.mcpserver import require_client_extension
+from mcp.server.mcpserver import Context, MCPServer, require_client_extension
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.resolve import resolve_arguments
 from mcp.server.request_state import authenticated_principal
 from mcp.shared.inbound import decode_header_value
-from mcp_types import CLIENT_CAPABILITIES_META_KEY, CallToolRequestParams, RequestParams
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    CLIENT_CAPABILITIES_META_KEY,
+    CallToolRequestParams,
+    CallToolResult,
+    InputRequiredResult,
+    RequestParams,
+    TextContent,
+)
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from mcp_tasks_temporal.contract import ActivityPolicy, ToolTaskInput
 from mcp_tasks_temporal.errors import HeaderMismatchError
 from mcp_tasks_temporal.gateway import TemporalTaskGateway
 from mcp_tasks_temporal.ids import new_task_id
-from mcp_tasks_temporal.progress import current_reporter
+from mcp_tasks_temporal.progress import current_run
 
 EXTENSION_ID: Final = "io.modelcontextprotocol/tasks"
 DAY_MS: Final = 24 * 3600 * 1000
@@ -66,6 +76,9 @@ class ToolTaskOptions:
     poll_interval_ms: int | _Inherit = INHERIT
     activity: ActivityPolicy | _Inherit = INHERIT
     """Timeouts, retries and task queue of the tool's activity."""
+    resolve_inputs_first: bool = False
+    """Ask the tool's `Resolve(...)` questions on the `tools/call` itself (MRTR rounds) and
+    create the task only once they are answered, instead of asking them from the task."""
 
     def __post_init__(self) -> None:
         if self.policy not in ("never", "optional", "required"):
@@ -97,6 +110,7 @@ class TasksExtension(Extension):
     default_activity: ActivityPolicy = field(default_factory=ActivityPolicy)
     _tools: dict[str, ToolTaskOptions] = field(default_factory=dict[str, ToolTaskOptions], init=False)
     _gateway: TemporalTaskGateway | None = field(default=None, init=False)
+    _server: MCPServer[Any] | None = field(default=None, init=False)
 
     # -- declaring task tools -------------------------------------------------
 
@@ -111,6 +125,7 @@ class TasksExtension(Extension):
         ttl_ms: int | None | _Inherit = INHERIT,
         poll_interval_ms: int | _Inherit = INHERIT,
         activity: ActivityPolicy | _Inherit = INHERIT,
+        resolve_inputs_first: bool = False,
     ) -> Callable[[_Fn], _Fn]: ...
     def tool(
         self,
@@ -122,12 +137,19 @@ class TasksExtension(Extension):
         ttl_ms: int | None | _Inherit = INHERIT,
         poll_interval_ms: int | _Inherit = INHERIT,
         activity: ActivityPolicy | _Inherit = INHERIT,
+        resolve_inputs_first: bool = False,
     ) -> _Fn | Callable[[_Fn], _Fn]:
         """Decorator: run this tool as a task. Stack it on either side of `@mcp.tool()`.
 
         Pass `name=` when the tool was registered under a name other than the function's.
         """
-        options = ToolTaskOptions(policy=policy, ttl_ms=ttl_ms, poll_interval_ms=poll_interval_ms, activity=activity)
+        options = ToolTaskOptions(
+            policy=policy,
+            ttl_ms=ttl_ms,
+            poll_interval_ms=poll_interval_ms,
+            activity=activity,
+            resolve_inputs_first=resolve_inputs_first,
+        )
 
         def decorate(target: _Fn) -> _Fn:
             self.enable(name or target.__name__, options)
@@ -159,9 +181,14 @@ class TasksExtension(Extension):
 
     # -- wiring ------------------------------------------------------------------
 
-    def attach(self, gateway: TemporalTaskGateway) -> None:
-        """Connect the extension to Temporal; done by `serve`/`dev` before requests are accepted."""
+    def attach(self, gateway: TemporalTaskGateway, server: MCPServer[Any]) -> None:
+        """Connect the extension to Temporal and to its app; done by `serve`/`dev` before requests are accepted.
+
+        The SDK never hands an extension its server, and answering `Resolve(...)`
+        questions before the task exists needs the app's tool registry.
+        """
         self._gateway = gateway
+        self._server = server
 
     @property
     def gateway(self) -> TemporalTaskGateway:
@@ -186,13 +213,17 @@ class TasksExtension(Extension):
         self, params: CallToolRequestParams, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
         options = self.options_for(params.name)
-        if options is None or options.policy == "never" or current_reporter() is not None:
+        if options is None or options.policy == "never" or current_run() is not None:
             # Not a task tool, or already running inside its task's activity.
             return await call_next(ctx)
         if not _declares_tasks(ctx):
             if options.policy == "required":
                 require_client_extension(ctx, EXTENSION_ID)
             return await call_next(ctx)
+        if options.resolve_inputs_first:
+            answered_now = await self._resolve_before_task(params, ctx)
+            if answered_now is not None:
+                return answered_now
         created_at_ms = int(time.time() * 1000)
         assert not isinstance(options.ttl_ms, _Inherit)
         assert not isinstance(options.poll_interval_ms, _Inherit)
@@ -206,9 +237,35 @@ class TasksExtension(Extension):
             ttl_ms=options.ttl_ms,
             poll_interval_ms=options.poll_interval_ms,
             activity=options.activity,
+            # The answers of the MRTR rounds, and the (already unsealed) state that records them.
+            input_responses=dict(params.input_responses) if params.input_responses else None,
+            request_state=params.request_state,
         )
         created = await self.gateway.create(task, authenticated_principal(ctx))
         return {"resultType": "task", **created}
+
+    async def _resolve_before_task(
+        self, params: CallToolRequestParams, ctx: ServerRequestContext[Any, Any]
+    ) -> HandlerResult | None:
+        """Run the tool's resolvers here; their questions go back as an `InputRequiredResult`.
+
+        `None` means every question is answered (or there are none) and the task
+        may start: its first round replays the recorded answers and runs the body.
+        """
+        server = self._server
+        tool = server._tool_manager.get_tool(params.name) if server is not None else None  # pyright: ignore[reportPrivateUsage]
+        if server is None or tool is None or not tool.resolved_params:
+            return None
+        context = Context(request_context=ctx, mcp_server=server, input_params=params)
+        try:
+            validated = tool.fn_metadata.validate_arguments(params.arguments or {})
+            resolved = await resolve_arguments(tool.resolved_params, tool.resolver_plans, validated, context)
+        except MCPError:
+            raise
+        except (ValidationError, ToolError) as exc:
+            # Bad arguments or a declined question: the answer a synchronous call gives.
+            return CallToolResult(content=[TextContent(type="text", text=f"Error executing tool {params.name}: {exc}")], is_error=True)
+        return resolved if isinstance(resolved, InputRequiredResult) else None
 
     # -- tasks/* ------------------------------------------------------------------
 

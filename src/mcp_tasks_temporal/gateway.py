@@ -12,9 +12,11 @@ or evicted runs, so it is the tool for operators, not the hot path
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.service import RPCError, RPCStatusCode
@@ -28,8 +30,9 @@ from mcp_tasks_temporal.contract import (
     ToolTaskInput,
     detailed_task,
 )
-from mcp_tasks_temporal.errors import TaskExpiredError, TaskNotFoundError
+from mcp_tasks_temporal.errors import InvalidInputResponseError, TaskExpiredError, TaskNotFoundError
 from mcp_tasks_temporal.ids import is_task_id, owner_key, workflow_id
+from mcp_tasks_temporal.inputs import is_valid_response
 
 
 def now_ms() -> int:
@@ -46,9 +49,10 @@ class _Observed:
 class TemporalTaskGateway:
     """Maps the task operations onto one Temporal namespace and task queue."""
 
-    def __init__(self, client: Client, *, task_queue: str) -> None:
+    def __init__(self, client: Client, *, task_queue: str, answer_visibility_timeout_s: float = 5.0) -> None:
         self.client = client
         self.task_queue = task_queue
+        self.answer_visibility_timeout_s = answer_visibility_timeout_s
 
     async def create(self, task: ToolTaskInput, principal: str | None) -> dict[str, Any]:
         """Start the task's workflow; returns once Temporal has persisted it."""
@@ -87,17 +91,48 @@ class TemporalTaskGateway:
         observed = await self._observe(task_id, principal)
         return await self._detailed(task_id, observed)
 
-    async def update(self, task_id: str, principal: str | None, responses: dict[str, Any]) -> None:
-        """Deliver answers; the workflow keeps those for outstanding keys and ignores the rest."""
+    async def update(self, task_id: str, principal: str | None, responses: Mapping[str, Any]) -> None:
+        """Deliver answers to outstanding questions, and return once the task shows them.
+
+        Entries under keys that are not outstanding are ignored, as the spec asks;
+        a malformed answer to an outstanding question is refused with -32602
+        before anything is delivered. The spec allows the ack to run ahead of
+        `tasks/get`, but a client that answered one of two questions should not
+        see the answered one again on its next poll, so the ack waits (bounded)
+        until the workflow has taken the answers in. With no worker running the
+        bound expires and the ack goes out anyway: the signal is durable.
+        """
         observed = await self._observe(task_id, principal)
-        if observed.description.status != WorkflowExecutionStatus.RUNNING or not responses:
+        if observed.description.status != WorkflowExecutionStatus.RUNNING:
             return
+        outstanding: Mapping[str, Any] = observed.memo.get(Memo.INPUT_REQUESTS) or {}
+        accepted = {key: value for key, value in responses.items() if key in outstanding}
+        if not accepted:
+            return
+        for key, value in accepted.items():
+            if not is_valid_response(outstanding[key], value):
+                raise InvalidInputResponseError(key)
         try:
-            await observed.handle.signal(INPUT_SIGNAL, responses)
+            await observed.handle.signal(INPUT_SIGNAL, accepted)
         except RPCError as err:
             # It closed since we looked: no key is outstanding any more, which the spec says to ignore.
             if err.status != RPCStatusCode.NOT_FOUND:
                 raise
+            return
+        await self._until_answered(observed.handle, set(accepted))
+
+    async def _until_answered(self, handle: WorkflowHandle[Any, Any], keys: set[str]) -> None:
+        delay = 0.01
+        with anyio.move_on_after(self.answer_visibility_timeout_s):
+            while True:
+                description = await handle.describe()
+                if description.status != WorkflowExecutionStatus.RUNNING:
+                    return
+                pending = (await description.memo()).get(Memo.INPUT_REQUESTS) or {}
+                if not keys & set(pending):
+                    return
+                await anyio.sleep(delay)
+                delay = min(delay * 2, 0.2)
 
     async def cancel(self, task_id: str, principal: str | None) -> None:
         """Request cooperative cancellation; a task that already ended keeps its outcome."""

@@ -1,4 +1,4 @@
-"""Free-text progress from inside a running tool, shown as the task's `statusMessage`.
+"""What a tool running as a task can reach: its status line, its workflow, its client's capabilities.
 
 Progress travels as activity heartbeat details: no history event per update, and
 the front server reads the latest one with `describe`, so it stays visible with
@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import time
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from temporalio import activity
 
@@ -37,17 +38,27 @@ class StatusReporter:
             activity.heartbeat(self.current)
 
 
-_reporter: ContextVar[StatusReporter | None] = ContextVar("mcp_tasks_status_reporter", default=None)
+@dataclass(frozen=True)
+class TaskRun:
+    """The task a tool is running for, bound for the duration of one activity attempt."""
+
+    reporter: StatusReporter = field(default_factory=StatusReporter)
+    workflow_id: str = ""
+    client_capabilities: Any = None
+    """The creating request's `clientCapabilities` (raw JSON)."""
 
 
-def current_reporter() -> StatusReporter | None:
-    """The reporter of the task tool running in this context, if any."""
-    return _reporter.get()
+_run: ContextVar[TaskRun | None] = ContextVar("mcp_tasks_run", default=None)
 
 
-def bind_reporter(reporter: StatusReporter) -> None:
-    """Make `set_status` in this context (and the tasks it spawns) report to `reporter`."""
-    _reporter.set(reporter)
+def current_run() -> TaskRun | None:
+    """The task this code runs for, or `None` outside a task (a synchronous call, the front server)."""
+    return _run.get()
+
+
+def bind_run(run: TaskRun) -> None:
+    """Bind `run` to this context and the tasks it spawns."""
+    _run.set(run)
 
 
 def set_status(message: str) -> None:
@@ -56,9 +67,9 @@ def set_status(message: str) -> None:
     A no-op when the tool runs synchronously (not as a task), so tools can call
     it unconditionally. The text is shown to users and models: keep secrets out.
     """
-    reporter = _reporter.get()
-    if reporter is not None:
-        reporter.set(message)
+    run = _run.get()
+    if run is not None:
+        run.reporter.set(message)
 
 
 def progress_message(progress: float, total: float | None, message: str | None) -> str:

@@ -104,7 +104,7 @@ def ask_user_name() -> Elicit[UserName]:
     return Elicit("What is your name?", UserName)
 
 
-@tasks.tool(policy="required")
+@tasks.tool(policy="required", resolve_inputs_first=True)
 @app.tool()
 async def test_tool_with_task(user_name: Annotated[UserName, Resolve(ask_user_name)]) -> str:
     """Ask for a name before the task exists, then greet in the task."""

@@ -1,0 +1,135 @@
+"""Input requests: which client may be asked what, what a valid answer looks like, and asking midway.
+
+`request_input` lets tool code ask in the middle of its work and continue with
+the answer. The activity asks its own workflow through a Temporal Update named
+after the question's key, so the question is recorded in the history, a retried
+attempt that asks again gets the recorded answer instead of asking twice, and
+the client sees it as `input_required` like any other question.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INVALID_PARAMS,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    CreateMessageResult,
+    CreateMessageResultWithTools,
+    ElicitResult,
+    ListRootsResult,
+)
+from pydantic import BaseModel, ValidationError
+from temporalio import activity
+
+from mcp_tasks_temporal.contract import REQUEST_INPUT_UPDATE, InputAsk
+from mcp_tasks_temporal.progress import current_run
+
+EXTENSION_ID: Final = "io.modelcontextprotocol/tasks"
+
+_CAPABILITY_OF_METHOD: Final = {
+    "elicitation/create": "elicitation",
+    "sampling/createMessage": "sampling",
+    "roots/list": "roots",
+}
+
+
+def missing_capability_error(request: Mapping[str, Any], capabilities: Any) -> MCPError | None:
+    """-32021 when the client did not declare what answering `request` needs (None when it did).
+
+    A bare `elicitation: {}` means form support (the only mode before modes
+    existed); URL-mode elicitation needs `elicitation.url`.
+    """
+    method = request.get("method")
+    capability = _CAPABILITY_OF_METHOD.get(str(method))
+    if capability is None:
+        return MCPError(code=INVALID_PARAMS, message=f"Unsupported input request method {method!r}")
+    declared: Mapping[str, Any] = capabilities if isinstance(capabilities, Mapping) else {}  # pyright: ignore[reportUnknownVariableType]
+    granted = declared.get(capability)
+    required: dict[str, Any] = {capability: {}}
+    if isinstance(granted, Mapping) and capability == "elicitation":
+        params: Any = request.get("params")
+        mode = params.get("mode", "form") if isinstance(params, Mapping) else "form"  # pyright: ignore[reportUnknownMemberType]
+        modes: Mapping[str, Any] = granted  # pyright: ignore[reportUnknownVariableType]
+        if mode == "url":
+            granted = modes.get("url")
+            required = {"elicitation": {"url": {}}}
+        elif "url" in modes and "form" not in modes:
+            granted = None
+            required = {"elicitation": {"form": {}}}
+    if granted is not None:
+        return None
+    return MCPError(
+        code=MISSING_REQUIRED_CLIENT_CAPABILITY,
+        message=f"Client did not declare the {capability!r} capability this task needs",
+        data={"requiredCapabilities": required},
+    )
+
+
+def is_valid_response(request: Any, response: Any) -> bool:
+    """Whether `response` is a well-formed answer to `request` (an `InputRequest` as JSON)."""
+    method = request.get("method") if isinstance(request, Mapping) else None
+    models: tuple[type[BaseModel], ...] = {
+        "elicitation/create": (ElicitResult,),
+        "sampling/createMessage": (CreateMessageResult, CreateMessageResultWithTools),
+        "roots/list": (ListRootsResult,),
+    }.get(str(method), ())
+    if not isinstance(response, Mapping):
+        return False
+    for model in models:
+        try:
+            model.model_validate(response, by_name=False)
+        except ValidationError:
+            continue
+        return True
+    return False
+
+
+def as_input_request(request: Any) -> dict[str, Any]:
+    """Normalise an `mcp_types` request model or a plain mapping to `{method, params}`."""
+    raw: Any = request.model_dump(by_alias=True, mode="json", exclude_none=True) if isinstance(request, BaseModel) else request
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("method"), str):  # pyright: ignore[reportUnknownMemberType]
+        raise ValueError("an input request is {'method': ..., 'params': ...}, e.g. an mcp_types.ElicitRequest")
+    params: Any = raw.get("params")  # pyright: ignore[reportUnknownMemberType]
+    return {"method": raw["method"], "params": dict(params) if isinstance(params, Mapping) else {}}  # pyright: ignore[reportUnknownArgumentType]
+
+
+async def request_inputs(requests: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Ask the client several questions at once, from inside a tool running as a task.
+
+    Returns the answers by key once all of them are in; the task shows
+    `input_required` until then. Keys name questions for the task's whole
+    life: asking a key again returns the answer already given.
+
+    Raises:
+        MCPError: -32021 when the tool does not run as a task, or the creating
+            request's client cannot answer that kind of request.
+    """
+    run = current_run()
+    if run is None:
+        raise MCPError(
+            code=MISSING_REQUIRED_CLIENT_CAPABILITY,
+            message="Asking for input midway needs the tool to run as a task",
+            data={"requiredCapabilities": {"extensions": {EXTENSION_ID: {}}}},
+        )
+    normalised = {key: as_input_request(request) for key, request in requests.items()}
+    for request in normalised.values():
+        error = missing_capability_error(request, run.client_capabilities)
+        if error is not None:
+            raise error
+    handle = activity.client().get_workflow_handle(run.workflow_id)
+    answers: dict[str, dict[str, Any]] = await handle.execute_update(
+        REQUEST_INPUT_UPDATE,
+        InputAsk(requests=normalised),
+        # The Update ID makes a retried attempt's question the same question.
+        id="ask/" + "\x1f".join(sorted(normalised)),
+        result_type=dict[str, Any],
+    )
+    return answers
+
+
+async def request_input(key: str, request: Any) -> dict[str, Any]:
+    """Ask the client one question from inside a tool running as a task; see `request_inputs`."""
+    return (await request_inputs({key: request}))[key]
