@@ -7,13 +7,26 @@ file is the simplest event both sides can see.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Annotated
 
 import anyio
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context, Elicit, ListRoots, MCPServer, Resolve, Sample
 from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    CreateMessageResult,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    InputRequiredResult,
+    ListRootsResult,
+    SamplingMessage,
+    TextContent,
+)
+from pydantic import BaseModel
 
 from mcp_tasks_temporal import TasksExtension, set_status
+from mcp_tasks_temporal.inputs import request_input, request_inputs
 
 tasks = TasksExtension(default_poll_interval_ms=250)
 app = MCPServer("fixture-app", version="0.0.1", extensions=[tasks])
@@ -102,3 +115,150 @@ async def short_lived(gate: str) -> str:
 async def unlimited(x: int) -> int:
     """A task without a TTL."""
     return x
+
+
+# -- input requests -------------------------------------------------------------
+
+class Name(BaseModel):
+    name: str
+
+
+class Color(BaseModel):
+    color: str
+
+
+class Size(BaseModel):
+    size: str
+
+
+def ask_name() -> Elicit[Name]:
+    return Elicit("What is your name?", Name)
+
+
+def ask_color() -> Elicit[Color]:
+    return Elicit("Which color?", Color)
+
+
+def ask_size() -> Elicit[Size]:
+    return Elicit("Which size?", Size)
+
+
+def ask_model() -> Sample:
+    return Sample([SamplingMessage(role="user", content=TextContent(type="text", text="Name a river"))], max_tokens=20)
+
+
+def ask_roots() -> ListRoots:
+    return ListRoots()
+
+
+@tasks.tool(policy="optional")
+@app.tool()
+async def greet_someone(who: Annotated[Name, Resolve(ask_name)]) -> str:
+    """One elicitation, asked from the task."""
+    return f"Hello, {who.name}!"
+
+
+@tasks.tool(policy="optional", resolve_inputs_first=True)
+@app.tool()
+async def greet_first(who: Annotated[Name, Resolve(ask_name)]) -> str:
+    """The same question, asked on the tools/call before the task exists (MRTR composition)."""
+    return f"Hello, {who.name}, from a task!"
+
+
+@tasks.tool(policy="optional")
+@app.tool()
+async def pick_variant(color: Annotated[Color, Resolve(ask_color)], size: Annotated[Size, Resolve(ask_size)]) -> str:
+    """Two questions outstanding at once."""
+    return f"{size.size} {color.color}"
+
+
+@tasks.tool(policy="optional")
+@app.tool()
+async def sample_river(reply: Annotated[CreateMessageResult, Resolve(ask_model)]) -> str:
+    """A sampling request to the client's model."""
+    content = reply.content
+    return f"The model said: {content.text if isinstance(content, TextContent) else content}"
+
+
+@tasks.tool(policy="optional")
+@app.tool()
+async def count_roots(roots: Annotated[ListRootsResult, Resolve(ask_roots)]) -> str:
+    """A roots request."""
+    return f"{len(roots.roots)} roots: " + ", ".join(str(r.uri) for r in roots.roots)
+
+
+def _approval(message: str) -> ElicitRequest:
+    schema = {"type": "object", "properties": {"approve": {"type": "boolean"}}, "required": ["approve"]}
+    return ElicitRequest(params=ElicitRequestFormParams(message=message, requested_schema=schema))  # pyright: ignore[reportArgumentType]
+
+
+def _bump(folder: Path, name: str) -> int:
+    counter = folder / name
+    value = int(counter.read_text()) + 1 if counter.exists() else 1
+    counter.write_text(str(value))
+    return value
+
+
+@tasks.tool(policy="required")
+@app.tool()
+async def release(gate: str, ctx: Context) -> str | InputRequiredResult:
+    """A pipeline in steps: build, then ask for approval, then publish; asks the same key twice.
+
+    Each round runs in its own activity and the wait between rounds is in the
+    workflow, so the build never runs again however long the approval takes.
+    """
+    folder = Path(gate)
+    state = json.loads(ctx.request_state) if ctx.request_state else {"step": "build"}
+    answers = ctx.input_responses or {}
+    if state["step"] == "build":
+        build = _bump(folder, "build-runs")
+        set_status("built; waiting for approval")
+        return InputRequiredResult(
+            input_requests={"approve": _approval("Publish the build?")},
+            request_state=json.dumps({"step": "approved?", "build": build}),
+        )
+    answer = answers.get("approve")
+    approved = getattr(answer, "action", None) == "accept" and (getattr(answer, "content", None) or {}).get("approve")
+    if state["step"] == "approved?":
+        if not approved:
+            return "not published"
+        # The same tool-side key again: the task must show it under a new key.
+        return InputRequiredResult(
+            input_requests={"approve": _approval("Really publish?")},
+            request_state=json.dumps({**state, "step": "really?"}),
+        )
+    return f"published build {state['build']}" if approved else "not published"
+
+
+@tasks.tool(policy="required")
+@app.tool()
+async def ask_midway(gate: str) -> str:
+    """Work, then ask in the middle of the same function, then finish."""
+    folder = Path(gate)
+    _bump(folder, "work-runs")
+    set_status("prepared; asking")
+    first, second = await _ask_two()
+    _bump(folder, "finish-runs")
+    return f"{first['action']}/{second['action']}"
+
+
+async def _ask_two() -> tuple[dict[str, object], dict[str, object]]:
+    answers = await request_inputs({"left": _approval("Left?"), "right": _approval("Right?")})
+    return answers["left"], answers["right"]
+
+
+@tasks.tool(policy="required")
+@app.tool()
+async def ask_one_midway() -> str:
+    """`request_input` for a single question."""
+    answer = await request_input("only", _approval("Go?"))
+    return str(answer.get("action"))
+
+
+@tasks.tool(policy="optional")
+@app.tool()
+async def ask_without_capability(ctx: Context) -> str | InputRequiredResult:
+    """Returns an elicitation by hand; a client without `elicitation` must not receive it."""
+    if ctx.input_responses:
+        return "answered"
+    return InputRequiredResult(input_requests={"q": _approval("Allowed?")}, request_state="{}")

@@ -6,6 +6,7 @@ from importlib import import_module
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 
 from mcp_tasks_temporal.extension import TasksExtension
 
@@ -33,3 +34,20 @@ def tasks_extension(app: MCPServer[Any]) -> TasksExtension:
         if isinstance(extension, TasksExtension):
             return extension
     raise ValueError(f"MCPServer {app.name!r} has no TasksExtension: build it with MCPServer(extensions=[TasksExtension()])")
+
+
+def use_request_state_keys(app: MCPServer[Any], keys: list[str]) -> None:
+    """Seal MRTR `requestState` with shared keys, so any front server accepts any other's.
+
+    An `MCPServer` defaults to a per-process key: fine for one process, but behind
+    a load balancer the retry of a `tools/call` may reach another front server.
+    `keys[0]` seals and every key unseals, which allows rotation.
+    """
+    security = RequestStateSecurity(keys=keys, audience=app.name)
+    boundary = RequestStateBoundary(security, default_audience=app.name)
+    middleware = app.middleware
+    for index, layer in enumerate(middleware):
+        if isinstance(layer, RequestStateBoundary):
+            middleware[index] = boundary
+            return
+    middleware.insert(0, boundary)

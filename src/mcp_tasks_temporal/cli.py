@@ -17,7 +17,7 @@ import uvicorn
 from mcp.server.mcpserver import MCPServer
 from temporalio.client import Client
 
-from mcp_tasks_temporal.app import DEMO_APP, load_app, tasks_extension
+from mcp_tasks_temporal.app import DEMO_APP, load_app, tasks_extension, use_request_state_keys
 from mcp_tasks_temporal.contract import DEFAULT_NAMESPACE, DEFAULT_TASK_QUEUE, ActivityPolicy
 from mcp_tasks_temporal.embedded import embedded_temporal
 from mcp_tasks_temporal.gateway import TemporalTaskGateway
@@ -56,6 +56,13 @@ def _add_front_options(parser: argparse.ArgumentParser) -> None:
         help="default task TTL for tools that set none (default: 1 day)",
     )
     parser.add_argument("--poll-interval-ms", type=int, default=None, help="suggested client poll interval")
+    parser.add_argument(
+        "--request-state-key",
+        action="append",
+        default=[k for k in os.environ.get("MCP_TASKS_REQUEST_STATE_KEYS", "").split(",") if k],
+        metavar="SECRET",
+        help="shared key sealing MRTR requestState across front servers (repeat to rotate; first seals)",
+    )
 
 
 def _add_worker_options(parser: argparse.ArgumentParser) -> None:
@@ -93,6 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _configure(app: MCPServer[Any], args: argparse.Namespace) -> None:
     extension = tasks_extension(app)
+    if getattr(args, "request_state_key", None):
+        use_request_state_keys(app, args.request_state_key)
     if "ttl_ms" in vars(args):
         extension.default_ttl_ms = args.ttl_ms
     if getattr(args, "poll_interval_ms", None):
