@@ -63,13 +63,16 @@ def _add_front_options(parser: argparse.ArgumentParser) -> None:
         metavar="SECRET",
         help="shared key sealing MRTR requestState across front servers (repeat to rotate; first seals)",
     )
+    # Activity policy is recorded with each task when it is created, so it is the front's to choose.
+    parser.add_argument(
+        "--heartbeat-timeout", type=float, default=None, help="seconds without a heartbeat before a tool attempt counts as lost (30)"
+    )
+    parser.add_argument("--max-attempts", type=int, default=None, help="attempts of a tool run lost to a crash or timeout (3)")
+    parser.add_argument("--tool-timeout", type=float, default=None, help="seconds one tool attempt may run (6 h)")
 
 
 def _add_worker_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-concurrent-tools", type=int, default=100, help="tool executions a worker runs at once")
-    parser.add_argument("--heartbeat-timeout", type=float, default=None, help="seconds without a heartbeat before a tool attempt is declared lost")
-    parser.add_argument("--max-attempts", type=int, default=None, help="attempts of a tool run lost to a crash or timeout")
-    parser.add_argument("--tool-timeout", type=float, default=None, help="seconds one tool attempt may run")
 
 
 def build_parser() -> argparse.ArgumentParser:
