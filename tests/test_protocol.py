@@ -1,0 +1,311 @@
+"""The protocol surface over real Streamable HTTP: negotiation, gates, routing headers, removed methods.
+
+Errors are recognised by JSON-RPC code and HTTP status only, never by message text.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import Stack
+from tests.processes import base_headers, envelope
+from tests.wire import HttpMcp, Reply, TaskCalls
+
+pytestmark = pytest.mark.anyio
+
+EXTENSION_ID = "io.modelcontextprotocol/tasks"
+MISSING_CAPABILITY = -32021
+HEADER_MISMATCH = -32020
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+BOGUS_ID = "00000000-0000-4000-8000-000000000000"
+ACK_FORBIDDEN = {"taskId", "status", "result", "error", "inputRequests"}
+
+
+def _params(method: str, task_id: str) -> dict[str, Any]:
+    return {"taskId": task_id, **({"inputResponses": {}} if method == "tasks/update" else {})}
+
+
+def _assert_error(reply: Reply, code: int, status: int) -> dict[str, Any]:
+    error = reply.error
+    assert error["code"] == code, reply.body
+    assert reply.status == status, (reply.status, reply.body)
+    return error
+
+
+def _sentinel(value: str) -> str:
+    return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
+
+
+# -- negotiation ---------------------------------------------------------------------
+
+
+async def test_discover_advertises_the_extension_with_empty_settings_and_no_legacy_tasks_capability(
+    mcp: TaskCalls,
+) -> None:
+    reply = await mcp.client.request("server/discover", {})
+    assert reply.status == 200
+    result = reply.result
+    assert result["resultType"] == "complete"
+    capabilities = result["capabilities"]
+    assert capabilities["extensions"][EXTENSION_ID] == {}
+    assert "tasks" not in capabilities
+
+
+async def test_discover_advertises_the_extension_even_to_a_request_that_does_not_declare_it(mcp: TaskCalls) -> None:
+    reply = await mcp.client.request("server/discover", {}, tasks=False)
+    assert reply.status == 200
+    assert reply.result["capabilities"]["extensions"][EXTENSION_ID] == {}
+
+
+# -- the per-request capability gate ----------------------------------------------------
+
+
+async def test_optional_task_tool_without_the_extension_answers_synchronously(mcp: TaskCalls) -> None:
+    reply = await mcp.call_tool("double", {"x": 5}, tasks=False)
+    assert reply.status == 200
+    result = reply.result
+    assert result["resultType"] == "complete"
+    assert result["content"]
+    assert result["structuredContent"] == {"value": 10}
+    assert "taskId" not in result
+
+
+async def test_an_earlier_declaring_request_does_not_make_a_later_undeclared_call_a_task(mcp: TaskCalls) -> None:
+    await mcp.start("double", {"x": 1})
+    reply = await mcp.call_tool("double", {"x": 2}, tasks=False)
+    assert reply.result["resultType"] == "complete"
+    assert "taskId" not in reply.result
+    assert reply.result["structuredContent"] == {"value": 4}
+
+
+async def test_required_task_tool_without_the_extension_is_missing_capability_with_http_400(mcp: TaskCalls) -> None:
+    error = _assert_error(await mcp.call_tool("needs_task", {"x": 2}, tasks=False), MISSING_CAPABILITY, 400)
+    assert error["data"] == {"requiredCapabilities": {"extensions": {EXTENSION_ID: {}}}}
+
+
+async def test_required_task_tool_with_the_extension_runs_as_a_task(mcp: TaskCalls) -> None:
+    created = await mcp.start("needs_task", {"x": 7})
+    task = await mcp.wait_for(created["taskId"])
+    assert task["status"] == "completed"
+    assert task["result"]["content"][0]["text"] == "21"
+    assert task["result"].get("structuredContent", {"result": 21}) == {"result": 21}
+
+
+async def test_never_task_tool_with_the_extension_answers_synchronously(mcp: TaskCalls) -> None:
+    reply = await mcp.call_tool("never_task", {"x": 1})
+    assert reply.status == 200
+    assert reply.result["resultType"] == "complete"
+    assert "taskId" not in reply.result
+    assert reply.result["content"][0]["text"] == "2"
+
+
+async def test_tool_without_task_policy_with_the_extension_answers_synchronously(mcp: TaskCalls) -> None:
+    reply = await mcp.call_tool("echo", {"text": "hi"})
+    assert reply.status == 200
+    assert reply.result["resultType"] == "complete"
+    assert "taskId" not in reply.result
+    assert reply.result["content"][0]["text"] == "hi"
+
+
+@pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
+async def test_task_methods_without_the_extension_are_missing_capability_for_a_bogus_id(
+    mcp: TaskCalls, method: str
+) -> None:
+    reply = await mcp.client.request(method, _params(method, BOGUS_ID), tasks=False)
+    error = _assert_error(reply, MISSING_CAPABILITY, 400)
+    assert error["data"] == {"requiredCapabilities": {"extensions": {EXTENSION_ID: {}}}}
+
+
+@pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
+async def test_task_methods_without_the_extension_are_missing_capability_for_a_real_task(
+    mcp: TaskCalls, method: str
+) -> None:
+    created = await mcp.start("double", {"x": 3})
+    reply = await mcp.client.request(method, _params(method, created["taskId"]), tasks=False)
+    _assert_error(reply, MISSING_CAPABILITY, 400)
+    # The refused cancel changed nothing: the task still completes normally.
+    task = await mcp.wait_for(created["taskId"])
+    assert task["status"] == "completed"
+
+
+# -- routing headers --------------------------------------------------------------------
+
+
+async def test_tasks_get_with_matching_mcp_name_works(mcp: TaskCalls) -> None:
+    created = await mcp.start("double", {"x": 1})
+    reply = await mcp.get(created["taskId"], headers={"mcp-name": created["taskId"]})
+    assert reply.status == 200
+    assert reply.result["taskId"] == created["taskId"]
+
+
+async def test_tasks_get_with_mismatched_mcp_name_is_header_mismatch_with_http_400(mcp: TaskCalls) -> None:
+    created = await mcp.start("double", {"x": 1})
+    reply = await mcp.get(created["taskId"], headers={"mcp-name": BOGUS_ID})
+    _assert_error(reply, HEADER_MISMATCH, 400)
+
+
+async def test_tasks_get_without_mcp_name_is_header_mismatch_with_http_400(mcp: TaskCalls) -> None:
+    created = await mcp.start("double", {"x": 1})
+    reply = await mcp.get(created["taskId"], headers={"mcp-name": None})
+    _assert_error(reply, HEADER_MISMATCH, 400)
+
+
+@pytest.mark.parametrize("method", ["tasks/update", "tasks/cancel"])
+async def test_update_and_cancel_with_mismatched_mcp_name_are_header_mismatch_with_http_400(
+    mcp: TaskCalls, method: str
+) -> None:
+    created = await mcp.start("double", {"x": 1})
+    reply = await mcp.client.request(method, _params(method, created["taskId"]), headers={"mcp-name": BOGUS_ID})
+    _assert_error(reply, HEADER_MISMATCH, 400)
+
+
+async def test_mcp_method_header_that_disagrees_with_the_body_is_header_mismatch_with_http_400(mcp: TaskCalls) -> None:
+    created = await mcp.start("double", {"x": 1})
+    reply = await mcp.get(created["taskId"], headers={"mcp-method": "tasks/cancel"})
+    _assert_error(reply, HEADER_MISMATCH, 400)
+    assert (await mcp.wait_for(created["taskId"]))["status"] == "completed", (
+        "the mismatched request must not have cancelled"
+    )
+
+
+async def test_mcp_name_in_base64_sentinel_form_is_decoded_and_accepted(mcp: TaskCalls) -> None:
+    created = await mcp.start("double", {"x": 1})
+    reply = await mcp.get(created["taskId"], headers={"mcp-name": _sentinel(created["taskId"])})
+    assert reply.status == 200
+    assert reply.result["taskId"] == created["taskId"]
+
+
+async def test_mcp_name_in_base64_sentinel_form_of_another_id_is_header_mismatch(mcp: TaskCalls) -> None:
+    created = await mcp.start("double", {"x": 1})
+    reply = await mcp.get(created["taskId"], headers={"mcp-name": _sentinel(BOGUS_ID)})
+    _assert_error(reply, HEADER_MISMATCH, 400)
+
+
+async def test_tools_call_with_an_explicit_matching_mcp_method_header_works(mcp: TaskCalls) -> None:
+    reply = await mcp.call_tool("echo", {"text": "routed"}, headers={"mcp-method": "tools/call"})
+    assert reply.status == 200
+    assert reply.result["resultType"] == "complete"
+    assert reply.result["content"][0]["text"] == "routed"
+
+
+# -- removed methods ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["tasks/result", "tasks/list"])
+async def test_removed_task_methods_are_method_not_found_with_http_404(mcp: TaskCalls, method: str) -> None:
+    params = {"taskId": BOGUS_ID} if method == "tasks/result" else {}
+    headers = {"mcp-name": BOGUS_ID} if method == "tasks/result" else None
+    reply = await mcp.client.request(method, params, headers=headers)
+    _assert_error(reply, METHOD_NOT_FOUND, 404)
+
+
+# -- the legacy `task` param -----------------------------------------------------------------
+
+LEGACY_TASK = {"ttl": 60000, "pollInterval": 1000}
+
+
+async def test_legacy_task_param_on_a_plain_tool_is_ignored(mcp: TaskCalls) -> None:
+    reply = await mcp.client.request("tools/call", {"name": "echo", "arguments": {"text": "old"}, "task": LEGACY_TASK})
+    assert reply.status == 200
+    assert reply.result["resultType"] == "complete"
+    assert reply.result["content"][0]["text"] == "old"
+    assert "taskId" not in reply.result
+
+
+async def test_legacy_task_param_without_the_extension_does_not_make_a_task(mcp: TaskCalls) -> None:
+    reply = await mcp.client.request(
+        "tools/call", {"name": "double", "arguments": {"x": 6}, "task": LEGACY_TASK}, tasks=False
+    )
+    assert reply.status == 200
+    assert reply.result["resultType"] == "complete"
+    assert reply.result["structuredContent"] == {"value": 12}
+
+
+async def test_legacy_task_param_on_a_task_tool_with_the_extension_is_just_a_normal_task(mcp: TaskCalls) -> None:
+    reply = await mcp.client.request("tools/call", {"name": "double", "arguments": {"x": 9}, "task": LEGACY_TASK})
+    assert reply.status == 200
+    created = reply.result
+    assert created["resultType"] == "task"
+    assert not {"ttl", "pollInterval", "task"} & created.keys()
+    task = await mcp.wait_for(created["taskId"])
+    assert task["status"] == "completed"
+    assert task["result"]["structuredContent"] == {"value": 18}
+
+
+# -- resultType and the acks ---------------------------------------------------------------------
+
+
+async def test_result_type_is_complete_on_every_non_task_result(mcp: TaskCalls) -> None:
+    synchronous = await mcp.call_tool("double", {"x": 1}, tasks=False)
+    assert synchronous.result["resultType"] == "complete"
+    created = await mcp.start("double", {"x": 1})
+    got = await mcp.get(created["taskId"])
+    assert got.result["resultType"] == "complete"
+    done = await mcp.wait_for(created["taskId"])
+    assert done["status"] == "completed" and done["resultType"] == "complete"
+    assert done["result"].get("resultType", "complete") == "complete"
+    updated = await mcp.update(created["taskId"], {})
+    assert updated.result["resultType"] == "complete"
+    cancelled = await mcp.cancel(created["taskId"])
+    assert cancelled.result["resultType"] == "complete"
+
+
+async def test_update_and_cancel_acks_carry_no_task_fields(mcp: TaskCalls) -> None:
+    created = await mcp.start("double", {"x": 2})
+    for reply in (
+        await mcp.update(created["taskId"], {"stray": {"action": "accept"}}),
+        await mcp.cancel(created["taskId"]),
+    ):
+        assert reply.status == 200
+        assert not ACK_FORBIDDEN & reply.result.keys(), reply.result
+        assert reply.result["resultType"] == "complete"
+
+
+# -- malformed params ------------------------------------------------------------------------------
+
+
+async def test_tasks_get_without_task_id_is_invalid_params_not_a_server_error(mcp: TaskCalls) -> None:
+    reply = await mcp.client.request("tasks/get", {}, headers={"mcp-name": None})
+    assert reply.error["code"] == INVALID_PARAMS, reply.body
+    assert reply.status is not None and reply.status < 500
+
+
+@pytest.mark.parametrize("task_id", [42, None, ["x"], {"id": "x"}])
+async def test_tasks_get_with_a_non_string_task_id_is_invalid_params_not_a_server_error(
+    mcp: TaskCalls, task_id: object
+) -> None:
+    reply = await mcp.client.request("tasks/get", {"taskId": task_id}, headers={"mcp-name": None})
+    assert reply.error["code"] == INVALID_PARAMS, reply.body
+    assert reply.status is not None and reply.status < 500
+
+
+async def test_raw_tasks_get_with_a_numeric_task_id_is_invalid_params_not_a_server_error(mcp: TaskCalls) -> None:
+    assert isinstance(mcp.client, HttpMcp)
+    message = {"jsonrpc": "2.0", "id": "raw-1", "method": "tasks/get", "params": {"taskId": 7, "_meta": envelope()}}
+    reply = await mcp.client.post(message, {**base_headers("tasks/get"), "mcp-name": "7"})
+    assert reply.error["code"] == INVALID_PARAMS, reply.body
+    assert reply.status is not None and reply.status < 500
+
+
+# -- more than one front -------------------------------------------------------------------------------
+
+
+async def test_a_task_created_on_one_front_is_read_and_cancelled_through_another(
+    mcp: TaskCalls, stack: Stack, http: httpx.AsyncClient, gate: Any
+) -> None:
+    front_b = TaskCalls(HttpMcp(stack.add_front(), http))
+    created = await mcp.start("gated", {"gate": str(gate)})
+    got = await front_b.get(created["taskId"])
+    assert got.status == 200
+    assert got.result["taskId"] == created["taskId"]
+    assert got.result["status"] == "working"
+    ack = await front_b.cancel(created["taskId"])
+    assert ack.status == 200 and ack.result["resultType"] == "complete"
+    task = await front_b.wait_for(created["taskId"], timeout=20)
+    assert task["status"] == "cancelled"
+    assert (await mcp.get(created["taskId"])).result["status"] == "cancelled"

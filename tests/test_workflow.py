@@ -1,0 +1,175 @@
+"""`ToolTaskWorkflow` on the real dev server with stand-in activities, plus replay (determinism) checks.
+
+Workers here run with `max_cached_workflows=0`, so every workflow task replays
+the whole history: a non-deterministic change fails these tests at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import uuid
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from temporalio import activity
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle, WorkflowHistory
+from temporalio.exceptions import ApplicationError
+from temporalio.worker import Replayer, Worker
+
+from mcp_tasks_temporal.contract import (
+    INPUT_SIGNAL,
+    JSONRPC_ERROR,
+    RUN_TOOL_ACTIVITY,
+    STATE_QUERY,
+    TASK_EXPIRED,
+    TOOL_TASK_WORKFLOW,
+    ActivityPolicy,
+    Memo,
+    ToolRoundInput,
+    ToolTaskInput,
+)
+from mcp_tasks_temporal.workflows import ToolTaskWorkflow
+
+pytestmark = pytest.mark.anyio
+
+HISTORIES = Path(__file__).parent / "histories"
+QUESTION = {"method": "elicitation/create", "params": {"message": "Name?", "requestedSchema": {"type": "object"}}}
+
+
+@activity.defn(name=RUN_TOOL_ACTIVITY)
+async def scripted_tool(call: ToolRoundInput) -> dict[str, Any]:
+    """Asks one question when the arguments say so, fails or hangs on request, else echoes what it got."""
+    behaviour = call.arguments.get("behaviour", "echo")
+    if behaviour == "fail":
+        error = {"code": -32050, "message": "nope"}
+        raise ApplicationError("nope", error, type=JSONRPC_ERROR, non_retryable=True)
+    if behaviour == "hang":
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(0.1)
+    if behaviour == "ask" and call.round == 0:
+        return {"resultType": "input_required", "inputRequests": {"name": QUESTION}, "requestState": "round-1"}
+    text = json.dumps({"responses": call.input_responses, "state": call.request_state, "round": call.round})
+    return {"resultType": "complete", "content": [{"type": "text", "text": text}], "isError": False}
+
+
+def task_input(**arguments: Any) -> ToolTaskInput:
+    import time
+
+    return ToolTaskInput(
+        task_id=str(uuid.uuid4()),
+        tool="scripted",
+        arguments=arguments,
+        meta={},
+        created_at_ms=int(time.time() * 1000),
+        ttl_ms=arguments.pop("ttl_ms", 60_000),
+        poll_interval_ms=100,
+        activity=ActivityPolicy(heartbeat_timeout_s=2, maximum_attempts=1),
+    )
+
+
+@pytest.fixture
+async def worker(temporal_client: Client) -> AsyncIterator[Worker]:
+    async with Worker(
+        temporal_client,
+        task_queue=f"wf-{uuid.uuid4()}",
+        workflows=[ToolTaskWorkflow],
+        activities=[scripted_tool],
+        max_cached_workflows=0,
+        max_heartbeat_throttle_interval=timedelta(milliseconds=200),
+        default_heartbeat_throttle_interval=timedelta(milliseconds=200),
+    ) as running:
+        yield running
+
+
+async def start(client: Client, worker: Worker, task: ToolTaskInput) -> WorkflowHandle[Any, Any]:
+    return await client.start_workflow(TOOL_TASK_WORKFLOW, task, id=f"wf-test/{task.task_id}", task_queue=worker.task_queue)
+
+
+async def memo_status(handle: WorkflowHandle[Any, Any], wanted: str) -> dict[str, Any]:
+    with anyio.fail_after(10):
+        while True:
+            memo = await (await handle.describe()).memo()
+            if memo.get(Memo.STATUS) == wanted:
+                return memo
+            await anyio.sleep(0.05)
+
+
+async def test_completed_run_returns_the_tool_result_and_mirrors_state(temporal_client: Client, worker: Worker) -> None:
+    handle = await start(temporal_client, worker, task_input())
+    result = await handle.result()
+    assert result["resultType"] == "complete"
+    memo = await memo_status(handle, "completed")
+    assert memo[Memo.LAST_UPDATED_AT] >= 0
+    state = await handle.query(STATE_QUERY)
+    assert state["status"] == "completed" and state["result"] == result
+
+
+async def test_question_waits_for_the_signal_then_the_next_round_gets_answer_and_state(
+    temporal_client: Client, worker: Worker
+) -> None:
+    handle = await start(temporal_client, worker, task_input(behaviour="ask"))
+    memo = await memo_status(handle, "input_required")
+    assert memo[Memo.INPUT_REQUESTS] == {"r0/name": QUESTION}
+    assert (await handle.query(STATE_QUERY))["inputRequests"] == {"r0/name": QUESTION}
+    await handle.signal(INPUT_SIGNAL, {"unknown": {"x": 1}})
+    await handle.signal(INPUT_SIGNAL, {"r0/name": {"action": "accept", "content": {"name": "Ada"}}})
+    await handle.signal(INPUT_SIGNAL, {"r0/name": {"action": "decline"}})
+    result = await handle.result()
+    echoed = json.loads(result["content"][0]["text"])
+    assert echoed == {"responses": {"name": {"action": "accept", "content": {"name": "Ada"}}}, "state": "round-1", "round": 1}
+
+
+async def test_json_rpc_error_closes_the_run_failed_with_the_error(temporal_client: Client, worker: Worker) -> None:
+    handle = await start(temporal_client, worker, task_input(behaviour="fail"))
+    with pytest.raises(WorkflowFailureError) as failure:
+        await handle.result()
+    assert isinstance(failure.value.cause, ApplicationError) and failure.value.cause.type == JSONRPC_ERROR
+    memo = await memo_status(handle, "failed")
+    assert memo[Memo.ERROR] == {"code": -32050, "message": "nope"}
+
+
+async def test_ttl_timer_stops_the_work_and_closes_the_run(temporal_client: Client, worker: Worker) -> None:
+    handle = await start(temporal_client, worker, task_input(behaviour="hang", ttl_ms=1500))
+    with pytest.raises(WorkflowFailureError) as failure:
+        with anyio.fail_after(20):
+            await handle.result()
+    assert isinstance(failure.value.cause, ApplicationError) and failure.value.cause.type == TASK_EXPIRED
+    assert (await handle.describe()).status == WorkflowExecutionStatus.FAILED
+
+
+async def test_cancel_of_a_running_tool_closes_the_run_cancelled(temporal_client: Client, worker: Worker) -> None:
+    handle = await start(temporal_client, worker, task_input(behaviour="hang"))
+    with anyio.fail_after(10):
+        while not (await handle.describe()).raw_description.pending_activities:
+            await anyio.sleep(0.05)
+    await handle.cancel()
+    with anyio.fail_after(20):
+        while (await handle.describe()).status == WorkflowExecutionStatus.RUNNING:
+            await anyio.sleep(0.05)
+    assert (await handle.describe()).status == WorkflowExecutionStatus.CANCELED
+    assert (await memo_status(handle, "cancelled"))[Memo.STATUS] == "cancelled"
+
+
+async def test_fresh_history_replays_deterministically(temporal_client: Client, worker: Worker) -> None:
+    handle = await start(temporal_client, worker, task_input(behaviour="ask"))
+    await memo_status(handle, "input_required")
+    await handle.signal(INPUT_SIGNAL, {"r0/name": {"action": "accept", "content": {"name": "Lu"}}})
+    await handle.result()
+    history = await handle.fetch_history()
+    await Replayer(workflows=[ToolTaskWorkflow]).replay_workflow(history)
+    if os.environ.get("MCP_TASKS_WRITE_HISTORIES"):
+        HISTORIES.mkdir(exist_ok=True)
+        (HISTORIES / "input_round.json").write_text(history.to_json())
+
+
+@pytest.mark.parametrize("path", sorted(HISTORIES.glob("*.json")), ids=lambda p: p.stem)
+async def test_committed_histories_still_replay(path: Path) -> None:
+    history = WorkflowHistory.from_json(f"wf-test/{path.stem}", path.read_text())
+    await Replayer(workflows=[ToolTaskWorkflow]).replay_workflow(history)
