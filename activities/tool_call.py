@@ -36,8 +36,8 @@ from mcp_types import (
     PROTOCOL_VERSION_META_KEY,
     SERVER_INFO_META_KEY,
     CallToolRequestParams,
-    RequestParams,
     RequestId,
+    RequestParams,
 )
 from mcp_types import methods as wire_methods
 from mcp_types.version import LATEST_MODERN_VERSION
@@ -51,6 +51,7 @@ from mcp_tasks_temporal.contract import (
     RUN_TOOL_ACTIVITY,
     StatusDetails,
     ToolRoundInput,
+    as_object,
 )
 from mcp_tasks_temporal.inputs import missing_capability_error
 from mcp_tasks_temporal.progress import StatusReporter, TaskRun, bind_run, progress_message
@@ -122,7 +123,7 @@ class ToolActivities:
             reporter.current = _restore_status(info.heartbeat_details[0])
         meta = dict(call.meta)
         capabilities = meta.get(CLIENT_CAPABILITIES_META_KEY)
-        bind_run(TaskRun(reporter=reporter, workflow_id=info.workflow_id, client_capabilities=capabilities))
+        bind_run(TaskRun(reporter=reporter, workflow_id=info.workflow_id or "", client_capabilities=capabilities))
         keepalive = asyncio.create_task(self._keep_alive(reporter))
         try:
             result = await self._call(call, meta, reporter, request_id=f"{call.task_id}/{call.round}/{info.attempt}")
@@ -175,7 +176,11 @@ class ToolActivities:
             outcome = await entry.handler(ctx, CallToolRequestParams.model_validate(params, by_name=False))
         finally:
             await connection.exit_stack.aclose()
-        dumped = outcome.model_dump(by_alias=True, mode="json", exclude_none=True) if isinstance(outcome, BaseModel) else dict(outcome or {})
+        dumped = (
+            outcome.model_dump(by_alias=True, mode="json", exclude_none=True)
+            if isinstance(outcome, BaseModel)
+            else dict(outcome or {})
+        )
         wire = wire_methods.serialize_server_result("tools/call", version, dumped)
         wire["_meta"] = {**(wire.get("_meta") or {}), SERVER_INFO_META_KEY: self._lowlevel.server_info_stamp}
         return wire
@@ -190,14 +195,14 @@ class ToolActivities:
 def _check_requested_kinds(requests: Mapping[str, Any], capabilities: Any) -> None:
     """A tool may only ask for what the creating request's client declared it can answer."""
     for request in requests.values():
-        error = missing_capability_error(request if isinstance(request, Mapping) else {}, capabilities)
+        error = missing_capability_error(as_object(request), capabilities)
         if error is not None:
             raise error
 
 
 def _restore_status(raw: Any) -> StatusDetails | None:
     """Heartbeat details come back from Temporal as plain JSON objects."""
-    if isinstance(raw, Mapping):
-        details: Mapping[str, Any] = raw  # pyright: ignore[reportUnknownVariableType]
-        return StatusDetails(message=str(details.get("message", "")), at_ms=int(details.get("at_ms", 0)))
-    return None
+    details = as_object(raw)
+    if not details:
+        return None
+    return StatusDetails(message=str(details.get("message", "")), at_ms=int(details.get("at_ms", 0)))

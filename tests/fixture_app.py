@@ -119,6 +119,7 @@ async def unlimited(x: int) -> int:
 
 # -- input requests -------------------------------------------------------------
 
+
 class Name(BaseModel):
     name: str
 

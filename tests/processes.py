@@ -99,7 +99,9 @@ def start_temporal(workdir: Path, *, db_path: Path | None = None, port: int | No
     return process, address
 
 
-def start_worker(workdir: Path, temporal: str, task_queue: str, *, app: str = FIXTURE_APP, extra: list[str] | None = None) -> Process:
+def start_worker(
+    workdir: Path, temporal: str, task_queue: str, *, app: str = FIXTURE_APP, extra: list[str] | None = None
+) -> Process:
     name = f"worker-{free_port()}"
     command = [*CLI, "worker", "--temporal", temporal, "--task-queue", task_queue, "--app", app, *(extra or [])]
     process = Process(name, command, workdir / f"{name}.log").start()
@@ -114,10 +116,28 @@ def start_worker(workdir: Path, temporal: str, task_queue: str, *, app: str = FI
 
 
 def start_front(
-    workdir: Path, temporal: str, task_queue: str, *, app: str = FIXTURE_APP, port: int | None = None, extra: list[str] | None = None
+    workdir: Path,
+    temporal: str,
+    task_queue: str,
+    *,
+    app: str = FIXTURE_APP,
+    port: int | None = None,
+    extra: list[str] | None = None,
 ) -> tuple[Process, str]:
     port = port or free_port()
-    command = [*CLI, "serve", "--temporal", temporal, "--task-queue", task_queue, "--app", app, "--port", str(port), *(extra or [])]
+    command = [
+        *CLI,
+        "serve",
+        "--temporal",
+        temporal,
+        "--task-queue",
+        task_queue,
+        "--app",
+        app,
+        "--port",
+        str(port),
+        *(extra or []),
+    ]
     process = Process(f"front-{port}", command, workdir / f"front-{port}.log").start()
     url = f"http://127.0.0.1:{port}/mcp"
 

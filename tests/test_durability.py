@@ -15,7 +15,9 @@ from tests.wire import HttpMcp, TaskCalls
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
-async def test_task_survives_a_front_server_killed_mid_task(stack_factory: Any, stack: Stack, http: Any, gate: Path) -> None:
+async def test_task_survives_a_front_server_killed_mid_task(
+    stack_factory: Any, stack: Stack, http: Any, gate: Path
+) -> None:
     private: Stack = stack_factory()
     private.task_queue = stack.task_queue
     port = free_port()

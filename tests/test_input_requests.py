@@ -171,9 +171,15 @@ async def test_questions_and_answers_are_in_the_workflow_history(
     await mcp.update(created["taskId"], {key: accept(name="Grace")})
     await mcp.wait_for(created["taskId"])
     handle = temporal_client.get_workflow_handle(f"mcp-task/anonymous/{created['taskId']}")
-    signals = [e async for e in handle.fetch_history_events() if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED]
+    signals = [
+        e
+        async for e in handle.fetch_history_events()
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
+    ]
     assert len(signals) == 1
-    [answer] = await temporal_client.data_converter.decode(signals[0].workflow_execution_signaled_event_attributes.input.payloads)
+    [answer] = await temporal_client.data_converter.decode(
+        signals[0].workflow_execution_signaled_event_attributes.input.payloads
+    )
     assert answer == {key: accept(name="Grace")}
 
 
@@ -200,7 +206,9 @@ async def test_mrtr_rounds_before_the_task_then_a_task_without_request_state(mcp
     assert "requestState" not in done
 
 
-async def test_request_state_sealed_by_one_front_is_accepted_by_another(stack_factory: Any, stack: Stack, http: Any) -> None:
+async def test_request_state_sealed_by_one_front_is_accepted_by_another(
+    stack_factory: Any, stack: Stack, http: Any
+) -> None:
     private: Stack = stack_factory()
     private.task_queue = stack.task_queue  # the shared worker runs the task
     keys = ["--request-state-key", "k" * 43]
@@ -208,7 +216,12 @@ async def test_request_state_sealed_by_one_front_is_accepted_by_another(stack_fa
     front_b = TaskCalls(HttpMcp(private.add_front(extra=keys), http))
     round_one = (await front_a.call_tool("greet_first", capabilities=ELICIT)).result
     [key] = round_one["inputRequests"]
-    params = {"name": "greet_first", "arguments": {}, "inputResponses": {key: accept(name="Bo")}, "requestState": round_one["requestState"]}
+    params = {
+        "name": "greet_first",
+        "arguments": {},
+        "inputResponses": {key: accept(name="Bo")},
+        "requestState": round_one["requestState"],
+    }
     created = (await front_b.client.request("tools/call", params, capabilities=ELICIT)).result
     assert created["resultType"] == "task"
     done = await front_a.wait_for(created["taskId"])
@@ -226,7 +239,9 @@ async def test_worker_restart_while_waiting_loses_nothing(stack_factory: Any, ht
     private.add_worker()
     [key] = task["inputRequests"]
     await mcp.update(created["taskId"], {key: accept(approve=True)})
-    second = await mcp.wait_for(created["taskId"], lambda t: t["status"] == "input_required" and key not in t["inputRequests"])
+    second = await mcp.wait_for(
+        created["taskId"], lambda t: t["status"] == "input_required" and key not in t["inputRequests"]
+    )
     [second_key] = second["inputRequests"]
     await mcp.update(created["taskId"], {second_key: accept(approve=True)})
     done = await mcp.wait_for(created["taskId"])

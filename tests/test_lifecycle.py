@@ -88,7 +88,10 @@ async def test_cancel_of_a_terminal_task_is_an_empty_ack_and_changes_nothing(mcp
     ack = await mcp.cancel(created["taskId"])
     assert ack.status == 200 and ack.result["resultType"] == "complete"
     assert set(ack.result) <= {"resultType", "_meta"}
-    assert (await mcp.get(created["taskId"])).result == {**done, "_meta": (await mcp.get(created["taskId"])).result["_meta"]}
+    assert (await mcp.get(created["taskId"])).result == {
+        **done,
+        "_meta": (await mcp.get(created["taskId"])).result["_meta"],
+    }
 
 
 async def test_cancel_after_the_work_finished_keeps_the_result(mcp: TaskCalls, gate: Path) -> None:

@@ -89,7 +89,9 @@ async def worker(temporal_client: Client) -> AsyncIterator[Worker]:
 
 
 async def start(client: Client, worker: Worker, task: ToolTaskInput) -> WorkflowHandle[Any, Any]:
-    return await client.start_workflow(TOOL_TASK_WORKFLOW, task, id=f"wf-test/{task.task_id}", task_queue=worker.task_queue)
+    return await client.start_workflow(
+        TOOL_TASK_WORKFLOW, task, id=f"wf-test/{task.task_id}", task_queue=worker.task_queue
+    )
 
 
 async def memo_status(handle: WorkflowHandle[Any, Any], wanted: str) -> dict[str, Any]:
@@ -123,7 +125,11 @@ async def test_question_waits_for_the_signal_then_the_next_round_gets_answer_and
     await handle.signal(INPUT_SIGNAL, {"r0/name": {"action": "decline"}})
     result = await handle.result()
     echoed = json.loads(result["content"][0]["text"])
-    assert echoed == {"responses": {"name": {"action": "accept", "content": {"name": "Ada"}}}, "state": "round-1", "round": 1}
+    assert echoed == {
+        "responses": {"name": {"action": "accept", "content": {"name": "Ada"}}},
+        "state": "round-1",
+        "round": 1,
+    }
 
 
 async def test_json_rpc_error_closes_the_run_failed_with_the_error(temporal_client: Client, worker: Worker) -> None:

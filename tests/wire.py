@@ -60,7 +60,9 @@ class TaskCalls:
     def __init__(self, client: McpClient) -> None:
         self.client = client
 
-    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None, *, tasks: bool = True, **kw: Any) -> Reply:
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any] | None = None, *, tasks: bool = True, **kw: Any
+    ) -> Reply:
         return await self.client.request("tools/call", {"name": name, "arguments": arguments or {}}, tasks=tasks, **kw)
 
     async def start(self, name: str, arguments: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:

@@ -17,8 +17,8 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.workflow import HandlerUnfinishedPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
+from temporalio.workflow import HandlerUnfinishedPolicy
 
 with workflow.unsafe.imports_passed_through():
     from mcp_tasks_temporal.contract import (
@@ -119,7 +119,11 @@ class ToolTaskWorkflow:
         returned without asking the client twice.
         """
         task_keys = {f"ask/{key}": key for key in ask.requests}
-        new = {tk: ask.requests[k] for tk, k in task_keys.items() if tk not in self._answers and tk not in self._input_requests}
+        new = {
+            tk: ask.requests[k]
+            for tk, k in task_keys.items()
+            if tk not in self._answers and tk not in self._input_requests
+        }
         if new:
             self._input_requests.update(new)
             self._transition("input_required")

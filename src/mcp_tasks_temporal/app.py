@@ -33,7 +33,9 @@ def tasks_extension(app: MCPServer[Any]) -> TasksExtension:
     for extension in app._extensions:  # pyright: ignore[reportPrivateUsage]
         if isinstance(extension, TasksExtension):
             return extension
-    raise ValueError(f"MCPServer {app.name!r} has no TasksExtension: build it with MCPServer(extensions=[TasksExtension()])")
+    raise ValueError(
+        f"MCPServer {app.name!r} has no TasksExtension: build it with MCPServer(extensions=[TasksExtension()])"
+    )
 
 
 def use_request_state_keys(app: MCPServer[Any], keys: list[str]) -> None:

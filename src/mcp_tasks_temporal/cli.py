@@ -39,7 +39,8 @@ def _add_app_options(parser: argparse.ArgumentParser, *, default_app: str | None
         "--app",
         default=os.environ.get("MCP_TASKS_APP", default_app),
         required=default_app is None and "MCP_TASKS_APP" not in os.environ,
-        help="the MCPServer to serve, as MODULE:ATTR" + (f" (default: the built-in demo, {default_app})" if default_app else ""),
+        help="the MCPServer to serve, as MODULE:ATTR"
+        + (f" (default: the built-in demo, {default_app})" if default_app else ""),
     )
     parser.add_argument("--namespace", default=os.environ.get("TEMPORAL_NAMESPACE", DEFAULT_NAMESPACE))
     parser.add_argument("--task-queue", default=os.environ.get("MCP_TASKS_TASK_QUEUE", DEFAULT_TASK_QUEUE))
@@ -65,9 +66,14 @@ def _add_front_options(parser: argparse.ArgumentParser) -> None:
     )
     # Activity policy is recorded with each task when it is created, so it is the front's to choose.
     parser.add_argument(
-        "--heartbeat-timeout", type=float, default=None, help="seconds without a heartbeat before a tool attempt counts as lost (30)"
+        "--heartbeat-timeout",
+        type=float,
+        default=None,
+        help="seconds without a heartbeat before a tool attempt counts as lost (30)",
     )
-    parser.add_argument("--max-attempts", type=int, default=None, help="attempts of a tool run lost to a crash or timeout (3)")
+    parser.add_argument(
+        "--max-attempts", type=int, default=None, help="attempts of a tool run lost to a crash or timeout (3)"
+    )
     parser.add_argument("--tool-timeout", type=float, default=None, help="seconds one tool attempt may run (6 h)")
 
 
@@ -84,7 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_app_options(dev, default_app=DEMO_APP)
     _add_front_options(dev)
     _add_worker_options(dev)
-    dev.add_argument("--state-dir", type=Path, default=Path(".mcp-tasks-temporal"), help="where the Temporal database lives")
+    dev.add_argument(
+        "--state-dir", type=Path, default=Path(".mcp-tasks-temporal"), help="where the Temporal database lives"
+    )
     dev.add_argument("--temporal-port", type=int, default=7233)
     dev.add_argument("--ui-port", type=int, default=8233, help="Temporal Web UI port (0 disables the UI)")
 
@@ -122,7 +130,9 @@ def _configure(app: MCPServer[Any], args: argparse.Namespace) -> None:
 
 
 async def _serve_http(app: MCPServer[Any], host: str, port: int) -> None:
-    config = uvicorn.Config(app.streamable_http_app(host=host), host=host, port=port, log_level="warning", lifespan="on")
+    config = uvicorn.Config(
+        app.streamable_http_app(host=host), host=host, port=port, log_level="warning", lifespan="on"
+    )
     await uvicorn.Server(config).serve()
 
 
@@ -131,7 +141,9 @@ async def _run_worker(stack: AsyncExitStack, client: Client, app: MCPServer[Any]
     from mcp_tasks_temporal.worker import build_worker
 
     state = await stack.enter_async_context(ToolActivities.lifespan(app))
-    worker = build_worker(client, app, state, task_queue=args.task_queue, max_concurrent_activities=args.max_concurrent_tools)
+    worker = build_worker(
+        client, app, state, task_queue=args.task_queue, max_concurrent_activities=args.max_concurrent_tools
+    )
     await stack.enter_async_context(worker)
 
 
@@ -152,7 +164,10 @@ async def _dev(args: argparse.Namespace) -> None:
         await _run_worker(stack, client, app, args)
         print(f"mcp-tasks-temporal dev: serving {args.app}", flush=True)
         print(f"  MCP endpoint  http://{args.host}:{args.port}/mcp", flush=True)
-        print(f"  Temporal      {temporal.address} (namespace {temporal.namespace}, task queue {args.task_queue})", flush=True)
+        print(
+            f"  Temporal      {temporal.address} (namespace {temporal.namespace}, task queue {args.task_queue})",
+            flush=True,
+        )
         if temporal.ui_url:
             print(f"  Temporal UI   {temporal.ui_url}", flush=True)
         print(f"  State         {temporal.db_path}", flush=True)
@@ -169,7 +184,11 @@ async def _serve(args: argparse.Namespace) -> None:
     if args.transport == "stdio":
         await app.run_stdio_async()
     else:
-        print(f"mcp-tasks-temporal serve: http://{args.host}:{args.port}/mcp -> {args.temporal}", file=sys.stderr, flush=True)
+        print(
+            f"mcp-tasks-temporal serve: http://{args.host}:{args.port}/mcp -> {args.temporal}",
+            file=sys.stderr,
+            flush=True,
+        )
         await _serve_http(app, args.host, args.port)
 
 
@@ -179,7 +198,9 @@ async def _worker(args: argparse.Namespace) -> None:
     client = await Client.connect(args.temporal, namespace=args.namespace)
     async with AsyncExitStack() as stack:
         await _run_worker(stack, client, app, args)
-        print(f"mcp-tasks-temporal worker: {args.app} on {args.temporal}/{args.task_queue}", file=sys.stderr, flush=True)
+        print(
+            f"mcp-tasks-temporal worker: {args.app} on {args.temporal}/{args.task_queue}", file=sys.stderr, flush=True
+        )
         await _until_stopped()
 
 

@@ -8,9 +8,10 @@ recorded.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
 TERMINAL_STATUSES: Final = frozenset({"completed", "failed", "cancelled"})
@@ -105,6 +106,11 @@ class StatusDetails:
 
     message: str
     at_ms: int
+
+
+def as_object(value: object) -> Mapping[str, Any]:
+    """`value` as a JSON object, or an empty one: for data that crossed a wire or a history."""
+    return cast(Mapping[str, Any], value) if isinstance(value, Mapping) else {}
 
 
 def to_iso(ms: int) -> str:

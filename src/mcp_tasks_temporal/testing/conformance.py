@@ -89,9 +89,7 @@ def ask_size() -> Elicit[Size]:
 
 @tasks.tool(policy="optional")
 @app.tool()
-async def multi_input(
-    color: Annotated[Color, Resolve(ask_color)], size: Annotated[Size, Resolve(ask_size)]
-) -> str:
+async def multi_input(color: Annotated[Color, Resolve(ask_color)], size: Annotated[Size, Resolve(ask_size)]) -> str:
     """Ask two questions at once."""
     return f"A {size.size} {color.color} one"
 
