@@ -12,16 +12,30 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
+    "ActivityPolicy": "mcp_tasks_temporal.contract",
     "TasksExtension": "mcp_tasks_temporal.extension",
     "TaskPolicy": "mcp_tasks_temporal.extension",
     "ToolTaskOptions": "mcp_tasks_temporal.extension",
+    "request_input": "mcp_tasks_temporal.inputs",
+    "request_inputs": "mcp_tasks_temporal.inputs",
     "set_status": "mcp_tasks_temporal.progress",
 }
 
-__all__ = ["TaskPolicy", "TasksExtension", "ToolTaskOptions", "__version__", "set_status"]
+__all__ = [
+    "ActivityPolicy",
+    "TaskPolicy",
+    "TasksExtension",
+    "ToolTaskOptions",
+    "__version__",
+    "request_input",
+    "request_inputs",
+    "set_status",
+]
 
 if TYPE_CHECKING:
+    from mcp_tasks_temporal.contract import ActivityPolicy
     from mcp_tasks_temporal.extension import TaskPolicy, TasksExtension, ToolTaskOptions
+    from mcp_tasks_temporal.inputs import request_input, request_inputs
     from mcp_tasks_temporal.progress import set_status
 
 

@@ -1,0 +1,194 @@
+"""Pure logic, no servers: wire shapes, IDs, capability rules, option resolution, the public surface."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+import mcp_tasks_temporal
+from mcp_tasks_temporal.contract import ActivityPolicy, detailed_task, to_iso
+from mcp_tasks_temporal.extension import TasksExtension, ToolTaskOptions
+from mcp_tasks_temporal.ids import ANONYMOUS_OWNER, is_task_id, new_task_id, owner_key, workflow_id
+from mcp_tasks_temporal.inputs import as_input_request, is_valid_response, missing_capability_error
+from mcp_tasks_temporal.progress import progress_message
+
+ELICIT = {"method": "elicitation/create", "params": {"message": "?", "requestedSchema": {"type": "object"}}}
+
+
+def base(status: str, **extra: object) -> dict[str, object]:
+    return detailed_task(
+        task_id="t",
+        status=status,
+        created_at_ms=1_000,
+        last_updated_at_ms=2_000,
+        ttl_ms=None,
+        poll_interval_ms=500,
+        **extra,
+    )  # type: ignore[arg-type]
+
+
+def test_detailed_task_carries_only_the_field_of_its_status() -> None:
+    result = {"content": [], "isError": False}
+    error = {"code": -1, "message": "x"}
+    requests = {"k": ELICIT}
+    everything = {"result": result, "error": error, "input_requests": requests}
+    assert {"result", "error", "inputRequests"} & base("working", **everything).keys() == set()
+    assert base("cancelled", **everything).keys() & {"result", "error", "inputRequests"} == set()
+    assert base("completed", **everything)["result"] == result
+    assert "error" not in base("completed", **everything)
+    assert base("failed", **everything)["error"] == error
+    assert base("input_required", **everything)["inputRequests"] == requests
+
+
+def test_detailed_task_renders_iso_times_and_null_ttl() -> None:
+    task = base("working")
+    assert task["createdAt"] == "1970-01-01T00:00:01.000Z"
+    assert task["lastUpdatedAt"] == "1970-01-01T00:00:02.000Z"
+    assert task["ttlMs"] is None and task["pollIntervalMs"] == 500
+    assert to_iso(1_764_682_800_123) == "2025-12-02T13:40:00.123Z"
+
+
+def test_last_updated_is_never_before_creation() -> None:
+    task = detailed_task(
+        task_id="t", status="working", created_at_ms=5_000, last_updated_at_ms=1, ttl_ms=1, poll_interval_ms=1
+    )
+    assert task["lastUpdatedAt"] == task["createdAt"]
+
+
+def test_task_ids_are_uuid4_with_122_random_bits() -> None:
+    ids = {new_task_id() for _ in range(1000)}
+    assert len(ids) == 1000
+    assert all(uuid.UUID(i).version == 4 and is_task_id(i) for i in ids)
+
+
+@pytest.mark.parametrize(
+    "value", ["", "x", "00000000-0000-0000-0000-000000000000", str(uuid.uuid1()), str(uuid.uuid4()).upper(), "../x"]
+)
+def test_anything_but_a_canonical_uuid4_is_not_a_task_id(value: str) -> None:
+    assert not is_task_id(value)
+
+
+def test_workflow_ids_separate_principals_and_hide_them() -> None:
+    task = new_task_id()
+    assert workflow_id(task, None) == f"mcp-task/{ANONYMOUS_OWNER}/{task}"
+    alice, bob = workflow_id(task, "alice@example.com"), workflow_id(task, "bob@example.com")
+    assert alice != bob
+    assert "alice" not in alice
+    assert owner_key("alice@example.com") == owner_key("alice@example.com")
+
+
+@pytest.mark.parametrize(
+    ("capabilities", "request_", "missing"),
+    [
+        ({"elicitation": {}}, ELICIT, None),
+        ({"elicitation": {"form": {}}}, ELICIT, None),
+        ({"elicitation": {"url": {}}}, ELICIT, {"elicitation": {"form": {}}}),
+        (
+            {"elicitation": {"form": {}}},
+            {"method": "elicitation/create", "params": {"mode": "url"}},
+            {"elicitation": {"url": {}}},
+        ),
+        ({}, ELICIT, {"elicitation": {}}),
+        ({"sampling": {}}, {"method": "sampling/createMessage", "params": {}}, None),
+        ({"elicitation": {}}, {"method": "sampling/createMessage", "params": {}}, {"sampling": {}}),
+        ({"roots": {}}, {"method": "roots/list"}, None),
+        (None, {"method": "roots/list"}, {"roots": {}}),
+    ],
+)
+def test_input_requests_need_the_matching_client_capability(
+    capabilities: object, request_: dict[str, object], missing: dict[str, object] | None
+) -> None:
+    error = missing_capability_error(request_, capabilities)
+    if missing is None:
+        assert error is None
+    else:
+        assert error is not None and error.error.code == -32021
+        assert error.error.data == {"requiredCapabilities": missing}
+
+
+def test_unknown_input_request_methods_are_refused() -> None:
+    error = missing_capability_error({"method": "tools/call"}, {"elicitation": {}})
+    assert error is not None and error.error.code == -32602
+
+
+@pytest.mark.parametrize(
+    ("request_", "response", "valid"),
+    [
+        (ELICIT, {"action": "accept", "content": {"a": 1}}, True),
+        (ELICIT, {"action": "decline"}, True),
+        (ELICIT, {"action": "maybe"}, False),
+        (ELICIT, "accept", False),
+        (
+            {"method": "sampling/createMessage"},
+            {"role": "assistant", "content": {"type": "text", "text": "x"}, "model": "m"},
+            True,
+        ),
+        ({"method": "sampling/createMessage"}, {"role": "assistant"}, False),
+        ({"method": "roots/list"}, {"roots": [{"uri": "file:///x"}]}, True),
+        ({"method": "roots/list"}, {"roots": "all"}, False),
+        ({"method": "other"}, {}, False),
+    ],
+)
+def test_answers_are_validated_against_the_question(request_: object, response: object, valid: bool) -> None:
+    assert is_valid_response(request_, response) is valid
+
+
+def test_input_requests_are_normalised_to_method_and_params() -> None:
+    assert as_input_request({"method": "roots/list"}) == {"method": "roots/list", "params": {}}
+    with pytest.raises(ValueError):
+        as_input_request({"params": {}})
+
+
+def test_progress_reports_render_as_status_lines() -> None:
+    assert progress_message(2, 6, "compile") == "compile (2/6)"
+    assert progress_message(0.5, None, None) == "Progress 0.5"
+
+
+def test_tool_options_inherit_extension_defaults_unless_set() -> None:
+    tasks = TasksExtension(default_ttl_ms=10_000, default_poll_interval_ms=300)
+    tasks.enable("a", "optional")
+    tasks.enable(
+        "b",
+        ToolTaskOptions(
+            policy="required", ttl_ms=None, poll_interval_ms=50, activity=ActivityPolicy(maximum_attempts=9)
+        ),
+    )
+    a, b = tasks.options_for("a"), tasks.options_for("b")
+    assert a is not None and (a.ttl_ms, a.poll_interval_ms, a.activity) == (10_000, 300, ActivityPolicy())
+    assert b is not None and (b.ttl_ms, b.poll_interval_ms, b.policy) == (None, 50, "required")
+    assert tasks.options_for("c") is None
+
+
+@pytest.mark.parametrize("bad", [{"policy": "sometimes"}, {"ttl_ms": 0}, {"poll_interval_ms": -1}])
+def test_invalid_tool_options_are_refused_at_declaration(bad: dict[str, object]) -> None:
+    with pytest.raises(ValueError):
+        ToolTaskOptions(**bad)  # type: ignore[arg-type]
+
+
+def test_decorator_registers_under_the_function_or_given_name() -> None:
+    tasks = TasksExtension()
+
+    @tasks.tool(policy="required")
+    def build() -> None: ...
+
+    @tasks.tool(name="renamed")
+    def other() -> None: ...
+
+    assert set(tasks.task_tools) == {"build", "renamed"}
+    assert build.__name__ == "build" and other.__name__ == "other"
+
+
+def test_public_surface_is_pinned() -> None:
+    assert sorted(mcp_tasks_temporal.__all__) == [
+        "ActivityPolicy",
+        "TaskPolicy",
+        "TasksExtension",
+        "ToolTaskOptions",
+        "__version__",
+        "request_input",
+        "request_inputs",
+        "set_status",
+    ]
+    for name in mcp_tasks_temporal.__all__:
+        assert getattr(mcp_tasks_temporal, name) is not None
