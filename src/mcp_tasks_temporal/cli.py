@@ -106,6 +106,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_app_options(worker, default_app=None)
     _add_worker_options(worker)
     worker.add_argument("--temporal", default=os.environ.get("TEMPORAL_ADDRESS", "127.0.0.1:7233"), metavar="HOST:PORT")
+
+    dev.set_defaults(run=_dev)
+    serve.set_defaults(run=_serve)
+    worker.set_defaults(run=_worker)
     return parser
 
 
@@ -215,9 +219,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the console script."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-    command = {"dev": _dev, "serve": _serve, "worker": _worker}[args.command]
     try:
-        anyio.run(command, args)
+        anyio.run(args.run, args)
     except KeyboardInterrupt:
         pass
     except (ValueError, RuntimeError) as err:

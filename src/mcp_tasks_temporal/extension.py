@@ -170,10 +170,17 @@ class TasksExtension(Extension):
         """Connect the extension to Temporal and to its app; done by `serve`/`dev` before requests are accepted.
 
         The SDK never hands an extension its server, and answering `Resolve(...)`
-        questions before the task exists needs the app's tool registry.
+        questions before the task exists needs the app's tool registry. Attaching
+        also installs the `subscriptions/listen` middleware that pushes task changes.
         """
+        from mcp_tasks_temporal.listen import TaskListen
+        from mcp_tasks_temporal.push import TaskWatchHub
+
+        if self._server is not None:
+            raise RuntimeError("TasksExtension is already attached")
         self._gateway = gateway
         self._server = server
+        server.middleware.append(TaskListen(server, gateway, TaskWatchHub(gateway)))
 
     @property
     def gateway(self) -> TemporalTaskGateway:

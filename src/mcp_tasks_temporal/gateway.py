@@ -41,7 +41,7 @@ def now_ms() -> int:
 
 
 @dataclass(frozen=True)
-class _Observed:
+class Observed:
     handle: WorkflowHandle[Any, Any]
     description: WorkflowExecutionDescription
     memo: dict[str, Any]
@@ -89,7 +89,7 @@ class TemporalTaskGateway:
 
     async def get(self, task_id: str, principal: str | None) -> dict[str, Any]:
         """The task's `DetailedTask`, as `tasks/get` returns it."""
-        observed = await self._observe(task_id, principal)
+        observed = await self.observe(task_id, principal)
         return await self._detailed(task_id, observed)
 
     async def update(self, task_id: str, principal: str | None, responses: Mapping[str, Any]) -> None:
@@ -103,7 +103,7 @@ class TemporalTaskGateway:
         until the workflow has taken the answers in. With no worker running the
         bound expires and the ack goes out anyway: the signal is durable.
         """
-        observed = await self._observe(task_id, principal)
+        observed = await self.observe(task_id, principal)
         if observed.description.status != WorkflowExecutionStatus.RUNNING:
             return
         outstanding = as_object(observed.memo.get(Memo.INPUT_REQUESTS))
@@ -137,7 +137,7 @@ class TemporalTaskGateway:
 
     async def cancel(self, task_id: str, principal: str | None) -> None:
         """Request cooperative cancellation; a task that already ended keeps its outcome."""
-        observed = await self._observe(task_id, principal)
+        observed = await self.observe(task_id, principal)
         if observed.description.status != WorkflowExecutionStatus.RUNNING:
             return
         if observed.memo.get(Memo.STATUS) in TERMINAL_STATUSES:
@@ -148,7 +148,7 @@ class TemporalTaskGateway:
             if err.status != RPCStatusCode.NOT_FOUND:
                 raise
 
-    async def _observe(self, task_id: str, principal: str | None) -> _Observed:
+    async def observe(self, task_id: str, principal: str | None) -> Observed:
         if not is_task_id(task_id):
             raise TaskNotFoundError()
         handle = self.client.get_workflow_handle(workflow_id(task_id, principal))
@@ -163,42 +163,21 @@ class TemporalTaskGateway:
         created_at_ms = int(memo.get(Memo.CREATED_AT) or description.start_time.timestamp() * 1000)
         if ttl_ms is not None and now_ms() >= created_at_ms + int(ttl_ms):
             raise TaskExpiredError()
-        return _Observed(handle, description, memo)
+        return Observed(handle, description, memo)
 
-    async def _detailed(self, task_id: str, observed: _Observed) -> dict[str, Any]:
+    async def _detailed(self, task_id: str, observed: Observed) -> dict[str, Any]:
         description, memo = observed.description, observed.memo
-        created_at_ms = int(memo.get(Memo.CREATED_AT) or description.start_time.timestamp() * 1000)
-        fields: dict[str, Any] = {
-            "task_id": task_id,
-            "created_at_ms": created_at_ms,
-            "last_updated_at_ms": int(memo.get(Memo.LAST_UPDATED_AT) or created_at_ms),
-            "ttl_ms": memo.get(Memo.TTL_MS),
-            "poll_interval_ms": memo.get(Memo.POLL_INTERVAL_MS),
-            "status_message": memo.get(Memo.STATUS_MESSAGE),
-        }
+        memo.setdefault(Memo.CREATED_AT, int(description.start_time.timestamp() * 1000))
         status = description.status
-        if status == WorkflowExecutionStatus.RUNNING:
-            memo_status = str(memo.get(Memo.STATUS) or "working")
-            if memo_status == "working":
-                heartbeat = await self._latest_status(description)
-                if heartbeat is not None:
-                    fields["status_message"] = heartbeat[0]
-                    fields["last_updated_at_ms"] = max(fields["last_updated_at_ms"], heartbeat[1])
-            return detailed_task(
-                status=memo_status, input_requests=memo.get(Memo.INPUT_REQUESTS), error=memo.get(Memo.ERROR), **fields
-            )
-        if status == WorkflowExecutionStatus.COMPLETED:
-            result: dict[str, Any] = await observed.handle.result()
-            return detailed_task(status="completed", result=result, **fields)
-        if status == WorkflowExecutionStatus.CANCELED:
-            return detailed_task(status="cancelled", **fields)
-        if status == WorkflowExecutionStatus.FAILED and memo.get(Memo.ERROR):
-            return detailed_task(status="failed", error=memo[Memo.ERROR], **fields)
-        # Terminated or timed out by an operator or a backstop: no workflow code ran to say why.
-        fields["status_message"] = "Task stopped by the Temporal service"
-        return detailed_task(status="failed", error={"code": INTERNAL_ERROR_CODE, "message": "Task stopped"}, **fields)
+        heartbeat = None
+        result: dict[str, Any] | None = None
+        if status == WorkflowExecutionStatus.RUNNING and memo.get(Memo.STATUS, "working") == "working":
+            heartbeat = await self.latest_status(description)
+        elif status == WorkflowExecutionStatus.COMPLETED:
+            result = await observed.handle.result()
+        return task_view(task_id, memo, status, heartbeat=heartbeat, result=result)
 
-    async def _latest_status(self, description: WorkflowExecutionDescription) -> tuple[str, int] | None:
+    async def latest_status(self, description: WorkflowExecutionDescription) -> tuple[str, int] | None:
         """The newest `set_status` of the running tool, from its heartbeat details."""
         for pending in description.raw_description.pending_activities:
             payloads = pending.heartbeat_details.payloads
@@ -210,3 +189,44 @@ class TemporalTaskGateway:
             if status.get("message"):
                 return str(status["message"]), int(status.get("at_ms", 0))
         return None
+
+
+def task_view(
+    task_id: str,
+    memo: Mapping[str, Any],
+    status: WorkflowExecutionStatus | None,
+    *,
+    heartbeat: tuple[str, int] | None = None,
+    result: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The `DetailedTask` of a workflow, from its memo, its Temporal status and what only a read can add.
+
+    `tasks/get` and push notifications both go through here, so a notification
+    is exactly what a `tasks/get` at that moment returns.
+    """
+    created_at_ms = int(memo.get(Memo.CREATED_AT) or 0)
+    fields: dict[str, Any] = {
+        "task_id": task_id,
+        "created_at_ms": created_at_ms,
+        "last_updated_at_ms": int(memo.get(Memo.LAST_UPDATED_AT) or created_at_ms),
+        "ttl_ms": memo.get(Memo.TTL_MS),
+        "poll_interval_ms": memo.get(Memo.POLL_INTERVAL_MS),
+        "status_message": memo.get(Memo.STATUS_MESSAGE),
+    }
+    if status in (None, WorkflowExecutionStatus.RUNNING):
+        memo_status = str(memo.get(Memo.STATUS) or "working")
+        if memo_status == "working" and heartbeat is not None:
+            fields["status_message"] = heartbeat[0]
+            fields["last_updated_at_ms"] = max(fields["last_updated_at_ms"], heartbeat[1])
+        return detailed_task(
+            status=memo_status, input_requests=memo.get(Memo.INPUT_REQUESTS), error=memo.get(Memo.ERROR), **fields
+        )
+    if status == WorkflowExecutionStatus.COMPLETED:
+        return detailed_task(status="completed", result=result, **fields)
+    if status == WorkflowExecutionStatus.CANCELED:
+        return detailed_task(status="cancelled", **fields)
+    if status == WorkflowExecutionStatus.FAILED and memo.get(Memo.ERROR):
+        return detailed_task(status="failed", error=memo[Memo.ERROR], **fields)
+    # Terminated or timed out by an operator or a backstop: no workflow code ran to say why.
+    fields["status_message"] = "Task stopped by the Temporal service"
+    return detailed_task(status="failed", error={"code": INTERNAL_ERROR_CODE, "message": "Task stopped"}, **fields)

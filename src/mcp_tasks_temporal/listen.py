@@ -1,0 +1,160 @@
+"""`subscriptions/listen` with `notifications.taskIds`: task changes pushed on the listen stream.
+
+The SDK's listen handler has a closed vocabulary (its ack drops `taskIds` and
+its bus carries only the core events) and a spec method cannot be rebound, so
+a server middleware serves any listen that asks for tasks, core kinds included
+(from the same bus), and leaves every other listen to the SDK.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Final, Literal
+
+import anyio
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.mcpserver import MCPServer, require_client_extension
+from mcp.server.request_state import authenticated_principal
+from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY, ServerEvent, event_matches, event_to_notification
+from mcp_types import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    SERVER_INFO_META_KEY,
+    Notification,
+    SubscriptionFilter,
+    SubscriptionsAcknowledgedNotification,
+    SubscriptionsAcknowledgedNotificationParams,
+    SubscriptionsListenRequestParams,
+)
+from mcp_types import methods as wire_methods
+from pydantic import ValidationError
+
+from mcp_tasks_temporal.errors import TaskExpiredError, TaskNotFoundError
+from mcp_tasks_temporal.gateway import TemporalTaskGateway
+from mcp_tasks_temporal.inputs import EXTENSION_ID
+from mcp_tasks_temporal.push import TaskWatchHub
+
+logger = logging.getLogger(__name__)
+
+MAX_TASK_IDS: Final = 1000
+_BACKLOG: Final = 1024
+
+
+class TaskNotification(Notification[dict[str, Any], Literal["notifications/tasks"]]):
+    method: Literal["notifications/tasks"] = "notifications/tasks"
+    params: dict[str, Any]
+
+
+class TaskListen:
+    """The middleware; install with `server.middleware.append(TaskListen(...))`."""
+
+    def __init__(self, server: MCPServer[Any], gateway: TemporalTaskGateway, hub: TaskWatchHub) -> None:
+        self._server = server
+        self._gateway = gateway
+        self._hub = hub
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if ctx.method != "subscriptions/listen":
+            return await call_next(ctx)
+        notifications = (ctx.params or {}).get("notifications")
+        if not isinstance(notifications, dict) or "taskIds" not in notifications:
+            return await call_next(ctx)
+        caps = ctx.session.client_capabilities
+        if not (caps and caps.extensions and EXTENSION_ID in caps.extensions):
+            require_client_extension(ctx, EXTENSION_ID)
+        raw_ids: list[Any] = notifications["taskIds"] if isinstance(notifications["taskIds"], list) else [None]  # pyright: ignore[reportUnknownVariableType]
+        task_ids = [t for t in raw_ids if isinstance(t, str)]
+        if len(task_ids) != len(raw_ids):
+            raise MCPError(code=INVALID_PARAMS, message="notifications.taskIds must be a list of strings")
+        if len(task_ids) > MAX_TASK_IDS:
+            raise MCPError(code=INVALID_PARAMS, message=f"At most {MAX_TASK_IDS} taskIds per subscription")
+        try:
+            wire_methods.validate_client_request("subscriptions/listen", ctx.protocol_version, ctx.params)
+            params = SubscriptionsListenRequestParams.model_validate(ctx.params, by_name=False)
+        except (KeyError, ValueError, ValidationError):
+            raise MCPError(code=INVALID_PARAMS, message="Invalid request parameters") from None
+        if ctx.request_id is None:
+            raise MCPError(INVALID_REQUEST, "subscriptions/listen requires a request id")
+        return await self._serve(ctx, params, task_ids)
+
+    async def _honored(self, task_ids: list[str], principal: str | None) -> list[str]:
+        """The requested tasks this caller may see; the rest are left out, indistinguishably."""
+        honored: dict[str, bool] = {}
+        limiter = anyio.CapacityLimiter(32)
+
+        async def check(task_id: str) -> None:
+            async with limiter:
+                try:
+                    await self._gateway.observe(task_id, principal)
+                except (TaskNotFoundError, TaskExpiredError):
+                    return
+                honored[task_id] = True
+
+        async with anyio.create_task_group() as group:
+            for task_id in dict.fromkeys(task_ids):
+                group.start_soon(check, task_id)
+        return [t for t in dict.fromkeys(task_ids) if t in honored]
+
+    async def _serve(
+        self, ctx: ServerRequestContext[Any, Any], params: SubscriptionsListenRequestParams, task_ids: list[str]
+    ) -> dict[str, Any]:
+        subscription_id = ctx.request_id
+        assert subscription_id is not None
+        principal = authenticated_principal(ctx)
+        requested = params.notifications
+        core = SubscriptionFilter(
+            tools_list_changed=True if requested.tools_list_changed else None,
+            prompts_list_changed=True if requested.prompts_list_changed else None,
+            resources_list_changed=True if requested.resources_list_changed else None,
+            resource_subscriptions=list(requested.resource_subscriptions) if requested.resource_subscriptions else None,
+        )
+        honored_ids = await self._honored(task_ids, principal)
+        ack = SubscriptionFilter.model_validate(
+            {**core.model_dump(by_alias=True, exclude_none=True), "taskIds": honored_ids}
+        )
+        uris = frozenset(core.resource_subscriptions or ())
+        meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: subscription_id}
+        send, receive = anyio.create_memory_object_stream[tuple[str, Any]](_BACKLOG)
+
+        def offer(kind: str, item: Any) -> None:
+            try:
+                send.send_nowait((kind, item))
+            except anyio.WouldBlock:
+                # A client that stopped reading: end its stream; it re-listens and tasks/get tells the rest.
+                logger.warning("listen stream %r backlog full; ending it", subscription_id)
+                send.close()
+            except anyio.ClosedResourceError:
+                pass
+
+        def on_core(event: ServerEvent) -> None:
+            if event_matches(core, uris, event):
+                offer("core", event)
+
+        bus = self._server._subscriptions  # pyright: ignore[reportPrivateUsage]
+        unsubscribe_core = bus.subscribe(on_core)
+        # Subscribed before the ack goes out, so nothing that happens meanwhile is lost;
+        # the ack is still first because only this task writes the stream.
+        unsubscribes = [self._hub.subscribe(t, principal, lambda task: offer("task", task)) for t in honored_ids]
+        try:
+            await ctx.session.send_notification(
+                SubscriptionsAcknowledgedNotification(
+                    params=SubscriptionsAcknowledgedNotificationParams(notifications=ack, _meta=meta)
+                ),
+                related_request_id=subscription_id,
+            )
+            async with receive:
+                async for kind, item in receive:
+                    if kind == "core":
+                        note: Any = event_to_notification(item, meta)
+                    else:
+                        note = TaskNotification(params={**item, "_meta": meta})
+                    await ctx.session.send_notification(note, related_request_id=subscription_id)
+        finally:
+            unsubscribe_core()
+            for unsubscribe in unsubscribes:
+                unsubscribe()
+            send.close()
+        # A middleware that answers by itself owns the whole envelope.
+        stamp = self._server._lowlevel_server.server_info_stamp  # pyright: ignore[reportPrivateUsage]
+        return {"resultType": "complete", "_meta": {**meta, SERVER_INFO_META_KEY: stamp}}

@@ -1,0 +1,198 @@
+"""Watching tasks for `notifications/tasks`: one observation per task per front server.
+
+A watcher follows its workflow's history with a long poll
+(`wait_new_event`), which costs nothing while nothing happens and adds no
+events. Every memo upsert is a state change the workflow made, so replaying
+the upserted fields in history order yields each transition, in order, none
+skipped however close together they came. Progress is the one thing that is
+not in the history (heartbeats are not events): while the tool's activity is
+running, the watcher re-reads it with `describe` every `status_refresh_s`.
+All subscribers of a task on this front share its watcher.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
+from temporalio.service import RPCError
+
+from mcp_tasks_temporal.contract import TERMINAL_STATUSES, Memo
+from mcp_tasks_temporal.gateway import TemporalTaskGateway, task_view
+from mcp_tasks_temporal.ids import workflow_id
+
+logger = logging.getLogger(__name__)
+
+Listener = Callable[[dict[str, Any]], None]
+
+_CLOSE_STATUS = {
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED: WorkflowExecutionStatus.COMPLETED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED: WorkflowExecutionStatus.FAILED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED: WorkflowExecutionStatus.CANCELED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED: WorkflowExecutionStatus.TERMINATED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT: WorkflowExecutionStatus.TIMED_OUT,
+}
+_ACTIVITY_CLOSED = {
+    EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
+    EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED,
+    EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT,
+    EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED,
+}
+
+
+@dataclass
+class _Watcher:
+    task_id: str
+    handle: WorkflowHandle[Any, Any]
+    listeners: set[Listener] = field(default_factory=set[Listener])
+    last: dict[str, Any] | None = None
+    runner: asyncio.Task[None] | None = None
+
+    def publish(self, task: dict[str, Any]) -> None:
+        if task == self.last:
+            return
+        self.last = task
+        for listener in list(self.listeners):
+            listener(task)
+
+
+class TaskWatchHub:
+    """Fans one watcher per task out to every subscriber of it on this front server."""
+
+    def __init__(self, gateway: TemporalTaskGateway, *, status_refresh_s: float = 1.0) -> None:
+        self._gateway = gateway
+        self._status_refresh_s = status_refresh_s
+        self._watchers: dict[str, _Watcher] = {}
+
+    @property
+    def watched(self) -> int:
+        return len(self._watchers)
+
+    def subscribe(self, task_id: str, principal: str | None, listener: Listener) -> Callable[[], None]:
+        """Call `listener` with the task's current state, then with every change; returns the unsubscribe."""
+        key = workflow_id(task_id, principal)
+        watcher = self._watchers.get(key)
+        if watcher is None:
+            handle = self._gateway.client.get_workflow_handle(key)
+            watcher = self._watchers[key] = _Watcher(task_id, handle)
+            watcher.runner = asyncio.create_task(self._run(key, watcher), name=f"watch {key}")
+        watcher.listeners.add(listener)
+        if watcher.last is not None:
+            listener(watcher.last)
+
+        def unsubscribe() -> None:
+            watcher.listeners.discard(listener)
+            if not watcher.listeners and self._watchers.get(key) is watcher:
+                del self._watchers[key]
+                if watcher.runner is not None:
+                    watcher.runner.cancel()
+
+        return unsubscribe
+
+    async def _run(self, key: str, watcher: _Watcher) -> None:
+        try:
+            await self._follow(watcher)
+        except asyncio.CancelledError:
+            raise
+        except RPCError:
+            # Deleted (retention) or unreachable: subscribers keep their stream, with no more changes on it.
+            logger.warning("stopped watching %s", key, exc_info=True)
+        except Exception:
+            logger.exception("watcher for %s crashed", key)
+        finally:
+            if self._watchers.get(key) is watcher and not watcher.listeners:
+                del self._watchers[key]
+
+    async def _follow(self, watcher: _Watcher) -> None:
+        handle = watcher.handle
+        description = await handle.describe()
+        memo = dict(await description.memo())
+        memo.setdefault(Memo.CREATED_AT, int(description.start_time.timestamp() * 1000))
+        seen = description.raw_description.workflow_execution_info.history_length
+        status = description.status
+        heartbeat = (
+            await self._gateway.latest_status(description) if status == WorkflowExecutionStatus.RUNNING else None
+        )
+        result = await handle.result() if status == WorkflowExecutionStatus.COMPLETED else None
+        watcher.publish(task_view(watcher.task_id, memo, status, heartbeat=heartbeat, result=result))
+        if status != WorkflowExecutionStatus.RUNNING:
+            return
+        state = _Followed(memo=memo, heartbeat=heartbeat)
+        activities = len(description.raw_description.pending_activities)
+        refresher: asyncio.Task[None] | None = None
+        try:
+            async for event in _events_after(handle, seen):
+                if refresher is None and activities:
+                    refresher = asyncio.create_task(self._refresh_status(watcher, state))
+                if event is None:
+                    continue
+                if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+                    activities += 1
+                elif event.event_type in _ACTIVITY_CLOSED:
+                    activities = max(activities - 1, 0)
+                    state.heartbeat = None
+                    if not activities and refresher is not None:
+                        refresher.cancel()
+                        refresher = None
+                closed = _CLOSE_STATUS.get(event.event_type)
+                if closed is not None:
+                    outcome = await self._closing_result(event) if closed == WorkflowExecutionStatus.COMPLETED else None
+                    watcher.publish(task_view(watcher.task_id, state.memo, closed, result=outcome))
+                    return
+                if event.event_type == EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
+                    await self._apply_upsert(event, state)
+                    # A terminal status is upserted just before the run closes; the close event
+                    # that follows carries the result, so that is the one to publish.
+                    if state.memo.get(Memo.STATUS) not in TERMINAL_STATUSES:
+                        watcher.publish(task_view(watcher.task_id, state.memo, None, heartbeat=state.heartbeat))
+        finally:
+            if refresher is not None:
+                refresher.cancel()
+
+    async def _apply_upsert(self, event: HistoryEvent, state: _Followed) -> None:
+        fields = event.workflow_properties_modified_event_attributes.upserted_memo.fields
+        for name, payload in fields.items():
+            [value] = await self._gateway.client.data_converter.decode([payload])
+            state.memo[name] = value
+
+    async def _closing_result(self, event: HistoryEvent) -> dict[str, Any] | None:
+        payloads = event.workflow_execution_completed_event_attributes.result.payloads
+        if not payloads:
+            return None
+        [result] = await self._gateway.client.data_converter.decode(payloads)
+        return result
+
+    async def _refresh_status(self, watcher: _Watcher, state: _Followed) -> None:
+        """Heartbeats are not history events: poll the running tool's status line while it runs."""
+        while True:
+            await asyncio.sleep(self._status_refresh_s)
+            try:
+                description = await watcher.handle.describe()
+            except RPCError:
+                continue
+            if description.status != WorkflowExecutionStatus.RUNNING:
+                return  # the history stream delivers the close
+            heartbeat = await self._gateway.latest_status(description)
+            if heartbeat is not None and heartbeat != state.heartbeat:
+                state.heartbeat = heartbeat
+                watcher.publish(task_view(watcher.task_id, state.memo, None, heartbeat=heartbeat))
+
+
+@dataclass
+class _Followed:
+    memo: dict[str, Any]
+    heartbeat: tuple[str, int] | None
+
+
+async def _events_after(handle: WorkflowHandle[Any, Any], seen: int) -> AsyncIterator[HistoryEvent | None]:
+    """The events appended after event `seen`, as they come; a leading `None` marks "caught up"."""
+    yield None
+    async for event in handle.fetch_history_events(wait_new_event=True):
+        if event.event_id > seen:
+            yield event
