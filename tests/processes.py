@@ -111,7 +111,11 @@ def start_worker(
             raise RuntimeError(f"worker exited:\n{process.log()}")
         return "mcp-tasks-temporal worker:" in process.log()
 
-    wait_until(ready, timeout=30, what="the worker")
+    try:
+        wait_until(ready, timeout=30, what="the worker")
+    except BaseException:
+        process.kill()
+        raise
     return process
 
 
@@ -153,9 +157,13 @@ def start_front(
             )
         except httpx.TransportError:
             return False
-        return response.status_code == 200
+        return response.status_code in (200, 401)  # 401: up, and asking for a bearer token
 
-    wait_until(ready, timeout=30, what="the front server")
+    try:
+        wait_until(ready, timeout=30, what="the front server")
+    except BaseException:
+        process.kill()
+        raise
     return process, url
 
 

@@ -17,6 +17,7 @@ import uvicorn
 from mcp.server.mcpserver import MCPServer
 from temporalio.client import Client
 
+from mcp_tasks_temporal.auth import StaticTokenVerifier, load_tokens, require_bearer_tokens
 from mcp_tasks_temporal.app import DEMO_APP, load_app, tasks_extension, use_request_state_keys
 from mcp_tasks_temporal.contract import DEFAULT_NAMESPACE, DEFAULT_TASK_QUEUE, ActivityPolicy
 from mcp_tasks_temporal.embedded import embedded_temporal
@@ -63,6 +64,13 @@ def _add_front_options(parser: argparse.ArgumentParser) -> None:
         default=[k for k in os.environ.get("MCP_TASKS_REQUEST_STATE_KEYS", "").split(",") if k],
         metavar="SECRET",
         help="shared key sealing MRTR requestState across front servers (repeat to rotate; first seals)",
+    )
+    parser.add_argument(
+        "--tokens",
+        type=Path,
+        default=os.environ.get("MCP_TASKS_TOKENS") or None,
+        metavar="FILE",
+        help="require bearer tokens from FILE ('TOKEN PRINCIPAL' per line); tasks bind to the principal",
     )
     # Activity policy is recorded with each task when it is created, so it is the front's to choose.
     parser.add_argument(
@@ -133,7 +141,9 @@ def _configure(app: MCPServer[Any], args: argparse.Namespace) -> None:
         extension.default_activity = ActivityPolicy(**{**vars(policy), **overrides})
 
 
-async def _serve_http(app: MCPServer[Any], host: str, port: int) -> None:
+async def _serve_http(app: MCPServer[Any], host: str, port: int, tokens: Path | None = None) -> None:
+    if tokens is not None:
+        require_bearer_tokens(app, StaticTokenVerifier(load_tokens(tokens)), server_url=f"http://{host}:{port}/mcp")
     config = uvicorn.Config(
         app.streamable_http_app(host=host), host=host, port=port, log_level="warning", lifespan="on"
     )
@@ -176,7 +186,7 @@ async def _dev(args: argparse.Namespace) -> None:
             print(f"  Temporal UI   {temporal.ui_url}", flush=True)
         print(f"  State         {temporal.db_path}", flush=True)
         print("Press Ctrl-C to stop.", flush=True)
-        await _serve_http(app, args.host, args.port)
+        await _serve_http(app, args.host, args.port, args.tokens)
         print("mcp-tasks-temporal dev: stopping", flush=True)
 
 
@@ -193,7 +203,7 @@ async def _serve(args: argparse.Namespace) -> None:
             file=sys.stderr,
             flush=True,
         )
-        await _serve_http(app, args.host, args.port)
+        await _serve_http(app, args.host, args.port, args.tokens)
 
 
 async def _worker(args: argparse.Namespace) -> None:

@@ -1,0 +1,76 @@
+"""Tenant isolation: with bearer tokens configured, a task is visible only to the principal that created it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import Stack
+from tests.processes import base_headers, envelope
+from tests.test_push import http_listen, listen_message
+from tests.wire import HttpMcp, TaskCalls
+
+pytestmark = pytest.mark.anyio
+
+ALICE, BOB = "alice-token-7f3a9c", "bob-token-41d2e8"
+
+
+class BearerMcp(HttpMcp):
+    def __init__(self, url: str, http: httpx.AsyncClient, token: str) -> None:
+        super().__init__(url, http)
+        self.token = token
+
+    async def post(self, message: Any, headers: dict[str, str]) -> Any:
+        return await super().post(message, {**headers, "authorization": f"Bearer {self.token}"})
+
+
+@pytest.fixture
+def tokens_file(tmp_path: Path) -> Path:
+    path = tmp_path / "tokens"
+    path.write_text(f"# token principal\n{ALICE} alice@example.com\n\n{BOB} bob@example.com\n")
+    return path
+
+
+@pytest.fixture
+def secured(stack_factory: Any, stack: Stack, tokens_file: Path) -> str:
+    private: Stack = stack_factory()
+    private.task_queue = stack.task_queue
+    return private.add_front(extra=["--tokens", str(tokens_file)])
+
+
+async def test_requests_without_a_valid_token_get_401(secured: str, http: httpx.AsyncClient) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": envelope()}}
+    for auth in ({}, {"authorization": "Bearer wrong"}, {"authorization": f"Basic {ALICE}"}):
+        response = await http.post(secured, json=body, headers={**base_headers("server/discover"), **auth})
+        assert response.status_code == 401
+
+
+async def test_another_principal_cannot_read_answer_or_cancel_a_task(
+    secured: str, http: httpx.AsyncClient, gate: Path
+) -> None:
+    alice = TaskCalls(BearerMcp(secured, http, ALICE))
+    bob = TaskCalls(BearerMcp(secured, http, BOB))
+    created = await alice.start("gated", {"gate": str(gate)})
+    task_id = created["taskId"]
+    never_issued = "00000000-0000-4000-8000-000000000000"
+    for operation in (bob.get, bob.cancel, lambda t: bob.update(t, {"k": {"action": "accept"}})):
+        theirs, unknown = await operation(task_id), await operation(never_issued)
+        assert theirs.status == unknown.status
+        assert theirs.error == unknown.error, "another principal's task must look exactly like an unknown one"
+        assert theirs.error["code"] == -32602
+    assert (await alice.get(task_id)).result["status"] == "working", "Bob's cancel must not have touched it"
+    (gate / "release").write_text("1")
+    assert (await alice.wait_for(task_id))["status"] == "completed"
+
+
+async def test_listen_leaves_out_another_principals_tasks(secured: str, http: httpx.AsyncClient) -> None:
+    alice = TaskCalls(BearerMcp(secured, http, ALICE))
+    mine = (await alice.start("double", {"x": 1}))["taskId"]
+    theirs = (await TaskCalls(BearerMcp(secured, http, BOB)).start("double", {"x": 2}))["taskId"]
+    http.headers["authorization"] = f"Bearer {ALICE}"
+    async with http_listen(secured, http, listen_message([mine, theirs])) as frames:
+        ack = await anext(frames)
+    assert ack["params"]["notifications"]["taskIds"] == [mine]
