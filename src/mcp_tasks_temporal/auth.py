@@ -13,6 +13,7 @@ from typing import Any
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
+from pydantic import AnyHttpUrl
 
 
 def _digest(token: str) -> bytes:
@@ -67,7 +68,6 @@ def require_bearer_tokens(app: MCPServer[Any], verifier: StaticTokenVerifier, *,
     later, so the two settings the HTTP app reads are filled in here.
     """
     # Static tokens name no audience, so there is no resource binding to check.
-    app.settings.auth = AuthSettings(
-        issuer_url=server_url, resource_server_url=server_url, validate_token_resource=False
-    )  # pyright: ignore[reportArgumentType]
+    url = AnyHttpUrl(server_url)
+    app.settings.auth = AuthSettings(issuer_url=url, resource_server_url=url, validate_token_resource=False)
     app._token_verifier = verifier  # pyright: ignore[reportPrivateUsage]

@@ -17,8 +17,8 @@ import uvicorn
 from mcp.server.mcpserver import MCPServer
 from temporalio.client import Client
 
-from mcp_tasks_temporal.auth import StaticTokenVerifier, load_tokens, require_bearer_tokens
 from mcp_tasks_temporal.app import DEMO_APP, load_app, tasks_extension, use_request_state_keys
+from mcp_tasks_temporal.auth import StaticTokenVerifier, load_tokens, require_bearer_tokens
 from mcp_tasks_temporal.contract import DEFAULT_NAMESPACE, DEFAULT_TASK_QUEUE, ActivityPolicy
 from mcp_tasks_temporal.embedded import embedded_temporal
 from mcp_tasks_temporal.gateway import TemporalTaskGateway
