@@ -66,6 +66,12 @@ def _add_front_options(parser: argparse.ArgumentParser) -> None:
         help="shared key sealing MRTR requestState across front servers (repeat to rotate; first seals)",
     )
     parser.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=int(os.environ.get("MCP_TASKS_MAX_BODY_BYTES", str(1024 * 1024))),
+        help="largest request body accepted (HTTP 413 beyond); keeps task inputs under Temporal's 2 MB payload limit",
+    )
+    parser.add_argument(
         "--tokens",
         type=Path,
         default=os.environ.get("MCP_TASKS_TOKENS") or None,
@@ -141,12 +147,12 @@ def _configure(app: MCPServer[Any], args: argparse.Namespace) -> None:
         extension.default_activity = ActivityPolicy(**{**vars(policy), **overrides})
 
 
-async def _serve_http(app: MCPServer[Any], host: str, port: int, tokens: Path | None = None) -> None:
-    if tokens is not None:
-        require_bearer_tokens(app, StaticTokenVerifier(load_tokens(tokens)), server_url=f"http://{host}:{port}/mcp")
-    config = uvicorn.Config(
-        app.streamable_http_app(host=host), host=host, port=port, log_level="warning", lifespan="on"
-    )
+async def _serve_http(app: MCPServer[Any], args: argparse.Namespace) -> None:
+    if args.tokens is not None:
+        verifier = StaticTokenVerifier(load_tokens(args.tokens))
+        require_bearer_tokens(app, verifier, server_url=f"http://{args.host}:{args.port}/mcp")
+    http_app = app.streamable_http_app(host=args.host, max_request_body_size=args.max_body_bytes)
+    config = uvicorn.Config(http_app, host=args.host, port=args.port, log_level="warning", lifespan="on")
     await uvicorn.Server(config).serve()
 
 
@@ -186,7 +192,7 @@ async def _dev(args: argparse.Namespace) -> None:
             print(f"  Temporal UI   {temporal.ui_url}", flush=True)
         print(f"  State         {temporal.db_path}", flush=True)
         print("Press Ctrl-C to stop.", flush=True)
-        await _serve_http(app, args.host, args.port, args.tokens)
+        await _serve_http(app, args)
         print("mcp-tasks-temporal dev: stopping", flush=True)
 
 
@@ -203,7 +209,7 @@ async def _serve(args: argparse.Namespace) -> None:
             file=sys.stderr,
             flush=True,
         )
-        await _serve_http(app, args.host, args.port, args.tokens)
+        await _serve_http(app, args)
 
 
 async def _worker(args: argparse.Namespace) -> None:

@@ -42,7 +42,7 @@ from pydantic import Field, ValidationError
 
 from mcp_tasks_temporal.contract import ActivityPolicy, ToolTaskInput
 from mcp_tasks_temporal.errors import HeaderMismatchError
-from mcp_tasks_temporal.gateway import TemporalTaskGateway
+from mcp_tasks_temporal.gateway import TemporalTaskGateway, temporal_errors
 from mcp_tasks_temporal.ids import new_task_id
 from mcp_tasks_temporal.progress import current_run
 
@@ -233,7 +233,8 @@ class TasksExtension(Extension):
             input_responses=dict(params.input_responses) if params.input_responses else None,
             request_state=params.request_state,
         )
-        created = await self.gateway.create(task, authenticated_principal(ctx))
+        with temporal_errors():
+            created = await self.gateway.create(task, authenticated_principal(ctx))
         return {"resultType": "task", **created}
 
     async def _resolve_before_task(
@@ -265,16 +266,19 @@ class TasksExtension(Extension):
 
     async def _tasks_get(self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams) -> dict[str, Any]:
         _admit(ctx, params.task_id)
-        return await self.gateway.get(params.task_id, authenticated_principal(ctx))
+        with temporal_errors():
+            return await self.gateway.get(params.task_id, authenticated_principal(ctx))
 
     async def _tasks_update(self, ctx: ServerRequestContext[Any, Any], params: UpdateTaskParams) -> dict[str, Any]:
         _admit(ctx, params.task_id)
-        await self.gateway.update(params.task_id, authenticated_principal(ctx), params.input_responses)
+        with temporal_errors():
+            await self.gateway.update(params.task_id, authenticated_principal(ctx), params.input_responses)
         return {}
 
     async def _tasks_cancel(self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams) -> dict[str, Any]:
         _admit(ctx, params.task_id)
-        await self.gateway.cancel(params.task_id, authenticated_principal(ctx))
+        with temporal_errors():
+            await self.gateway.cancel(params.task_id, authenticated_principal(ctx))
         return {}
 
 

@@ -11,12 +11,16 @@ or evicted runs, so it is the tool for operators, not the hot path
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.service import RPCError, RPCStatusCode
@@ -35,9 +39,28 @@ from mcp_tasks_temporal.errors import InvalidInputResponseError, TaskExpiredErro
 from mcp_tasks_temporal.ids import is_task_id, owner_key, workflow_id
 from mcp_tasks_temporal.inputs import is_valid_response
 
+logger = logging.getLogger(__name__)
+
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+@contextmanager
+def temporal_errors() -> Generator[None]:
+    """Turn a failed Temporal call into a JSON-RPC error the client can act on.
+
+    The front server has nothing to retry with and must not answer 500; the
+    Temporal detail goes to the log, where operators look, not to the client.
+    """
+    try:
+        yield
+    except RPCError as err:
+        if err.status == RPCStatusCode.INVALID_ARGUMENT:
+            logger.warning("Temporal refused a task request: %s", err.message)
+            raise MCPError(code=INVALID_PARAMS, message="Task request refused: too large or malformed") from None
+        logger.warning("Temporal call failed: %s %s", err.status.name if err.status else "?", err.message)
+        raise MCPError(code=INTERNAL_ERROR, message="Task service unavailable, try again") from None
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ means "no push for this task": the waiter polls instead.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from typing import Any, Final
 
@@ -110,7 +110,7 @@ class PushHub:
         slot.done.set()
 
     @asynccontextmanager
-    async def subscribe(self, session: ClientSession, task_id: str) -> AsyncIterator[Feed | None]:
+    async def subscribe(self, session: ClientSession, task_id: str) -> AsyncGenerator[Feed | None]:
         """Listen for one task: yields its feed, or `None` when the server will not push it."""
         if self.unsupported:
             yield None

@@ -1,0 +1,167 @@
+"""Hostile input against a live front server: never a 500, never a wedged worker, always a JSON-RPC answer."""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import Stack
+from tests.processes import base_headers, envelope
+from tests.wire import HttpMcp, TaskCalls
+
+# Codes a JSON-RPC answer from this server may carry; anything else is a bug.
+KNOWN_CODES = {-32700, -32600, -32601, -32602, -32603, -32020, -32021, -32022}
+METHODS = ["tools/call", "tasks/get", "tasks/update", "tasks/cancel", "tasks/list", "tasks/result", "server/discover"]
+TOOLS = ["double", "echo", "tool_error", "protocol_error", "never_task", "needs_task", "no-such-tool"]
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63) | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4),
+    max_leaves=12,
+)
+
+
+@st.composite
+def requests(draw: st.DrawFn) -> tuple[bytes, dict[str, str]]:
+    # Methods travel in a header too, which only carries visible ASCII.
+    method = draw(st.sampled_from(METHODS) | st.text(alphabet="abcdefghijklmnopqrstuvwxyz/_-", max_size=15))
+    params: dict[str, Any] = {}
+    if draw(st.booleans()):
+        params["_meta"] = draw(
+            st.sampled_from(
+                [envelope(), envelope(tasks=False), {}, {"io.modelcontextprotocol/protocolVersion": "1999"}]
+            )
+            | json_values
+        )
+    if method == "tools/call":
+        params["name"] = draw(st.sampled_from(TOOLS) | json_values)
+        params["arguments"] = draw(st.fixed_dictionaries({"x": st.integers(-5, 5)}) | json_values)
+    if method.startswith("tasks/"):
+        params["taskId"] = draw(st.sampled_from([str(uuid.uuid4()), "x", ""]) | json_values)
+    if method == "tasks/update":
+        params["inputResponses"] = draw(json_values)
+    params.update(draw(st.dictionaries(st.text(max_size=8), json_values, max_size=2)))
+    message: Any = {
+        "jsonrpc": draw(st.sampled_from(["2.0", "1.0"])),
+        "id": draw(st.integers(0, 10**6) | st.text(max_size=5)),
+        "method": method,
+    }
+    if draw(st.booleans()):
+        message["params"] = params if draw(st.integers(0, 9)) else draw(json_values)
+    body = json.dumps(message).encode()
+    mangle = draw(st.integers(0, 12))
+    if mangle == 0:
+        body = body[: draw(st.integers(0, len(body)))]  # truncated JSON
+    elif mangle == 1:
+        body = draw(st.binary(max_size=64))
+    elif mangle == 2:
+        body = json.dumps([message, message]).encode()  # batches are not 2026-07-28
+    name = params.get("name") if method == "tools/call" else params.get("taskId")
+    headers = base_headers(method, name if isinstance(name, str) and name.isascii() and name.isprintable() else None)
+    header_trick = draw(st.integers(0, 8))
+    if header_trick == 0:
+        headers["mcp-name"] = "=?base64?" + base64.b64encode(str(name).encode()).decode() + "?="
+    elif header_trick == 1:
+        headers["mcp-name"] = "=?base64?!!notbase64?="
+    elif header_trick == 2:
+        headers["mcp-method"] = draw(st.sampled_from(METHODS))
+    elif header_trick == 3:
+        headers.pop("mcp-protocol-version")
+    elif header_trick == 4:
+        headers["mcp-protocol-version"] = draw(st.sampled_from(["2025-11-25", "2099-01-01", "garbage"]))
+    elif header_trick == 5:
+        headers["content-type"] = "text/plain"
+    return body, headers
+
+
+def check_answer(response: httpx.Response) -> None:
+    assert response.status_code < 500, (response.status_code, response.text[:300])
+    if response.headers.get("content-type", "").startswith("application/json") and response.content:
+        answer = response.json()
+        if isinstance(answer, dict) and "error" in answer:
+            assert answer["error"]["code"] in KNOWN_CODES, answer
+            text = json.dumps(answer)
+            assert "Traceback" not in text and 'File "' not in text, "no stack traces to the client"
+
+
+@pytest.fixture(scope="module")
+def sync_http() -> Any:
+    with httpx.Client(timeout=30) as client:
+        yield client
+
+
+@settings(
+    max_examples=2500, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
+@given(request=requests())
+def test_generated_requests_get_well_formed_answers(
+    stack: Stack, sync_http: httpx.Client, request: tuple[bytes, dict[str, str]]
+) -> None:
+    body, headers = request
+    check_answer(sync_http.post(stack.url, content=body, headers=headers))
+
+
+def test_duplicate_routing_headers_are_header_mismatch(stack: Stack, sync_http: httpx.Client) -> None:
+    task_id = str(uuid.uuid4())
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"taskId": task_id, "_meta": envelope()}}
+    headers = [(k, v) for k, v in base_headers("tasks/get", task_id).items()] + [("mcp-name", task_id)]
+    response = sync_http.post(stack.url, content=json.dumps(message), headers=headers)
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32020
+
+
+def test_oversized_bodies_are_refused_before_parsing(stack: Stack, sync_http: httpx.Client) -> None:
+    huge = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "double", "arguments": {"x": "9" * (2 * 1024 * 1024)}, "_meta": envelope()},
+    }
+    response = sync_http.post(stack.url, content=json.dumps(huge), headers=base_headers("tools/call", "double"))
+    assert response.status_code == 413
+
+
+def test_huge_input_responses_under_the_limit_are_ignored_for_unknown_keys(
+    stack: Stack, sync_http: httpx.Client
+) -> None:
+    created = sync_http.post(
+        stack.url,
+        content=json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "double", "arguments": {"x": 1}, "_meta": envelope()},
+            }
+        ),
+        headers=base_headers("tools/call", "double"),
+    ).json()["result"]
+    responses = {f"k{i}": {"action": "accept", "content": {"v": "x" * 100}} for i in range(5000)}
+    message = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tasks/update",
+        "params": {"taskId": created["taskId"], "inputResponses": responses, "_meta": envelope()},
+    }
+    response = sync_http.post(
+        stack.url, content=json.dumps(message), headers=base_headers("tasks/update", created["taskId"])
+    )
+    assert response.status_code == 200 and response.json()["result"]["resultType"] == "complete"
+
+
+@pytest.mark.anyio
+async def test_the_server_and_worker_still_work_after_the_barrage(stack: Stack, http: httpx.AsyncClient) -> None:
+    mcp = TaskCalls(HttpMcp(stack.url, http))
+    created = await mcp.start("double", {"x": 20})
+    done = await mcp.wait_for(created["taskId"])
+    assert done["status"] == "completed" and done["result"]["structuredContent"] == {"value": 40}
+    for process, _ in stack.fronts:
+        assert process.alive
+    assert all(worker.alive for worker in stack.workers)
