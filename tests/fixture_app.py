@@ -43,6 +43,13 @@ def echo(text: str) -> str:
     return text
 
 
+@app.tool()
+async def announce(ctx: Context) -> str:
+    """Publishes a core tools-list-changed event (to listens on this front)."""
+    await ctx.notify_tools_changed()
+    return "announced"
+
+
 @tasks.tool(policy="optional")
 @app.tool()
 async def double(x: int) -> dict[str, int]:

@@ -178,3 +178,18 @@ async def test_push_over_stdio(stack: Stack, mcp: TaskCalls) -> None:
         await process.stdin.aclose()
         with anyio.fail_after(10):
             await process.wait()
+
+
+async def test_core_events_keep_flowing_on_a_task_listen(
+    stack: Stack, mcp: TaskCalls, http: httpx.AsyncClient, gate: Path
+) -> None:
+    created = await mcp.start("gated", {"gate": str(gate)})
+    async with http_listen(stack.url, http, listen_message([created["taskId"]], toolsListChanged=True)) as frames:
+        assert (await anext(frames))["method"] == "notifications/subscriptions/acknowledged"
+        with anyio.fail_after(20):
+            assert (await mcp.call_tool("announce", tasks=False)).result["content"][0]["text"] == "announced"
+            async for frame in frames:
+                if frame.get("method") == "notifications/tools/list_changed":
+                    assert frame["params"]["_meta"][SUB] == 77
+                    break
+    (gate / "release").write_text("1")
