@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, cast
 
+EXTENSION_ID: Final = "io.modelcontextprotocol/tasks"
+
 TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
 TERMINAL_STATUSES: Final = frozenset({"completed", "failed", "cancelled"})
 

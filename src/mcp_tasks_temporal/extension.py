@@ -40,13 +40,12 @@ from mcp_types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field, ValidationError
 
-from mcp_tasks_temporal.contract import ActivityPolicy, ToolTaskInput
+from mcp_tasks_temporal.contract import EXTENSION_ID, ActivityPolicy, ToolTaskInput
 from mcp_tasks_temporal.errors import HeaderMismatchError
 from mcp_tasks_temporal.gateway import TemporalTaskGateway, temporal_errors
 from mcp_tasks_temporal.ids import new_task_id
 from mcp_tasks_temporal.progress import current_run
 
-EXTENSION_ID: Final = "io.modelcontextprotocol/tasks"
 DAY_MS: Final = 24 * 3600 * 1000
 
 TaskPolicy = Literal["never", "optional", "required"]
@@ -187,7 +186,7 @@ class TasksExtension(Extension):
         if self._gateway is None:
             raise RuntimeError(
                 "TasksExtension is not attached to Temporal; run the app with `mcp-tasks-temporal serve` "
-                "or `dev`, or call extension.attach(TemporalTaskGateway(client, task_queue=...))"
+                "or `dev`, or call extension.attach(TemporalTaskGateway(client, task_queue=...), app)"
             )
         return self._gateway
 
@@ -208,7 +207,7 @@ class TasksExtension(Extension):
         if options is None or options.policy == "never" or current_run() is not None:
             # Not a task tool, or already running inside its task's activity.
             return await call_next(ctx)
-        if not _declares_tasks(ctx):
+        if not declares_tasks(ctx):
             if options.policy == "required":
                 require_client_extension(ctx, EXTENSION_ID)
             return await call_next(ctx)
@@ -282,7 +281,7 @@ class TasksExtension(Extension):
         return {}
 
 
-def _declares_tasks(ctx: ServerRequestContext[Any, Any]) -> bool:
+def declares_tasks(ctx: ServerRequestContext[Any, Any]) -> bool:
     """Did *this* request declare the extension? Earlier requests never count."""
     if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
         return False
@@ -300,7 +299,7 @@ def _admit(ctx: ServerRequestContext[Any, Any], task_id: str) -> None:
     headers = getattr(ctx.request, "headers", None)
     if headers is not None and decode_header_value(headers.get("mcp-name")) != task_id:
         raise HeaderMismatchError()
-    if not _declares_tasks(ctx):
+    if not declares_tasks(ctx):
         require_client_extension(ctx, EXTENSION_ID)
 
 

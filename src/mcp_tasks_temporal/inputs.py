@@ -24,10 +24,8 @@ from mcp_types import (
 from pydantic import BaseModel, ValidationError
 from temporalio import activity
 
-from mcp_tasks_temporal.contract import REQUEST_INPUT_UPDATE, InputAsk, as_object
+from mcp_tasks_temporal.contract import EXTENSION_ID, REQUEST_INPUT_UPDATE, InputAsk, as_object
 from mcp_tasks_temporal.progress import current_run
-
-EXTENSION_ID: Final = "io.modelcontextprotocol/tasks"
 
 _CAPABILITY_OF_METHOD: Final = {
     "elicitation/create": "elicitation",

@@ -30,9 +30,10 @@ from mcp_types import (
 from mcp_types import methods as wire_methods
 from pydantic import ValidationError
 
+from mcp_tasks_temporal.contract import EXTENSION_ID
 from mcp_tasks_temporal.errors import TaskExpiredError, TaskNotFoundError
+from mcp_tasks_temporal.extension import declares_tasks
 from mcp_tasks_temporal.gateway import TemporalTaskGateway
-from mcp_tasks_temporal.inputs import EXTENSION_ID
 from mcp_tasks_temporal.push import TaskWatchHub
 
 logger = logging.getLogger(__name__)
@@ -60,8 +61,7 @@ class TaskListen:
         notifications = (ctx.params or {}).get("notifications")
         if not isinstance(notifications, dict) or "taskIds" not in notifications:
             return await call_next(ctx)
-        caps = ctx.session.client_capabilities
-        if not (caps and caps.extensions and EXTENSION_ID in caps.extensions):
+        if not declares_tasks(ctx):
             require_client_extension(ctx, EXTENSION_ID)
         raw_ids: list[Any] = notifications["taskIds"] if isinstance(notifications["taskIds"], list) else [None]  # pyright: ignore[reportUnknownVariableType]
         task_ids = [t for t in raw_ids if isinstance(t, str)]
@@ -131,6 +131,7 @@ class TaskListen:
             if event_matches(core, uris, event):
                 offer("core", event)
 
+        # The app's bus carries the core events; MCPServer exposes it to no one but its own handler.
         bus = self._server._subscriptions  # pyright: ignore[reportPrivateUsage]
         unsubscribe_core = bus.subscribe(on_core)
         # Subscribed before the ack goes out, so nothing that happens meanwhile is lost;
