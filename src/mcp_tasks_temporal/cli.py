@@ -91,8 +91,15 @@ def _add_front_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tool-timeout", type=float, default=None, help="seconds one tool attempt may run (6 h)")
 
 
-def _add_worker_options(parser: argparse.ArgumentParser) -> None:
+def _add_worker_options(parser: argparse.ArgumentParser, *, graceful_shutdown_s: float) -> None:
     parser.add_argument("--max-concurrent-tools", type=int, default=100, help="tool executions a worker runs at once")
+    parser.add_argument(
+        "--graceful-shutdown",
+        type=float,
+        default=graceful_shutdown_s,
+        metavar="SECONDS",
+        help="how long running tools may finish on stop; the rest are retried by the next worker",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -103,7 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     dev = commands.add_parser("dev", help="embedded Temporal dev server + worker + HTTP front, in one command")
     _add_app_options(dev, default_app=DEMO_APP)
     _add_front_options(dev)
-    _add_worker_options(dev)
+    # Ctrl-C in a terminal should not hang on a long tool: its round is retried on the next start.
+    _add_worker_options(dev, graceful_shutdown_s=3)
     dev.add_argument(
         "--state-dir", type=Path, default=Path(".mcp-tasks-temporal"), help="where the Temporal database lives"
     )
@@ -118,12 +126,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     worker = commands.add_parser("worker", help="a Temporal worker that runs the app's task tools")
     _add_app_options(worker, default_app=None)
-    _add_worker_options(worker)
+    _add_worker_options(worker, graceful_shutdown_s=30)
     worker.add_argument("--temporal", default=os.environ.get("TEMPORAL_ADDRESS", "127.0.0.1:7233"), metavar="HOST:PORT")
 
     dev.set_defaults(run=_dev)
     serve.set_defaults(run=_serve)
     worker.set_defaults(run=_worker)
+    from mcp_tasks_temporal.client._cli import add_commands
+
+    add_commands(commands)
     return parser
 
 
@@ -162,7 +173,12 @@ async def _run_worker(stack: AsyncExitStack, client: Client, app: MCPServer[Any]
 
     state = await stack.enter_async_context(ToolActivities.lifespan(app))
     worker = build_worker(
-        client, app, state, task_queue=args.task_queue, max_concurrent_activities=args.max_concurrent_tools
+        client,
+        app,
+        state,
+        task_queue=args.task_queue,
+        max_concurrent_activities=args.max_concurrent_tools,
+        graceful_shutdown_s=args.graceful_shutdown,
     )
     await stack.enter_async_context(worker)
 
