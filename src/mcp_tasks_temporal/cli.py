@@ -7,8 +7,8 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Sequence
-from contextlib import AsyncExitStack
+from collections.abc import Generator, Sequence
+from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -158,13 +158,23 @@ def _configure(app: MCPServer[Any], args: argparse.Namespace) -> None:
         extension.default_activity = ActivityPolicy(**{**vars(policy), **overrides})
 
 
+class _HttpServer(uvicorn.Server):
+    @contextmanager
+    def capture_signals(self) -> Generator[None]:
+        # uvicorn re-raises Ctrl-C/SIGTERM once it has stopped, as a KeyboardInterrupt that would cut
+        # short what follows: the worker's graceful shutdown and then the embedded Temporal server's.
+        with super().capture_signals():
+            yield
+            self._captured_signals.clear()  # pyright: ignore[reportPrivateUsage]
+
+
 async def _serve_http(app: MCPServer[Any], args: argparse.Namespace) -> None:
     if args.tokens is not None:
         verifier = StaticTokenVerifier(load_tokens(args.tokens))
         require_bearer_tokens(app, verifier, server_url=f"http://{args.host}:{args.port}/mcp")
     http_app = app.streamable_http_app(host=args.host, max_request_body_size=args.max_body_bytes)
     config = uvicorn.Config(http_app, host=args.host, port=args.port, log_level="warning", lifespan="on")
-    await uvicorn.Server(config).serve()
+    await _HttpServer(config).serve()
 
 
 async def _run_worker(stack: AsyncExitStack, client: Client, app: MCPServer[Any], args: argparse.Namespace) -> None:
