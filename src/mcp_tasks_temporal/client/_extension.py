@@ -18,7 +18,7 @@ final `CallToolResult`:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,10 +110,10 @@ class TasksClientExtension(ClientExtension):
             await self.hub.on_task_notification(params)
 
 
-def call_options(*, detach: bool = False, on_change: OnChange | None = None) -> Any:
+def call_options(*, detach: bool = False, on_change: OnChange | None = None) -> Token[_CallOptions | None]:
     """Set the options of the next tool call in this context; returns the token to reset them."""
     return _CALL.set(_CallOptions(detach=detach, on_change=on_change))
 
 
-def reset_call_options(token: Any) -> None:
+def reset_call_options(token: Token[_CallOptions | None]) -> None:
     _CALL.reset(token)

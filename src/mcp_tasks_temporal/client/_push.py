@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Any, Final
 
 import anyio
@@ -32,7 +33,7 @@ from anyio.abc import TaskGroup
 from mcp.client.session import ClientSession, IncomingMessage
 from mcp.shared.exceptions import MCPError
 
-from mcp_tasks_temporal.client._models import DetailedTask, TaskNotificationParams
+from mcp_tasks_temporal.client._models import DetailedTask, TaskNotificationParams, parse_timestamp
 
 logger = logging.getLogger(__name__)
 
@@ -49,11 +50,16 @@ class Feed:
         """The listen stream ended: nothing more will be pushed on it."""
         self._pending: DetailedTask | None = None
         self._terminal_seen = False
+        self._newest: datetime | None = None
         self._wake = anyio.Event()
 
     def offer(self, task: DetailedTask) -> None:
         if self._terminal_seen:
             return  # terminal states are final; a reordered older frame must not replace one
+        updated = parse_timestamp(task.last_updated_at)
+        if updated is not None and self._newest is not None and updated < self._newest:
+            return  # overtaken by a newer frame already taken or pending
+        self._newest = updated or self._newest
         self._terminal_seen = task.terminal
         self._pending = task
         self._wake.set()
@@ -62,9 +68,9 @@ class Feed:
         self.lost = True
         self._wake.set()
 
-    async def next(self, timeout: float) -> DetailedTask | None:
-        """The newest state pushed since the last call; `None` after `timeout` or once the stream is lost."""
-        with anyio.move_on_after(timeout):
+    async def next(self, within_s: float) -> DetailedTask | None:
+        """The newest state pushed since the last call; `None` after `within_s` or once the stream is lost."""
+        with anyio.move_on_after(within_s):
             while self._pending is None and not self.lost:
                 # Offers are synchronous, so nothing can land between this check and the new event.
                 self._wake = anyio.Event()
@@ -129,7 +135,9 @@ class PushHub:
                 try:
                     # Returns only when the server closes the stream gracefully.
                     await session.send_request(request, types.SubscriptionsListenResult)
+                    logger.debug("task listen for %s closed by the server", task_id)
                 except MCPError as error:
+                    logger.debug("task listen for %s refused or lost: %s", task_id, error)
                     slot.error = error
                 except Exception:  # a transport fault ends push, never the waiter: it polls instead
                     logger.debug("task listen for %s ended", task_id, exc_info=True)

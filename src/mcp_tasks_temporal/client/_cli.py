@@ -1,0 +1,378 @@
+"""Client commands of the `mcp-tasks-temporal` script: `call`, `get`, `cancel`, `answer`, `watch`, `tasks`.
+
+    mcp-tasks-temporal call build --url http://127.0.0.1:8000/mcp --args '{"ref": "main"}'
+    mcp-tasks-temporal call build --url ... --detach          # prints the task ID and returns
+    mcp-tasks-temporal watch 6f1c...                           # the server comes from the journal
+    mcp-tasks-temporal answer 6f1c... name '{"action": "accept", "content": {"name": "Ada"}}'
+    mcp-tasks-temporal tasks --json
+
+`--stdio 'COMMAND ARGS'` starts a stdio server instead of `--url`. Status and
+prompts go to stderr, results to stdout (`--json` for scripts). Errors are one
+line on stderr, with the JSON-RPC code when there is one, and an exit code:
+
+    0 done          1 the tool reported an error (isError)    2 usage, or no server known for the ID
+    3 a JSON-RPC error (unknown or expired task, the task failed, ...)     4 the task was cancelled
+    5 authentication failed (HTTP 401/403)                                 6 the server is unreachable
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, NoReturn, Protocol
+
+import anyio
+import mcp_types as types
+from mcp.client.session import ClientRequestContext, ListRootsFnT
+from mcp.client.stdio import StdioServerParameters
+from mcp.shared.exceptions import MCPError
+
+from mcp_tasks_temporal.client._client import TasksClient
+from mcp_tasks_temporal.client._errors import (
+    AuthenticationError,
+    ServerUnreachableError,
+    TaskCancelledError,
+    TaskFailedError,
+)
+from mcp_tasks_temporal.client._handle import TaskHandle
+from mcp_tasks_temporal.client._journal import Journal, default_journal_path
+from mcp_tasks_temporal.client._models import DetailedTask
+from mcp_tasks_temporal.client._terminal import StatusLine, TerminalPrompter, describe_task, format_age, render_result
+
+EXIT_TOOL_ERROR = 1
+EXIT_USAGE = 2
+EXIT_PROTOCOL = 3
+EXIT_CANCELLED = 4
+EXIT_AUTH = 5
+EXIT_UNREACHABLE = 6
+_PROG = "mcp-tasks-temporal"
+TOKEN_ENV = "MCP_TASKS_TOKEN"
+
+_ROOT_HELP = "offer this folder to the tool as a root (repeat)"
+
+Command = Callable[[argparse.Namespace], Awaitable[None]]
+
+
+class _Subparsers(Protocol):
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser: ...
+
+
+def add_commands(commands: _Subparsers) -> None:
+    """Add the client commands to the `mcp-tasks-temporal` subparsers."""
+    connection = argparse.ArgumentParser(add_help=False)
+    where = connection.add_argument_group("server")
+    where.add_argument("--url", help="Streamable HTTP endpoint (for a task ID: default from the journal)")
+    where.add_argument("--stdio", metavar="COMMAND", help="start this stdio server instead (one shell-quoted string)")
+    where.add_argument("--header", action="append", default=[], metavar="NAME:VALUE", help="extra HTTP header (repeat)")
+    where.add_argument(
+        "--token",
+        default=os.environ.get(TOKEN_ENV),
+        help=f"bearer token for the server (default ${TOKEN_ENV}); never written to the journal",
+    )
+    where.add_argument("--no-push", action="store_true", help="poll tasks/get even if the server pushes")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    common.add_argument("--journal", type=Path, default=None, help=f"task journal (default: {default_journal_path()})")
+
+    call = commands.add_parser("call", parents=[connection, common], help="call a tool; wait for its task")
+    call.add_argument("tool")
+    call.add_argument("--args", default="{}", metavar="JSON", help="tool arguments as a JSON object")
+    call.add_argument("--detach", action="store_true", help="print the task ID and return at once")
+    call.add_argument("--root", action="append", default=[], metavar="PATH", help=_ROOT_HELP)
+    call.set_defaults(run=_guarded(_call))
+
+    get = commands.add_parser("get", parents=[connection, common], help="show a task")
+    get.add_argument("task_id", metavar="ID")
+    get.set_defaults(run=_guarded(_get))
+
+    cancel = commands.add_parser("cancel", parents=[connection, common], help="ask the server to cancel a task")
+    cancel.add_argument("task_id", metavar="ID")
+    cancel.set_defaults(run=_guarded(_cancel))
+
+    answer = commands.add_parser("answer", parents=[connection, common], help="answer a task's input request")
+    answer.add_argument("task_id", metavar="ID")
+    answer.add_argument("key", help="the input request's key (see `get`)")
+    answer.add_argument("response", metavar="JSON", help='the answer, e.g. \'{"action": "accept", "content": {...}}\'')
+    answer.set_defaults(run=_guarded(_answer))
+
+    watch = commands.add_parser("watch", parents=[connection, common], help="follow a task until it ends")
+    watch.add_argument("task_id", metavar="ID")
+    watch.add_argument("--no-input", action="store_true", help="do not prompt for the task's input requests")
+    watch.add_argument("--root", action="append", default=[], metavar="PATH", help=_ROOT_HELP)
+    watch.set_defaults(run=_guarded(_watch))
+
+    tasks = commands.add_parser("tasks", parents=[common], help="the tasks the local journal is waiting for")
+    tasks.set_defaults(run=_guarded(_tasks))
+
+
+# -- commands ------------------------------------------------------------------------------
+
+
+async def _call(args: argparse.Namespace) -> None:
+    arguments = _json_arg(args.args, "--args")
+    if not isinstance(arguments, dict):
+        raise ValueError("--args must be a JSON object")
+    status = StatusLine(quiet=args.json and not sys.stderr.isatty())
+    async with _client(args, _server_from_flags(args), status) as client:
+        call = await client.start_tool(args.tool, arguments)  # pyright: ignore[reportUnknownArgumentType]
+        if isinstance(call, types.CallToolResult):
+            _report_result(args, None, call.model_dump(by_alias=True, mode="json", exclude_none=True))
+            return
+        if args.detach:
+            _print_task_id(args, call)
+            return
+        task = await _follow(call, status)
+    _report_task(args, task)
+
+
+async def _watch(args: argparse.Namespace) -> None:
+    status = StatusLine(quiet=args.json and not sys.stderr.isatty())
+    async with _client(args, _server_for(args), status, prompt=not args.no_input) as client:
+        task = await _follow(client.task(args.task_id), status, answer_inputs=not args.no_input)
+    _report_task(args, task)
+
+
+async def _get(args: argparse.Namespace) -> None:
+    async with _client(args, _server_for(args)) as client:
+        handle = client.task(args.task_id)
+        task = await handle.get()
+    if args.json:
+        _print_json(task.wire())
+        return
+    describe_task(task, handle.tool)
+
+
+async def _cancel(args: argparse.Namespace) -> None:
+    async with _client(args, _server_for(args)) as client:
+        await client.task(args.task_id).cancel()
+    if args.json:
+        _print_json({"taskId": args.task_id, "cancelRequested": True})
+    else:
+        print(f"cancellation requested for {args.task_id}")
+
+
+async def _answer(args: argparse.Namespace) -> None:
+    response = _json_arg(args.response, "JSON")
+    if not isinstance(response, dict):
+        raise ValueError('the answer must be a JSON object, e.g. {"action": "accept", "content": {...}}')
+    async with _client(args, _server_for(args)) as client:
+        await client.task(args.task_id).update({args.key: response})  # pyright: ignore[reportUnknownArgumentType]
+    if args.json:
+        _print_json({"taskId": args.task_id, "key": args.key, "answered": True})
+    else:
+        print(f"answered {args.key} of {args.task_id}")
+
+
+async def _tasks(args: argparse.Namespace) -> None:
+    journal = Journal(args.journal)
+    entries = journal.entries()
+    journal.close()
+    if args.json:
+        _print_json(
+            [
+                {
+                    "taskId": e.task_id,
+                    "tool": e.tool,
+                    "server": e.server,
+                    "status": e.status,
+                    "statusMessage": e.status_message,
+                    "createdAt": e.created_at,
+                    "ttlMs": e.ttl_ms,
+                    "ageSeconds": round(e.age_s, 1),
+                }
+                for e in entries
+            ]
+        )
+        return
+    if not entries:
+        print("no tasks in the journal", file=sys.stderr)
+        return
+    rows = [("ID", "TOOL", "SERVER", "STATUS", "AGE")]
+    rows += [(e.task_id, e.tool or "?", e.server, e.status, format_age(e.age_s)) for e in entries]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[4])
+
+
+# -- following a task ----------------------------------------------------------------------
+
+
+async def _follow(handle: TaskHandle, status: StatusLine, *, answer_inputs: bool = True) -> DetailedTask:
+    task: DetailedTask | None = None
+    async with anyio.create_task_group() as group:
+        group.start_soon(status.tick)
+        try:
+            task = await handle.wait(answer_inputs=answer_inputs, on_change=status.show)
+        except anyio.get_cancelled_exc_class():
+            # Ctrl-C stops the waiting, not the task: say how to pick it up again.
+            status.clear()
+            print(
+                f"{_PROG}: still running as task {handle.task_id}; `{_PROG} watch {handle.task_id}` resumes",
+                file=sys.stderr,
+            )
+            raise
+        finally:
+            status.clear()
+            group.cancel_scope.cancel()
+    assert task is not None  # wait() returned, or its error propagated
+    return task
+
+
+def _report_task(args: argparse.Namespace, task: DetailedTask) -> None:
+    """Print a terminal task; a failed or cancelled one ends the command with its exit code."""
+    if task.status == "completed":
+        _report_result(args, task.task_id, task.result or {})
+        return
+    if args.json:
+        _print_json(task.wire())
+    if task.status == "cancelled":
+        raise TaskCancelledError(task)
+    raise TaskFailedError(task)
+
+
+def _report_result(args: argparse.Namespace, task_id: str | None, result: dict[str, Any]) -> None:
+    if args.json:
+        _print_json({"taskId": task_id, "status": "completed", "result": result})
+    else:
+        render_result(result)
+    if result.get("isError"):
+        print(f"{_PROG}: the tool reported an error", file=sys.stderr)
+        raise SystemExit(EXIT_TOOL_ERROR)
+
+
+def _print_task_id(args: argparse.Namespace, handle: TaskHandle) -> None:
+    if args.json:
+        _print_json(handle.last.wire() if handle.last is not None else {"taskId": handle.task_id})
+    else:
+        print(handle.task_id)
+
+
+# -- connecting ------------------------------------------------------------------------------
+
+_Server = str | StdioServerParameters
+
+
+def _server_from_flags(args: argparse.Namespace) -> _Server:
+    if args.url and args.stdio:
+        raise ValueError("give --url or --stdio, not both")
+    if args.stdio:
+        return _stdio(shlex.split(args.stdio))
+    if args.url:
+        return str(args.url)
+    raise ValueError("give the server with --url URL (or --stdio COMMAND)")
+
+
+def _server_for(args: argparse.Namespace) -> _Server:
+    """`--url`/`--stdio` if given, else the server the journal recorded for this task ID."""
+    if args.url or args.stdio:
+        return _server_from_flags(args)
+    journal = Journal(args.journal)
+    entry = journal.find(args.task_id)
+    journal.close()
+    if entry is None:
+        _fail(
+            args,
+            EXIT_USAGE,
+            f"task {args.task_id} is not in the journal {journal.path} "
+            "(finished, expired or never recorded here); pass --url",
+        )
+    if entry.server.startswith("stdio:"):
+        return _stdio(shlex.split(entry.server.removeprefix("stdio:")))
+    return entry.server
+
+
+def _stdio(command: list[str]) -> StdioServerParameters:
+    if not command:
+        raise ValueError("--stdio needs a command")
+    # The SDK passes a server only a minimal environment; a CLI user expects theirs.
+    return StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ), cwd=os.getcwd())
+
+
+def _client(
+    args: argparse.Namespace, server: _Server, status: StatusLine | None = None, *, prompt: bool = True
+) -> TasksClient:
+    headers: dict[str, str] = {}
+    for header in args.header:
+        name, sep, value = str(header).partition(":")
+        if not sep or not name.strip():
+            raise ValueError(f"--header takes NAME:VALUE, not {header!r}")
+        headers[name.strip()] = value.strip()
+    if args.token:
+        headers["Authorization"] = f"Bearer {args.token}"
+    roots = [Path(p).resolve() for p in getattr(args, "root", [])]
+    return TasksClient(
+        server,
+        journal=Journal(args.journal),
+        push=not args.no_push,
+        headers=headers,
+        # Declared even for --detach: `watch` or `answer` can still answer later.
+        elicitation_callback=TerminalPrompter(status) if prompt else None,
+        list_roots_callback=_roots_callback(roots) if roots else None,
+    )
+
+
+def _roots_callback(roots: list[Path]) -> ListRootsFnT:
+    async def list_roots(context: ClientRequestContext) -> types.ListRootsResult | types.ErrorData:
+        return types.ListRootsResult(roots=[types.Root(uri=root.as_uri(), name=root.name) for root in roots])  # pyright: ignore[reportArgumentType]
+
+    return list_roots
+
+
+# -- output and errors ----------------------------------------------------------------------
+
+
+def _guarded(command: Command) -> Command:
+    """Turn what a command can run into a one-line error and an exit code."""
+
+    async def run(args: argparse.Namespace) -> None:
+        try:
+            await command(args)
+        except AuthenticationError as error:
+            _fail(args, EXIT_AUTH, str(error), status=error.status)
+        except ServerUnreachableError as error:
+            _fail(args, EXIT_UNREACHABLE, str(error))
+        except TaskCancelledError as error:
+            _fail(args, EXIT_CANCELLED, str(error), quiet_json=True)
+        except TaskFailedError as error:
+            message = f"error {error.code}: task failed: {error.message}"
+            _fail(args, EXIT_PROTOCOL, message, code=error.code, quiet_json=True)
+        except MCPError as error:
+            _fail(args, EXIT_PROTOCOL, f"error {error.code}: {error.message}", code=error.code)
+
+    return run
+
+
+def _fail(
+    args: argparse.Namespace,
+    exit_code: int,
+    message: str,
+    *,
+    code: int | None = None,
+    status: int | None = None,
+    quiet_json: bool = False,
+) -> NoReturn:
+    print(f"{_PROG}: {message}", file=sys.stderr, flush=True)
+    if getattr(args, "json", False) and not quiet_json:
+        error: dict[str, Any] = {"message": message}
+        if code is not None:
+            error["code"] = code
+        if status is not None:
+            error["httpStatus"] = status
+        _print_json({"error": error})
+    raise SystemExit(exit_code)
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, sort_keys=False), flush=True)
+
+
+def _json_arg(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{what} is not valid JSON: {error}") from None

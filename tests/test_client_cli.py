@@ -1,0 +1,205 @@
+"""The client commands of the `mcp-tasks-temporal` script, run as subprocesses against our real server."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.conftest import Stack
+from tests.processes import CLI, FIXTURE_APP, REPO_ROOT, _env, free_port
+from tests.wire import TaskCalls
+
+pytestmark = pytest.mark.anyio
+
+UNKNOWN = "00000000-0000-4000-8000-000000000000"
+TOKEN = "cli-token-9b1e77"
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+@pytest.fixture
+def journal(tmp_path: Path) -> Path:
+    return tmp_path / "journal.sqlite3"
+
+
+@pytest.fixture
+def cli(journal: Path) -> Any:
+    """Run `mcp-tasks-temporal ARGS...` with stdin (empty unless given); every run is bounded."""
+
+    async def run(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> Run:
+        environment = {k: v for k, v in _env().items() if k != "MCP_TASKS_TOKEN"}
+        environment.update({"MCP_TASKS_JOURNAL": str(journal), **(env or {})})
+        with anyio.fail_after(90):
+            done = await anyio.run_process(
+                [*CLI, *args], input=stdin.encode(), cwd=REPO_ROOT, env=environment, check=False
+            )
+        return Run(done.returncode, done.stdout.decode(), done.stderr.decode())
+
+    return run
+
+
+async def wait_for_file(path: Path) -> None:
+    with anyio.fail_after(60):
+        while not path.exists():
+            await anyio.sleep(0.02)
+
+
+async def test_call_prints_the_result_and_a_status_line(cli: Any, stack: Stack, journal: Path) -> None:
+    run = await cli("call", "double", "--url", stack.url, "--args", '{"x": 21}')
+    assert run.code == 0, run.err
+    assert json.loads(run.out) == {"value": 42}
+    assert "completed" in run.err, "the status line shows on stderr"
+    scripted = await cli("call", "double", "--url", stack.url, "--args", '{"x": 2}', "--json")
+    assert scripted.code == 0, scripted.err
+    body = scripted.json()
+    assert body["status"] == "completed" and body["taskId"]
+    assert body["result"]["structuredContent"] == {"value": 4}
+    assert (await cli("tasks", "--json")).json() == [], "finished tasks leave the journal"
+
+
+async def test_call_of_a_sync_tool_prints_its_result(cli: Any, stack: Stack) -> None:
+    run = await cli("call", "echo", "--url", stack.url, "--args", '{"text": "plain"}')
+    assert (run.code, run.out) == (0, "plain\n"), run.err
+    body = (await cli("call", "echo", "--url", stack.url, "--args", '{"text": "x"}', "--json")).json()
+    assert body["taskId"] is None and body["result"]["content"][0]["text"] == "x"
+
+
+async def test_elicitation_is_asked_on_the_terminal_and_answered_from_stdin(cli: Any, stack: Stack) -> None:
+    run = await cli("call", "greet_someone", "--url", stack.url, stdin="Ada\n")
+    assert run.code == 0, run.err
+    assert run.out == "Hello, Ada!\n"
+    assert "What is your name?" in run.err and "input_required" in run.err
+    declined = await cli("call", "greet_someone", "--url", stack.url, stdin="!decline\n")
+    assert declined.code == 1, "a declined question makes the tool report an error"
+
+
+async def test_detach_then_tasks_then_watch_with_the_server_from_the_journal(
+    cli: Any, stack: Stack, gate: Path
+) -> None:
+    started = await cli("call", "gated", "--url", stack.url, "--args", json.dumps({"gate": str(gate)}), "--detach")
+    assert started.code == 0, started.err
+    task_id = started.out.strip()
+    assert str(uuid.UUID(task_id)) == task_id
+    [entry] = (await cli("tasks", "--json")).json()
+    assert (entry["taskId"], entry["tool"], entry["server"]) == (task_id, "gated", stack.url)
+    assert entry["status"] == "working"
+    table = await cli("tasks")
+    assert task_id in table.out and "gated" in table.out
+    (gate / "release").write_text("1")
+    watched = await cli("watch", task_id)
+    assert watched.code == 0, watched.err
+    assert watched.out == f"released {gate.name}\n"
+    assert (await cli("tasks", "--json")).json() == []
+
+
+async def test_get_answer_and_watch_an_input_request(cli: Any, stack: Stack, mcp: TaskCalls) -> None:
+    started = await cli("call", "greet_someone", "--url", stack.url, "--detach", "--json")
+    assert started.code == 0, started.err
+    task_id = started.json()["taskId"]
+    await mcp.wait_for(task_id, ["input_required"])
+    shown = await cli("get", task_id, "--json")
+    assert shown.code == 0, shown.err
+    [key] = shown.json()["inputRequests"]
+    assert shown.json()["inputRequests"][key]["method"] == "elicitation/create"
+    human = await cli("get", task_id)
+    assert "input_required" in human.out and key in human.out
+    answered = await cli("answer", task_id, key, '{"action": "accept", "content": {"name": "Cli"}}')
+    assert answered.code == 0, answered.err
+    watched = await cli("watch", task_id, "--json", "--no-input")
+    assert watched.code == 0, watched.err
+    assert watched.json()["result"]["content"][0]["text"] == "Hello, Cli!"
+
+
+async def test_cancel_then_watch_reports_the_cancellation(cli: Any, stack: Stack, gate: Path) -> None:
+    started = await cli("call", "gated", "--url", stack.url, "--args", json.dumps({"gate": str(gate)}), "--detach")
+    task_id = started.out.strip()
+    await wait_for_file(gate / "started")
+    cancelled = await cli("cancel", task_id, "--json")
+    assert cancelled.code == 0, cancelled.err
+    assert cancelled.json() == {"taskId": task_id, "cancelRequested": True}
+    watched = await cli("watch", task_id)
+    assert watched.code == 4, watched.err
+    assert "cancelled" in watched.err
+
+
+async def test_a_failed_task_exits_3_with_its_json_rpc_code(cli: Any, stack: Stack) -> None:
+    run = await cli("call", "protocol_error", "--url", stack.url, "--args", '{"code": -32042}', "--json")
+    assert run.code == 3
+    assert run.json()["status"] == "failed" and run.json()["error"]["code"] == -32042
+    assert "-32042" in run.err and len(run.err.strip().splitlines()[-1]) < 200
+    tool_error = await cli("call", "tool_error", "--url", stack.url)
+    assert tool_error.code == 1
+
+
+async def test_unknown_and_expired_ids_are_invalid_params(cli: Any, stack: Stack, mcp: TaskCalls, gate: Path) -> None:
+    unknown = await cli("get", UNKNOWN, "--url", stack.url)
+    assert unknown.code == 3 and "-32602" in unknown.err
+    assert (await cli("cancel", UNKNOWN, "--url", stack.url, "--json")).json()["error"]["code"] == -32602
+    not_journaled = await cli("get", UNKNOWN)
+    assert not_journaled.code == 2 and "--url" in not_journaled.err
+
+    arguments = json.dumps({"gate": str(gate)})
+    started = await cli("call", "short_lived", "--url", stack.url, "--args", arguments, "--detach")
+    task_id = started.out.strip()
+    with anyio.fail_after(15):  # ttlMs is 2000: wait (bounded) until the server says it is gone
+        while "error" not in (await mcp.get(task_id)).body:
+            await anyio.sleep(0.1)
+    expired = await cli("get", task_id, "--url", stack.url, "--json")
+    assert expired.code == 3 and expired.json()["error"]["code"] == -32602
+    assert (await cli("tasks", "--json")).json() == [], "the journal drops tasks past their TTL"
+
+
+async def test_unreachable_server_exits_6(cli: Any) -> None:
+    run = await cli("get", UNKNOWN, "--url", f"http://127.0.0.1:{free_port()}/mcp")
+    assert run.code == 6
+    assert len(run.err.strip().splitlines()) == 1
+
+
+async def test_authentication_failure_exits_5_and_a_token_gets_in(
+    cli: Any, stack_factory: Any, stack: Stack, tmp_path: Path
+) -> None:
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{TOKEN} cli@example.com\n")
+    private: Stack = stack_factory()
+    private.task_queue = stack.task_queue
+    url = private.add_front(extra=["--tokens", str(tokens)])
+    refused = await cli("call", "double", "--url", url, "--args", '{"x": 1}', "--json")
+    assert refused.code == 5
+    assert refused.json()["error"]["httpStatus"] == 401
+    assert "401" in refused.err
+    allowed = await cli("call", "double", "--url", url, "--args", '{"x": 1}', "--token", TOKEN)
+    assert allowed.code == 0, allowed.err
+    from_env = await cli("call", "double", "--url", url, "--args", '{"x": 3}', env={"MCP_TASKS_TOKEN": TOKEN})
+    assert from_env.code == 0 and json.loads(from_env.out) == {"value": 6}
+
+
+async def test_the_cli_over_stdio_resumes_with_the_command_from_the_journal(cli: Any, stack: Stack, gate: Path) -> None:
+    serve = [*CLI, "serve", "--transport", "stdio", "--temporal", stack.temporal, "--task-queue", stack.task_queue]
+    command = shlex.join([*serve, "--app", FIXTURE_APP])
+    run = await cli("call", "double", "--stdio", command, "--args", '{"x": 5}')
+    assert run.code == 0, run.err
+    assert json.loads(run.out) == {"value": 10}
+    started = await cli("call", "gated", "--stdio", command, "--args", json.dumps({"gate": str(gate)}), "--detach")
+    assert started.code == 0, started.err
+    task_id = started.out.strip()
+    [entry] = (await cli("tasks", "--json")).json()
+    assert entry["server"] == f"stdio:{command}"
+    (gate / "release").write_text("1")
+    watched = await cli("watch", task_id)
+    assert watched.code == 0, watched.err
+    assert watched.out == f"released {gate.name}\n"
