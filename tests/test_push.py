@@ -113,7 +113,9 @@ async def test_listen_for_tasks_without_the_extension_is_refused(
     assert reply.error["code"] == -32021
 
 
-async def test_push_reaches_a_subscriber_on_another_front(stack: Stack, mcp: TaskCalls, http: httpx.AsyncClient, gate: Path) -> None:
+async def test_push_reaches_a_subscriber_on_another_front(
+    stack: Stack, mcp: TaskCalls, http: httpx.AsyncClient, gate: Path
+) -> None:
     other_front = stack.add_front()
     created = await mcp.start("gated", {"gate": str(gate)})
     notes: list[dict[str, Any]] = []
