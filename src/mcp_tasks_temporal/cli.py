@@ -94,6 +94,9 @@ def _add_front_options(parser: argparse.ArgumentParser) -> None:
 def _add_worker_options(parser: argparse.ArgumentParser, *, graceful_shutdown_s: float) -> None:
     parser.add_argument("--max-concurrent-tools", type=int, default=100, help="tool executions a worker runs at once")
     parser.add_argument(
+        "--max-cached-workflows", type=int, default=1000, help="task workflows kept in memory, about 150 KB each"
+    )
+    parser.add_argument(
         "--graceful-shutdown",
         type=float,
         default=graceful_shutdown_s,
@@ -188,6 +191,7 @@ async def _run_worker(stack: AsyncExitStack, client: Client, app: MCPServer[Any]
         state,
         task_queue=args.task_queue,
         max_concurrent_activities=args.max_concurrent_tools,
+        max_cached_workflows=args.max_cached_workflows,
         graceful_shutdown_s=args.graceful_shutdown,
     )
     await stack.enter_async_context(worker)

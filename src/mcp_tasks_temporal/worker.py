@@ -23,6 +23,7 @@ def build_worker(
     *,
     task_queue: str,
     max_concurrent_activities: int = 100,
+    max_cached_workflows: int = 1000,
     keepalive_s: float = 2.0,
     status_freshness_s: float = 1.0,
     graceful_shutdown_s: float = 30.0,
@@ -38,6 +39,7 @@ def build_worker(
         keepalive_s: Heartbeat period of a running tool; a cancel reaches the tool within about this long.
         status_freshness_s: How stale a `set_status` may be when `tasks/get` reads it (heartbeat throttle).
         graceful_shutdown_s: How long running tools may finish when the worker stops.
+        max_cached_workflows: Task workflows kept in memory (about 150 KB each); the rest replay on demand.
     """
     activities = ToolActivities(app, lifespan_state, keepalive_s=keepalive_s)
     return Worker(
@@ -46,6 +48,9 @@ def build_worker(
         workflows=list(WORKFLOWS),
         activities=[activities.run_tool],
         max_concurrent_activities=max_concurrent_activities,
+        max_cached_workflows=max_cached_workflows,
+        # A workflow cached on a worker that died waits this long before any other worker may take it.
+        sticky_queue_schedule_to_start_timeout=timedelta(seconds=3),
         max_heartbeat_throttle_interval=timedelta(seconds=status_freshness_s),
         default_heartbeat_throttle_interval=timedelta(seconds=status_freshness_s),
         graceful_shutdown_timeout=timedelta(seconds=graceful_shutdown_s),
