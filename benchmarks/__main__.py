@@ -1,0 +1,109 @@
+"""Run the benchmarks in sequence: reads, push, throughput, memory.
+
+    .venv/bin/python -m benchmarks [--quick] [--only NAME ...]
+
+Each benchmark runs as its own subprocess (its own dev server, worker and front),
+bounded by a deadline. A benchmark past its deadline, or a Ctrl-C here, gets
+SIGINT, so it tears down what it started; SIGKILL follows only if it does not
+exit within a grace period. One benchmark failing does not stop the next.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from ._common import REPO_ROOT, machine
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str
+    quick_deadline_s: float
+    full_deadline_s: float
+
+
+BENCHMARKS: Final = (
+    Benchmark("reads", quick_deadline_s=200, full_deadline_s=300),
+    Benchmark("push", quick_deadline_s=270, full_deadline_s=660),
+    Benchmark("throughput", quick_deadline_s=230, full_deadline_s=660),
+    Benchmark("memory", quick_deadline_s=240, full_deadline_s=1200),
+)
+GRACE_S = 60.0
+
+
+def run(benchmark: Benchmark, quick: bool) -> tuple[int | None, float]:
+    """The benchmark's exit code (None: it ran out of time) and its run time."""
+    command = [sys.executable, "-m", f"benchmarks.{benchmark.name}", *(["--quick"] if quick else [])]
+    deadline = benchmark.quick_deadline_s if quick else benchmark.full_deadline_s
+    print(f"\n===== {' '.join(command[1:])} (deadline {deadline:g} s) =====", flush=True)
+    started = time.perf_counter()
+    # Its own process group, so the terminal's Ctrl-C reaches it only through us, once.
+    child = subprocess.Popen(command, cwd=REPO_ROOT, start_new_session=True)
+    try:
+        return child.wait(timeout=deadline), time.perf_counter() - started
+    except subprocess.TimeoutExpired:
+        print(f"\n{benchmark.name}: past its {deadline:g} s deadline; interrupting it", flush=True)
+        _interrupt(child)
+        return None, time.perf_counter() - started
+    except KeyboardInterrupt:
+        _interrupt(child)
+        raise
+
+
+def _interrupt(child: subprocess.Popen[bytes]) -> None:
+    """SIGINT lets the benchmark's finally blocks stop its processes; SIGKILL only if that hangs."""
+    try:
+        os.killpg(child.pid, signal.SIGINT)
+        child.wait(timeout=GRACE_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+    except ProcessLookupError:
+        pass
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="each benchmark's --quick")
+    parser.add_argument(
+        "--only", nargs="+", choices=[b.name for b in BENCHMARKS], default=None, help="run just these, in this order"
+    )
+    args = parser.parse_args(argv)
+    # A background shell start leaves SIGINT ignored, and children would inherit that; SIGTERM
+    # (a CI stop, a `kill`) takes the same way out as Ctrl-C, through `_interrupt`.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _terminate)
+    chosen = [b for name in args.only for b in BENCHMARKS if b.name == name] if args.only else list(BENCHMARKS)
+    print("\n".join(machine()))
+    started = time.perf_counter()
+    outcomes: list[tuple[str, int | None, float]] = []
+    try:
+        for benchmark in chosen:
+            code, seconds = run(benchmark, args.quick)
+            outcomes.append((benchmark.name, code, seconds))
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        raise SystemExit(130) from None
+    print("\n===== summary =====")
+    for name, code, seconds in outcomes:
+        status = "timed out" if code is None else ("ok" if code == 0 else f"exit {code}")
+        print(f"{name}: {status} in {seconds:.1f} s")
+    print(f"all: {time.perf_counter() - started:.1f} s")
+    if any(code != 0 for _, code, _ in outcomes):
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()

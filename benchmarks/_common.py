@@ -1,0 +1,439 @@
+"""What the benchmarks share: the machine line, percentiles, tables, and the product run as real processes.
+
+`product_stack()` starts an embedded Temporal dev server (SQLite file in a temp
+dir), then `mcp-tasks-temporal worker` and `mcp-tasks-temporal serve` as
+subprocesses in their own process groups, exactly as an operator runs them,
+and tears all of it down on the way out, exceptions and Ctrl-C included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import platform
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+import anyio
+import httpx
+import temporalio
+from anyio.abc import Process
+from temporalio.client import Client
+
+from mcp_tasks_temporal.embedded import embedded_temporal, temporal_cli
+
+REPO_ROOT: Final = Path(__file__).resolve().parent.parent
+PROTOCOL_VERSION: Final = "2026-07-28"
+TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
+CONFORMANCE_APP: Final = "mcp_tasks_temporal.testing.conformance:app"
+HOST: Final = "127.0.0.1"
+T = TypeVar("T")
+_NAME_PARAM: Final = {"tools/call": "name", "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
+
+
+# --- running -------------------------------------------------------------------------------------
+
+
+def run_main(amain: Callable[[], Awaitable[None]]) -> None:
+    """`asyncio.run`, with SIGTERM cancelling the run like Ctrl-C does, so every finally block runs.
+
+    Started from a shell in the background, a process inherits SIGINT ignored; SIGINT is
+    restored too, so `python -m benchmarks` can interrupt its children either way.
+    """
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    async def cancellable() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        await amain()
+
+    try:
+        asyncio.run(cancellable())
+    except asyncio.CancelledError:
+        print("\nstopped by SIGTERM", file=sys.stderr)
+        raise SystemExit(143) from None
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        raise SystemExit(130) from None
+
+
+# --- numbers and tables ----------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((HOST, 0))
+        return int(probe.getsockname()[1])
+
+
+def percentile(values: Sequence[float], q: int) -> float:
+    if not values:
+        return float("nan")
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
+
+
+def ms_since(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
+
+
+def render(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A Markdown table, padded so it also reads as plain text."""
+    cells = [list(header), *(list(row) for row in rows)]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(header))]
+    lines = [
+        "| " + " | ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)) + " |" for line in cells
+    ]
+    lines.insert(1, "|" + "|".join("-" * (width + 2) for width in widths) + "|")
+    return "\n".join(lines)
+
+
+def machine() -> list[str]:
+    cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    models = [line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if line.startswith("model name")]
+    cli = subprocess.run([temporal_cli(), "--version"], capture_output=True, text=True, check=False).stdout.strip()
+    return [
+        f"nproc: {len(os.sched_getaffinity(0))}",
+        f"cpu: {models[0] if models else platform.processor() or 'unknown'}",
+        f"python: {sys.version.split()[0]}",
+        f"temporalio: {temporalio.__version__}",
+        f"temporal CLI: {cli}",
+        f"load average at start (1/5/15 min): {load_average()}",
+    ]
+
+
+def load_average() -> str:
+    """Other work on this machine competes with the benchmark; the load average tells how much."""
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+# --- /proc -----------------------------------------------------------------------------------------
+
+_CLOCK_TICKS: Final = os.sysconf("SC_CLK_TCK")
+
+
+def rss_mib(pid: int) -> float:
+    """VmRSS of a process, in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far."""
+    # The command name (field 2) may hold spaces; the fields after its closing parenthesis do not.
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+
+
+def find_temporal_pid(port: int) -> int | None:
+    """The dev server's pid (`embedded_temporal` does not expose it), found by its command line."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"start-dev" in argv and str(port).encode() in argv:
+            return int(entry.name)
+    return None
+
+
+@dataclass
+class CpuMeter:
+    """CPU used by named processes over a span of wall time, as % of one core."""
+
+    pids: Mapping[str, int]
+
+    def start(self) -> tuple[float, dict[str, float]]:
+        return time.perf_counter(), {name: cpu_seconds(pid) for name, pid in self.pids.items()}
+
+    def stop(self, started: tuple[float, dict[str, float]]) -> dict[str, float]:
+        wall = time.perf_counter() - started[0]
+        return {name: 100 * (cpu_seconds(pid) - started[1][name]) / wall for name, pid in self.pids.items()}
+
+
+def cpu_note(usage: Mapping[str, float]) -> str:
+    return " ".join(f"{name} {pct:.0f}%" for name, pct in usage.items())
+
+
+@dataclass(frozen=True)
+class TemporalMetrics:
+    """The dev server's Prometheus endpoint, which it opens on a random port and names in its log."""
+
+    url: str
+
+    @classmethod
+    async def find(cls, state_dir: Path) -> TemporalMetrics | None:
+        log = anyio.Path(state_dir / "temporal.log")
+        match = re.search(r"Temporal Metrics:\s+(\S+)", await log.read_text(errors="replace"))
+        return cls(match.group(1).replace("localhost", HOST)) if match else None
+
+    async def requests(self, http: httpx.AsyncClient, namespace: str = "default") -> dict[str, float]:
+        """`service_requests` of the frontend service, by operation: every RPC any client made."""
+        text = (await http.get(self.url)).text
+        counts: dict[str, float] = {}
+        for line in text.splitlines():
+            if not line.startswith("service_requests{"):
+                continue
+            labels, _, value = line.rpartition(" ")
+            if 'service_name="frontend"' in labels and f'namespace="{namespace}"' in labels:
+                operation = re.search(r'operation="([^"]+)"', labels)
+                if operation:
+                    counts[operation.group(1)] = float(value)
+        return counts
+
+
+def rpc_delta(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:
+    return {op: after[op] - before.get(op, 0.0) for op in after if after[op] - before.get(op, 0.0) > 0}
+
+
+# --- MCP over HTTP ---------------------------------------------------------------------------------
+
+
+def envelope(*, capabilities: Mapping[str, Any] | None = None, tasks: bool = True) -> dict[str, Any]:
+    caps: dict[str, Any] = dict(capabilities or {})
+    if tasks:
+        caps["extensions"] = {TASKS_EXTENSION: {}}
+    return {
+        "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
+        "io.modelcontextprotocol/clientInfo": {"name": "benchmarks", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": caps,
+    }
+
+
+def headers(method: str, name: str | None = None) -> dict[str, str]:
+    sent = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": PROTOCOL_VERSION,
+        "mcp-method": method,
+    }
+    if name is not None:
+        sent["mcp-name"] = name
+    return sent
+
+
+class McpError(Exception):
+    pass
+
+
+class Mcp:
+    """JSON-RPC at 2026-07-28 over one keep-alive HTTP/1.1 client: one POST per request."""
+
+    def __init__(self, url: str, http: httpx.AsyncClient) -> None:
+        self.url = url
+        self.http = http
+        self._ids = itertools.count(1)
+
+    def message(self, method: str, params: Mapping[str, Any], capabilities: Mapping[str, Any] | None) -> dict[str, Any]:
+        body = {**params, "_meta": envelope(capabilities=capabilities)}
+        return {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": body}
+
+    async def request(
+        self, method: str, params: Mapping[str, Any], *, capabilities: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        name_key = _NAME_PARAM.get(method)
+        name = params.get(name_key) if name_key else None
+        response = await self.http.post(
+            self.url,
+            content=json.dumps(self.message(method, params, capabilities)),
+            headers=headers(method, name if isinstance(name, str) else None),
+        )
+        frame = _response_frame(response)
+        if "result" not in frame:
+            raise McpError(f"{method}: HTTP {response.status_code} {frame}")
+        result: dict[str, Any] = frame["result"]
+        return result
+
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, Any], *, capabilities: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        return await self.request("tools/call", {"name": name, "arguments": dict(arguments)}, capabilities=capabilities)
+
+
+def _response_frame(response: httpx.Response) -> dict[str, Any]:
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        for line in response.text.splitlines():
+            if line.startswith("data:"):
+                frame = json.loads(line[5:])
+                if "result" in frame or "error" in frame:
+                    return frame
+        return {"error": f"no response frame in {response.text[:200]!r}"}
+    if not response.content:
+        return {"error": "empty body"}
+    body: dict[str, Any] = response.json()
+    return body
+
+
+# --- the product as processes ----------------------------------------------------------------------
+
+
+@dataclass
+class Child:
+    """A subprocess in its own process group, with its output in a log file."""
+
+    name: str
+    process: Process
+    log_path: Path
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    async def log(self) -> str:
+        path = anyio.Path(self.log_path)
+        return await path.read_text(errors="replace") if await path.exists() else ""
+
+    async def check_alive(self) -> None:
+        if self.process.returncode is not None:
+            raise RuntimeError(f"{self.name} exited with {self.process.returncode}:\n{(await self.log())[-3000:]}")
+
+    async def stop(self, timeout_s: float = 10.0) -> None:
+        """SIGTERM to the group, SIGKILL if it lingers; shielded, so it also runs while cancelling."""
+        with anyio.CancelScope(shield=True):
+            if self.process.returncode is None:
+                _signal_group(self.pid, signal.SIGTERM)
+                with anyio.move_on_after(timeout_s):
+                    await self.process.wait()
+            if self.process.returncode is None:
+                _signal_group(self.pid, signal.SIGKILL)
+                await self.process.wait()
+            # Anything the child left in its group goes too.
+            _signal_group(self.pid, signal.SIGKILL)
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+async def start_child(name: str, command: Sequence[str], log_dir: Path) -> Child:
+    log_path = log_dir / f"{name}.log"
+    with log_path.open("ab") as log:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        process = await anyio.open_process(
+            list(command), stdout=log, stderr=log, cwd=REPO_ROOT, env=env, start_new_session=True
+        )
+    return Child(name, process, log_path)
+
+
+@dataclass(frozen=True)
+class Stack:
+    temporal_address: str
+    temporal_port: int
+    temporal_pid: int | None
+    task_queue: str
+    client: Client
+    metrics: TemporalMetrics | None
+    worker: Child
+    front: Child
+    url: str
+    state_dir: Path
+
+    def pids(self, bench: bool = True) -> dict[str, int]:
+        named = {"front": self.front.pid, "worker": self.worker.pid}
+        if self.temporal_pid is not None:
+            named["temporal"] = self.temporal_pid
+        if bench:
+            named["bench"] = os.getpid()
+        return named
+
+
+@asynccontextmanager
+async def product_stack(prefix: str, *, task_queue: str = "bench", app: str = CONFORMANCE_APP) -> AsyncGenerator[Stack]:
+    """Dev server + `mcp-tasks-temporal worker` + `mcp-tasks-temporal serve`, all on 127.0.0.1."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        state_dir = Path(tmp)
+        port = free_port()
+        async with AsyncExitStack() as stack:
+            server = await stack.enter_async_context(embedded_temporal(state_dir=state_dir, port=port, ui_port=None))
+            client = await Client.connect(server.address, namespace=server.namespace)
+            common = ["--temporal", server.address, "--task-queue", task_queue, "--app", app]
+            cli = [sys.executable, "-m", "mcp_tasks_temporal"]
+            worker = await start_child("worker", [*cli, "worker", *common], state_dir)
+            stack.push_async_callback(worker.stop)
+            front_port = free_port()
+            front = await start_child("front", [*cli, "serve", *common, "--port", str(front_port)], state_dir)
+            stack.push_async_callback(front.stop)
+            url = f"http://{HOST}:{front_port}/mcp"
+            await _until_ready(worker, front, url)
+            yield Stack(
+                temporal_address=server.address,
+                temporal_port=port,
+                temporal_pid=find_temporal_pid(port),
+                task_queue=task_queue,
+                client=client,
+                metrics=await TemporalMetrics.find(state_dir),
+                worker=worker,
+                front=front,
+                url=url,
+                state_dir=state_dir,
+            )
+
+
+async def _until_ready(worker: Child, front: Child, url: str, timeout_s: float = 60.0) -> None:
+    probe = {"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {"_meta": envelope()}}
+    with anyio.fail_after(timeout_s):
+        while "mcp-tasks-temporal worker:" not in await worker.log():
+            await worker.check_alive()
+            await anyio.sleep(0.1)
+        async with httpx.AsyncClient(timeout=2) as http:
+            while True:
+                await front.check_alive()
+                try:
+                    response = await http.post(url, content=json.dumps(probe), headers=headers("server/discover"))
+                    if response.status_code == 200:
+                        return
+                except httpx.TransportError:
+                    pass
+                await anyio.sleep(0.1)
+
+
+def http_client(connections: int = 64) -> httpx.AsyncClient:
+    """HTTP/1.1 with keep-alive, enough connections for the most concurrent phase."""
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    return httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(60.0), trust_env=False)
+
+
+async def bounded(limit: int, jobs: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
+    """Run `jobs` with at most `limit` in flight; their results in order."""
+    results: dict[int, T] = {}
+    limiter = anyio.CapacityLimiter(limit)
+
+    async def one(index: int) -> None:
+        async with limiter:
+            results[index] = await jobs[index]()
+
+    async with anyio.create_task_group() as group:
+        for index in range(len(jobs)):
+            group.start_soon(one, index)
+    return [results[index] for index in range(len(jobs))]

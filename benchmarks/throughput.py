@@ -1,0 +1,428 @@
+"""Create and read through the front server against the raw temporalio calls under them, and sustained creates/s.
+
+    .venv/bin/python -m benchmarks.throughput [--samples N] [--quick]
+
+Self-contained: it starts its own Temporal dev server (SQLite file in a temp
+dir) and runs `mcp-tasks-temporal worker` and `mcp-tasks-temporal serve` as
+subprocesses with the conformance fixture app. The worker keeps running, so
+every task created here completes (`slow_compute` with seconds=0.1); its CPU
+competes with the front, the dev server and this process, on the same cores.
+Ours and raw are interleaved sample by sample (latency) or phase by phase with
+a drain in between (sustained), so drift on the machine hits both alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import anyio
+from temporalio.client import Client
+
+from mcp_tasks_temporal.contract import STATE_QUERY, TOOL_TASK_WORKFLOW, ToolTaskInput
+from mcp_tasks_temporal.gateway import TemporalTaskGateway, now_ms
+from mcp_tasks_temporal.ids import new_task_id, workflow_id
+
+from ._common import (
+    CpuMeter,
+    Mcp,
+    Stack,
+    cpu_note,
+    envelope,
+    http_client,
+    load_average,
+    machine,
+    ms_since,
+    percentile,
+    positive_int,
+    product_stack,
+    render,
+    run_main,
+)
+
+DEFAULT_SAMPLES = 200
+QUICK_SAMPLES = 20
+WARMUP = 5
+PHASE_S = 10.0
+QUICK_PHASE_S = 3.0
+CONCURRENCY: Final = (1, 8, 32)
+DRAIN_TIMEOUT_S = 60.0
+QUICK_DRAIN_TIMEOUT_S = 20.0
+RUN_TIMEOUT_S = 600.0
+QUICK_RUN_TIMEOUT_S = 200.0
+CREATE_P50_TARGET = 1.3
+GET_P50_TARGET = 1.3
+SUSTAINED_TARGET = 0.7
+SHORT_TOOL: Final = {"seconds": 0.1, "label": "bench"}
+LONG_TOOL: Final = {"seconds": 3600, "label": "bench-running"}
+
+
+# --- sampling --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Op:
+    name: str
+    call: Callable[[], Awaitable[Any]]
+    ms: list[float] = field(default_factory=list[float])
+
+    async def take(self) -> None:
+        started = time.perf_counter()
+        await self.call()
+        self.ms.append(ms_since(started))
+
+    @property
+    def p50(self) -> float:
+        return percentile(self.ms, 50)
+
+    @property
+    def p99(self) -> float:
+        return percentile(self.ms, 99)
+
+
+async def interleave(ops: Sequence[Op], samples: int) -> None:
+    """Warm every op up, then take its samples round-robin, so drift on the machine hits all alike.
+
+    Each round starts with the next op, so none always runs right after the same neighbour
+    (a create leaves the worker and the dev server busy with that task for a while).
+    """
+    for op in ops:
+        for _ in range(WARMUP):
+            await op.call()
+    for index in range(samples):
+        shift = index % len(ops)
+        for op in [*ops[shift:], *ops[:shift]]:
+            await op.take()
+
+
+# --- the calls -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Calls:
+    """Each operation through the front, and the raw temporalio calls under it."""
+
+    stack: Stack
+    mcp: Mcp
+    ttl_ms: int | None = None
+    poll_interval_ms: int = 1000
+
+    async def learn_task_settings(self) -> None:
+        """The ttlMs and pollIntervalMs the front gives `slow_compute` tasks, so raw starts carry the same."""
+        result = await self.mcp.call_tool("slow_compute", SHORT_TOOL)
+        self.ttl_ms, self.poll_interval_ms = result["ttlMs"], result["pollIntervalMs"]
+
+    @property
+    def client(self) -> Client:
+        return self.stack.client
+
+    async def create(self, arguments: dict[str, Any] = SHORT_TOOL) -> str:
+        result = await self.mcp.call_tool("slow_compute", arguments)
+        if result.get("resultType") != "task":
+            raise RuntimeError(f"expected a CreateTaskResult, got {result}")
+        return str(result["taskId"])
+
+    async def greet(self) -> None:
+        result = await self.mcp.call_tool("greet", {"name": "bench"})
+        if result.get("resultType") != "complete":
+            raise RuntimeError(f"expected a synchronous result, got {result}")
+
+    def task_input(self, label: str) -> ToolTaskInput:
+        """What the front hands `start_workflow` for `slow_compute` with SHORT_TOOL's arguments."""
+        return ToolTaskInput(
+            task_id=new_task_id(),
+            tool="slow_compute",
+            arguments={**SHORT_TOOL, "label": label},
+            meta=envelope(),
+            created_at_ms=now_ms(),
+            ttl_ms=self.ttl_ms,
+            poll_interval_ms=self.poll_interval_ms,
+        )
+
+    async def raw_start(self) -> None:
+        task = self.task_input("raw")
+        await self.client.start_workflow(
+            TOOL_TASK_WORKFLOW, task, id=workflow_id(task.task_id, None), task_queue=self.stack.task_queue
+        )
+
+    async def gateway_create(self) -> None:
+        """The front's own Temporal call (start + memo + ID policies + summary), made from this process."""
+        gateway = TemporalTaskGateway(self.client, task_queue=self.stack.task_queue)
+        await gateway.create(self.task_input("gateway"), None)
+
+    async def get(self, task_id: str) -> dict[str, Any]:
+        return await self.mcp.request("tasks/get", {"taskId": task_id})
+
+    async def until(self, task_id: str, done: Callable[[dict[str, Any]], bool], timeout_s: float = 60) -> None:
+        with anyio.fail_after(timeout_s):
+            while not done(await self.get(task_id)):
+                await anyio.sleep(0.05)
+
+    async def running_count(self) -> int:
+        return (await self.client.count_workflows('ExecutionStatus="Running"')).count
+
+    async def drain(self, timeout_s: float) -> float:
+        """Wait until the worker has finished every task; returns the seconds it took."""
+        started = time.perf_counter()
+        with anyio.move_on_after(timeout_s):
+            while await self.running_count():
+                await anyio.sleep(0.25)
+        return time.perf_counter() - started
+
+
+# --- the cases -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Row:
+    case: str
+    op: Op
+    baseline: Op | None = None
+    target: float | None = None
+    notes: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        return self.op.p50 / self.baseline.p50 if self.baseline else None
+
+    @property
+    def verdict(self) -> str:
+        if self.ratio is None or self.target is None:
+            return ""
+        return f"<= {self.target:g}x: {'met' if self.ratio <= self.target else 'missed'}"
+
+    def cells(self) -> tuple[str, ...]:
+        ratio = f"{self.ratio:.2f}" if self.ratio is not None else ""
+        op = self.op
+        return (self.case, op.name, str(len(op.ms)), f"{op.p50:.1f}", f"{op.p99:.1f}", ratio, self.verdict, self.notes)
+
+
+async def create_case(calls: Calls, samples: int) -> list[Row]:
+    ours = Op("tools/call -> CreateTaskResult (HTTP)", calls.create)
+    raw = Op("raw start_workflow", calls.raw_start)
+    gateway = Op("gateway.create in-process", calls.gateway_create)
+    greet = Op("tools/call greet, no task (HTTP)", calls.greet)
+    await interleave([ours, raw, gateway, greet], samples)
+    return [
+        Row("(i) create", ours, raw, CREATE_P50_TARGET, "slow_compute seconds=0.1; ratio vs raw start_workflow"),
+        Row("(i) create", raw, notes="same type, ToolTaskInput, queue, ID shape; no memo"),
+        Row("(i) create", gateway, raw, notes="the front's call: + memo, ID policies, summary"),
+        Row("(iv) floor", greet, notes="SDK synchronous tool call: HTTP + MCP dispatch, no Temporal"),
+    ]
+
+
+async def get_cases(calls: Calls, samples: int) -> list[Row]:
+    running_id = await calls.create(LONG_TOOL)
+    done_id = await calls.create()
+    await calls.until(running_id, lambda task: task["status"] == "working" and "statusMessage" in task)
+    await calls.until(done_id, lambda task: task["status"] == "completed")
+    running = calls.client.get_workflow_handle(workflow_id(running_id, None))
+    done = calls.client.get_workflow_handle(workflow_id(done_id, None))
+
+    async def describe_and_result() -> None:
+        await done.describe()
+        await done.result()
+
+    ours_running = Op("tasks/get (HTTP)", lambda: calls.get(running_id))
+    query = Op("raw query mcp_tasks.state", lambda: running.query(STATE_QUERY))
+    describe_running = Op("raw describe()", running.describe)
+    await interleave([ours_running, query, describe_running], samples)
+    ours_done = Op("tasks/get (HTTP)", lambda: calls.get(done_id))
+    closed_read = Op("raw describe() + result()", describe_and_result)
+    describe_done = Op("raw describe()", done.describe)
+    await interleave([ours_done, closed_read, describe_done], samples)
+    await calls.mcp.request("tasks/cancel", {"taskId": running_id})
+    await calls.until(running_id, lambda task: task["status"] == "cancelled")
+    return [
+        Row("(ii) get, working", ours_running, query, GET_P50_TARGET, "ratio vs the query"),
+        Row("(ii) get, working", query, notes="answered by the worker (cached workflow)"),
+        Row("(ii) get, working", describe_running, notes="what tasks/get reads: describe + heartbeat details"),
+        Row("(ii) get, completed", ours_done, closed_read, GET_P50_TARGET, "ratio vs describe + result"),
+        Row("(ii) get, completed", closed_read, notes="what tasks/get reads for a closed task"),
+        Row("(ii) get, completed", describe_done),
+    ]
+
+
+@dataclass
+class Phase:
+    """Creates back to back from `concurrency` clients; summed over the phase's runs."""
+
+    name: str
+    concurrency: int
+    ops: int = 0
+    seconds: float = 0.0
+    drain_s: float = 0.0
+    ms: list[float] = field(default_factory=list[float])
+    cpu_pct: dict[str, float] = field(default_factory=dict[str, float])
+    """CPU while creating, as % of one core (weighted over the runs)."""
+    cpu_s: dict[str, float] = field(default_factory=dict[str, float])
+    """CPU seconds used from the first create to the end of the drain: all the work the creates caused."""
+
+    @property
+    def rate(self) -> float:
+        return self.ops / self.seconds if self.seconds else 0.0
+
+    def cpu_ms_per_op(self) -> str:
+        return " ".join(f"{name} {1000 * s / self.ops:.1f}" for name, s in self.cpu_s.items()) if self.ops else ""
+
+    def pct(self) -> str:
+        return cpu_note({name: pct / self.seconds for name, pct in self.cpu_pct.items()}) if self.seconds else ""
+
+
+async def sustained_run(
+    calls: Calls, phase: Phase, call: Callable[[], Awaitable[Any]], run_s: float, drain_timeout_s: float
+) -> None:
+    """One run: `phase.concurrency` clients creating back to back for `run_s`, then the drain."""
+    meter = CpuMeter(calls.stack.pids())
+    deadline = time.perf_counter() + run_s
+
+    async def client() -> None:
+        while time.perf_counter() < deadline:
+            started = time.perf_counter()
+            await call()
+            if time.perf_counter() <= deadline:
+                phase.ms.append(ms_since(started))
+                phase.ops += 1
+
+    whole = meter.start()
+    started = time.perf_counter()
+    async with anyio.create_task_group() as group:
+        for _ in range(phase.concurrency):
+            group.start_soon(client)
+    seconds = min(time.perf_counter(), deadline) - started
+    creating = meter.stop(whole)
+    phase.drain_s += await calls.drain(drain_timeout_s)
+    phase.seconds += seconds
+    for name, pct in creating.items():
+        phase.cpu_pct[name] = phase.cpu_pct.get(name, 0.0) + pct * seconds
+    wall = time.perf_counter() - whole[0]
+    for name, pct in meter.stop(whole).items():
+        phase.cpu_s[name] = phase.cpu_s.get(name, 0.0) + pct * wall / 100
+
+
+async def sustained_cases(calls: Calls, phase_s: float, drain_timeout_s: float) -> list[tuple[Phase, Phase]]:
+    """Ours, raw, raw, ours (half the time each), so a drift over the pair cancels out."""
+    pairs: list[tuple[Phase, Phase]] = []
+    for concurrency in CONCURRENCY:
+        ours, raw = Phase("tools/call (HTTP)", concurrency), Phase("raw start_workflow", concurrency)
+        for phase, call in ((ours, calls.create), (raw, calls.raw_start), (raw, calls.raw_start), (ours, calls.create)):
+            await sustained_run(calls, phase, call, phase_s / 2, drain_timeout_s)
+        pairs.append((ours, raw))
+        print(f"sustained x{concurrency}: ours {ours.rate:.1f}/s, raw {raw.rate:.1f}/s", flush=True)
+    return pairs
+
+
+# --- the run ---------------------------------------------------------------------------------------
+
+
+def latency_table(rows: Sequence[Row]) -> str:
+    header = ("case", "op", "n", "p50 ms", "p99 ms", "ours/raw p50", "target", "notes")
+    return render(header, [row.cells() for row in rows])
+
+
+def sustained_table(pairs: Sequence[tuple[Phase, Phase]]) -> str:
+    header = (
+        "clients",
+        "ours creates/s",
+        "ours p50/p99 ms",
+        "raw starts/s",
+        "raw p50/p99 ms",
+        "ours/raw",
+        "target",
+        "drain s (ours/raw)",
+    )
+    rows: list[tuple[str, ...]] = []
+    for ours, raw in pairs:
+        ratio = ours.rate / raw.rate if raw.rate else float("nan")
+        verdict = f">= {SUSTAINED_TARGET:g}x: {'met' if ratio >= SUSTAINED_TARGET else 'missed'}"
+        rows.append(
+            (
+                str(ours.concurrency),
+                f"{ours.rate:.1f}",
+                f"{percentile(ours.ms, 50):.1f} / {percentile(ours.ms, 99):.1f}",
+                f"{raw.rate:.1f}",
+                f"{percentile(raw.ms, 50):.1f} / {percentile(raw.ms, 99):.1f}",
+                f"{ratio:.2f}",
+                verdict,
+                f"{ours.drain_s:.1f} / {raw.drain_s:.1f}",
+            )
+        )
+    return render(header, rows)
+
+
+def cpu_table(pairs: Sequence[tuple[Phase, Phase]]) -> str:
+    header = ("clients", "side", "CPU while creating, % of one core", "CPU ms per create, creating + drain")
+    rows = [
+        (str(phase.concurrency), phase.name, phase.pct(), phase.cpu_ms_per_op()) for pair in pairs for phase in pair
+    ]
+    return render(header, rows)
+
+
+async def run(samples: int, phase_s: float, drain_timeout_s: float) -> tuple[list[Row], list[tuple[Phase, Phase]]]:
+    async with product_stack("mcp-tasks-throughput-") as stack, http_client() as http:
+        calls = Calls(stack, Mcp(stack.url, http))
+        await calls.learn_task_settings()
+        rows = await create_case(calls, samples)
+        print(f"create samples done; drained in {await calls.drain(drain_timeout_s):.1f} s", flush=True)
+        rows += await get_cases(calls, samples)
+        print("get samples done", flush=True)
+        return rows, await sustained_cases(calls, phase_s, drain_timeout_s)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.throughput", description=(__doc__ or "").splitlines()[0]
+    )
+    parser.add_argument(
+        "--samples", type=positive_int, default=None, help=f"samples per op (default {DEFAULT_SAMPLES})"
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help=f"{QUICK_SAMPLES} samples per op, {QUICK_PHASE_S:g} s sustained phases"
+    )
+    return parser.parse_args(argv)
+
+
+async def amain(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(argv)
+    samples = args.samples or (QUICK_SAMPLES if args.quick else DEFAULT_SAMPLES)
+    phase_s = QUICK_PHASE_S if args.quick else PHASE_S
+    print("\n".join(machine()))
+    print(
+        "server: temporal dev server, SQLite file (WAL) in a temp dir; `mcp-tasks-temporal serve` and `worker`"
+        " as subprocesses; this process is the HTTP client (httpx, HTTP/1.1 keep-alive) and the raw temporalio"
+        " client; all on 127.0.0.1"
+    )
+    print(
+        "note: the worker runs throughout, so every task completes; its CPU, the dev server's, the front's and"
+        " this process's all compete for the same cores"
+    )
+    started = time.perf_counter()
+    async with asyncio.timeout(QUICK_RUN_TIMEOUT_S if args.quick else RUN_TIMEOUT_S):
+        rows, pairs = await run(samples, phase_s, QUICK_DRAIN_TIMEOUT_S if args.quick else DRAIN_TIMEOUT_S)
+    print()
+    print(latency_table(rows))
+    print()
+    print(
+        f"sustained: {phase_s:g} s per side and concurrency, run as ours, raw, raw, ours ({phase_s / 2:g} s each),"
+        " the worker drained after each run"
+    )
+    print(sustained_table(pairs))
+    print()
+    print(cpu_table(pairs))
+    print(
+        f"\ntargets: p50 create and get <= {CREATE_P50_TARGET:g}x raw; sustained creates/s >= {SUSTAINED_TARGET:g}x raw"
+    )
+    print(f"load average at end (1/5/15 min): {load_average()}")
+    print(f"\ntotal run time: {time.perf_counter() - started:.1f} s")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    run_main(lambda: amain(argv))
+
+
+if __name__ == "__main__":
+    main()
