@@ -11,11 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, cast
 
 EXTENSION_ID: Final = "io.modelcontextprotocol/tasks"
 
-TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
 TERMINAL_STATUSES: Final = frozenset({"completed", "failed", "cancelled"})
 
 TOOL_TASK_WORKFLOW: Final = "mcp_tasks.ToolTask"
@@ -76,6 +75,7 @@ class ToolTaskInput:
     ttl_ms: int | None
     poll_interval_ms: int
     owner: str | None = None
+    """Hashed key of the creating principal (see `ids.owner_key`), kept with the task for audits."""
     activity: ActivityPolicy = field(default_factory=ActivityPolicy)
     input_responses: dict[str, Any] | None = None
     """Answers given on the `tools/call` before the task existed (MRTR rounds), for the first round."""

@@ -43,7 +43,7 @@ from pydantic import Field, ValidationError
 from mcp_tasks_temporal.contract import EXTENSION_ID, ActivityPolicy, ToolTaskInput
 from mcp_tasks_temporal.errors import HeaderMismatchError
 from mcp_tasks_temporal.gateway import TemporalTaskGateway, temporal_errors
-from mcp_tasks_temporal.ids import new_task_id
+from mcp_tasks_temporal.ids import new_task_id, owner_key
 from mcp_tasks_temporal.progress import current_run
 
 DAY_MS: Final = 24 * 3600 * 1000
@@ -215,6 +215,7 @@ class TasksExtension(Extension):
             answered_now = await self._resolve_before_task(params, ctx)
             if answered_now is not None:
                 return answered_now
+        principal = authenticated_principal(ctx)
         created_at_ms = int(time.time() * 1000)
         assert not isinstance(options.ttl_ms, _Inherit)
         assert not isinstance(options.poll_interval_ms, _Inherit)
@@ -225,6 +226,7 @@ class TasksExtension(Extension):
             arguments=dict(params.arguments or {}),
             meta=_envelope(ctx),
             created_at_ms=created_at_ms,
+            owner=owner_key(principal),
             ttl_ms=options.ttl_ms,
             poll_interval_ms=options.poll_interval_ms,
             activity=options.activity,
@@ -233,7 +235,7 @@ class TasksExtension(Extension):
             request_state=params.request_state,
         )
         with temporal_errors():
-            created = await self.gateway.create(task, authenticated_principal(ctx))
+            created = await self.gateway.create(task, principal)
         return {"resultType": "task", **created}
 
     async def _resolve_before_task(
