@@ -29,7 +29,6 @@ import os
 import platform
 import random
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -46,10 +45,10 @@ import temporalio
 
 from mcp_tasks_temporal.embedded import embedded_temporal
 
+from ._common import envelope, free_port, headers
+
 APP = "mcp_tasks_temporal.testing.conformance:app"
 TOOL = "confirm_delete"
-PROTOCOL_VERSION = "2026-07-28"
-TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 DEFAULT_TASKS = 10_000
 QUICK_TASKS = 1_000
 SAMPLE_EVERY = 1_000
@@ -64,12 +63,6 @@ WORKER_CACHE = 1000  # temporalio.worker.Worker(max_cached_workflows=...) defaul
 
 
 # --- processes -----------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass
@@ -143,7 +136,7 @@ async def start_front(workdir: Path, temporal: str, task_queue: str, port: int, 
             response = await http.post(
                 url,
                 content=json.dumps(
-                    {"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {"_meta": meta()}}
+                    {"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {"_meta": envelope()}}
                 ),
                 headers=headers("server/discover"),
                 timeout=2,
@@ -217,27 +210,6 @@ def rss_mb(pid: int | None) -> float:
 # --- the wire ------------------------------------------------------------------------------------
 
 
-def meta(capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
-    caps: dict[str, Any] = {**(capabilities or {}), "extensions": {TASKS_EXTENSION: {}}}
-    return {
-        "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
-        "io.modelcontextprotocol/clientInfo": {"name": "benchmarks.memory", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": caps,
-    }
-
-
-def headers(method: str, name: str | None = None) -> dict[str, str]:
-    sent = {
-        "content-type": "application/json",
-        "accept": "application/json, text/event-stream",
-        "mcp-protocol-version": PROTOCOL_VERSION,
-        "mcp-method": method,
-    }
-    if name is not None:
-        sent["mcp-name"] = name
-    return sent
-
-
 @dataclass
 class Mcp:
     url: str
@@ -245,7 +217,12 @@ class Mcp:
     ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     async def request(self, method: str, params: dict[str, Any], name: str | None, **caps: Any) -> dict[str, Any]:
-        message = {"jsonrpc": "2.0", "id": next(self.ids), "method": method, "params": {**params, "_meta": meta(caps)}}
+        message = {
+            "jsonrpc": "2.0",
+            "id": next(self.ids),
+            "method": method,
+            "params": {**params, "_meta": envelope(capabilities=caps)},
+        }
         response = await self.http.post(self.url, content=json.dumps(message), headers=headers(method, name))
         body = _body(response)
         if "result" not in body:
