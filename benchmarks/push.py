@@ -508,7 +508,7 @@ async def amain(argv: Sequence[str] | None = None) -> None:
     p50 = percentile(report.results.ours_change, 50)
     verdict = "met" if p50 <= TARGET_P50_MS else "missed"
     print(
-        f"\ntarget (issue): state change -> notification p50 <= {TARGET_P50_MS:g} ms with 1,000 subscribed tasks;"
+        f"\ntarget: state change -> notification p50 <= {TARGET_P50_MS:g} ms with 1,000 subscribed tasks;"
         f" measured with {tasks}: p50 {p50:.1f} ms: {verdict}"
     )
     print(f"\ntotal run time: {time.perf_counter() - started:.1f} s")
