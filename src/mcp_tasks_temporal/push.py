@@ -125,6 +125,7 @@ class TaskWatchHub:
             return
         state = _Followed(memo=memo, heartbeat=heartbeat)
         activities = len(description.raw_description.pending_activities)
+        del description  # a watcher lives as long as its task: keep only what it needs
         refresher: asyncio.Task[None] | None = None
         try:
             async for event in _events_after(handle, seen):
