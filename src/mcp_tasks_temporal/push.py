@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,20 +127,26 @@ class TaskWatchHub:
         activities = len(description.raw_description.pending_activities)
         del description  # a watcher lives as long as its task: keep only what it needs
         refresher: asyncio.Task[None] | None = None
+
+        def poll_status_while_running() -> None:
+            # A started activity writes no event until it ends, so its status line must be polled.
+            nonlocal refresher
+            if activities and refresher is None:
+                refresher = asyncio.create_task(self._refresh_status(watcher, state))
+            elif not activities and refresher is not None:
+                refresher.cancel()
+                refresher = None
+
         try:
-            async for event in _events_after(handle, seen):
-                if refresher is None and activities:
-                    refresher = asyncio.create_task(self._refresh_status(watcher, state))
-                if event is None:
-                    continue
+            poll_status_while_running()
+            async for event in handle.fetch_history_events(wait_new_event=True):
+                if event.event_id <= seen:
+                    continue  # already part of the state described above
                 if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
                     activities += 1
                 elif event.event_type in _ACTIVITY_CLOSED:
                     activities = max(activities - 1, 0)
                     state.heartbeat = None
-                    if not activities and refresher is not None:
-                        refresher.cancel()
-                        refresher = None
                 closed = _CLOSE_STATUS.get(event.event_type)
                 if closed is not None:
                     outcome = await self._closing_result(event) if closed == WorkflowExecutionStatus.COMPLETED else None
@@ -152,6 +158,7 @@ class TaskWatchHub:
                     # that follows carries the result, so that is the one to publish.
                     if state.memo.get(Memo.STATUS) not in TERMINAL_STATUSES:
                         watcher.publish(task_view(watcher.task_id, state.memo, None, heartbeat=state.heartbeat))
+                poll_status_while_running()
         finally:
             if refresher is not None:
                 refresher.cancel()
@@ -189,11 +196,3 @@ class TaskWatchHub:
 class _Followed:
     memo: dict[str, Any]
     heartbeat: tuple[str, int] | None
-
-
-async def _events_after(handle: WorkflowHandle[Any, Any], seen: int) -> AsyncIterator[HistoryEvent | None]:
-    """The events appended after event `seen`, as they come; a leading `None` marks "caught up"."""
-    yield None
-    async for event in handle.fetch_history_events(wait_new_event=True):
-        if event.event_id > seen:
-            yield event
