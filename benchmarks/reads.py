@@ -13,12 +13,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import platform
 import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -27,17 +23,18 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import temporalio
 from temporalio import activity
 from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 from temporalio.worker import Worker
 
 from mcp_tasks_temporal.contract import RUN_TOOL_ACTIVITY, STATE_QUERY, StatusDetails, ToolRoundInput, ToolTaskInput
-from mcp_tasks_temporal.embedded import embedded_temporal, temporal_cli
+from mcp_tasks_temporal.embedded import embedded_temporal
 from mcp_tasks_temporal.gateway import TemporalTaskGateway, now_ms
 from mcp_tasks_temporal.ids import new_task_id, workflow_id
 from mcp_tasks_temporal.workflows import ToolTaskWorkflow
+
+from ._common import machine, render
 
 DEFAULT_SAMPLES = 200
 QUICK_SAMPLES = 20
@@ -206,30 +203,11 @@ def rows_for(case: str, samples: Sequence[Samples], notes: dict[str, str]) -> li
     return rows
 
 
-def render(rows: Iterable[Row]) -> str:
+def render_rows(rows: Iterable[Row]) -> str:
     header = ("case", "read", "n", "p50 ms", "p99 ms", "get/query p50", "notes")
-    cells = [header] + [
-        (r.case, r.read, str(r.n), f"{r.p50_ms:.1f}", f"{r.p99_ms:.1f}", r.ratio, r.notes) for r in rows
-    ]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(header))]
-    lines = [
-        "| " + " | ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)) + " |" for line in cells
-    ]
-    lines.insert(1, "|" + "|".join("-" * (width + 2) for width in widths) + "|")
-    return "\n".join(lines)
-
-
-def machine() -> list[str]:
-    cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    models = [line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if line.startswith("model name")]
-    cli = subprocess.run([temporal_cli(), "--version"], capture_output=True, text=True, check=False).stdout.strip()
-    return [
-        f"nproc: {len(os.sched_getaffinity(0))}",
-        f"cpu: {models[0] if models else platform.processor() or 'unknown'}",
-        f"python: {sys.version.split()[0]}",
-        f"temporalio: {temporalio.__version__}",
-        f"temporal CLI: {cli}",
-    ]
+    return render(
+        header, [(r.case, r.read, str(r.n), f"{r.p50_ms:.1f}", f"{r.p99_ms:.1f}", r.ratio, r.notes) for r in rows]
+    )
 
 
 # --- tasks and their states ------------------------------------------------------------------------
@@ -455,7 +433,7 @@ async def amain(argv: Sequence[str] | None = None) -> None:
     async with asyncio.timeout(RUN_TIMEOUT_S):
         rows = await run(samples, failing, args.history_events)
     print()
-    print(render(rows))
+    print(render_rows(rows))
     print(f"\ntotal run time: {time.perf_counter() - started:.1f} s")
 
 
