@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
@@ -13,29 +12,12 @@ from anyio.abc import Process
 
 from tests.conftest import Stack
 from tests.processes import CLI, FIXTURE_APP, REPO_ROOT, _env
-from tests.wire import Reply, StdioMcp, TaskCalls
+from tests.wire import StdioMcp, TaskCalls
 
 pytestmark = pytest.mark.anyio
 
 EXTENSION_ID = "io.modelcontextprotocol/tasks"
-REPLY_TIMEOUT = 30
 EXIT_TIMEOUT = 10
-
-
-class _BoundedStdio(StdioMcp):
-    """`StdioMcp` with every reply bounded, so a silent child fails the test instead of hanging it."""
-
-    async def request(
-        self,
-        method: str,
-        params: dict[str, Any] | None = None,
-        *,
-        tasks: bool = True,
-        capabilities: dict[str, Any] | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> Reply:
-        with anyio.fail_after(REPLY_TIMEOUT):
-            return await super().request(method, params, tasks=tasks, capabilities=capabilities, headers=headers)
 
 
 @pytest.fixture
@@ -74,7 +56,7 @@ async def stdio_process(stack: Stack, tmp_path: Path) -> AsyncIterator[Process]:
 
 @pytest.fixture
 def stdio(stdio_process: Process) -> TaskCalls:
-    return TaskCalls(_BoundedStdio(stdio_process))
+    return TaskCalls(StdioMcp(stdio_process))
 
 
 async def test_discover_over_stdio_advertises_the_extension(stdio: TaskCalls) -> None:

@@ -20,6 +20,8 @@ from anyio.streams.text import TextReceiveStream
 from tests.processes import base_headers, envelope
 
 TERMINAL = {"completed", "failed", "cancelled"}
+REPLY_TIMEOUT = 30
+"""Every stdio reply is bounded, so a silent child fails the test instead of hanging it."""
 _NAME_PARAM = {"tools/call": "name", "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
 
 
@@ -93,6 +95,15 @@ class TaskCalls:
                 await anyio.sleep(task.get("pollIntervalMs", 250) / 1000)
 
 
+def _message(
+    request_id: int, method: str, params: dict[str, Any] | None, *, tasks: bool, capabilities: Any
+) -> dict[str, Any]:
+    """A JSON-RPC request whose params carry this request's `_meta` envelope (unless the caller gave one)."""
+    body_params = dict(params or {})
+    body_params.setdefault("_meta", envelope(tasks=tasks, capabilities=capabilities))
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": body_params}
+
+
 class HttpMcp:
     """Streamable HTTP at 2026-07-28: one POST per request, routing headers mirrored from the body."""
 
@@ -110,17 +121,15 @@ class HttpMcp:
         capabilities: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
     ) -> Reply:
-        body_params = dict(params or {})
-        body_params.setdefault("_meta", envelope(tasks=tasks, capabilities=capabilities))
+        message = _message(next(self._ids), method, params, tasks=tasks, capabilities=capabilities)
         name_key = _NAME_PARAM.get(method)
-        name = body_params.get(name_key) if name_key else None
+        name = message["params"].get(name_key) if name_key else None
         sent_headers = base_headers(method, name if isinstance(name, str) else None)
         for key, value in (headers or {}).items():
             if value is None:
                 sent_headers.pop(key, None)
             else:
                 sent_headers[key] = value
-        message = {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": body_params}
         return await self.post(message, sent_headers)
 
     async def post(self, message: Any, headers: dict[str, str]) -> Reply:
@@ -161,16 +170,15 @@ class StdioMcp:
         headers: dict[str, str] | None = None,
     ) -> Reply:
         assert headers is None, "stdio has no headers"
-        body_params = dict(params or {})
-        body_params.setdefault("_meta", envelope(tasks=tasks, capabilities=capabilities))
         request_id = next(self._ids)
-        message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": body_params}
+        message = _message(request_id, method, params, tasks=tasks, capabilities=capabilities)
         assert self.process.stdin is not None
-        await self.process.stdin.send((json.dumps(message) + "\n").encode())
-        while True:
-            frame = json.loads(await self._read_line())
-            if frame.get("id") == request_id:
-                return Reply(None, frame)
+        with anyio.fail_after(REPLY_TIMEOUT):
+            await self.process.stdin.send((json.dumps(message) + "\n").encode())
+            while True:
+                frame = json.loads(await self._read_line())
+                if frame.get("id") == request_id:
+                    return Reply(None, frame)
 
     async def _read_line(self) -> str:
         while "\n" not in self._buffer:

@@ -28,7 +28,6 @@ from temporalio.service import RPCError, RPCStatusCode
 from mcp_tasks_temporal.contract import (
     INPUT_SIGNAL,
     INTERNAL_ERROR_CODE,
-    TERMINAL_STATUSES,
     TOOL_TASK_WORKFLOW,
     Memo,
     ToolTaskInput,
@@ -162,8 +161,6 @@ class TemporalTaskGateway:
         """Request cooperative cancellation; a task that already ended keeps its outcome."""
         observed = await self.observe(task_id, principal)
         if observed.description.status != WorkflowExecutionStatus.RUNNING:
-            return
-        if observed.memo.get(Memo.STATUS) in TERMINAL_STATUSES:
             return
         try:
             await observed.handle.cancel()
