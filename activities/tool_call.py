@@ -55,6 +55,7 @@ from mcp_tasks_temporal.contract import (
 )
 from mcp_tasks_temporal.inputs import missing_capability_error
 from mcp_tasks_temporal.progress import StatusReporter, TaskRun, bind_run, progress_message
+from mcp_tasks_temporal.tracing import tool_span
 
 logger = logging.getLogger(__name__)
 
@@ -126,7 +127,10 @@ class ToolActivities:
         bind_run(TaskRun(reporter=reporter, workflow_id=info.workflow_id or "", client_capabilities=capabilities))
         keepalive = asyncio.create_task(self._keep_alive(reporter))
         try:
-            result = await self._call(call, meta, reporter, request_id=f"{call.task_id}/{call.round}/{info.attempt}")
+            with tool_span(call.tool, call.task_id):
+                result = await self._call(
+                    call, meta, reporter, request_id=f"{call.task_id}/{call.round}/{info.attempt}"
+                )
             if result.get("resultType") == "input_required":
                 _check_requested_kinds(result.get("inputRequests") or {}, capabilities)
             return result

@@ -1,19 +1,16 @@
 """A static bearer-token file for internal deployments: `TOKEN PRINCIPAL` per line.
 
-For anything with real identities, give the `MCPServer` your own `TokenVerifier`
-(OAuth introspection, JWTs): tasks bind to whatever principal it reports.
+For real identities use JWTs from your identity provider (`jwt_auth`), or give
+the `MCPServer` your own `TokenVerifier` (OAuth introspection): tasks bind to
+whatever principal it reports.
 """
 
 from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
 
 from mcp.server.auth.provider import AccessToken
-from mcp.server.auth.settings import AuthSettings
-from mcp.server.mcpserver import MCPServer
-from pydantic import AnyHttpUrl
 
 
 def _digest(token: str) -> bytes:
@@ -59,15 +56,3 @@ def load_tokens(path: Path) -> dict[str, str]:
     if not tokens:
         raise ValueError(f"{path}: no tokens")
     return tokens
-
-
-def require_bearer_tokens(app: MCPServer[Any], verifier: StaticTokenVerifier, *, server_url: str) -> None:
-    """Make every HTTP request to `app` carry a valid bearer token (HTTP 401 otherwise).
-
-    `MCPServer` takes its verifier at construction; the CLI decides about auth
-    later, so the two settings the HTTP app reads are filled in here.
-    """
-    # Static tokens name no audience, so there is no resource binding to check.
-    url = AnyHttpUrl(server_url)
-    app.settings.auth = AuthSettings(issuer_url=url, resource_server_url=url, validate_token_resource=False)
-    app._token_verifier = verifier  # pyright: ignore[reportPrivateUsage]

@@ -14,14 +14,20 @@ from typing import Any
 
 import anyio
 import uvicorn
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
+from pydantic import AnyHttpUrl
 from temporalio.client import Client
 
 from mcp_tasks_temporal.app import DEMO_APP, load_app, tasks_extension, use_request_state_keys
-from mcp_tasks_temporal.auth import StaticTokenVerifier, load_tokens, require_bearer_tokens
+from mcp_tasks_temporal.auth import StaticTokenVerifier, load_tokens
 from mcp_tasks_temporal.contract import DEFAULT_NAMESPACE, DEFAULT_TASK_QUEUE, ActivityPolicy
 from mcp_tasks_temporal.embedded import embedded_temporal
 from mcp_tasks_temporal.gateway import TemporalTaskGateway
+from mcp_tasks_temporal.health import health_routes
+from mcp_tasks_temporal.http_front import BearerAuth, front_app
+from mcp_tasks_temporal.metrics import FrontMetrics, RequestMetrics, install_metrics, metrics_runtime
+from mcp_tasks_temporal.tracing import client_interceptors, setup_tracing, shutdown_tracing
 
 logger = logging.getLogger("mcp_tasks_temporal")
 
@@ -78,6 +84,7 @@ def _add_front_options(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="require bearer tokens from FILE ('TOKEN PRINCIPAL' per line); tasks bind to the principal",
     )
+    _add_jwt_options(parser)
     # Activity policy is recorded with each task when it is created, so it is the front's to choose.
     parser.add_argument(
         "--heartbeat-timeout",
@@ -89,6 +96,58 @@ def _add_front_options(parser: argparse.ArgumentParser) -> None:
         "--max-attempts", type=int, default=None, help="attempts of a tool run lost to a crash or timeout (3)"
     )
     parser.add_argument("--tool-timeout", type=float, default=None, help="seconds one tool attempt may run (6 h)")
+
+
+def _add_jwt_options(parser: argparse.ArgumentParser) -> None:
+    jwt = parser.add_argument_group("JWT bearer tokens (instead of --tokens)")
+    jwt.add_argument(
+        "--jwt-jwks",
+        default=os.environ.get("MCP_TASKS_JWT_JWKS") or None,
+        metavar="FILE|URL",
+        help="verify bearer JWTs against this JWKS (a file, re-read when it changes, or the identity provider's URL)",
+    )
+    jwt.add_argument("--jwt-issuer", default=os.environ.get("MCP_TASKS_JWT_ISSUER"), help="required `iss`")
+    jwt.add_argument("--jwt-audience", default=os.environ.get("MCP_TASKS_JWT_AUDIENCE"), help="required `aud`")
+    jwt.add_argument(
+        "--jwt-principal-claim",
+        default=os.environ.get("MCP_TASKS_JWT_PRINCIPAL_CLAIM", "sub"),
+        metavar="CLAIM",
+        help="claim naming the principal tasks bind to (default: sub)",
+    )
+    jwt.add_argument(
+        "--jwt-scope",
+        action="append",
+        default=[s for s in os.environ.get("MCP_TASKS_JWT_SCOPES", "").split(",") if s],
+        metavar="SCOPE",
+        help="scope every token must carry (repeatable; HTTP 403 without it)",
+    )
+    jwt.add_argument(
+        "--public-url",
+        default=os.environ.get("MCP_TASKS_PUBLIC_URL") or None,
+        metavar="URL",
+        help="this server's MCP endpoint as clients reach it; with JWTs, publishes RFC 9728 metadata naming the issuer",
+    )
+
+
+def _add_observability_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--otel",
+        action="store_true",
+        default=os.environ.get("MCP_TASKS_OTEL", "").lower() in ("1", "true"),
+        help="export OpenTelemetry traces (also on when the standard OTEL_EXPORTER_OTLP_* variables are set)",
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=int(os.environ.get("MCP_TASKS_METRICS_PORT", "0")) or None,
+        metavar="PORT",
+        help="serve Prometheus metrics (Temporal SDK and this process's) at http://HOST:PORT/metrics",
+    )
+    parser.add_argument(
+        "--metrics-host",
+        default=os.environ.get("MCP_TASKS_METRICS_HOST", "127.0.0.1"),
+        help="address the metrics endpoint binds (0.0.0.0 in a container)",
+    )
 
 
 def _add_worker_options(parser: argparse.ArgumentParser, *, graceful_shutdown_s: float) -> None:
@@ -120,17 +179,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     dev.add_argument("--temporal-port", type=int, default=7233)
     dev.add_argument("--ui-port", type=int, default=8233, help="Temporal Web UI port (0 disables the UI)")
+    _add_observability_options(dev)
 
     serve = commands.add_parser("serve", help="the MCP front server only, against a Temporal cluster")
     _add_app_options(serve, default_app=None)
     _add_front_options(serve)
     serve.add_argument("--temporal", default=os.environ.get("TEMPORAL_ADDRESS", "127.0.0.1:7233"), metavar="HOST:PORT")
     serve.add_argument("--transport", choices=("http", "stdio"), default="http")
+    _add_observability_options(serve)
 
     worker = commands.add_parser("worker", help="a Temporal worker that runs the app's task tools")
     _add_app_options(worker, default_app=None)
     _add_worker_options(worker, graceful_shutdown_s=30)
     worker.add_argument("--temporal", default=os.environ.get("TEMPORAL_ADDRESS", "127.0.0.1:7233"), metavar="HOST:PORT")
+    _add_observability_options(worker)
 
     dev.set_defaults(run=_dev)
     serve.set_defaults(run=_serve)
@@ -171,13 +233,62 @@ class _HttpServer(uvicorn.Server):
             self._captured_signals.clear()  # pyright: ignore[reportPrivateUsage]
 
 
-async def _serve_http(app: MCPServer[Any], args: argparse.Namespace) -> None:
+def _bearer_auth(args: argparse.Namespace) -> BearerAuth | None:
+    if args.tokens is not None and args.jwt_jwks is not None:
+        raise ValueError("--tokens and --jwt-jwks are alternatives: choose one")
     if args.tokens is not None:
-        verifier = StaticTokenVerifier(load_tokens(args.tokens))
-        require_bearer_tokens(app, verifier, server_url=f"http://{args.host}:{args.port}/mcp")
-    http_app = app.streamable_http_app(host=args.host, max_request_body_size=args.max_body_bytes)
+        return BearerAuth(StaticTokenVerifier(load_tokens(args.tokens)))
+    if args.jwt_jwks is None:
+        return None
+    from mcp_tasks_temporal.jwt_auth import JwtSettings, JwtVerifier
+
+    if not args.jwt_issuer or not args.jwt_audience:
+        raise ValueError("--jwt-jwks needs --jwt-issuer and --jwt-audience")
+    settings = JwtSettings(
+        jwks=args.jwt_jwks,
+        issuer=args.jwt_issuer,
+        audience=args.jwt_audience,
+        principal_claim=args.jwt_principal_claim,
+        required_scopes=tuple(args.jwt_scope),
+    )
+    metadata = None
+    if args.public_url:
+        # The JWT issuer does exist (it signs the tokens), so it is the authorization server clients are sent to.
+        metadata = AuthSettings(
+            issuer_url=AnyHttpUrl(args.jwt_issuer),
+            resource_server_url=AnyHttpUrl(args.public_url),
+            required_scopes=list(args.jwt_scope) or None,
+            validate_token_resource=False,  # the verifier checks `aud` itself
+        )
+    return BearerAuth(JwtVerifier(settings), required_scopes=tuple(args.jwt_scope), settings=metadata)
+
+
+async def _serve_http(app: MCPServer[Any], args: argparse.Namespace, client: Client) -> None:
+    auth = _bearer_auth(args)
+    mcp_app = app.streamable_http_app(host=args.host, max_request_body_size=args.max_body_bytes)
+    http_app = front_app(mcp_app, auth=auth, extra_routes=health_routes(client))
     config = uvicorn.Config(http_app, host=args.host, port=args.port, log_level="warning", lifespan="on")
     await _HttpServer(config).serve()
+
+
+def _start_telemetry(args: argparse.Namespace, role: str) -> None:
+    """Tracing and metrics, before the first Temporal client: both are fixed when a client connects."""
+    setup_tracing(f"mcp-tasks-temporal-{role}", flag=args.otel)
+    if args.metrics_port:
+        install_metrics(f"{args.metrics_host}:{args.metrics_port}")
+
+
+async def _connect(address: str, namespace: str) -> Client:
+    return await Client.connect(
+        address, namespace=namespace, interceptors=client_interceptors(), runtime=metrics_runtime()
+    )
+
+
+def _attach_front(app: MCPServer[Any], client: Client, args: argparse.Namespace) -> None:
+    metrics = FrontMetrics.from_runtime()
+    # First, so it also counts what later middleware answers by itself (subscriptions/listen).
+    app.middleware.insert(0, RequestMetrics(metrics))
+    tasks_extension(app).attach(TemporalTaskGateway(client, task_queue=args.task_queue, metrics=metrics), app)
 
 
 async def _run_worker(stack: AsyncExitStack, client: Client, app: MCPServer[Any], args: argparse.Namespace) -> None:
@@ -200,6 +311,7 @@ async def _run_worker(stack: AsyncExitStack, client: Client, app: MCPServer[Any]
 async def _dev(args: argparse.Namespace) -> None:
     app = load_app(args.app)
     _configure(app, args)
+    _start_telemetry(args, "dev")
     async with AsyncExitStack() as stack:
         temporal = await stack.enter_async_context(
             embedded_temporal(
@@ -209,8 +321,8 @@ async def _dev(args: argparse.Namespace) -> None:
                 namespace=args.namespace,
             )
         )
-        client = await Client.connect(temporal.address, namespace=temporal.namespace)
-        tasks_extension(app).attach(TemporalTaskGateway(client, task_queue=args.task_queue), app)
+        client = await _connect(temporal.address, temporal.namespace)
+        _attach_front(app, client, args)
         await _run_worker(stack, client, app, args)
         print(f"mcp-tasks-temporal dev: serving {args.app}", flush=True)
         print(f"  MCP endpoint  http://{args.host}:{args.port}/mcp", flush=True)
@@ -222,15 +334,16 @@ async def _dev(args: argparse.Namespace) -> None:
             print(f"  Temporal UI   {temporal.ui_url}", flush=True)
         print(f"  State         {temporal.db_path}", flush=True)
         print("Press Ctrl-C to stop.", flush=True)
-        await _serve_http(app, args)
+        await _serve_http(app, args, client)
         print("mcp-tasks-temporal dev: stopping", flush=True)
 
 
 async def _serve(args: argparse.Namespace) -> None:
     app = load_app(args.app)
     _configure(app, args)
-    client = await Client.connect(args.temporal, namespace=args.namespace)
-    tasks_extension(app).attach(TemporalTaskGateway(client, task_queue=args.task_queue), app)
+    _start_telemetry(args, "front")
+    client = await _connect(args.temporal, args.namespace)
+    _attach_front(app, client, args)
     if args.transport == "stdio":
         await app.run_stdio_async()
     else:
@@ -239,13 +352,14 @@ async def _serve(args: argparse.Namespace) -> None:
             file=sys.stderr,
             flush=True,
         )
-        await _serve_http(app, args)
+        await _serve_http(app, args, client)
 
 
 async def _worker(args: argparse.Namespace) -> None:
     app = load_app(args.app)
     _configure(app, args)
-    client = await Client.connect(args.temporal, namespace=args.namespace)
+    _start_telemetry(args, "worker")
+    client = await _connect(args.temporal, args.namespace)
     async with AsyncExitStack() as stack:
         await _run_worker(stack, client, app, args)
         print(
@@ -272,3 +386,5 @@ def main(argv: Sequence[str] | None = None) -> None:
     except (ValueError, RuntimeError) as err:
         print(f"mcp-tasks-temporal: {err}", file=sys.stderr)
         raise SystemExit(2) from None
+    finally:
+        shutdown_tracing()

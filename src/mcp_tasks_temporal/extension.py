@@ -45,6 +45,7 @@ from mcp_tasks_temporal.errors import HeaderMismatchError
 from mcp_tasks_temporal.gateway import TemporalTaskGateway, temporal_errors
 from mcp_tasks_temporal.ids import new_task_id, owner_key
 from mcp_tasks_temporal.progress import current_run
+from mcp_tasks_temporal.tracing import tag_task
 
 DAY_MS: Final = 24 * 3600 * 1000
 
@@ -234,6 +235,7 @@ class TasksExtension(Extension):
             input_responses=dict(params.input_responses) if params.input_responses else None,
             request_state=params.request_state,
         )
+        tag_task(task.task_id)
         with temporal_errors():
             created = await self.gateway.create(task, principal)
         return {"resultType": "task", **created}
@@ -298,6 +300,7 @@ def _admit(ctx: ServerRequestContext[Any, Any], task_id: str) -> None:
     the per-request capability gate, so a bogus ID never reaches Temporal from a
     client that could not use the answer.
     """
+    tag_task(task_id)
     headers = getattr(ctx.request, "headers", None)
     if headers is not None and decode_header_value(headers.get("mcp-name")) != task_id:
         raise HeaderMismatchError()

@@ -37,6 +37,7 @@ from mcp_tasks_temporal.contract import (
 from mcp_tasks_temporal.errors import InvalidInputResponseError, TaskExpiredError, TaskNotFoundError
 from mcp_tasks_temporal.ids import is_task_id, owner_key, workflow_id
 from mcp_tasks_temporal.inputs import is_valid_response
+from mcp_tasks_temporal.metrics import FrontMetrics
 
 logger = logging.getLogger(__name__)
 
@@ -72,10 +73,18 @@ class Observed:
 class TemporalTaskGateway:
     """Maps the task operations onto one Temporal namespace and task queue."""
 
-    def __init__(self, client: Client, *, task_queue: str, answer_visibility_timeout_s: float = 5.0) -> None:
+    def __init__(
+        self,
+        client: Client,
+        *,
+        task_queue: str,
+        answer_visibility_timeout_s: float = 5.0,
+        metrics: FrontMetrics | None = None,
+    ) -> None:
         self.client = client
         self.task_queue = task_queue
         self.answer_visibility_timeout_s = answer_visibility_timeout_s
+        self.metrics = metrics or FrontMetrics()
 
     async def create(self, task: ToolTaskInput, principal: str | None) -> dict[str, Any]:
         """Start the task's workflow; returns once Temporal has persisted it."""
@@ -100,6 +109,7 @@ class TemporalTaskGateway:
             id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
             static_summary=f"MCP task: {task.tool}",
         )
+        self.metrics.task_created(task.tool)
         return detailed_task(
             task_id=task.task_id,
             status="working",

@@ -82,12 +82,16 @@ class TaskWatchHub:
             handle = self._gateway.client.get_workflow_handle(key)
             watcher = self._watchers[key] = _Watcher(task_id, handle)
             watcher.runner = asyncio.create_task(self._run(key, watcher), name=f"watch {key}")
-        watcher.listeners.add(listener)
+        if listener not in watcher.listeners:
+            watcher.listeners.add(listener)
+            self._gateway.metrics.subscribers_changed(+1)
         if watcher.last is not None:
             listener(watcher.last)
 
         def unsubscribe() -> None:
-            watcher.listeners.discard(listener)
+            if listener in watcher.listeners:
+                watcher.listeners.discard(listener)
+                self._gateway.metrics.subscribers_changed(-1)
             if not watcher.listeners and self._watchers.get(key) is watcher:
                 del self._watchers[key]
                 if watcher.runner is not None:

@@ -1,0 +1,146 @@
+"""OpenTelemetry tracing: one trace from a `tools/call` through the workflow and its activities to the tool.
+
+Switched on by the standard variables (`OTEL_EXPORTER_OTLP_ENDPOINT`,
+`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, `OTEL_TRACES_EXPORTER`) or `--otel`;
+`OTEL_SDK_DISABLED=true` wins over both. The mcp SDK already opens a span for
+every request; this module gives it a tracer provider and hands Temporal's
+`TracingInterceptor` to every client, which carries the context through the
+workflow start into the workflow and each activity (and on to workers, which
+take their client's interceptors). The exporter, its endpoint, headers,
+batching and the resource (`OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`)
+all follow the OpenTelemetry environment specification.
+
+The SDK and the OTLP exporter come with the `otel` extra; without them, asking
+for tracing is a start-up error rather than silently no traces.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+from collections.abc import Generator, Sequence
+from contextlib import contextmanager
+from typing import Any, Final
+
+import temporalio.client
+from opentelemetry import trace
+
+logger = logging.getLogger(__name__)
+
+TASK_ID_ATTRIBUTE: Final = "mcp.task.id"
+_TRACER = trace.get_tracer("mcp_tasks_temporal")
+
+_installed: list[Any] = []
+"""The tracer provider this process installed (at most one), for the flush on exit."""
+
+
+def tracing_requested(flag: bool = False) -> bool:
+    """Whether the flag or the standard `OTEL_*` variables ask for traces."""
+    if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return False
+    exporters = _exporter_names()
+    if exporters is not None:
+        return exporters != ["none"]
+    endpoints = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    return flag or any(os.environ.get(name) for name in endpoints)
+
+
+def _exporter_names() -> list[str] | None:
+    raw = os.environ.get("OTEL_TRACES_EXPORTER")
+    if raw is None or not raw.strip():
+        return None
+    return [name.strip().lower() for name in raw.split(",") if name.strip()]
+
+
+def setup_tracing(service_name: str, *, flag: bool = False) -> bool:
+    """Install a tracer provider for this process when tracing is asked for; returns whether it is on.
+
+    `service_name` is the default for `service.name` (`OTEL_SERVICE_NAME` overrides it).
+
+    Raises:
+        ValueError: Tracing is asked for but the `otel` extra is missing, or an exporter is unknown.
+    """
+    if _installed:
+        return True
+    if not tracing_requested(flag):
+        return False
+    try:
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError:
+        raise ValueError("tracing needs the OpenTelemetry SDK: pip install 'mcp-tasks-temporal[otel]'") from None
+    attributes = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": service_name}
+    provider = TracerProvider(resource=Resource.create(attributes))
+    for exporter in _exporters(_exporter_names() or ["otlp"]):
+        # Batching parameters come from OTEL_BSP_*.
+        provider.add_span_processor(BatchSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    _installed.append(provider)
+    logger.info("OpenTelemetry tracing on (service %s)", service_name)
+    return True
+
+
+def _exporters(names: Sequence[str]) -> list[Any]:
+    exporters: list[Any] = []
+    for name in names:
+        if name == "none":
+            continue
+        if name == "console":
+            from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+            exporters.append(ConsoleSpanExporter())
+        elif name == "otlp":
+            exporters.append(_otlp_exporter())
+        else:
+            raise ValueError(f"OTEL_TRACES_EXPORTER: unsupported exporter {name!r} (otlp, console or none)")
+    return exporters
+
+
+def _otlp_exporter() -> Any:
+    protocol = (
+        os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL") or ""
+    ).strip()
+    # http/protobuf is the default the OpenTelemetry specification recommends.
+    transport = "grpc" if protocol == "grpc" else "http"
+    try:
+        module = importlib.import_module(f"opentelemetry.exporter.otlp.proto.{transport}.trace_exporter")
+    except ImportError:
+        package = "opentelemetry-exporter-otlp-proto-grpc" if protocol == "grpc" else "mcp-tasks-temporal[otel]"
+        over = protocol or "http/protobuf"
+        raise ValueError(f"OTLP trace export over {over} needs: pip install '{package}'") from None
+    # Endpoint, headers, certificates, compression and timeout: all from OTEL_EXPORTER_OTLP_*.
+    return module.OTLPSpanExporter()
+
+
+def client_interceptors() -> list[temporalio.client.Interceptor]:
+    """What every Temporal client of this process takes, so its workflows and activities join the caller's trace.
+
+    Empty until `setup_tracing` has turned tracing on. A worker built on the
+    client picks the interceptor up too.
+    """
+    if not _installed:
+        return []
+    from temporalio.contrib.opentelemetry import TracingInterceptor
+
+    return [TracingInterceptor()]
+
+
+def shutdown_tracing() -> None:
+    """Export what is still buffered; called once on the way out."""
+    while _installed:
+        _installed.pop().shutdown()
+
+
+def tag_task(task_id: str) -> None:
+    """Mark the current span (the SDK's span of a `tasks/*` or `tools/call` request) with the task it is about."""
+    trace.get_current_span().set_attribute(TASK_ID_ATTRIBUTE, task_id)
+
+
+@contextmanager
+def tool_span(tool: str, task_id: str) -> Generator[None]:
+    """The span of a tool running inside its task's activity (a child of Temporal's `RunActivity` span)."""
+    attributes = {TASK_ID_ATTRIBUTE: task_id, "gen_ai.tool.name": tool, "gen_ai.operation.name": "execute_tool"}
+    with _TRACER.start_as_current_span(f"tool {tool}", kind=trace.SpanKind.INTERNAL, attributes=attributes):
+        yield
