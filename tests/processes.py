@@ -51,12 +51,14 @@ class Process:
     name: str
     command: list[str]
     log_path: Path
+    env: dict[str, str] | None = None
+    """Added to the test's own environment."""
     popen: subprocess.Popen[bytes] = field(init=False)
 
     def start(self) -> Process:
         log = self.log_path.open("ab")
         self.popen = subprocess.Popen(
-            self.command, cwd=REPO_ROOT, env=_env(), stdout=log, stderr=log, start_new_session=True
+            self.command, cwd=REPO_ROOT, env={**_env(), **(self.env or {})}, stdout=log, stderr=log, start_new_session=True
         )
         log.close()
         return self
@@ -100,11 +102,17 @@ def start_temporal(workdir: Path, *, db_path: Path | None = None, port: int | No
 
 
 def start_worker(
-    workdir: Path, temporal: str, task_queue: str, *, app: str = FIXTURE_APP, extra: list[str] | None = None
+    workdir: Path,
+    temporal: str,
+    task_queue: str,
+    *,
+    app: str = FIXTURE_APP,
+    extra: list[str] | None = None,
+    env: dict[str, str] | None = None,
 ) -> Process:
     name = f"worker-{free_port()}"
     command = [*CLI, "worker", "--temporal", temporal, "--task-queue", task_queue, "--app", app, *(extra or [])]
-    process = Process(name, command, workdir / f"{name}.log").start()
+    process = Process(name, command, workdir / f"{name}.log", env).start()
 
     def ready() -> bool:
         if not process.alive:
@@ -127,6 +135,7 @@ def start_front(
     app: str = FIXTURE_APP,
     port: int | None = None,
     extra: list[str] | None = None,
+    env: dict[str, str] | None = None,
 ) -> tuple[Process, str]:
     port = port or free_port()
     command = [
@@ -142,7 +151,7 @@ def start_front(
         str(port),
         *(extra or []),
     ]
-    process = Process(f"front-{port}", command, workdir / f"front-{port}.log").start()
+    process = Process(f"front-{port}", command, workdir / f"front-{port}.log", env).start()
     url = f"http://127.0.0.1:{port}/mcp"
 
     def ready() -> bool:

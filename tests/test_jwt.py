@@ -1,0 +1,155 @@
+"""JWT bearer tokens signed by keys this test makes: identities, isolation, refusals, key rotation."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+from jwt.algorithms import RSAAlgorithm
+from mcp.server.auth.settings import AuthSettings
+from pydantic import AnyHttpUrl
+from starlette.applications import Starlette
+
+from mcp_tasks_temporal.http_front import BearerAuth, front_app
+from mcp_tasks_temporal.jwt_auth import JwtSettings, JwtVerifier
+from tests.conftest import Stack
+from tests.processes import base_headers, envelope
+from tests.test_auth import BearerMcp
+from tests.wire import TaskCalls
+
+pytestmark = pytest.mark.anyio
+
+ISSUER = "https://idp.example.test/"
+AUDIENCE = "mcp-tasks-tests"
+
+
+class Signer:
+    """An identity provider's signing key, with its public half in a JWKS."""
+
+    def __init__(self) -> None:
+        self.kid = uuid.uuid4().hex[:12]
+        self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+    def jwk(self) -> dict[str, Any]:
+        return {**json.loads(RSAAlgorithm.to_jwk(self.key.public_key())), "kid": self.kid, "use": "sig"}
+
+    def token(self, sub: str | None, **overrides: Any) -> str:
+        now = int(time.time())
+        claims = {"iss": ISSUER, "aud": AUDIENCE, "sub": sub, "iat": now, "exp": now + 600, **overrides}
+        claims = {name: value for name, value in claims.items() if value is not None}
+        return jwt.encode(claims, self.key, algorithm="RS256", headers={"kid": self.kid})
+
+
+def write_jwks(path: Path, *signers: Signer) -> None:
+    path.write_text(json.dumps({"keys": [signer.jwk() for signer in signers]}))
+
+
+@pytest.fixture(scope="module")
+def signer() -> Signer:
+    return Signer()
+
+
+@pytest.fixture
+def jwks(tmp_path: Path, signer: Signer) -> Path:
+    path = tmp_path / "jwks.json"
+    write_jwks(path, signer)
+    return path
+
+
+@pytest.fixture
+def secured(stack_factory: Any, stack: Stack, jwks: Path) -> str:
+    private: Stack = stack_factory()
+    private.task_queue = stack.task_queue  # the shared worker runs the tools
+    extra = ["--jwt-jwks", str(jwks), "--jwt-issuer", ISSUER, "--jwt-audience", AUDIENCE]
+    return private.add_front(extra=extra)
+
+
+async def discover(url: str, http: httpx.AsyncClient, token: str | None) -> httpx.Response:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": envelope()}}
+    auth = {"authorization": f"Bearer {token}"} if token is not None else {}
+    return await http.post(url, json=body, headers={**base_headers("server/discover"), **auth})
+
+
+async def test_two_principals_each_see_only_their_own_tasks(
+    secured: str, http: httpx.AsyncClient, signer: Signer
+) -> None:
+    alice = TaskCalls(BearerMcp(secured, http, signer.token("alice")))
+    bob = TaskCalls(BearerMcp(secured, http, signer.token("bob")))
+    task_id = (await alice.start("double", {"x": 21}))["taskId"]
+    never_issued = "00000000-0000-4000-8000-000000000000"
+    theirs, unknown = await bob.get(task_id), await bob.get(never_issued)
+    assert theirs.error == unknown.error, "another principal's task must look exactly like an unknown one"
+    assert theirs.error["code"] == -32602
+    done = await alice.wait_for(task_id)
+    assert done["status"] == "completed"
+    assert done["result"]["structuredContent"] == {"value": 42}
+
+
+async def test_invalid_tokens_get_401(secured: str, http: httpx.AsyncClient, signer: Signer) -> None:
+    assert (await discover(secured, http, signer.token("alice"))).status_code == 200
+    an_hour_ago = int(time.time()) - 3600
+    stranger = Signer()
+    stranger.kid = signer.kid  # same key ID, different key: the signature must still fail
+    refused = {
+        "expired": signer.token("alice", iat=an_hour_ago - 600, exp=an_hour_ago),
+        "wrong audience": signer.token("alice", aud="another-service"),
+        "wrong issuer": signer.token("alice", iss="https://evil.example.test/"),
+        "foreign key": stranger.token("alice"),
+        "no subject": signer.token(None),
+        "empty subject": signer.token(""),
+        "not a JWT": "alice",
+    }
+    for reason, token in refused.items():
+        response = await discover(secured, http, token)
+        assert response.status_code == 401, reason
+        assert response.headers["www-authenticate"].startswith("Bearer"), reason
+    assert (await discover(secured, http, None)).status_code == 401
+    # No authorization server of our own exists, so none may be advertised.
+    metadata = await http.get(secured.replace("/mcp", "/.well-known/oauth-protected-resource/mcp"))
+    assert metadata.status_code in (401, 404)
+    assert "resource_metadata" not in (await discover(secured, http, None)).headers["www-authenticate"]
+
+
+async def test_a_key_added_to_the_jwks_file_is_accepted_without_restart(
+    secured: str, http: httpx.AsyncClient, signer: Signer, jwks: Path
+) -> None:
+    rotated = Signer()
+    assert (await discover(secured, http, rotated.token("alice"))).status_code == 401
+    write_jwks(jwks, rotated, signer)
+    assert (await discover(secured, http, rotated.token("alice"))).status_code == 200
+    assert (await discover(secured, http, signer.token("alice"))).status_code == 200, "the old key still verifies"
+
+
+async def test_protected_resource_metadata_names_the_jwt_issuer(tmp_path: Path, signer: Signer) -> None:
+    path = tmp_path / "jwks.json"
+    write_jwks(path, signer)
+    verifier = JwtVerifier(JwtSettings(jwks=str(path), issuer=ISSUER, audience=AUDIENCE))
+    settings = AuthSettings(
+        issuer_url=AnyHttpUrl(ISSUER),
+        resource_server_url=AnyHttpUrl("https://mcp.example.test/mcp"),
+        validate_token_resource=False,
+    )
+    app = front_app(Starlette(), auth=BearerAuth(verifier, settings=settings))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="https://mcp.example.test") as client:
+        metadata = (await client.get("/.well-known/oauth-protected-resource/mcp")).json()
+        challenge = (await client.post("/mcp")).headers["www-authenticate"]
+    assert metadata["authorization_servers"] == [ISSUER]
+    assert metadata["resource"] == "https://mcp.example.test/mcp"
+    assert "/.well-known/oauth-protected-resource/mcp" in challenge
+
+
+async def test_a_verifier_binds_the_configured_claim(tmp_path: Path, signer: Signer) -> None:
+    path = tmp_path / "jwks.json"
+    write_jwks(path, signer)
+    verifier = JwtVerifier(JwtSettings(jwks=str(path), issuer=ISSUER, audience=AUDIENCE, principal_claim="email"))
+    token = await verifier.verify_token(signer.token("opaque-id-1", email="alice@example.com", scope="tasks read"))
+    assert token is not None
+    assert (token.subject, token.scopes, token.claims) == ("alice@example.com", ["tasks", "read"], {"iss": ISSUER})
+    assert await verifier.verify_token(signer.token("opaque-id-1")) is None, "a token without the claim is refused"
