@@ -57,8 +57,9 @@ class Process:
 
     def start(self) -> Process:
         log = self.log_path.open("ab")
+        env = {**_env(), **(self.env or {})}
         self.popen = subprocess.Popen(
-            self.command, cwd=REPO_ROOT, env={**_env(), **(self.env or {})}, stdout=log, stderr=log, start_new_session=True
+            self.command, cwd=REPO_ROOT, env=env, stdout=log, stderr=log, start_new_session=True
         )
         log.close()
         return self
