@@ -153,3 +153,15 @@ async def test_a_verifier_binds_the_configured_claim(tmp_path: Path, signer: Sig
     assert token is not None
     assert (token.subject, token.scopes, token.claims) == ("alice@example.com", ["tasks", "read"], {"iss": ISSUER})
     assert await verifier.verify_token(signer.token("opaque-id-1")) is None, "a token without the claim is refused"
+
+
+async def test_a_required_scope_is_enforced(tmp_path: Path, signer: Signer) -> None:
+    path = tmp_path / "jwks.json"
+    write_jwks(path, signer)
+    verifier = JwtVerifier(JwtSettings(jwks=str(path), issuer=ISSUER, audience=AUDIENCE))
+    app = front_app(Starlette(), auth=BearerAuth(verifier, required_scopes=("tasks",)))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://front") as client:
+        without = await client.post("/mcp", headers={"authorization": f"Bearer {signer.token('alice')}"})
+        scoped = await client.post("/mcp", headers={"authorization": f"Bearer {signer.token('alice', scope='tasks')}"})
+    assert without.status_code == 403
+    assert scoped.status_code == 404, "past authentication, on to the (empty) MCP app"
