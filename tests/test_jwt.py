@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +114,8 @@ async def test_invalid_tokens_get_401(secured: str, http: httpx.AsyncClient, sig
         assert response.status_code == 401, reason
         assert response.headers["www-authenticate"].startswith("Bearer"), reason
     assert (await discover(secured, http, None)).status_code == 401
+    probes = [await http.get(secured.replace("/mcp", path)) for path in ("/healthz", "/readyz")]
+    assert [probe.status_code for probe in probes] == [200, 200], "orchestrators probe without a token"
     # No authorization server of our own exists, so none may be advertised.
     metadata = await http.get(secured.replace("/mcp", "/.well-known/oauth-protected-resource/mcp"))
     assert metadata.status_code in (401, 404)
@@ -165,3 +170,58 @@ async def test_a_required_scope_is_enforced(tmp_path: Path, signer: Signer) -> N
         scoped = await client.post("/mcp", headers={"authorization": f"Bearer {signer.token('alice', scope='tasks')}"})
     assert without.status_code == 403
     assert scoped.status_code == 404, "past authentication, on to the (empty) MCP app"
+
+
+class JwksServer:
+    """An identity provider's JWKS endpoint on 127.0.0.1, counting the fetches."""
+
+    def __init__(self) -> None:
+        self.keys: list[dict[str, Any]] = []
+        self.fetches = 0
+
+
+@pytest.fixture
+def jwks_server() -> Iterator[tuple[JwksServer, str]]:
+    state = JwksServer()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            state.fetches += 1
+            body = json.dumps({"keys": state.keys}).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield state, f"http://127.0.0.1:{server.server_address[1]}/.well-known/jwks.json"
+    server.shutdown()
+    server.server_close()
+    thread.join(10)
+
+
+async def test_jwks_from_a_url_is_cached_and_refetched_for_a_new_key(
+    jwks_server: tuple[JwksServer, str], signer: Signer
+) -> None:
+    state, url = jwks_server
+    state.keys = [signer.jwk()]
+    verifier = JwtVerifier(JwtSettings(jwks=url, issuer=ISSUER, audience=AUDIENCE, refresh_cooldown_s=0))
+    for _ in range(3):
+        assert await verifier.verify_token(signer.token("alice")) is not None
+    assert state.fetches == 1, "the key set is cached"
+    rotated = Signer()
+    state.keys = [rotated.jwk(), signer.jwk()]
+    verified = await verifier.verify_token(rotated.token("alice"))
+    assert verified is not None and verified.subject == "alice"
+    assert state.fetches == 2, "an unknown kid fetches the key set again"
+
+
+async def test_a_jwks_url_must_be_https_beyond_localhost() -> None:
+    with pytest.raises(ValueError, match="https"):
+        JwtSettings(jwks="http://idp.example.test/jwks.json", issuer=ISSUER, audience=AUDIENCE)

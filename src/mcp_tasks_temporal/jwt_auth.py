@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import urlparse
 
 import anyio
 import jwt
@@ -38,11 +39,18 @@ class JwtSettings:
     leeway_s: float = 30.0
     """Clock skew tolerated on `exp` and `nbf` between the identity provider and this server."""
     required_scopes: Sequence[str] = field(default_factory=tuple[str, ...])
+    refresh_cooldown_s: float = 30.0
+    """Least time between two fetches of a JWKS URL forced by an unknown `kid`: a stream of tokens with
+    made-up key IDs must not turn into a stream of requests to the identity provider."""
 
     def __post_init__(self) -> None:
         unsupported = set(self.algorithms) - set(ASYMMETRIC_ALGORITHMS)
         if unsupported:
             raise ValueError(f"JWT algorithms must be asymmetric ({', '.join(ASYMMETRIC_ALGORITHMS)})")
+        url = urlparse(self.jwks)
+        if url.scheme == "http" and url.hostname not in ("localhost", "127.0.0.1", "::1"):
+            # Whoever can alter the key set in transit can sign any identity.
+            raise ValueError("a JWKS URL must use https (plain http only on localhost)")
 
 
 class _FileKeys:
@@ -75,10 +83,12 @@ class _FileKeys:
 
 
 class _UrlKeys:
-    """A JWKS endpoint, cached; a token signed by an unknown key triggers one refetch (rotation)."""
+    """A JWKS endpoint, cached for 5 minutes; a token naming an unknown key triggers a refetch (rotation)."""
 
-    def __init__(self, url: str) -> None:
-        self._client = jwt.PyJWKClient(url, cache_jwk_set=True, lifespan=300, timeout=10)
+    def __init__(self, url: str, *, refresh_cooldown_s: float) -> None:
+        self._client = jwt.PyJWKClient(
+            url, cache_jwk_set=True, lifespan=300, timeout=10, cooldown_duration=refresh_cooldown_s
+        )
 
     async def key_for(self, kid: str | None) -> jwt.PyJWK | None:
         # PyJWKClient fetches with blocking urllib.
@@ -105,7 +115,7 @@ class JwtVerifier:
     def __init__(self, settings: JwtSettings) -> None:
         self.settings = settings
         if settings.jwks.startswith(("https://", "http://")):
-            self._keys: _FileKeys | _UrlKeys = _UrlKeys(settings.jwks)
+            self._keys: _FileKeys | _UrlKeys = _UrlKeys(settings.jwks, refresh_cooldown_s=settings.refresh_cooldown_s)
         else:
             self._keys = _FileKeys(Path(settings.jwks))
 
