@@ -12,9 +12,11 @@ import httpx
 import pytest
 
 from mcp_tasks_temporal.contract import RUN_TOOL_ACTIVITY, TOOL_TASK_WORKFLOW
+from mcp_tasks_temporal.tracing import tracing_requested
 from tests.conftest import Stack
 from tests.otlp_collector import Collector, Span, otlp_collector
 from tests.processes import free_port, start_front, start_temporal, start_worker
+from tests.test_push import http_listen, listen_message
 from tests.wire import HttpMcp, TaskCalls
 
 pytestmark = pytest.mark.anyio
@@ -102,7 +104,7 @@ async def scrape(http: httpx.AsyncClient, port: int) -> dict[str, float]:
 
 
 async def test_metrics_endpoint_shows_task_creations_requests_and_sdk_metrics(
-    stack_factory: Any, stack: Stack, http: httpx.AsyncClient
+    stack_factory: Any, stack: Stack, http: httpx.AsyncClient, gate: Path
 ) -> None:
     front_port, worker_port = free_port(), free_port()
     private: Stack = stack_factory()
@@ -123,6 +125,16 @@ async def test_metrics_endpoint_shows_task_creations_requests_and_sdk_metrics(
     assert find(front, "temporal_request_total", operation="StartWorkflowExecution") >= 2, "the SDK's own metrics"
     worker = await scrape(http, worker_port)
     assert find(worker, "temporal_activity_execution_latency_count", activity_type=RUN_TOOL_ACTIVITY) >= 2
+
+    watched = (await mcp.start("gated", {"gate": str(gate)}))["taskId"]
+    async with http_listen(url, http, listen_message([watched])) as frames:
+        await anext(frames)  # the acknowledgement: the subscription is open
+        assert find(await scrape(http, front_port), "mcp_push_subscribers") == 1
+    with anyio.fail_after(30):
+        while find(await scrape(http, front_port), "mcp_push_subscribers") != 0:
+            await anyio.sleep(0.1)
+    (gate / "release").write_text("1")
+    assert (await mcp.wait_for(watched))["status"] == "completed"
 
 
 async def test_readyz_follows_temporal_while_healthz_stays_up(workdir: Path, http: httpx.AsyncClient) -> None:
@@ -150,3 +162,26 @@ async def test_readyz_reports_a_missing_namespace(stack_factory: Any, http: http
     url = private.add_front(extra=["--namespace", f"absent-{uuid.uuid4().hex[:8]}"])
     ready = await http.get(url.replace("/mcp", "/readyz"))
     assert (ready.status_code, ready.json()) == (503, {"status": "unready", "reason": "namespace not found"})
+
+
+@pytest.mark.parametrize(
+    ("env", "flag", "on"),
+    [
+        ({}, False, False),
+        ({}, True, True),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}, False, True),
+        ({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4318/v1/traces"}, False, True),
+        ({"OTEL_TRACES_EXPORTER": "console"}, False, True),
+        ({"OTEL_TRACES_EXPORTER": "none"}, True, False),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_SDK_DISABLED": "true"}, True, False),
+    ],
+)
+def test_tracing_follows_the_standard_variables(
+    env: dict[str, str], flag: bool, on: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_TRACES_EXPORTER"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("OTEL_SDK_DISABLED", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert tracing_requested(flag) is on
