@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import threading
 import time
 import uuid
@@ -23,7 +24,7 @@ from starlette.applications import Starlette
 from mcp_tasks_temporal.http_front import BearerAuth, front_app
 from mcp_tasks_temporal.jwt_auth import JwtSettings, JwtVerifier
 from tests.conftest import Stack
-from tests.processes import base_headers, envelope
+from tests.processes import CLI, FIXTURE_APP, REPO_ROOT, base_headers, envelope
 from tests.test_auth import BearerMcp
 from tests.wire import TaskCalls
 
@@ -225,3 +226,21 @@ async def test_jwks_from_a_url_is_cached_and_refetched_for_a_new_key(
 async def test_a_jwks_url_must_be_https_beyond_localhost() -> None:
     with pytest.raises(ValueError, match="https"):
         JwtSettings(jwks="http://idp.example.test/jwks.json", issuer=ISSUER, audience=AUDIENCE)
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--jwt-jwks", "/nonexistent/jwks.json", "--jwt-issuer", ISSUER, "--jwt-audience", AUDIENCE], "JWKS"),
+        (["--jwt-jwks", "https://idp.example.test/jwks.json", "--jwt-audience", AUDIENCE], "--jwt-issuer"),
+    ],
+    ids=["missing key set", "no issuer"],
+)
+def test_a_bad_jwt_setup_stops_the_front_with_one_line(flags: list[str], named: str) -> None:
+    # Refused before any connection: the unreachable Temporal address is never tried.
+    command = [*CLI, "serve", "--app", FIXTURE_APP, "--temporal", "127.0.0.1:1", *flags]
+    done = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert done.stderr.startswith("mcp-tasks-temporal: ") and len(done.stderr.strip().splitlines()) == 1
+    assert named in done.stderr

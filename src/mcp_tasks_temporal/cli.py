@@ -263,8 +263,7 @@ def _bearer_auth(args: argparse.Namespace) -> BearerAuth | None:
     return BearerAuth(JwtVerifier(settings), required_scopes=tuple(args.jwt_scope), settings=metadata)
 
 
-async def _serve_http(app: MCPServer[Any], args: argparse.Namespace, client: Client) -> None:
-    auth = _bearer_auth(args)
+async def _serve_http(app: MCPServer[Any], args: argparse.Namespace, client: Client, auth: BearerAuth | None) -> None:
     mcp_app = app.streamable_http_app(host=args.host, max_request_body_size=args.max_body_bytes)
     http_app = front_app(mcp_app, auth=auth, extra_routes=health_routes(client))
     config = uvicorn.Config(http_app, host=args.host, port=args.port, log_level="warning", lifespan="on")
@@ -312,6 +311,7 @@ async def _dev(args: argparse.Namespace) -> None:
     app = load_app(args.app)
     _configure(app, args)
     _start_telemetry(args, "dev")
+    auth = _bearer_auth(args)  # a bad key set or token file stops the start, before anything runs
     async with AsyncExitStack() as stack:
         temporal = await stack.enter_async_context(
             embedded_temporal(
@@ -334,7 +334,7 @@ async def _dev(args: argparse.Namespace) -> None:
             print(f"  Temporal UI   {temporal.ui_url}", flush=True)
         print(f"  State         {temporal.db_path}", flush=True)
         print("Press Ctrl-C to stop.", flush=True)
-        await _serve_http(app, args, client)
+        await _serve_http(app, args, client, auth)
         print("mcp-tasks-temporal dev: stopping", flush=True)
 
 
@@ -342,6 +342,7 @@ async def _serve(args: argparse.Namespace) -> None:
     app = load_app(args.app)
     _configure(app, args)
     _start_telemetry(args, "front")
+    auth = _bearer_auth(args) if args.transport == "http" else None
     client = await _connect(args.temporal, args.namespace)
     _attach_front(app, client, args)
     if args.transport == "stdio":
@@ -352,7 +353,7 @@ async def _serve(args: argparse.Namespace) -> None:
             file=sys.stderr,
             flush=True,
         )
-        await _serve_http(app, args, client)
+        await _serve_http(app, args, client, auth)
 
 
 async def _worker(args: argparse.Namespace) -> None:

@@ -63,19 +63,22 @@ class _FileKeys:
         self._reload()  # a broken file is a start-up error, not a 401 for everyone later
 
     def _reload(self) -> None:
-        stat = self._path.stat()
-        stamp = (stat.st_mtime_ns, stat.st_size)
-        if stamp != self._stamp:
-            try:
-                self._keys = jwt.PyJWKSet.from_json(self._path.read_text())
-            except (jwt.PyJWKSetError, jwt.InvalidKeyError, ValueError) as err:
-                raise ValueError(f"{self._path}: not a usable JWKS ({type(err).__name__})") from None
-            self._stamp = stamp
+        try:
+            stat = self._path.stat()
+            stamp = (stat.st_mtime_ns, stat.st_size)
+            if stamp == self._stamp:
+                return
+            self._keys = jwt.PyJWKSet.from_json(self._path.read_text())
+        except OSError as err:
+            raise ValueError(f"{self._path}: cannot read the JWKS ({err.strerror})") from None
+        except (jwt.PyJWKSetError, jwt.InvalidKeyError, ValueError) as err:
+            raise ValueError(f"{self._path}: not a usable JWKS ({type(err).__name__})") from None
+        self._stamp = stamp
 
     async def key_for(self, kid: str | None) -> jwt.PyJWK | None:
         try:
             self._reload()
-        except (OSError, ValueError):
+        except ValueError:
             # Mid-rotation (file being replaced): keep verifying with the keys already loaded.
             logger.warning("could not re-read the JWKS file %s; using the keys loaded before", self._path)
         assert self._keys is not None
