@@ -249,7 +249,6 @@ def _bearer_auth(args: argparse.Namespace) -> BearerAuth | None:
         issuer=args.jwt_issuer,
         audience=args.jwt_audience,
         principal_claim=args.jwt_principal_claim,
-        required_scopes=tuple(args.jwt_scope),
     )
     metadata = None
     if args.public_url:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlparse
@@ -38,7 +38,6 @@ class JwtSettings:
     algorithms: Sequence[str] = ASYMMETRIC_ALGORITHMS
     leeway_s: float = 30.0
     """Clock skew tolerated on `exp` and `nbf` between the identity provider and this server."""
-    required_scopes: Sequence[str] = field(default_factory=tuple[str, ...])
     refresh_cooldown_s: float = 30.0
     """Least time between two fetches of a JWKS URL forced by an unknown `kid`: a stream of tokens with
     made-up key IDs must not turn into a stream of requests to the identity provider."""
