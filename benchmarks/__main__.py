@@ -1,4 +1,4 @@
-"""Run the benchmarks in sequence: reads, push, throughput, memory.
+"""Run the benchmarks in sequence: reads, push, throughput, memory, peers.
 
     .venv/bin/python -m benchmarks [--quick] [--only NAME ...]
 
@@ -35,6 +35,7 @@ BENCHMARKS: Final = (
     Benchmark("push", quick_deadline_s=270, full_deadline_s=660),
     Benchmark("throughput", quick_deadline_s=230, full_deadline_s=660),
     Benchmark("memory", quick_deadline_s=240, full_deadline_s=1200),
+    Benchmark("peers", quick_deadline_s=240, full_deadline_s=600),
 )
 GRACE_S = 60.0
 
