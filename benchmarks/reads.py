@@ -30,6 +30,7 @@ from temporalio.worker import Worker
 
 from mcp_tasks_temporal.contract import RUN_TOOL_ACTIVITY, STATE_QUERY, StatusDetails, ToolRoundInput, ToolTaskInput
 from mcp_tasks_temporal.embedded import embedded_temporal
+from mcp_tasks_temporal.closed_tasks import ClosedTaskCache
 from mcp_tasks_temporal.gateway import TemporalTaskGateway, now_ms
 from mcp_tasks_temporal.ids import new_task_id, workflow_id
 from mcp_tasks_temporal.workflows import ToolTaskWorkflow
@@ -220,7 +221,8 @@ class Bench:
     failing_samples: int
 
     def gateway(self, task_queue: str) -> TemporalTaskGateway:
-        return TemporalTaskGateway(self.client, task_queue=task_queue)
+        # Without the closed-task memory: this benchmark compares what each read costs in Temporal.
+        return TemporalTaskGateway(self.client, task_queue=task_queue, closed_tasks=ClosedTaskCache(max_entries=0))
 
     def handle(self, task_id: str) -> WorkflowHandle[Any, Any]:
         return self.client.get_workflow_handle(workflow_id(task_id, None))

@@ -117,6 +117,13 @@ async def short_lived(gate: str) -> str:
     return "released"
 
 
+@tasks.tool(policy="optional", ttl_ms=3000)
+@app.tool()
+async def brief(x: int) -> int:
+    """Done at once, gone 3 s after it was created."""
+    return x
+
+
 @tasks.tool(policy="optional", ttl_ms=None)
 @app.tool()
 async def unlimited(x: int) -> int:

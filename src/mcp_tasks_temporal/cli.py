@@ -21,6 +21,7 @@ from temporalio.client import Client
 
 from mcp_tasks_temporal.app import DEMO_APP, load_app, tasks_extension, use_request_state_keys
 from mcp_tasks_temporal.auth import StaticTokenVerifier, load_tokens
+from mcp_tasks_temporal.closed_tasks import DEFAULT_MAX_ENTRIES, ClosedTaskCache
 from mcp_tasks_temporal.contract import DEFAULT_NAMESPACE, DEFAULT_TASK_QUEUE, ActivityPolicy
 from mcp_tasks_temporal.embedded import embedded_temporal
 from mcp_tasks_temporal.gateway import TemporalTaskGateway
@@ -64,6 +65,13 @@ def _add_front_options(parser: argparse.ArgumentParser) -> None:
         help="default task TTL for tools that set none (default: 1 day)",
     )
     parser.add_argument("--poll-interval-ms", type=int, default=None, help="suggested client poll interval")
+    parser.add_argument(
+        "--closed-task-cache",
+        type=int,
+        default=int(os.environ.get("MCP_TASKS_CLOSED_TASK_CACHE", str(DEFAULT_MAX_ENTRIES))),
+        metavar="ENTRIES",
+        help="closed tasks this front serves from memory, without a Temporal call (0 disables)",
+    )
     parser.add_argument(
         "--request-state-key",
         action="append",
@@ -286,7 +294,9 @@ def _attach_front(app: MCPServer[Any], client: Client, args: argparse.Namespace)
     metrics = FrontMetrics.from_runtime()
     # First, so it also counts what later middleware answers by itself (subscriptions/listen).
     app.middleware.insert(0, RequestMetrics(metrics))
-    tasks_extension(app).attach(TemporalTaskGateway(client, task_queue=args.task_queue, metrics=metrics), app)
+    closed_tasks = ClosedTaskCache(max_entries=args.closed_task_cache)
+    gateway = TemporalTaskGateway(client, task_queue=args.task_queue, metrics=metrics, closed_tasks=closed_tasks)
+    tasks_extension(app).attach(gateway, app)
 
 
 async def _run_worker(stack: AsyncExitStack, client: Client, app: MCPServer[Any], args: argparse.Namespace) -> None:

@@ -25,9 +25,11 @@ from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExec
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.service import RPCError, RPCStatusCode
 
+from mcp_tasks_temporal.closed_tasks import ClosedTaskCache
 from mcp_tasks_temporal.contract import (
     INPUT_SIGNAL,
     INTERNAL_ERROR_CODE,
+    TERMINAL_STATUSES,
     TOOL_TASK_WORKFLOW,
     Memo,
     ToolTaskInput,
@@ -80,11 +82,13 @@ class TemporalTaskGateway:
         task_queue: str,
         answer_visibility_timeout_s: float = 5.0,
         metrics: FrontMetrics | None = None,
+        closed_tasks: ClosedTaskCache | None = None,
     ) -> None:
         self.client = client
         self.task_queue = task_queue
         self.answer_visibility_timeout_s = answer_visibility_timeout_s
         self.metrics = metrics or FrontMetrics()
+        self.closed_tasks = closed_tasks if closed_tasks is not None else ClosedTaskCache()
 
     async def create(self, task: ToolTaskInput, principal: str | None) -> dict[str, Any]:
         """Start the task's workflow; returns once Temporal has persisted it."""
@@ -121,8 +125,25 @@ class TemporalTaskGateway:
 
     async def get(self, task_id: str, principal: str | None) -> dict[str, Any]:
         """The task's `DetailedTask`, as `tasks/get` returns it."""
+        closed = self._closed(task_id, principal)
+        if closed is not None:
+            return closed
         observed = await self.observe(task_id, principal)
-        return await self._detailed(task_id, observed)
+        task = await self._detailed(task_id, observed)
+        if task["status"] in TERMINAL_STATUSES:
+            self.closed_tasks.put(
+                observed.handle.id,
+                task,
+                created_at_ms=int(observed.memo[Memo.CREATED_AT]),
+                ttl_ms=observed.memo.get(Memo.TTL_MS),
+            )
+        return task
+
+    def _closed(self, task_id: str, principal: str | None) -> dict[str, Any] | None:
+        """The task from this front's memory of closed tasks, if it is there (and not expired)."""
+        if not is_task_id(task_id):
+            raise TaskNotFoundError()
+        return self.closed_tasks.get(workflow_id(task_id, principal), now_ms())
 
     async def update(self, task_id: str, principal: str | None, responses: Mapping[str, Any]) -> None:
         """Deliver answers to outstanding questions, and return once the task shows them.
@@ -135,6 +156,8 @@ class TemporalTaskGateway:
         until the workflow has taken the answers in. With no worker running the
         bound expires and the ack goes out anyway: the signal is durable.
         """
+        if self._closed(task_id, principal) is not None:
+            return
         observed = await self.observe(task_id, principal)
         if observed.description.status != WorkflowExecutionStatus.RUNNING:
             return
@@ -169,6 +192,8 @@ class TemporalTaskGateway:
 
     async def cancel(self, task_id: str, principal: str | None) -> None:
         """Request cooperative cancellation; a task that already ended keeps its outcome."""
+        if self._closed(task_id, principal) is not None:
+            return
         observed = await self.observe(task_id, principal)
         if observed.description.status != WorkflowExecutionStatus.RUNNING:
             return

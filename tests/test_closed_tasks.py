@@ -1,0 +1,122 @@
+"""The front's memory of closed tasks: served without Temporal, never past the TTL, never to another principal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from mcp_tasks_temporal.closed_tasks import ClosedTaskCache
+from mcp_tasks_temporal.errors import TaskExpiredError
+from tests.conftest import Stack
+from tests.processes import start_front, start_temporal, start_worker
+from tests.test_auth import ALICE, BOB, BearerMcp, secured, tokens_file  # noqa: F401  (fixtures)
+from tests.wire import HttpMcp, TaskCalls
+
+# -- the cache on its own -------------------------------------------------------
+
+
+def _task(n: int, padding: int = 0) -> dict[str, Any]:
+    return {"taskId": f"t{n}", "status": "completed", "result": {"content": [{"type": "text", "text": "x" * padding}]}}
+
+
+def test_least_recently_read_entries_go_first_when_full() -> None:
+    cache = ClosedTaskCache(max_entries=2)
+    cache.put("a", _task(1), created_at_ms=0, ttl_ms=None)
+    cache.put("b", _task(2), created_at_ms=0, ttl_ms=None)
+    assert cache.get("a", now_ms=1) is not None  # "a" is now the most recent
+    cache.put("c", _task(3), created_at_ms=0, ttl_ms=None)
+    assert cache.get("b", now_ms=1) is None
+    assert cache.get("a", now_ms=1) == _task(1)
+    assert cache.get("c", now_ms=1) == _task(3)
+
+
+def test_the_size_bound_evicts_and_oversized_results_are_not_kept() -> None:
+    cache = ClosedTaskCache(max_bytes=3_000)
+    cache.put("a", _task(1, padding=1_000), created_at_ms=0, ttl_ms=None)
+    cache.put("b", _task(2, padding=1_000), created_at_ms=0, ttl_ms=None)
+    cache.put("c", _task(3, padding=1_000), created_at_ms=0, ttl_ms=None)
+    assert len(cache) == 2 and cache.get("a", now_ms=1) is None
+    cache.put("huge", _task(4, padding=300 * 1024), created_at_ms=0, ttl_ms=None)
+    assert cache.get("huge", now_ms=1) is None
+
+
+def test_an_entry_past_its_ttl_is_expired_not_served() -> None:
+    cache = ClosedTaskCache()
+    cache.put("a", _task(1), created_at_ms=1_000, ttl_ms=500)
+    assert cache.get("a", now_ms=1_499) == _task(1)
+    with pytest.raises(TaskExpiredError):
+        cache.get("a", now_ms=1_500)
+    assert cache.get("a", now_ms=1_501) is None, "an expired entry is dropped"
+
+
+def test_an_entry_older_than_max_age_is_asked_again() -> None:
+    cache = ClosedTaskCache(max_age_s=0)
+    cache.put("a", _task(1), created_at_ms=0, ttl_ms=None)
+    assert cache.get("a", now_ms=1) is None
+
+
+def test_a_disabled_cache_keeps_nothing() -> None:
+    cache = ClosedTaskCache(max_entries=0)
+    cache.put("a", _task(1), created_at_ms=0, ttl_ms=None)
+    assert cache.get("a", now_ms=1) is None
+
+
+# -- on a real front server -----------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_a_closed_task_stays_readable_from_the_front_that_saw_it_while_temporal_is_down(
+    workdir: Path, http: httpx.AsyncClient, gate: Path
+) -> None:
+    temporal, address = start_temporal(workdir)
+    worker = start_worker(workdir, address, "closed-cache")
+    front, url = start_front(workdir, address, "closed-cache")
+    try:
+        mcp = TaskCalls(HttpMcp(url, http))
+        done = await mcp.wait_for((await mcp.start("double", {"x": 21}))["taskId"])
+        assert done["status"] == "completed"
+        running = (await mcp.start("gated", {"gate": str(gate)}))["taskId"]
+        temporal.stop()
+        again = (await mcp.get(done["taskId"])).result
+        assert again == done, "a closed task never changes, so the front answers from what it saw"
+        assert (await mcp.get(running)).error["code"] == -32603, "an open task still needs Temporal"
+    finally:
+        front.stop()
+        worker.stop()
+        temporal.stop()
+
+
+@pytest.mark.anyio
+async def test_a_remembered_closed_task_expires_with_its_ttl(mcp: TaskCalls) -> None:
+    created = await mcp.start("brief", {"x": 7})
+    assert created["ttlMs"] == 3000
+    done = await mcp.wait_for(created["taskId"])
+    assert done["status"] == "completed"
+    assert (await mcp.get(created["taskId"])).result == done
+    with anyio.fail_after(20):
+        while (reply := await mcp.get(created["taskId"])).body.get("result"):
+            await anyio.sleep(0.1)
+    assert reply.error["code"] == -32602
+    assert (await mcp.cancel(created["taskId"])).error["code"] == -32602
+    assert (await mcp.update(created["taskId"], {})).error["code"] == -32602
+
+
+@pytest.mark.anyio
+async def test_a_remembered_closed_task_is_still_invisible_to_another_principal(
+    secured: str,  # noqa: F811
+    http: httpx.AsyncClient,
+    stack: Stack,
+) -> None:
+    alice = TaskCalls(BearerMcp(secured, http, ALICE))
+    bob = TaskCalls(BearerMcp(secured, http, BOB))
+    task_id = (await alice.start("double", {"x": 1}))["taskId"]
+    assert (await alice.wait_for(task_id))["status"] == "completed"
+    assert (await alice.get(task_id)).result["status"] == "completed"
+    never_issued = "00000000-0000-4000-8000-000000000000"
+    for operation in (bob.get, bob.cancel, lambda t: bob.update(t, {"k": {"action": "accept"}})):
+        theirs, unknown = await operation(task_id), await operation(never_issued)
+        assert theirs.error == unknown.error and theirs.error["code"] == -32602
