@@ -74,3 +74,20 @@ async def test_listen_leaves_out_another_principals_tasks(secured: str, http: ht
     async with http_listen(secured, http, listen_message([mine, theirs])) as frames:
         ack = await anext(frames)
     assert ack["params"]["notifications"]["taskIds"] == [mine]
+
+
+async def test_a_closed_task_the_front_remembers_is_still_invisible_to_another_principal(
+    secured: str, http: httpx.AsyncClient
+) -> None:
+    alice = TaskCalls(BearerMcp(secured, http, ALICE))
+    bob = TaskCalls(BearerMcp(secured, http, BOB))
+    task_id = (await alice.start("double", {"x": 1}))["taskId"]
+    assert (await alice.wait_for(task_id))["status"] == "completed"
+    assert (await alice.get(task_id)).result["status"] == "completed", "now read from the front's memory"
+    never_issued = "00000000-0000-4000-8000-000000000000"
+    for theirs, unknown in (
+        (await bob.get(task_id), await bob.get(never_issued)),
+        (await bob.cancel(task_id), await bob.cancel(never_issued)),
+        (await bob.update(task_id, {}), await bob.update(never_issued, {})),
+    ):
+        assert theirs.error == unknown.error and theirs.error["code"] == -32602

@@ -11,9 +11,7 @@ import pytest
 
 from mcp_tasks_temporal.closed_tasks import ClosedTaskCache
 from mcp_tasks_temporal.errors import TaskExpiredError
-from tests.conftest import Stack
 from tests.processes import start_front, start_temporal, start_worker
-from tests.test_auth import ALICE, BOB, BearerMcp, secured, tokens_file  # noqa: F401  (fixtures)
 from tests.wire import HttpMcp, TaskCalls
 
 # -- the cache on its own -------------------------------------------------------
@@ -103,20 +101,3 @@ async def test_a_remembered_closed_task_expires_with_its_ttl(mcp: TaskCalls) -> 
     assert reply.error["code"] == -32602
     assert (await mcp.cancel(created["taskId"])).error["code"] == -32602
     assert (await mcp.update(created["taskId"], {})).error["code"] == -32602
-
-
-@pytest.mark.anyio
-async def test_a_remembered_closed_task_is_still_invisible_to_another_principal(
-    secured: str,  # noqa: F811
-    http: httpx.AsyncClient,
-    stack: Stack,
-) -> None:
-    alice = TaskCalls(BearerMcp(secured, http, ALICE))
-    bob = TaskCalls(BearerMcp(secured, http, BOB))
-    task_id = (await alice.start("double", {"x": 1}))["taskId"]
-    assert (await alice.wait_for(task_id))["status"] == "completed"
-    assert (await alice.get(task_id)).result["status"] == "completed"
-    never_issued = "00000000-0000-4000-8000-000000000000"
-    for operation in (bob.get, bob.cancel, lambda t: bob.update(t, {"k": {"action": "accept"}})):
-        theirs, unknown = await operation(task_id), await operation(never_issued)
-        assert theirs.error == unknown.error and theirs.error["code"] == -32602
