@@ -28,9 +28,9 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 from temporalio.worker import Worker
 
+from mcp_tasks_temporal.closed_tasks import ClosedTaskCache
 from mcp_tasks_temporal.contract import RUN_TOOL_ACTIVITY, STATE_QUERY, StatusDetails, ToolRoundInput, ToolTaskInput
 from mcp_tasks_temporal.embedded import embedded_temporal
-from mcp_tasks_temporal.closed_tasks import ClosedTaskCache
 from mcp_tasks_temporal.gateway import TemporalTaskGateway, now_ms
 from mcp_tasks_temporal.ids import new_task_id, workflow_id
 from mcp_tasks_temporal.workflows import ToolTaskWorkflow

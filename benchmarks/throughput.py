@@ -54,9 +54,9 @@ DRAIN_TIMEOUT_S = 60.0
 QUICK_DRAIN_TIMEOUT_S = 20.0
 RUN_TIMEOUT_S = 600.0
 QUICK_RUN_TIMEOUT_S = 200.0
-CREATE_P50_TARGET = 1.3
 GET_P50_TARGET = 1.3
-SUSTAINED_TARGET = 0.7
+COMPLETED_VS_DESCRIBE_TARGET = 1.1
+SUSTAINED_TARGET = 0.9
 SHORT_TOOL: Final = {"seconds": 0.1, "label": "bench"}
 LONG_TOOL: Final = {"seconds": 3600, "label": "bench-running"}
 
@@ -208,7 +208,7 @@ async def create_case(calls: Calls, samples: int) -> list[Row]:
     greet = Op("tools/call greet, no task (HTTP)", calls.greet)
     await interleave([ours, raw, gateway, greet], samples)
     return [
-        Row("(i) create", ours, raw, CREATE_P50_TARGET, "slow_compute seconds=0.1; ratio vs raw start_workflow"),
+        Row("(i) create", ours, raw, notes="slow_compute seconds=0.1; ratio vs raw start_workflow"),
         Row("(i) create", raw, notes="same type, ToolTaskInput, queue, ID shape; no memo"),
         Row("(i) create", gateway, raw, notes="the front's call: + memo, ID policies, summary"),
         Row("(iv) floor", greet, notes="SDK synchronous tool call: HTTP + MCP dispatch, no Temporal"),
@@ -241,8 +241,14 @@ async def get_cases(calls: Calls, samples: int) -> list[Row]:
         Row("(ii) get, working", ours_running, query, GET_P50_TARGET, "ratio vs the query"),
         Row("(ii) get, working", query, notes="answered by the worker (cached workflow)"),
         Row("(ii) get, working", describe_running, notes="what tasks/get reads: describe + heartbeat details"),
-        Row("(ii) get, completed", ours_done, closed_read, GET_P50_TARGET, "ratio vs describe + result"),
-        Row("(ii) get, completed", closed_read, notes="what tasks/get reads for a closed task"),
+        Row(
+            "(ii) get, completed",
+            ours_done,
+            describe_done,
+            COMPLETED_VS_DESCRIBE_TARGET,
+            "ratio vs one describe; after the first read the front answers from its memory of closed tasks",
+        ),
+        Row("(ii) get, completed", closed_read, notes="what the first tasks/get of a closed task reads"),
         Row("(ii) get, completed", describe_done),
     ]
 
@@ -317,6 +323,21 @@ async def sustained_cases(calls: Calls, phase_s: float, drain_timeout_s: float) 
 
 
 # --- the run ---------------------------------------------------------------------------------------
+
+
+def create_verdict(rows: Sequence[Row]) -> str:
+    """Creating a task costs at most what its two parts cost apart: Temporal's start and the MCP request."""
+    create = next(
+        row.op for row in rows if row.case == "(i) create" and row.baseline is not None and row.notes.startswith("slow")
+    )
+    start = next(row.op for row in rows if row.case == "(i) create" and row.baseline is None)
+    floor = next(row.op for row in rows if row.case == "(iv) floor")
+    limit = start.p50 + floor.p50
+    verdict = "met" if create.p50 <= limit else "missed"
+    return (
+        f"create: p50 {create.p50:.1f} ms vs raw start {start.p50:.1f} + synchronous tools/call {floor.p50:.1f}"
+        f" = {limit:.1f} ms: {create.p50 / limit:.2f}x (target <= 1x: {verdict})"
+    )
 
 
 def latency_table(rows: Sequence[Row]) -> str:
@@ -405,6 +426,7 @@ async def amain(argv: Sequence[str] | None = None) -> None:
         rows, pairs = await run(samples, phase_s, QUICK_DRAIN_TIMEOUT_S if args.quick else DRAIN_TIMEOUT_S)
     print()
     print(latency_table(rows))
+    print(create_verdict(rows))
     print()
     print(
         f"sustained: {phase_s:g} s per side and concurrency, run as ours, raw, raw, ours ({phase_s / 2:g} s each),"
@@ -414,7 +436,8 @@ async def amain(argv: Sequence[str] | None = None) -> None:
     print()
     print(cpu_table(pairs))
     print(
-        f"\ntargets: p50 create and get <= {CREATE_P50_TARGET:g}x raw; sustained creates/s >= {SUSTAINED_TARGET:g}x raw"
+        "\ntargets: create p50 <= raw start_workflow p50 + synchronous tools/call p50; tasks/get of a completed task"
+        f" <= {COMPLETED_VS_DESCRIBE_TARGET:g}x one describe; sustained creates/s >= {SUSTAINED_TARGET:g}x raw"
     )
     print(f"load average at end (1/5/15 min): {load_average()}")
     print(f"\ntotal run time: {time.perf_counter() - started:.1f} s")
