@@ -366,6 +366,35 @@ async def test_unreachable_server_is_one_clear_error(journal: Journal) -> None:
             pass
 
 
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+async def test_a_timeout_inside_the_client_is_reported_as_a_timeout(
+    stack: Stack, journal: Journal, gate: Path, transport: str
+) -> None:
+    server = stack.url if transport == "http" else stdio_server(stack)
+    with anyio.fail_after(WAIT), pytest.raises(TimeoutError) as raised:
+        async with connect(server, journal) as client:
+            with anyio.fail_after(1):
+                await client.call_tool("gated", {"gate": str(gate)})
+    assert not isinstance(raised.value, ServerUnreachableError), "the server answered; the caller's bound ran out"
+
+
+async def test_an_os_error_of_the_callers_own_comes_out_of_the_client_unchanged(
+    stack: Stack, journal: Journal, tmp_path: Path
+) -> None:
+    with anyio.fail_after(WAIT), pytest.raises(FileNotFoundError):
+        async with connect(stack.url, journal) as client:
+            assert (await client.call_tool("double", {"x": 1})).structured_content == {"value": 2}
+            (tmp_path / "never-written").read_text()
+
+
+async def test_a_timeout_among_the_session_errors_is_not_an_unreachable_server() -> None:
+    client = TasksClient("http://127.0.0.1:9/mcp", journal=None)
+    bound = TimeoutError()
+    assert client._translate(BaseExceptionGroup("session", [bound])) is bound
+    refused = ConnectionRefusedError()
+    assert isinstance(client._translate(BaseExceptionGroup("session", [refused])), ServerUnreachableError)
+
+
 # -- the journal and resuming ----------------------------------------------------------------
 
 

@@ -152,7 +152,7 @@ class TasksClient:
             if stack is not None:
                 await stack.__aexit__(exc_type, exc, traceback)
         except BaseException as error:
-            translated = self._translate(error)
+            translated = self._translate(error, raised_inside=exc)
             if translated is error:
                 raise
             raise translated from error
@@ -170,15 +170,23 @@ class TasksClient:
         http.event_hooks = hooks
         return streamable_http_client(self.server, http_client=http)
 
-    def _translate(self, error: BaseException) -> BaseException:
-        """The one error that explains a failed connection, instead of a generic code or a task-group bundle."""
+    def _translate(self, error: BaseException, *, raised_inside: BaseException | None = None) -> BaseException:
+        """The one error that explains a failed connection, instead of a generic code or a task-group bundle.
+
+        `raised_inside` is what the caller's own `async with` block raised: when
+        that is all the session's task groups carry back, it is the caller's error
+        and comes out unchanged, whatever its type.
+        """
+        leaves = _leaves(error)
+        meaningful = [leaf for leaf in leaves if not isinstance(leaf, anyio.get_cancelled_exc_class())]
+        if raised_inside is not None and len(meaningful) == 1 and meaningful[0] is raised_inside:
+            return raised_inside
         if self._recorder.unauthorized is not None and isinstance(error, MCPError | BaseExceptionGroup):
             return AuthenticationError(self.label, self._recorder.unauthorized)
-        leaves = _leaves(error)
         for leaf in leaves:
-            if isinstance(leaf, httpx2.TransportError | OSError):
+            # TimeoutError is an OSError, but a bound that ran out says nothing about reaching the server.
+            if isinstance(leaf, httpx2.TransportError | OSError) and not isinstance(leaf, TimeoutError):
                 return ServerUnreachableError(self.label, leaf)
-        meaningful = [leaf for leaf in leaves if not isinstance(leaf, anyio.get_cancelled_exc_class())]
         if len(meaningful) == 1 and isinstance(meaningful[0], Exception):
             return meaningful[0]  # unwrapped from the task groups it crossed
         return error
