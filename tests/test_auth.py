@@ -5,17 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 
 from tests.conftest import Stack
 from tests.processes import base_headers, envelope
-from tests.test_push import http_listen, listen_message
+from tests.test_push import ELICIT, collect_until_terminal, http_listen, listen_message
 from tests.wire import HttpMcp, TaskCalls
 
 pytestmark = pytest.mark.anyio
 
 ALICE, BOB = "alice-token-7f3a9c", "bob-token-41d2e8"
+WAIT = 30
 
 
 class BearerMcp(HttpMcp):
@@ -91,3 +93,50 @@ async def test_a_closed_task_the_front_remembers_is_still_invisible_to_another_p
         (await bob.update(task_id, {}), await bob.update(never_issued, {})),
     ):
         assert theirs.error == unknown.error and theirs.error["code"] == -32602
+
+
+# The owner's own operations: each must find the task under the principal that created it.
+
+
+async def test_the_owner_reads_and_answers_their_own_task(secured: str, http: httpx.AsyncClient) -> None:
+    alice = TaskCalls(BearerMcp(secured, http, ALICE))
+    task_id = (await alice.start("greet_someone", capabilities=ELICIT))["taskId"]
+    waiting = await alice.wait_for(task_id, ["input_required"], timeout=WAIT)
+    [key] = waiting["inputRequests"]
+    ack = await alice.update(task_id, {key: {"action": "accept", "content": {"name": "Alice"}}})
+    assert ack.status == 200 and ack.result["resultType"] == "complete", ack.body
+    done = await alice.wait_for(task_id, timeout=WAIT)
+    assert done["status"] == "completed"
+    assert done["result"]["content"][0]["text"] == "Hello, Alice!"
+
+
+async def test_the_owner_cancels_their_own_task(secured: str, http: httpx.AsyncClient, gate: Path) -> None:
+    alice = TaskCalls(BearerMcp(secured, http, ALICE))
+    task_id = (await alice.start("gated", {"gate": str(gate)}))["taskId"]
+    await alice.wait_for(task_id, lambda t: t.get("statusMessage") is not None, timeout=WAIT)
+    ack = await alice.cancel(task_id)
+    assert ack.status == 200 and ack.result["resultType"] == "complete", ack.body
+    assert (await alice.wait_for(task_id, timeout=WAIT))["status"] == "cancelled"
+    assert (gate / "cancelled").exists(), "the tool itself must have been cancelled"
+
+
+async def test_the_owner_is_pushed_every_change_of_their_own_task(
+    secured: str, http: httpx.AsyncClient, gate: Path
+) -> None:
+    alice = TaskCalls(BearerMcp(secured, http, ALICE))
+    task_id = (await alice.start("gated", {"gate": str(gate)}))["taskId"]
+    http.headers["authorization"] = f"Bearer {ALICE}"
+    seen: list[dict[str, Any]] = []
+    with anyio.fail_after(WAIT):
+        async with http_listen(secured, http, listen_message([task_id])) as frames:
+            ack = await anext(frames)
+            assert ack["params"]["notifications"]["taskIds"] == [task_id]
+            async with anyio.create_task_group() as group:
+                group.start_soon(collect_until_terminal, frames, task_id, seen)
+                await alice.wait_for(task_id, lambda t: t.get("statusMessage") is not None, timeout=WAIT)
+                (gate / "release").write_text("1")
+    notes = [frame["params"] for frame in seen if frame.get("method") == "notifications/tasks"]
+    assert notes and all(note["taskId"] == task_id for note in notes)
+    assert notes[0]["status"] == "working"
+    assert notes[-1]["status"] == "completed"
+    assert notes[-1]["result"]["content"][0]["text"] == f"released {gate.name}"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import time
+from datetime import datetime
 from pathlib import Path
 
 import anyio
@@ -140,11 +142,17 @@ async def test_unlimited_ttl_is_null_on_the_wire(mcp: TaskCalls) -> None:
 async def test_task_is_served_until_its_ttl_then_gone_and_its_work_stopped(mcp: TaskCalls, gate: Path) -> None:
     created = await mcp.start("short_lived", {"gate": str(gate)})
     assert created["ttlMs"] == 2000
-    assert (await mcp.get(created["taskId"])).result["status"] == "working"
+    expires_at = datetime.fromisoformat(created["createdAt"]).timestamp() + created["ttlMs"] / 1000
+    last_served_at = 0.0
     with anyio.fail_after(20):
         while (reply := await mcp.get(created["taskId"])).body.get("result"):
-            await anyio.sleep(0.2)
+            last_served_at = time.time()
+            assert reply.result["status"] == "working"
+            await anyio.sleep(0.1)
+    refused_at = time.time()
     assert reply.error["code"] == -32602
+    assert refused_at >= expires_at, "gone before its TTL ran out"
+    assert last_served_at >= expires_at - created["ttlMs"] / 2000, "still served in the second half of its TTL"
     assert (await mcp.cancel(created["taskId"])).error["code"] == -32602
     assert (await mcp.update(created["taskId"], {})).error["code"] == -32602
     with anyio.fail_after(20):

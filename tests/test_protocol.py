@@ -93,7 +93,7 @@ async def test_required_task_tool_with_the_extension_runs_as_a_task(mcp: TaskCal
     task = await mcp.wait_for(created["taskId"])
     assert task["status"] == "completed"
     assert task["result"]["content"][0]["text"] == "21"
-    assert task["result"].get("structuredContent", {"result": 21}) == {"result": 21}
+    assert task["result"]["structuredContent"] == {"result": 21}
 
 
 async def test_never_task_tool_with_the_extension_answers_synchronously(mcp: TaskCalls) -> None:
@@ -248,7 +248,7 @@ async def test_result_type_is_complete_on_every_non_task_result(mcp: TaskCalls) 
     assert got.result["resultType"] == "complete"
     done = await mcp.wait_for(created["taskId"])
     assert done["status"] == "completed" and done["resultType"] == "complete"
-    assert done["result"].get("resultType", "complete") == "complete"
+    assert done["result"]["resultType"] == "complete"
     updated = await mcp.update(created["taskId"], {})
     assert updated.result["resultType"] == "complete"
     cancelled = await mcp.cancel(created["taskId"])

@@ -22,6 +22,9 @@ pytestmark = pytest.mark.anyio
 ELICIT = {"elicitation": {}}
 SUB = "io.modelcontextprotocol/subscriptionId"
 UNKNOWN = "00000000-0000-4000-8000-000000000000"
+LISTEN_TIMEOUT = 90
+"""Bound on a whole listen exchange: a stream that never acks or never ends fails its test instead of hanging it."""
+REFUSAL_TIMEOUT = 30
 
 
 def listen_message(task_ids: list[str], request_id: int = 77, *, tasks: bool = True, **flags: Any) -> dict[str, Any]:
@@ -38,20 +41,21 @@ def listen_message(task_ids: list[str], request_id: int = 77, *, tasks: bool = T
 
 @asynccontextmanager
 async def http_listen(
-    url: str, http: httpx.AsyncClient, message: dict[str, Any]
+    url: str, http: httpx.AsyncClient, message: dict[str, Any], *, timeout: float = LISTEN_TIMEOUT
 ) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
-    async with http.stream(
-        "POST", url, content=json.dumps(message), headers=base_headers("subscriptions/listen")
-    ) as response:
-        assert response.status_code == 200, await response.aread()
-        assert response.headers["content-type"].startswith("text/event-stream")
+    with anyio.fail_after(timeout):
+        async with http.stream(
+            "POST", url, content=json.dumps(message), headers=base_headers("subscriptions/listen")
+        ) as response:
+            assert response.status_code == 200, await response.aread()
+            assert response.headers["content-type"].startswith("text/event-stream")
 
-        async def frames() -> AsyncIterator[dict[str, Any]]:
-            async for line in response.aiter_lines():
-                if line.startswith("data:"):
-                    yield json.loads(line[5:])
+            async def frames() -> AsyncIterator[dict[str, Any]]:
+                async for line in response.aiter_lines():
+                    if line.startswith("data:"):
+                        yield json.loads(line[5:])
 
-        yield frames()
+            yield frames()
 
 
 async def collect_until_terminal(
@@ -106,9 +110,10 @@ async def test_listen_for_tasks_without_the_extension_is_refused(
     stack: Stack, mcp: TaskCalls, http: httpx.AsyncClient
 ) -> None:
     created = await mcp.start("double", {"x": 1})
-    reply = await HttpMcp(stack.url, http).post(
-        listen_message([created["taskId"]], tasks=False), base_headers("subscriptions/listen")
-    )
+    with anyio.fail_after(REFUSAL_TIMEOUT):  # a listen served by mistake would stream forever
+        reply = await HttpMcp(stack.url, http).post(
+            listen_message([created["taskId"]], tasks=False), base_headers("subscriptions/listen")
+        )
     assert reply.status == 400
     assert reply.error["code"] == -32021
 

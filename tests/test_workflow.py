@@ -9,8 +9,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from mcp_tasks_temporal.contract import (
     Memo,
     ToolRoundInput,
     ToolTaskInput,
+    to_iso,
 )
 from mcp_tasks_temporal.workflows import ToolTaskWorkflow
 
@@ -40,6 +42,8 @@ pytestmark = pytest.mark.anyio
 
 HISTORIES = Path(__file__).parent / "histories"
 QUESTION = {"method": "elicitation/create", "params": {"message": "Name?", "requestedSchema": {"type": "object"}}}
+RUN_TIMEOUT = 30
+"""Bound on waiting for a run to close: a run stuck on a bug fails its test instead of hanging the suite."""
 
 
 @activity.defn(name=RUN_TOOL_ACTIVITY)
@@ -53,21 +57,20 @@ async def scripted_tool(call: ToolRoundInput) -> dict[str, Any]:
         while True:
             activity.heartbeat()
             await asyncio.sleep(0.1)
-    if behaviour == "ask" and call.round == 0:
-        return {"resultType": "input_required", "inputRequests": {"name": QUESTION}, "requestState": "round-1"}
+    if (behaviour == "ask" and call.round == 0) or (behaviour == "ask_twice" and call.round < 2):
+        state = f"round-{call.round + 1}"
+        return {"resultType": "input_required", "inputRequests": {"name": QUESTION}, "requestState": state}
     text = json.dumps({"responses": call.input_responses, "state": call.request_state, "round": call.round})
     return {"resultType": "complete", "content": [{"type": "text", "text": text}], "isError": False}
 
 
-def task_input(**arguments: Any) -> ToolTaskInput:
-    import time
-
+def task_input(*, created_at_ms: int | None = None, **arguments: Any) -> ToolTaskInput:
     return ToolTaskInput(
         task_id=str(uuid.uuid4()),
         tool="scripted",
         arguments=arguments,
         meta={},
-        created_at_ms=int(time.time() * 1000),
+        created_at_ms=created_at_ms if created_at_ms is not None else int(time.time() * 1000),
         ttl_ms=arguments.pop("ttl_ms", 60_000),
         poll_interval_ms=100,
         activity=ActivityPolicy(heartbeat_timeout_s=2, maximum_attempts=1),
@@ -94,23 +97,37 @@ async def start(client: Client, worker: Worker, task: ToolTaskInput) -> Workflow
     )
 
 
-async def memo_status(handle: WorkflowHandle[Any, Any], wanted: str) -> dict[str, Any]:
+async def memo_status(
+    handle: WorkflowHandle[Any, Any], wanted: str, *, until: Callable[[dict[str, Any]], bool] = lambda memo: True
+) -> dict[str, Any]:
     with anyio.fail_after(10):
         while True:
-            memo = await (await handle.describe()).memo()
-            if memo.get(Memo.STATUS) == wanted:
+            memo = dict(await (await handle.describe()).memo())
+            if memo.get(Memo.STATUS) == wanted and until(memo):
                 return memo
             await anyio.sleep(0.05)
 
 
+async def outcome(handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
+    """The run's result, waited for with a bound."""
+    with anyio.fail_after(RUN_TIMEOUT):
+        return await handle.result()
+
+
 async def test_completed_run_returns_the_tool_result_and_mirrors_state(temporal_client: Client, worker: Worker) -> None:
-    handle = await start(temporal_client, worker, task_input())
-    result = await handle.result()
+    # Created well before the run starts, so a transition that forgot to stamp its time shows.
+    created_at_ms = int(time.time() * 1000) - 5_000
+    handle = await start(temporal_client, worker, task_input(created_at_ms=created_at_ms))
+    result = await outcome(handle)
     assert result["resultType"] == "complete"
     memo = await memo_status(handle, "completed")
-    assert memo[Memo.LAST_UPDATED_AT] >= 0
+    description = await handle.describe()
+    assert description.close_time is not None
+    started_ms, closed_ms = (int(t.timestamp() * 1000) for t in (description.start_time, description.close_time))
+    assert started_ms <= memo[Memo.LAST_UPDATED_AT] <= closed_ms, "stamped when the run completed, in workflow time"
     state = await handle.query(STATE_QUERY)
     assert state["status"] == "completed" and state["result"] == result
+    assert state["lastUpdatedAt"] == to_iso(memo[Memo.LAST_UPDATED_AT])
 
 
 async def test_question_waits_for_the_signal_then_the_next_round_gets_answer_and_state(
@@ -123,7 +140,7 @@ async def test_question_waits_for_the_signal_then_the_next_round_gets_answer_and
     await handle.signal(INPUT_SIGNAL, {"unknown": {"x": 1}})
     await handle.signal(INPUT_SIGNAL, {"r0/name": {"action": "accept", "content": {"name": "Ada"}}})
     await handle.signal(INPUT_SIGNAL, {"r0/name": {"action": "decline"}})
-    result = await handle.result()
+    result = await outcome(handle)
     echoed = json.loads(result["content"][0]["text"])
     assert echoed == {
         "responses": {"name": {"action": "accept", "content": {"name": "Ada"}}},
@@ -132,10 +149,29 @@ async def test_question_waits_for_the_signal_then_the_next_round_gets_answer_and
     }
 
 
+async def test_an_answer_to_a_question_not_yet_asked_is_ignored(temporal_client: Client, worker: Worker) -> None:
+    # Straight to the workflow: the front server drops such keys before they could reach it.
+    handle = await start(temporal_client, worker, task_input(behaviour="ask_twice"))
+    await memo_status(handle, "input_required")
+    await handle.signal(INPUT_SIGNAL, {"r1/name": {"action": "accept", "content": {"name": "Too early"}}})
+    state = await handle.query(STATE_QUERY)  # answered after the signal, so it has been applied
+    assert state["status"] == "input_required" and state["inputRequests"] == {"r0/name": QUESTION}
+    await handle.signal(INPUT_SIGNAL, {"r0/name": {"action": "accept", "content": {"name": "First"}}})
+    memo = await memo_status(handle, "input_required", until=lambda m: "r1/name" in (m[Memo.INPUT_REQUESTS] or {}))
+    assert memo[Memo.INPUT_REQUESTS] == {"r1/name": QUESTION}, "the second round asks, its early answer forgotten"
+    await handle.signal(INPUT_SIGNAL, {"r1/name": {"action": "accept", "content": {"name": "Second"}}})
+    echoed = json.loads((await outcome(handle))["content"][0]["text"])
+    assert echoed == {
+        "responses": {"name": {"action": "accept", "content": {"name": "Second"}}},
+        "state": "round-2",
+        "round": 2,
+    }
+
+
 async def test_json_rpc_error_closes_the_run_failed_with_the_error(temporal_client: Client, worker: Worker) -> None:
     handle = await start(temporal_client, worker, task_input(behaviour="fail"))
     with pytest.raises(WorkflowFailureError) as failure:
-        await handle.result()
+        await outcome(handle)
     assert isinstance(failure.value.cause, ApplicationError) and failure.value.cause.type == JSONRPC_ERROR
     memo = await memo_status(handle, "failed")
     assert memo[Memo.ERROR] == {"code": -32050, "message": "nope"}
@@ -144,8 +180,7 @@ async def test_json_rpc_error_closes_the_run_failed_with_the_error(temporal_clie
 async def test_ttl_timer_stops_the_work_and_closes_the_run(temporal_client: Client, worker: Worker) -> None:
     handle = await start(temporal_client, worker, task_input(behaviour="hang", ttl_ms=1500))
     with pytest.raises(WorkflowFailureError) as failure:
-        with anyio.fail_after(20):
-            await handle.result()
+        await outcome(handle)
     assert isinstance(failure.value.cause, ApplicationError) and failure.value.cause.type == TASK_EXPIRED
     assert (await handle.describe()).status == WorkflowExecutionStatus.FAILED
 
@@ -167,7 +202,7 @@ async def test_fresh_history_replays_deterministically(temporal_client: Client, 
     handle = await start(temporal_client, worker, task_input(behaviour="ask"))
     await memo_status(handle, "input_required")
     await handle.signal(INPUT_SIGNAL, {"r0/name": {"action": "accept", "content": {"name": "Lu"}}})
-    await handle.result()
+    await outcome(handle)
     history = await handle.fetch_history()
     await Replayer(workflows=[ToolTaskWorkflow]).replay_workflow(history)
     if os.environ.get("MCP_TASKS_WRITE_HISTORIES"):

@@ -1,0 +1,134 @@
+"""Runs that Temporal ends without the workflow's say: terminated by an operator, or past a run deadline.
+
+No workflow code runs on the way out, so nothing recorded why; such a task
+must read `failed`, never `cancelled` (which means the client asked), on
+`tasks/get` and on the listen stream alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from temporalio.client import (
+    Client,
+    Interceptor,
+    OutboundInterceptor,
+    StartWorkflowInput,
+    WorkflowExecutionStatus,
+    WorkflowHandle,
+)
+
+from mcp_tasks_temporal.contract import ToolTaskInput
+from mcp_tasks_temporal.gateway import TemporalTaskGateway
+from mcp_tasks_temporal.ids import new_task_id, workflow_id
+from tests.conftest import Stack
+from tests.processes import envelope
+from tests.test_push import collect_until_terminal, http_listen, listen_message
+from tests.wire import TaskCalls
+
+pytestmark = pytest.mark.anyio
+
+INTERNAL_ERROR = -32603
+WAIT = 60
+
+
+class _RunDeadline(Interceptor):
+    """Gives every workflow this client starts an execution timeout, as a deployment's client may."""
+
+    def __init__(self, deadline: timedelta) -> None:
+        self.deadline = deadline
+
+    def intercept_client(self, next: OutboundInterceptor) -> OutboundInterceptor:
+        return _DeadlineOutbound(next, self.deadline)
+
+
+class _DeadlineOutbound(OutboundInterceptor):
+    def __init__(self, next: OutboundInterceptor, deadline: timedelta) -> None:
+        super().__init__(next)
+        self.deadline = deadline
+
+    async def start_workflow(self, input: StartWorkflowInput) -> WorkflowHandle[Any, Any]:
+        return await super().start_workflow(dataclasses.replace(input, execution_timeout=self.deadline))
+
+
+async def watch_until_stopped(stack: Stack, http: httpx.AsyncClient, task_id: str, stop: Any) -> list[dict[str, Any]]:
+    """Listen to the task, run `stop` once the listen is acknowledged, and return the task notifications."""
+    seen: list[dict[str, Any]] = []
+    with anyio.fail_after(WAIT):
+        async with http_listen(stack.url, http, listen_message([task_id])) as frames:
+            ack = await anext(frames)
+            assert ack["params"]["notifications"]["taskIds"] == [task_id]
+            await stop()
+            await collect_until_terminal(frames, task_id, seen)
+    return [frame["params"] for frame in seen if frame.get("method") == "notifications/tasks"]
+
+
+def assert_failed_by_the_service(task: dict[str, Any]) -> None:
+    assert task["status"] == "failed", task
+    assert task["error"]["code"] == INTERNAL_ERROR
+    assert task["statusMessage"]
+    assert not {"result", "inputRequests"} & task.keys()
+
+
+def without_envelope(task: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in task.items() if key not in ("_meta", "resultType")}
+
+
+async def test_a_terminated_task_reads_failed_on_get_and_push_and_its_tool_stops(
+    stack: Stack, mcp: TaskCalls, http: httpx.AsyncClient, temporal_client: Client, gate: Path
+) -> None:
+    task_id = (await mcp.start("gated", {"gate": str(gate)}))["taskId"]
+    await mcp.wait_for(task_id, lambda t: t.get("statusMessage") is not None, timeout=WAIT)
+    handle = temporal_client.get_workflow_handle(workflow_id(task_id, None))
+
+    async def terminate() -> None:
+        await handle.terminate(reason="stopped by an operator")
+
+    notes = await watch_until_stopped(stack, http, task_id, terminate)
+    assert (await handle.describe()).status == WorkflowExecutionStatus.TERMINATED
+    assert notes[0]["status"] == "working"
+    assert_failed_by_the_service(notes[-1])
+    got = (await mcp.get(task_id)).result
+    assert_failed_by_the_service(got)
+    assert without_envelope(notes[-1]) == without_envelope(got)
+    with anyio.fail_after(WAIT):  # the next heartbeat finds the run gone and cancels the tool
+        while not (gate / "cancelled").exists():
+            await anyio.sleep(0.1)
+    assert not (gate / "runs").exists()
+
+
+async def test_a_task_past_its_run_deadline_reads_failed_on_get_and_push(
+    stack: Stack, mcp: TaskCalls, http: httpx.AsyncClient, temporal_client: Client, gate: Path
+) -> None:
+    deadline = timedelta(seconds=4)
+    config = temporal_client.config()
+    config["interceptors"] = [_RunDeadline(deadline)]
+    gateway = TemporalTaskGateway(Client(**config), task_queue=stack.task_queue)
+    task = ToolTaskInput(
+        task_id=new_task_id(),
+        tool="gated",
+        arguments={"gate": str(gate)},
+        meta=envelope(),
+        created_at_ms=int(time.time() * 1000),
+        ttl_ms=600_000,  # far beyond the deadline: the TTL must not be what ends it
+        poll_interval_ms=250,
+    )
+    await gateway.create(task, None)
+    handle = temporal_client.get_workflow_handle(workflow_id(task.task_id, None))
+
+    async def run_out() -> None:
+        pass  # the deadline ends the run by itself
+
+    notes = await watch_until_stopped(stack, http, task.task_id, run_out)
+    assert (await handle.describe()).status == WorkflowExecutionStatus.TIMED_OUT
+    assert_failed_by_the_service(notes[-1])
+    got = (await mcp.get(task.task_id)).result
+    assert_failed_by_the_service(got)
+    assert without_envelope(notes[-1]) == without_envelope(got)
