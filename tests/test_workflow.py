@@ -154,7 +154,7 @@ async def test_an_answer_to_a_question_not_yet_asked_is_ignored(temporal_client:
     handle = await start(temporal_client, worker, task_input(behaviour="ask_twice"))
     await memo_status(handle, "input_required")
     await handle.signal(INPUT_SIGNAL, {"r1/name": {"action": "accept", "content": {"name": "Too early"}}})
-    state = await handle.query(STATE_QUERY)  # answered after the signal, so it has been applied
+    state = await handle.query(STATE_QUERY)  # taken in or not yet, it must not touch what is outstanding
     assert state["status"] == "input_required" and state["inputRequests"] == {"r0/name": QUESTION}
     await handle.signal(INPUT_SIGNAL, {"r0/name": {"action": "accept", "content": {"name": "First"}}})
     memo = await memo_status(handle, "input_required", until=lambda m: "r1/name" in (m[Memo.INPUT_REQUESTS] or {}))
