@@ -393,6 +393,12 @@ async def test_a_timeout_among_the_session_errors_is_not_an_unreachable_server()
     assert client._translate(BaseExceptionGroup("session", [bound])) is bound
     refused = ConnectionRefusedError()
     assert isinstance(client._translate(BaseExceptionGroup("session", [refused])), ServerUnreachableError)
+    # After a 401 the caller's own timeout is still theirs; the SDK's generic error is the refused token.
+    client._recorder.unauthorized = 401
+    assert client._translate(BaseExceptionGroup("session", [bound]), raised_inside=bound) is bound
+    generic = MCPError(code=-32603, message="Internal error")
+    translated = client._translate(BaseExceptionGroup("session", [generic]), raised_inside=generic)
+    assert isinstance(translated, AuthenticationError) and translated.status == 401
 
 
 # -- the journal and resuming ----------------------------------------------------------------

@@ -175,11 +175,13 @@ class TasksClient:
 
         `raised_inside` is what the caller's own `async with` block raised: when
         that is all the session's task groups carry back, it is the caller's error
-        and comes out unchanged, whatever its type.
+        and comes out unchanged (a timeout stays a timeout). Only an `MCPError`
+        from the block may still be explained by a refused token.
         """
         leaves = _leaves(error)
         meaningful = [leaf for leaf in leaves if not isinstance(leaf, anyio.get_cancelled_exc_class())]
-        if raised_inside is not None and len(meaningful) == 1 and meaningful[0] is raised_inside:
+        callers_own = len(meaningful) == 1 and meaningful[0] is raised_inside
+        if callers_own and raised_inside is not None and not isinstance(raised_inside, MCPError):
             return raised_inside
         if self._recorder.unauthorized is not None and isinstance(error, MCPError | BaseExceptionGroup):
             return AuthenticationError(self.label, self._recorder.unauthorized)
