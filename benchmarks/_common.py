@@ -34,6 +34,7 @@ import temporalio
 from anyio.abc import Process
 from temporalio.client import Client
 
+from mcp_tasks_temporal.connection import connect_temporal
 from mcp_tasks_temporal.embedded import embedded_temporal, temporal_cli
 
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
@@ -376,7 +377,7 @@ async def product_stack(prefix: str, *, task_queue: str = "bench", app: str = CO
         port = free_port()
         async with AsyncExitStack() as stack:
             server = await stack.enter_async_context(embedded_temporal(state_dir=state_dir, port=port, ui_port=None))
-            client = await Client.connect(server.address, namespace=server.namespace)
+            client = await connect_temporal(server.address, namespace=server.namespace)
             common = ["--temporal", server.address, "--task-queue", task_queue, "--app", app]
             cli = [sys.executable, "-m", "mcp_tasks_temporal"]
             worker = await start_child("worker", [*cli, "worker", *common], state_dir)

@@ -29,6 +29,7 @@ from temporalio.service import RPCError
 from temporalio.worker import Worker
 
 from mcp_tasks_temporal.closed_tasks import ClosedTaskCache
+from mcp_tasks_temporal.connection import connect_temporal
 from mcp_tasks_temporal.contract import RUN_TOOL_ACTIVITY, STATE_QUERY, StatusDetails, ToolRoundInput, ToolTaskInput
 from mcp_tasks_temporal.embedded import embedded_temporal
 from mcp_tasks_temporal.gateway import TemporalTaskGateway, now_ms
@@ -392,7 +393,7 @@ def worker(client: Client, task_queue: str, *, cache: bool) -> Worker:
 async def run(samples: int, failing_samples: int, history_events: int) -> list[Row]:
     with tempfile.TemporaryDirectory(prefix="mcp-tasks-reads-") as state_dir:
         async with embedded_temporal(state_dir=Path(state_dir), port=free_port(), ui_port=None) as server:
-            client = await Client.connect(server.address, namespace=server.namespace)
+            client = await connect_temporal(server.address, namespace=server.namespace)
             bench = Bench(client, samples, failing_samples)
             queue, evicting_queue = "bench-reads", "bench-reads-evicting"
             async with worker(client, queue, cache=True), worker(client, evicting_queue, cache=False):

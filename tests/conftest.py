@@ -15,6 +15,7 @@ import httpx
 import pytest
 from temporalio.client import Client
 
+from mcp_tasks_temporal.connection import connect_temporal
 from tests.processes import Process, start_front, start_temporal, start_worker
 from tests.wire import HttpMcp, TaskCalls
 
@@ -107,7 +108,7 @@ def mcp(stack: Stack, http: httpx.AsyncClient) -> TaskCalls:
 
 @pytest.fixture
 async def temporal_client(temporal: str) -> Client:
-    return await Client.connect(temporal)
+    return await connect_temporal(temporal)
 
 
 @pytest.fixture

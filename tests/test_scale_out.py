@@ -27,8 +27,8 @@ import anyio
 import httpx
 import pytest
 from mcp_types import HEADER_MISMATCH
-from temporalio.client import Client
 
+from mcp_tasks_temporal.connection import connect_temporal
 from mcp_tasks_temporal.ids import workflow_id
 from tests.processes import Process, free_port, start_front, start_temporal, start_worker
 from tests.wire import TERMINAL, HttpMcp, TaskCalls
@@ -290,7 +290,7 @@ def check_effects(effects: Path, created: Sequence[Created]) -> Effects:
 
 async def assert_one_workflow_per_task(stack: ScaleStack, count: int) -> None:
     """No create was doubled: the task queue holds exactly one workflow per task (visibility may lag)."""
-    client = await Client.connect(stack.address)
+    client = await connect_temporal(stack.address)
     query = f'TaskQueue = "{stack.task_queue}"'
     with anyio.fail_after(20):
         while (found := (await client.count_workflows(query)).count) != count:
@@ -300,7 +300,7 @@ async def assert_one_workflow_per_task(stack: ScaleStack, count: int) -> None:
 
 async def tools_per_worker(stack: ScaleStack, task_ids: Sequence[str]) -> Counter[str]:
     """How many of these tasks' tools each worker runs now, by worker pid (Temporal's `pid@host` identity)."""
-    client = await Client.connect(stack.address)
+    client = await connect_temporal(stack.address)
     on_worker: Counter[str] = Counter()
     limiter = anyio.CapacityLimiter(IN_FLIGHT)
 

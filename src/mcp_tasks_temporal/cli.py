@@ -22,6 +22,7 @@ from temporalio.client import Client
 from mcp_tasks_temporal.app import DEMO_APP, load_app, tasks_extension, use_request_state_keys
 from mcp_tasks_temporal.auth import StaticTokenVerifier, load_tokens
 from mcp_tasks_temporal.closed_tasks import DEFAULT_MAX_ENTRIES, ClosedTaskCache
+from mcp_tasks_temporal.connection import connect_temporal
 from mcp_tasks_temporal.contract import DEFAULT_NAMESPACE, DEFAULT_TASK_QUEUE, ActivityPolicy
 from mcp_tasks_temporal.embedded import embedded_temporal
 from mcp_tasks_temporal.gateway import TemporalTaskGateway
@@ -285,7 +286,7 @@ def _start_telemetry(args: argparse.Namespace, role: str) -> None:
 
 
 async def _connect(address: str, namespace: str) -> Client:
-    return await Client.connect(
+    return await connect_temporal(
         address, namespace=namespace, interceptors=client_interceptors(), runtime=metrics_runtime()
     )
 
@@ -301,7 +302,7 @@ def _attach_front(app: MCPServer[Any], client: Client, args: argparse.Namespace)
 
 async def _run_worker(stack: AsyncExitStack, client: Client, app: MCPServer[Any], args: argparse.Namespace) -> None:
     from mcp_tasks_temporal.activities import ToolActivities
-    from mcp_tasks_temporal.worker import build_worker
+    from mcp_tasks_temporal.worker import build_worker, workflow_tool_workers
 
     state = await stack.enter_async_context(ToolActivities.lifespan(app))
     worker = build_worker(
@@ -314,6 +315,10 @@ async def _run_worker(stack: AsyncExitStack, client: Client, app: MCPServer[Any]
         graceful_shutdown_s=args.graceful_shutdown,
     )
     await stack.enter_async_context(worker)
+    for own_queue in workflow_tool_workers(
+        client, app, max_concurrent_activities=args.max_concurrent_tools, graceful_shutdown_s=args.graceful_shutdown
+    ):
+        await stack.enter_async_context(own_queue)
 
 
 async def _dev(args: argparse.Namespace) -> None:

@@ -32,6 +32,16 @@ JSONRPC_ERROR: Final = "JsonRpcError"
 TASK_EXPIRED: Final = "TaskExpired"
 
 INTERNAL_ERROR_CODE: Final = -32603
+INVALID_PARAMS_CODE: Final = -32602
+MISSING_CAPABILITY_CODE: Final = -32021
+
+# Keys of a request's `_meta` envelope (2026-07-28), spelled out so sandboxed code needs no `mcp_types`.
+PROTOCOL_VERSION_META_KEY: Final = "io.modelcontextprotocol/protocolVersion"
+CLIENT_INFO_META_KEY: Final = "io.modelcontextprotocol/clientInfo"
+CLIENT_CAPABILITIES_META_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
+
+WORKFLOW_KIND: Final = "workflow"
+"""`Memo.KIND` of a task whose workflow is the user's own (`TasksExtension.workflow_tool`)."""
 
 
 class Memo:
@@ -48,6 +58,10 @@ class Memo:
     LAST_UPDATED_AT: Final = "lastUpdatedAt"
     INPUT_REQUESTS: Final = "inputRequests"
     ERROR: Final = "error"
+    KIND: Final = "kind"
+    """`WORKFLOW_KIND` for a workflow tool's task; absent on tool tasks."""
+    ENVELOPE: Final = "envelope"
+    """The creating request's `_meta` envelope (protocol version, client info, client capabilities)."""
 
 
 @dataclass(frozen=True)

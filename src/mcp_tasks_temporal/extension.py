@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Final, Literal, TypeVar, overload
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.extension import Extension, MethodBinding
@@ -31,6 +31,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import decode_header_value
 from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
+    INTERNAL_ERROR,
     CallToolRequestParams,
     CallToolResult,
     InputRequiredResult,
@@ -39,13 +40,17 @@ from mcp_types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field, ValidationError
+from temporalio.client import WorkflowFailureError
+from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
 from mcp_tasks_temporal.contract import EXTENSION_ID, ActivityPolicy, ToolTaskInput
 from mcp_tasks_temporal.errors import HeaderMismatchError
-from mcp_tasks_temporal.gateway import TemporalTaskGateway, temporal_errors
+from mcp_tasks_temporal.gateway import TemporalTaskGateway, WorkflowTask, temporal_errors
 from mcp_tasks_temporal.ids import new_task_id, owner_key
 from mcp_tasks_temporal.progress import current_run
 from mcp_tasks_temporal.tracing import tag_task
+from mcp_tasks_temporal.workflow_results import call_tool_result, failure_outcome
+from mcp_tasks_temporal.workflow_tools import WorkflowToolOptions, tool_function
 
 DAY_MS: Final = 24 * 3600 * 1000
 
@@ -54,6 +59,7 @@ TaskPolicy = Literal["never", "optional", "required"]
 synchronous otherwise. `required`: a task, or -32021 for a request that did not declare it."""
 
 _Fn = TypeVar("_Fn", bound=Callable[..., Any])
+_Workflow = TypeVar("_Workflow", bound=type)
 
 
 class _Inherit:
@@ -109,6 +115,7 @@ class TasksExtension(Extension):
     default_poll_interval_ms: int = 1000
     default_activity: ActivityPolicy = field(default_factory=ActivityPolicy)
     _tools: dict[str, ToolTaskOptions] = field(default_factory=dict[str, ToolTaskOptions], init=False)
+    _workflow_tools: dict[str, WorkflowToolOptions] = field(default_factory=dict[str, WorkflowToolOptions], init=False)
     _gateway: TemporalTaskGateway | None = field(default=None, init=False)
     _server: MCPServer[Any] | None = field(default=None, init=False)
 
@@ -164,6 +171,82 @@ class TasksExtension(Extension):
     def task_tools(self) -> Mapping[str, ToolTaskOptions]:
         return dict(self._tools)
 
+    @overload
+    def workflow_tool(
+        self,
+        workflow_class: _Workflow,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        task_queue: str | None = None,
+        policy: TaskPolicy = "optional",
+        ttl_ms: int | None | _Inherit = INHERIT,
+        poll_interval_ms: int | _Inherit = INHERIT,
+        activities: Sequence[Callable[..., Any]] = (),
+    ) -> _Workflow: ...
+
+    @overload
+    def workflow_tool(
+        self,
+        workflow_class: None = None,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        task_queue: str | None = None,
+        policy: TaskPolicy = "optional",
+        ttl_ms: int | None | _Inherit = INHERIT,
+        poll_interval_ms: int | _Inherit = INHERIT,
+        activities: Sequence[Callable[..., Any]] = (),
+    ) -> Callable[[_Workflow], _Workflow]: ...
+
+    def workflow_tool(
+        self,
+        workflow_class: _Workflow | None = None,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        task_queue: str | None = None,
+        policy: TaskPolicy = "optional",
+        ttl_ms: int | None | _Inherit = INHERIT,
+        poll_interval_ms: int | _Inherit = INHERIT,
+        activities: Sequence[Callable[..., Any]] = (),
+    ) -> _Workflow | Callable[[_Workflow], _Workflow]:
+        """Expose a `@workflow.defn` class as an MCP tool whose task **is** a run of that workflow.
+
+        Usable as a call (`tasks.workflow_tool(Release, activities=[build])`) and as a
+        class decorator, bare or with keywords. The tool's arguments are the fields of
+        the `@workflow.run` parameter (a dataclass or pydantic model), its result the
+        workflow's return value. `task_queue` defaults to the app's; `activities` are
+        registered next to the workflow by `dev` and `worker` (a team running its own
+        workers registers them there instead).
+        """
+        ToolTaskOptions(policy=policy, ttl_ms=ttl_ms, poll_interval_ms=poll_interval_ms)  # the same checks
+
+        def register(target: _Workflow) -> _Workflow:
+            options = WorkflowToolOptions.of(
+                target,
+                name=name,
+                description=description,
+                task_queue=task_queue,
+                policy=policy,
+                ttl_ms=ttl_ms,
+                poll_interval_ms=poll_interval_ms,
+                activities=activities,
+            )
+            if options.name in self._tools or options.name in self._workflow_tools:
+                raise ValueError(f"a task tool named {options.name!r} is already registered")
+            if self._server is not None:
+                raise RuntimeError("register workflow tools before the extension is attached (serve/dev do that)")
+            self._workflow_tools[options.name] = options
+            return target
+
+        return register if workflow_class is None else register(workflow_class)
+
+    @property
+    def workflow_tools(self) -> Mapping[str, WorkflowToolOptions]:
+        """The registered workflow tools, by tool name."""
+        return dict(self._workflow_tools)
+
     # -- wiring ------------------------------------------------------------------
 
     def attach(self, gateway: TemporalTaskGateway, server: MCPServer[Any]) -> None:
@@ -180,7 +263,23 @@ class TasksExtension(Extension):
             raise RuntimeError("TasksExtension is already attached")
         self._gateway = gateway
         self._server = server
+        for options in self._workflow_tools.values():
+            self._add_workflow_tool(server, options)
         server.middleware.append(TaskListen(server, gateway, TaskWatchHub(gateway)))
+
+    def _add_workflow_tool(self, server: MCPServer[Any], options: WorkflowToolOptions) -> None:
+        """Give the app an ordinary tool with the workflow's arguments: `tools/list` and validation come from it."""
+        manager = server._tool_manager  # pyright: ignore[reportPrivateUsage]
+        if manager.get_tool(options.name) is not None:
+            raise ValueError(f"the app already has a tool named {options.name!r}")
+        tool = manager.add_tool(
+            tool_function(options, Context, self._run_workflow_synchronously),
+            name=options.name,
+            description=options.description,
+            structured_output=False,
+        )
+        # Published as is: the result is mapped from the decoded return value, not validated against a model.
+        tool.fn_metadata.output_schema = options.output_schema()
 
     @property
     def gateway(self) -> TemporalTaskGateway:
@@ -204,6 +303,9 @@ class TasksExtension(Extension):
     async def intercept_tool_call(
         self, params: CallToolRequestParams, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
+        workflow_options = self._workflow_tools.get(params.name)
+        if workflow_options is not None:
+            return await self._call_workflow_tool(workflow_options, params, ctx, call_next)
         options = self.options_for(params.name)
         if options is None or options.policy == "never" or current_run() is not None:
             # Not a task tool, or already running inside its task's activity.
@@ -264,6 +366,85 @@ class TasksExtension(Extension):
                 content=[TextContent(type="text", text=f"Error executing tool {params.name}: {exc}")], is_error=True
             )
         return resolved if isinstance(resolved, InputRequiredResult) else None
+
+    async def _call_workflow_tool(
+        self,
+        options: WorkflowToolOptions,
+        params: CallToolRequestParams,
+        ctx: ServerRequestContext[Any, Any],
+        call_next: CallNext,
+    ) -> HandlerResult:
+        if options.policy == "never" or not declares_tasks(ctx):
+            if options.policy == "required":
+                require_client_extension(ctx, EXTENSION_ID)
+            return await call_next(ctx)  # the app's tool: validates, then `_run_workflow_synchronously`
+        server = self._server
+        tool = server._tool_manager.get_tool(params.name) if server is not None else None  # pyright: ignore[reportPrivateUsage]
+        if tool is None:
+            return await call_next(ctx)
+        try:
+            arguments = tool.fn_metadata.validate_arguments(params.arguments or {})
+            workflow_args = options.workflow_args(arguments)
+        except ValidationError as exc:
+            # No task for bad arguments: the answer a synchronous call gives them.
+            return CallToolResult(
+                content=[TextContent(type="text", text=f"Error executing tool {params.name}: {exc}")], is_error=True
+            )
+        principal = authenticated_principal(ctx)
+        with temporal_errors():
+            created = await self.gateway.create_workflow_task(
+                self._workflow_task(options, workflow_args, ctx), principal
+            )
+        return {"resultType": "task", **created}
+
+    def _workflow_task(
+        self, options: WorkflowToolOptions, workflow_args: list[Any], ctx: ServerRequestContext[Any, Any]
+    ) -> WorkflowTask:
+        ttl_ms = self.default_ttl_ms if isinstance(options.ttl_ms, _Inherit) else options.ttl_ms
+        poll_ms = (
+            self.default_poll_interval_ms
+            if isinstance(options.poll_interval_ms, _Inherit)
+            else options.poll_interval_ms
+        )
+        return WorkflowTask(
+            task_id=new_task_id(),
+            tool=options.name,
+            workflow=options.workflow_name,
+            args=workflow_args,
+            task_queue=options.task_queue,
+            envelope=_envelope(ctx),
+            created_at_ms=int(time.time() * 1000),
+            ttl_ms=ttl_ms,
+            poll_interval_ms=poll_ms,
+        )
+
+    async def _run_workflow_synchronously(
+        self, options: WorkflowToolOptions, arguments: dict[str, Any], context: Context[Any, Any]
+    ) -> CallToolResult:
+        """A workflow tool called without a task: start the workflow and answer with its result.
+
+        The run is a task like any other in Temporal (same ID scheme, memo, TTL),
+        only nobody is given its ID; a question it asks fails it with -32021.
+        """
+        ctx = context.request_context
+        task = self._workflow_task(options, options.workflow_args(arguments), ctx)
+        with temporal_errors():
+            handle = await self.gateway.start_workflow_task(task, authenticated_principal(ctx))
+            try:
+                value = await handle.result()
+            except WorkflowFailureError as failure:
+                if not isinstance(failure.cause, ApplicationError | ActivityError | ChildWorkflowError):
+                    # Cancelled, terminated or timed out: nothing the tool itself reported.
+                    raise MCPError(code=INTERNAL_ERROR, message="Task stopped") from None
+                outcome = failure_outcome(failure.cause)
+                if outcome.error is not None:
+                    raise MCPError(
+                        code=int(outcome.error["code"]),
+                        message=str(outcome.error.get("message", "")),
+                        data=outcome.error.get("data"),
+                    ) from None
+                return CallToolResult.model_validate(outcome.result)
+        return CallToolResult.model_validate(call_tool_result(value))
 
     # -- tasks/* ------------------------------------------------------------------
 

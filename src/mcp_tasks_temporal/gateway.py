@@ -16,12 +16,19 @@ import time
 from collections.abc import Generator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import anyio
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
-from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import (
+    Client,
+    WorkflowExecutionDescription,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+)
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -31,6 +38,7 @@ from mcp_tasks_temporal.contract import (
     INTERNAL_ERROR_CODE,
     TERMINAL_STATUSES,
     TOOL_TASK_WORKFLOW,
+    WORKFLOW_KIND,
     Memo,
     ToolTaskInput,
     as_object,
@@ -40,6 +48,7 @@ from mcp_tasks_temporal.errors import InvalidInputResponseError, TaskExpiredErro
 from mcp_tasks_temporal.ids import is_task_id, owner_key, workflow_id
 from mcp_tasks_temporal.inputs import is_valid_response
 from mcp_tasks_temporal.metrics import FrontMetrics
+from mcp_tasks_temporal.workflow_results import call_tool_result, failure_outcome
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +72,22 @@ def temporal_errors() -> Generator[None]:
             raise MCPError(code=INVALID_PARAMS, message="Task request refused: too large or malformed") from None
         logger.warning("Temporal call failed: %s %s", err.status.name if err.status else "?", err.message)
         raise MCPError(code=INTERNAL_ERROR, message="Task service unavailable, try again") from None
+
+
+@dataclass(frozen=True)
+class WorkflowTask:
+    """A workflow tool's call, ready to start: which workflow, with what, for whom and for how long."""
+
+    task_id: str
+    tool: str
+    workflow: str
+    args: list[Any]
+    task_queue: str | None
+    envelope: dict[str, Any]
+    """The creating request's `_meta` (protocol version, client info and capabilities)."""
+    created_at_ms: int
+    ttl_ms: int | None
+    poll_interval_ms: int
 
 
 @dataclass(frozen=True)
@@ -92,16 +117,7 @@ class TemporalTaskGateway:
 
     async def create(self, task: ToolTaskInput, principal: str | None) -> dict[str, Any]:
         """Start the task's workflow; returns once Temporal has persisted it."""
-        memo = {
-            Memo.TASK_ID: task.task_id,
-            Memo.TOOL: task.tool,
-            Memo.OWNER: owner_key(principal),
-            Memo.CREATED_AT: task.created_at_ms,
-            Memo.TTL_MS: task.ttl_ms,
-            Memo.POLL_INTERVAL_MS: task.poll_interval_ms,
-            Memo.STATUS: "working",
-            Memo.LAST_UPDATED_AT: task.created_at_ms,
-        }
+        memo = _initial_memo(task.task_id, task.tool, principal, task.created_at_ms, task.ttl_ms, task.poll_interval_ms)
         await self.client.start_workflow(
             TOOL_TASK_WORKFLOW,
             task,
@@ -114,14 +130,34 @@ class TemporalTaskGateway:
             static_summary=f"MCP task: {task.tool}",
         )
         self.metrics.task_created(task.tool)
-        return detailed_task(
-            task_id=task.task_id,
-            status="working",
-            created_at_ms=task.created_at_ms,
-            last_updated_at_ms=task.created_at_ms,
-            ttl_ms=task.ttl_ms,
-            poll_interval_ms=task.poll_interval_ms,
+        return _created(task.task_id, task.created_at_ms, task.ttl_ms, task.poll_interval_ms)
+
+    async def start_workflow_task(self, task: WorkflowTask, principal: str | None) -> WorkflowHandle[Any, Any]:
+        """Start a workflow tool's task: the user's own workflow, under the task's workflow ID and memo.
+
+        The TTL is also the workflow's execution timeout, which covers its whole
+        continue-as-new chain, so Temporal itself stops an expired task.
+        """
+        memo = _initial_memo(task.task_id, task.tool, principal, task.created_at_ms, task.ttl_ms, task.poll_interval_ms)
+        memo[Memo.KIND] = WORKFLOW_KIND
+        memo[Memo.ENVELOPE] = task.envelope
+        return await self.client.start_workflow(
+            task.workflow,
+            args=task.args,
+            id=workflow_id(task.task_id, principal),
+            task_queue=task.task_queue or self.task_queue,
+            memo=memo,
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+            execution_timeout=timedelta(milliseconds=task.ttl_ms) if task.ttl_ms is not None else None,
+            static_summary=f"MCP task: {task.tool}",
         )
+
+    async def create_workflow_task(self, task: WorkflowTask, principal: str | None) -> dict[str, Any]:
+        """Start a workflow tool's task; returns its `CreateTaskResult` fields once Temporal has persisted it."""
+        await self.start_workflow_task(task, principal)
+        self.metrics.task_created(task.tool)
+        return _created(task.task_id, task.created_at_ms, task.ttl_ms, task.poll_interval_ms)
 
     async def get(self, task_id: str, principal: str | None) -> dict[str, Any]:
         """The task's `DetailedTask`, as `tasks/get` returns it."""
@@ -129,7 +165,7 @@ class TemporalTaskGateway:
         if closed is not None:
             return closed
         observed = await self.observe(task_id, principal)
-        task = await self._detailed(task_id, observed)
+        task = await self.view(task_id, observed)
         if task["status"] in TERMINAL_STATUSES:
             self.closed_tasks.put(
                 observed.handle.id,
@@ -220,10 +256,13 @@ class TemporalTaskGateway:
             raise TaskExpiredError()
         return Observed(handle, description, memo)
 
-    async def _detailed(self, task_id: str, observed: Observed) -> dict[str, Any]:
+    async def view(self, task_id: str, observed: Observed) -> dict[str, Any]:
+        """The `DetailedTask` of an observed workflow, tool task or workflow tool alike."""
         description, memo = observed.description, observed.memo
         memo.setdefault(Memo.CREATED_AT, int(description.start_time.timestamp() * 1000))
         status = description.status
+        if memo.get(Memo.KIND) == WORKFLOW_KIND:
+            return await self._workflow_task_view(task_id, observed)
         heartbeat = None
         result: dict[str, Any] | None = None
         if status == WorkflowExecutionStatus.RUNNING and memo.get(Memo.STATUS, "working") == "working":
@@ -231,6 +270,24 @@ class TemporalTaskGateway:
         elif status == WorkflowExecutionStatus.COMPLETED:
             result = await observed.handle.result()
         return task_view(task_id, memo, status, heartbeat=heartbeat, result=result)
+
+    async def _workflow_task_view(self, task_id: str, observed: Observed) -> dict[str, Any]:
+        """A workflow tool's task: its status lives in the memo, its outcome in the close event.
+
+        Its activities are the user's, whose heartbeat details are not status
+        lines, so they are never read as one. The result is decoded with no type
+        hint: the front server does not know the workflow class.
+        """
+        status = observed.description.status
+        if status not in (WorkflowExecutionStatus.COMPLETED, WorkflowExecutionStatus.FAILED):
+            return task_view(task_id, observed.memo, status)
+        try:
+            value = await observed.handle.result()
+        except WorkflowFailureError as failure:
+            outcome = failure_outcome(failure.cause)
+            closed = WorkflowExecutionStatus.COMPLETED if outcome.status == "completed" else status
+            return task_view(task_id, observed.memo, closed, result=outcome.result, error=outcome.error)
+        return task_view(task_id, observed.memo, status, result=call_tool_result(value))
 
     async def latest_status(self, description: WorkflowExecutionDescription) -> tuple[str, int] | None:
         """The newest `set_status` of the running tool, from its heartbeat details."""
@@ -246,6 +303,32 @@ class TemporalTaskGateway:
         return None
 
 
+def _initial_memo(
+    task_id: str, tool: str, principal: str | None, created_at_ms: int, ttl_ms: int | None, poll_interval_ms: int
+) -> dict[str, Any]:
+    return {
+        Memo.TASK_ID: task_id,
+        Memo.TOOL: tool,
+        Memo.OWNER: owner_key(principal),
+        Memo.CREATED_AT: created_at_ms,
+        Memo.TTL_MS: ttl_ms,
+        Memo.POLL_INTERVAL_MS: poll_interval_ms,
+        Memo.STATUS: "working",
+        Memo.LAST_UPDATED_AT: created_at_ms,
+    }
+
+
+def _created(task_id: str, created_at_ms: int, ttl_ms: int | None, poll_interval_ms: int) -> dict[str, Any]:
+    return detailed_task(
+        task_id=task_id,
+        status="working",
+        created_at_ms=created_at_ms,
+        last_updated_at_ms=created_at_ms,
+        ttl_ms=ttl_ms,
+        poll_interval_ms=poll_interval_ms,
+    )
+
+
 def task_view(
     task_id: str,
     memo: Mapping[str, Any],
@@ -253,6 +336,7 @@ def task_view(
     *,
     heartbeat: tuple[str, int] | None = None,
     result: dict[str, Any] | None = None,
+    error: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The `DetailedTask` of a workflow, from its memo, its Temporal status and what only a read can add.
 
@@ -280,8 +364,8 @@ def task_view(
         return detailed_task(status="completed", result=result, **fields)
     if status == WorkflowExecutionStatus.CANCELED:
         return detailed_task(status="cancelled", **fields)
-    if status == WorkflowExecutionStatus.FAILED and memo.get(Memo.ERROR):
-        return detailed_task(status="failed", error=memo[Memo.ERROR], **fields)
+    if status == WorkflowExecutionStatus.FAILED and (error or memo.get(Memo.ERROR)):
+        return detailed_task(status="failed", error=error or memo[Memo.ERROR], **fields)
     # Terminated or timed out by an operator or a backstop: no workflow code ran to say why.
     fields["status_message"] = "Task stopped by the Temporal service"
     return detailed_task(status="failed", error={"code": INTERNAL_ERROR_CODE, "message": "Task stopped"}, **fields)

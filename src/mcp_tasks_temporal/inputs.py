@@ -10,11 +10,10 @@ the client sees it as `input_required` like any other question.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
 
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
-    INVALID_PARAMS,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     CreateMessageResult,
     CreateMessageResultWithTools,
@@ -24,44 +23,15 @@ from mcp_types import (
 from pydantic import BaseModel, ValidationError
 from temporalio import activity
 
+from mcp_tasks_temporal.capabilities import missing_capability
 from mcp_tasks_temporal.contract import EXTENSION_ID, REQUEST_INPUT_UPDATE, InputAsk, as_object
 from mcp_tasks_temporal.progress import current_run
 
-_CAPABILITY_OF_METHOD: Final = {
-    "elicitation/create": "elicitation",
-    "sampling/createMessage": "sampling",
-    "roots/list": "roots",
-}
-
 
 def missing_capability_error(request: Mapping[str, Any], capabilities: object) -> MCPError | None:
-    """-32021 when the client did not declare what answering `request` needs (None when it did).
-
-    A bare `elicitation: {}` means form support (the only mode before modes
-    existed); URL-mode elicitation needs `elicitation.url`.
-    """
-    method = request.get("method")
-    capability = _CAPABILITY_OF_METHOD.get(str(method))
-    if capability is None:
-        return MCPError(code=INVALID_PARAMS, message=f"Unsupported input request method {method!r}")
-    granted: Any = as_object(capabilities).get(capability)
-    required: dict[str, Any] = {capability: {}}
-    if granted is not None and capability == "elicitation":
-        mode = as_object(request.get("params")).get("mode", "form")
-        modes = as_object(granted)
-        if mode == "url":
-            granted = modes.get("url")
-            required = {"elicitation": {"url": {}}}
-        elif "url" in modes and "form" not in modes:
-            granted = None
-            required = {"elicitation": {"form": {}}}
-    if granted is not None:
-        return None
-    return MCPError(
-        code=MISSING_REQUIRED_CLIENT_CAPABILITY,
-        message=f"Client did not declare the {capability!r} capability this task needs",
-        data={"requiredCapabilities": required},
-    )
+    """-32021 when the client did not declare what answering `request` needs (None when it did)."""
+    refusal = missing_capability(request, capabilities)
+    return None if refusal is None else MCPError(code=refusal.code, message=refusal.message, data=refusal.data)
 
 
 def is_valid_response(request: Any, response: Any) -> bool:

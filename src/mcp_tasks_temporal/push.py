@@ -23,9 +23,10 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError
 
-from mcp_tasks_temporal.contract import TERMINAL_STATUSES, Memo
-from mcp_tasks_temporal.gateway import TemporalTaskGateway, task_view
+from mcp_tasks_temporal.contract import TERMINAL_STATUSES, WORKFLOW_KIND, Memo
+from mcp_tasks_temporal.gateway import Observed, TemporalTaskGateway, task_view
 from mcp_tasks_temporal.ids import workflow_id
+from mcp_tasks_temporal.workflow_results import call_tool_result, failure_outcome
 
 logger = logging.getLogger(__name__)
 
@@ -119,16 +120,22 @@ class TaskWatchHub:
         memo = dict(await description.memo())
         memo.setdefault(Memo.CREATED_AT, int(description.start_time.timestamp() * 1000))
         seen = description.raw_description.workflow_execution_info.history_length
+        run_id = description.run_id
         status = description.status
+        workflow_kind = memo.get(Memo.KIND) == WORKFLOW_KIND
         heartbeat = (
-            await self._gateway.latest_status(description) if status == WorkflowExecutionStatus.RUNNING else None
+            await self._gateway.latest_status(description)
+            if status == WorkflowExecutionStatus.RUNNING and not workflow_kind
+            else None
         )
-        result = await handle.result() if status == WorkflowExecutionStatus.COMPLETED else None
-        watcher.publish(task_view(watcher.task_id, memo, status, heartbeat=heartbeat, result=result))
-        if status != WorkflowExecutionStatus.RUNNING:
+        if status == WorkflowExecutionStatus.RUNNING:
+            watcher.publish(task_view(watcher.task_id, memo, status, heartbeat=heartbeat))
+        else:
+            watcher.publish(await self._gateway.view(watcher.task_id, Observed(handle, description, memo)))
             return
         state = _Followed(memo=memo, heartbeat=heartbeat)
-        activities = len(description.raw_description.pending_activities)
+        # A workflow tool's activities are the user's: their heartbeats are not status lines.
+        activities = 0 if workflow_kind else len(description.raw_description.pending_activities)
         del description  # a watcher lives as long as its task: keep only what it needs
         refresher: asyncio.Task[None] | None = None
 
@@ -143,42 +150,60 @@ class TaskWatchHub:
 
         try:
             poll_status_while_running()
-            async for event in handle.fetch_history_events(wait_new_event=True):
-                if event.event_id <= seen:
-                    continue  # already part of the state described above
-                if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-                    activities += 1
-                elif event.event_type in _ACTIVITY_CLOSED:
-                    activities = max(activities - 1, 0)
-                    state.heartbeat = None
-                closed = _CLOSE_STATUS.get(event.event_type)
-                if closed is not None:
-                    outcome = await self._closing_result(event) if closed == WorkflowExecutionStatus.COMPLETED else None
-                    watcher.publish(task_view(watcher.task_id, state.memo, closed, result=outcome))
-                    return
-                if event.event_type == EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
-                    await self._apply_upsert(event, state)
-                    # A terminal status is upserted just before the run closes; the close event
-                    # that follows carries the result, so that is the one to publish.
-                    if state.memo.get(Memo.STATUS) not in TERMINAL_STATUSES:
-                        watcher.publish(task_view(watcher.task_id, state.memo, None, heartbeat=state.heartbeat))
-                poll_status_while_running()
+            # A workflow that continues-as-new is still one task: follow each run of the chain in turn.
+            while run_id:
+                run = self._gateway.client.get_workflow_handle(handle.id, run_id=run_id)
+                next_run = ""
+                async for event in run.fetch_history_events(wait_new_event=True):
+                    if event.event_id <= seen:
+                        continue  # already part of the state described above
+                    if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+                        next_run = event.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+                        break
+                    if not workflow_kind and event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+                        activities += 1
+                    elif not workflow_kind and event.event_type in _ACTIVITY_CLOSED:
+                        activities = max(activities - 1, 0)
+                        state.heartbeat = None
+                    closed = _CLOSE_STATUS.get(event.event_type)
+                    if closed is not None:
+                        watcher.publish(await self._closed_view(watcher.task_id, state.memo, closed, event))
+                        return
+                    if event.event_type == EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
+                        await self._apply_upsert(event, state)
+                        # A terminal status is upserted just before the run closes; the close event
+                        # that follows carries the result, so that is the one to publish.
+                        if state.memo.get(Memo.STATUS) not in TERMINAL_STATUSES:
+                            watcher.publish(task_view(watcher.task_id, state.memo, None, heartbeat=state.heartbeat))
+                    poll_status_while_running()
+                run_id, seen = next_run, 0
         finally:
             if refresher is not None:
                 refresher.cancel()
+
+    async def _closed_view(
+        self, task_id: str, memo: dict[str, Any], closed: WorkflowExecutionStatus, event: HistoryEvent
+    ) -> dict[str, Any]:
+        """The task as its close event leaves it: what `tasks/get` answers from now on."""
+        converter = self._gateway.client.data_converter
+        if closed == WorkflowExecutionStatus.COMPLETED:
+            payloads = event.workflow_execution_completed_event_attributes.result.payloads
+            value = (await converter.decode(payloads))[0] if payloads else None
+            if memo.get(Memo.KIND) == WORKFLOW_KIND:
+                return task_view(task_id, memo, closed, result=call_tool_result(value))
+            return task_view(task_id, memo, closed, result=value)
+        if closed == WorkflowExecutionStatus.FAILED and memo.get(Memo.KIND) == WORKFLOW_KIND:
+            failure = await converter.decode_failure(event.workflow_execution_failed_event_attributes.failure)
+            outcome = failure_outcome(failure)
+            shown = WorkflowExecutionStatus.COMPLETED if outcome.status == "completed" else closed
+            return task_view(task_id, memo, shown, result=outcome.result, error=outcome.error)
+        return task_view(task_id, memo, closed)
 
     async def _apply_upsert(self, event: HistoryEvent, state: _Followed) -> None:
         fields = event.workflow_properties_modified_event_attributes.upserted_memo.fields
         for name, payload in fields.items():
             [value] = await self._gateway.client.data_converter.decode([payload])
             state.memo[name] = value
-
-    async def _closing_result(self, event: HistoryEvent) -> dict[str, Any] | None:
-        payloads = event.workflow_execution_completed_event_attributes.result.payloads
-        if not payloads:
-            return None
-        [result] = await self._gateway.client.data_converter.decode(payloads)
-        return result
 
     async def _refresh_status(self, watcher: _Watcher, state: _Followed) -> None:
         """Heartbeats are not history events: poll the running tool's status line while it runs."""

@@ -1,8 +1,8 @@
-"""The worker: runs task workflows and, through the user's app, their tools."""
+"""The worker: runs task workflows and, through the user's app, their tools; and the app's workflow tools."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -11,6 +11,8 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from mcp_tasks_temporal.activities import ToolActivities
+from mcp_tasks_temporal.extension import TasksExtension
+from mcp_tasks_temporal.workflow_tools import WorkflowToolOptions
 from mcp_tasks_temporal.workflows import ToolTaskWorkflow
 
 WORKFLOWS: Sequence[type] = (ToolTaskWorkflow,)
@@ -42,11 +44,12 @@ def build_worker(
         max_cached_workflows: Task workflows kept in memory (about 150 KB each); the rest replay on demand.
     """
     activities = ToolActivities(app, lifespan_state, keepalive_s=keepalive_s)
+    workflows, own_activities = workflow_tools_on(app, None)
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=list(WORKFLOWS),
-        activities=[activities.run_tool],
+        workflows=[*WORKFLOWS, *workflows],
+        activities=[activities.run_tool, *own_activities],
         max_concurrent_activities=max_concurrent_activities,
         max_cached_workflows=max_cached_workflows,
         # A workflow cached on a worker that died waits this long before any other worker may take it.
@@ -55,3 +58,46 @@ def build_worker(
         default_heartbeat_throttle_interval=timedelta(seconds=status_freshness_s),
         graceful_shutdown_timeout=timedelta(seconds=graceful_shutdown_s),
     )
+
+
+def workflow_tool_workers(
+    client: Client, app: MCPServer[Any], *, max_concurrent_activities: int = 100, graceful_shutdown_s: float = 30.0
+) -> list[Worker]:
+    """One worker per task queue that a workflow tool names as its own (the app's queue is `build_worker`'s)."""
+    queues = {options.task_queue for options in _workflow_tools(app) if options.task_queue is not None}
+    workers: list[Worker] = []
+    for queue in sorted(queues):
+        workflows, activities = workflow_tools_on(app, queue)
+        workers.append(
+            Worker(
+                client,
+                task_queue=queue,
+                workflows=workflows,
+                activities=activities,
+                max_concurrent_activities=max_concurrent_activities,
+                sticky_queue_schedule_to_start_timeout=timedelta(seconds=3),
+                graceful_shutdown_timeout=timedelta(seconds=graceful_shutdown_s),
+            )
+        )
+    return workers
+
+
+def workflow_tools_on(app: MCPServer[Any], task_queue: str | None) -> tuple[list[type], list[Callable[..., Any]]]:
+    """The workflow classes and activities of the app's workflow tools on `task_queue` (`None`: the app's)."""
+    workflows: list[type] = []
+    activities: list[Callable[..., Any]] = []
+    for options in _workflow_tools(app):
+        if options.task_queue != task_queue:
+            continue
+        if options.workflow_class not in workflows:
+            workflows.append(options.workflow_class)
+        # Two tools may share an activity; a worker refuses the same activity twice.
+        activities.extend(fn for fn in options.activities if fn not in activities)
+    return workflows, activities
+
+
+def _workflow_tools(app: MCPServer[Any]) -> list[WorkflowToolOptions]:
+    for extension in app._extensions:  # pyright: ignore[reportPrivateUsage]
+        if isinstance(extension, TasksExtension):
+            return list(extension.workflow_tools.values())
+    return []
