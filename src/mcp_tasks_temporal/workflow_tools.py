@@ -97,7 +97,7 @@ class WorkflowToolOptions:
     def tool_signature(self, context_type: type) -> inspect.Signature:
         """The signature of the `mcp` tool that stands for this workflow (plus a context parameter)."""
         arguments = _arguments(self.parameter)
-        context = inspect.Parameter("_mcp_context", inspect.Parameter.KEYWORD_ONLY, annotation=context_type)
+        context = inspect.Parameter("mcp_tool_context", inspect.Parameter.KEYWORD_ONLY, annotation=context_type)
         return inspect.Signature([*arguments, context], return_annotation=self.return_type)
 
     def output_schema(self) -> dict[str, Any] | None:
@@ -132,7 +132,7 @@ def tool_function(
     """An `mcp` tool function with the workflow's arguments; calling it runs the workflow via `run`."""
 
     async def workflow_tool(**kwargs: Any) -> Any:
-        context = kwargs.pop("_mcp_context")
+        context = kwargs.pop("mcp_tool_context")
         return await run(options, kwargs, context)
 
     signature = options.tool_signature(context_type)

@@ -1,0 +1,458 @@
+"""Workflow tools: the user's own workflows as MCP tasks, through a real front server and worker over HTTP.
+
+The fixture workflows (`tests/workflow_fixture_workflows.py`) run sandboxed in
+a `worker` process, exactly as a user's would; their activities leave a line
+in a file per run, so a test counts what ran, also across a kill -9.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from temporalio.client import Client, WorkflowExecutionStatus
+
+from mcp_tasks_temporal.contract import CLIENT_CAPABILITIES_META_KEY, WORKFLOW_KIND, Memo
+from mcp_tasks_temporal.ids import owner_key, workflow_id
+from tests.conftest import Stack
+from tests.test_auth import ALICE, BOB, BearerMcp
+from tests.test_push import http_listen, listen_message
+from tests.wire import TERMINAL, HttpMcp, TaskCalls
+from tests.workflow_fixture_app import OWN_QUEUE_ENV
+from tests.workflow_fixture_workflows import APPROVE
+
+pytestmark = pytest.mark.anyio
+
+APP = "tests.workflow_fixture_app:app"
+ELICIT = {"elicitation": {}}
+YES = {"action": "accept", "content": {"approve": True}}
+PIPELINE = ["checkout", "compile", "test", "deploy"]
+
+
+def start_stack(stack: Stack, *, worker: bool = True, front_extra: list[str] | None = None) -> Stack:
+    from tests.processes import start_front, start_worker
+
+    if worker:
+        stack.workers.append(start_worker(stack.workdir, stack.temporal, stack.task_queue, app=APP))
+    stack.fronts.append(start_front(stack.workdir, stack.temporal, stack.task_queue, app=APP, extra=front_extra))
+    return stack
+
+
+@pytest.fixture(scope="module")
+def own_queue() -> Iterator[str]:
+    # The app reads its second queue from the environment the worker and front inherit.
+    queue = f"wf-own-{uuid.uuid4()}"
+    previous = os.environ.get(OWN_QUEUE_ENV)
+    os.environ[OWN_QUEUE_ENV] = queue
+    yield queue
+    if previous is None:
+        del os.environ[OWN_QUEUE_ENV]
+    else:
+        os.environ[OWN_QUEUE_ENV] = previous
+
+
+@pytest.fixture(scope="module")
+def wf_stack(workdir: Path, temporal: str, own_queue: str) -> Iterator[Stack]:
+    shared = start_stack(Stack(workdir, temporal, task_queue=f"wf-{uuid.uuid4()}"))
+    yield shared
+    shared.stop()
+
+
+@pytest.fixture
+def wf(wf_stack: Stack, http: httpx.AsyncClient) -> TaskCalls:
+    return TaskCalls(HttpMcp(wf_stack.url, http))
+
+
+@pytest.fixture
+def effects(tmp_path: Path) -> Path:
+    folder = tmp_path / f"effects-{uuid.uuid4().hex[:8]}"
+    folder.mkdir()
+    return folder
+
+
+def runs(effects: Path, step: str) -> int:
+    marks = effects / f"ran-{step}"
+    return len(marks.read_text().splitlines()) if marks.exists() else 0
+
+
+async def until_file(path: Path, *, timeout: float = 30) -> None:
+    with anyio.fail_after(timeout):
+        while not path.exists():
+            await anyio.sleep(0.05)
+
+
+def release(effects: Path, step: str) -> None:
+    (effects / f"release-{step}").write_text("1")
+
+
+# -- tools/list and results ------------------------------------------------------------------
+
+
+async def test_tools_list_shows_workflow_tools_with_schemas_from_the_run_method(wf: TaskCalls) -> None:
+    tools = {tool["name"]: tool for tool in (await wf.client.request("tools/list", {})).result["tools"]}
+    greet = tools["greet"]
+    assert greet["description"].startswith("Greets someone")
+    assert set(greet["inputSchema"]["properties"]) == {"name", "punctuation"}
+    assert greet["inputSchema"]["required"] == ["name"]
+    assert "outputSchema" not in greet  # a str result is unstructured
+    release_tool = tools["release"]
+    assert release_tool["inputSchema"]["properties"]["ref"]["description"] == "the git ref to build"
+    assert set(release_tool["outputSchema"]["properties"]) == {"ref", "steps", "deployed"}
+    assert tools["nothing"]["inputSchema"].get("properties", {}) == {}
+    assert set(tools["wait_days"]["inputSchema"]["properties"]) == {"days"}
+    assert tools["loop"]["outputSchema"]["type"] == "object"
+
+
+async def test_unchanged_workflow_runs_as_a_task_and_its_result_is_mapped(wf: TaskCalls) -> None:
+    created = await wf.start("greet", {"name": "Ada"})
+    assert created["status"] == "working" and created["pollIntervalMs"] == 200
+    task = await wf.wait_for(created["taskId"])
+    assert task["status"] == "completed", task
+    assert task["result"]["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+    assert task["result"]["isError"] is False and "structuredContent" not in task["result"]
+
+
+async def test_client_without_the_extension_gets_the_result_synchronously(wf: TaskCalls) -> None:
+    reply = await wf.call_tool("greet", {"name": "Bo", "punctuation": "?"}, tasks=False)
+    assert reply.result["content"] == [{"type": "text", "text": "Hello, Bo?"}]
+    structured = await wf.call_tool("loop", {"round": 1, "until": 2}, tasks=False)
+    assert structured.result["structuredContent"] == {"rounds": 2, "continued": True, "answer": None}
+    assert json.loads(structured.result["content"][0]["text"]) == structured.result["structuredContent"]
+
+
+async def test_bad_arguments_get_the_synchronous_answer_and_no_task(wf: TaskCalls) -> None:
+    for tasks in (True, False):
+        reply = await wf.call_tool("greet", {"punctuation": "!"}, tasks=tasks)
+        assert reply.result["isError"] is True, reply.body
+        assert reply.result.get("resultType", "complete") == "complete"
+        assert "name" in reply.result["content"][0]["text"]
+
+
+async def test_required_policy_refuses_a_client_without_the_extension(wf: TaskCalls) -> None:
+    refused = await wf.call_tool("nothing", {}, tasks=False)
+    assert refused.error["code"] == -32021
+    task = await wf.wait_for((await wf.start("nothing", {}))["taskId"])
+    assert task["status"] == "completed" and task["result"]["content"] == []
+    assert task["statusMessage"] == "did nothing"
+
+
+# -- status and questions --------------------------------------------------------------------
+
+
+async def test_pipeline_reports_each_step_asks_before_deploying_and_returns_its_model(
+    wf: TaskCalls, effects: Path
+) -> None:
+    created = await wf.start(
+        "release",
+        {"ref": "v1.4", "effects": str(effects), "approve_before": "deploy"},
+        capabilities=ELICIT,
+    )
+    task_id = created["taskId"]
+    asking = await wf.wait_for(task_id, {"input_required"})
+    assert asking["inputRequests"] == {"approve": APPROVE}
+    assert asking["statusMessage"] == "test (3/4)"
+    invalid = await wf.update(task_id, {"approve": {"action": "maybe"}})
+    assert invalid.error["code"] == -32602
+    assert (await wf.update(task_id, {"approve": YES, "unknown": {"x": 1}})).result == {}
+    done = await wf.wait_for(task_id)
+    assert done["status"] == "completed", done
+    assert done["result"]["structuredContent"] == {"ref": "v1.4", "steps": PIPELINE, "deployed": True}
+    assert done["statusMessage"] == "deploy (4/4)"
+    assert [runs(effects, step) for step in PIPELINE] == [1, 1, 1, 1]
+
+
+async def test_declined_approval_means_not_deployed(wf: TaskCalls, effects: Path) -> None:
+    task_id = (
+        await wf.start(
+            "release", {"ref": "v2", "effects": str(effects), "approve_before": "deploy"}, capabilities=ELICIT
+        )
+    )["taskId"]
+    await wf.wait_for(task_id, {"input_required"})
+    await wf.update(task_id, {"approve": {"action": "decline"}})
+    done = await wf.wait_for(task_id)
+    assert done["result"]["structuredContent"]["deployed"] is False
+    assert runs(effects, "deploy") == 0
+
+
+async def test_several_questions_answered_one_at_a_time(wf: TaskCalls) -> None:
+    caps = {"elicitation": {}, "sampling": {}}
+    task_id = (await wf.start("questions", {"kinds": ["elicitation", "sampling"]}, capabilities=caps))["taskId"]
+    asking = await wf.wait_for(task_id, {"input_required"})
+    assert set(asking["inputRequests"]) == {"approve", "reviewer", "summary"}
+    await wf.update(task_id, {"reviewer": {"action": "accept", "content": {}}})
+    partial = (await wf.get(task_id)).result
+    assert partial["status"] == "input_required" and set(partial["inputRequests"]) == {"approve", "summary"}
+    sampled = {"role": "assistant", "content": {"type": "text", "text": "fine"}, "model": "m"}
+    await wf.update(task_id, {"approve": YES, "summary": sampled, "reviewer": {"action": "decline"}})
+    done = await wf.wait_for(task_id)
+    assert done["statusMessage"] == "answered"
+    assert done["result"]["structuredContent"] == {
+        "approve": YES,
+        "reviewer": {"action": "accept", "content": {}},
+        "summary": sampled,
+    }
+
+
+async def test_question_the_client_cannot_answer_fails_the_task_with_32021(wf: TaskCalls) -> None:
+    task_id = (await wf.start("questions", {"kinds": ["sampling"]}, capabilities=ELICIT))["taskId"]
+    done = await wf.wait_for(task_id)
+    assert done["status"] == "failed"
+    assert done["error"]["code"] == -32021
+    assert done["error"]["data"] == {"requiredCapabilities": {"sampling": {}}}
+
+
+# -- failures, cancellation, TTL ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("mode", "status", "expected"),
+    [
+        ("application-error", "completed", "disk full on builder-3"),
+        ("activity-crash", "completed", "compiler crashed on main.c"),
+        ("task-error", "failed", {"code": -32050, "message": "Release window closed", "data": {"opensAt": "09:00"}}),
+        ("activity-json-rpc", "failed", {"code": -32051, "message": "Builder quota exhausted", "data": {"retryAfterS": 60}}),
+    ],
+)
+async def test_failure_mapping(wf: TaskCalls, mode: str, status: str, expected: Any) -> None:
+    done = await wf.wait_for((await wf.start("fail", {"mode": mode}))["taskId"])
+    assert done["status"] == status, done
+    if status == "completed":
+        assert done["result"]["isError"] is True
+        assert done["result"]["content"] == [{"type": "text", "text": expected}]
+    else:
+        assert done["error"] == expected
+
+
+async def test_failures_of_a_synchronous_call(wf: TaskCalls) -> None:
+    tool_error = await wf.call_tool("fail", {"mode": "application-error"}, tasks=False)
+    assert tool_error.result["isError"] is True
+    json_rpc = await wf.call_tool("fail", {"mode": "task-error"}, tasks=False)
+    assert json_rpc.error["code"] == -32050
+
+
+async def test_cancel_mid_step_reaches_the_running_activity(wf: TaskCalls, effects: Path) -> None:
+    task_id = (await wf.start("fail", {"mode": "hang", "effects": str(effects)}))["taskId"]
+    await until_file(effects / "ran-hang")
+    assert (await wf.get(task_id)).result["statusMessage"] == "hanging"
+    assert (await wf.cancel(task_id)).result == {}
+    done = await wf.wait_for(task_id)
+    assert done["status"] == "cancelled"
+    await until_file(effects / "cancelled-hang")
+
+
+async def test_terminated_and_timed_out_workflows_fail_with_32603(
+    wf: TaskCalls, wf_stack: Stack, effects: Path, temporal_client: Client
+) -> None:
+    task_id = (await wf.start("fail", {"mode": "hang", "effects": str(effects)}))["taskId"]
+    await until_file(effects / "ran-hang")
+    await temporal_client.get_workflow_handle(workflow_id(task_id, None)).terminate("operator")
+    done = await wf.wait_for(task_id)
+    assert done["status"] == "failed" and done["error"]["code"] == -32603
+
+    # An operator-set execution timeout (the task's own TTL is unlimited here).
+    timed_out = str(uuid.uuid4())
+    now_ms = int(time.time() * 1000)
+    handle = await temporal_client.start_workflow(
+        "FailingWorkflow",
+        {"mode": "hang", "effects": str(effects)},
+        id=workflow_id(timed_out, None),
+        task_queue=wf_stack.task_queue,
+        execution_timeout=__import__("datetime").timedelta(seconds=1),
+        memo={
+            Memo.TASK_ID: timed_out,
+            Memo.TOOL: "fail",
+            Memo.OWNER: owner_key(None),
+            Memo.CREATED_AT: now_ms,
+            Memo.TTL_MS: None,
+            Memo.POLL_INTERVAL_MS: 200,
+            Memo.STATUS: "working",
+            Memo.KIND: WORKFLOW_KIND,
+            Memo.ENVELOPE: {CLIENT_CAPABILITIES_META_KEY: {}},
+        },
+    )
+    with anyio.fail_after(30):
+        while (await handle.describe()).status == WorkflowExecutionStatus.RUNNING:
+            await anyio.sleep(0.1)
+    done = await wf.wait_for(timed_out)
+    assert done["status"] == "failed" and done["error"]["code"] == -32603
+
+
+async def test_ttl_expires_the_task_and_temporal_stops_the_workflow(
+    wf: TaskCalls, effects: Path, temporal_client: Client
+) -> None:
+    created = await wf.start("short_lived", {"mode": "hang", "effects": str(effects)})
+    assert created["ttlMs"] == 2000
+    with anyio.fail_after(30):
+        while "result" in (reply := await wf.get(created["taskId"])).body:
+            await anyio.sleep(0.2)
+    assert reply.error["code"] == -32602
+    handle = temporal_client.get_workflow_handle(workflow_id(created["taskId"], None))
+    with anyio.fail_after(30):
+        while (await handle.describe()).status == WorkflowExecutionStatus.RUNNING:
+            await anyio.sleep(0.1)
+    assert (await handle.describe()).status == WorkflowExecutionStatus.TIMED_OUT
+
+
+# -- continue-as-new, push -------------------------------------------------------------------
+
+
+async def test_continue_as_new_is_one_task_that_ends_with_the_last_run(wf: TaskCalls) -> None:
+    task_id = (await wf.start("loop", {"round": 1, "until": 3, "ask_at_end": True}, capabilities=ELICIT))["taskId"]
+    asking = await wf.wait_for(task_id, {"input_required"})
+    assert asking["statusMessage"] == "round 3 of 3"
+    assert asking["inputRequests"] == {"confirm-3": APPROVE}
+    await wf.update(task_id, {"confirm-3": YES})
+    done = await wf.wait_for(task_id)
+    assert done["result"]["structuredContent"] == {"rounds": 3, "continued": True, "answer": YES}
+
+
+async def collect(frames: AsyncIterator[dict[str, Any]], task_id: str, into: list[dict[str, Any]]) -> None:
+    async for frame in frames:
+        params = frame.get("params", {})
+        if frame.get("method") == "notifications/tasks" and params.get("taskId") == task_id:
+            into.append(params)
+            if params["status"] in TERMINAL:
+                return
+
+
+async def test_push_carries_each_status_in_order_across_continue_as_new(
+    wf: TaskCalls, wf_stack: Stack, http: httpx.AsyncClient, effects: Path
+) -> None:
+    task_id = (await wf.start("loop", {"round": 1, "until": 3, "effects": str(effects)}))["taskId"]
+    await until_file(effects / "ran-round-1")
+    seen: list[dict[str, Any]] = []
+    async with http_listen(wf_stack.url, http, listen_message([task_id])) as frames:
+        assert (await anext(frames))["method"] == "notifications/subscriptions/acknowledged"
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as group:
+                group.start_soon(collect, frames, task_id, seen)
+                for number in (1, 2, 3):
+                    with anyio.fail_after(30):
+                        while not seen or seen[-1].get("statusMessage") != f"round {number} of 3":
+                            await anyio.sleep(0.05)
+                    release(effects, f"round-{number}")
+    messages = [task.get("statusMessage") for task in seen]
+    assert [m for i, m in enumerate(messages) if i == 0 or m != messages[i - 1]] == [
+        "round 1 of 3",
+        "round 2 of 3",
+        "round 3 of 3",
+    ]
+    assert seen[-1]["status"] == "completed"
+    assert seen[-1] == (await wf.get(task_id)).result
+
+
+async def test_push_shows_a_mapped_failure_as_tasks_get_does(
+    wf: TaskCalls, wf_stack: Stack, http: httpx.AsyncClient
+) -> None:
+    caps = {"elicitation": {}}
+    task_id = (await wf.start("questions", {"kinds": ["elicitation"]}, capabilities=caps))["taskId"]
+    await wf.wait_for(task_id, {"input_required"})
+    seen: list[dict[str, Any]] = []
+    async with http_listen(wf_stack.url, http, listen_message([task_id])) as frames:
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as group:
+                group.start_soon(collect, frames, task_id, seen)
+                await wf.update(task_id, {"approve": YES, "reviewer": YES})
+    assert seen[-1]["status"] == "completed"
+    assert seen[-1] == (await wf.get(task_id)).result
+
+
+# -- isolation, no worker --------------------------------------------------------------------
+
+
+async def test_isolation_between_two_principals(
+    stack_factory: Any, tokens_file: Path, http: httpx.AsyncClient, effects: Path, own_queue: str
+) -> None:
+    secured: Stack = start_stack(stack_factory(), front_extra=["--tokens", str(tokens_file)])
+    alice = TaskCalls(BearerMcp(secured.url, http, ALICE))
+    bob = TaskCalls(BearerMcp(secured.url, http, BOB))
+    task_id = (
+        await alice.start("release", {"ref": "a", "effects": str(effects), "approve_before": "deploy"}, capabilities=ELICIT)
+    )["taskId"]
+    await alice.wait_for(task_id, {"input_required"})
+    assert (await bob.get(task_id)).error["code"] == -32602
+    assert (await bob.update(task_id, {"approve": YES})).error["code"] == -32602
+    assert (await bob.cancel(task_id)).error["code"] == -32602
+    assert (await alice.get(task_id)).result["status"] == "input_required"
+    await alice.update(task_id, {"approve": {"action": "decline"}})
+    assert (await alice.wait_for(task_id))["status"] == "completed"
+
+
+async def test_tasks_get_works_with_no_worker_running(stack_factory: Any, http: httpx.AsyncClient) -> None:
+    frontonly: Stack = start_stack(stack_factory(), worker=False)
+    calls = TaskCalls(HttpMcp(frontonly.url, http))
+    task_id = (await calls.start("greet", {"name": "Nobody"}))["taskId"]
+    task = (await calls.get(task_id)).result
+    assert task["status"] == "working"
+    frontonly.workers.append(
+        __import__("tests.processes", fromlist=["start_worker"]).start_worker(
+            frontonly.workdir, frontonly.temporal, frontonly.task_queue, app=APP
+        )
+    )
+    assert (await calls.wait_for(task_id))["result"]["content"][0]["text"] == "Hello, Nobody!"
+
+
+# -- durability -------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+async def test_kill_9_of_the_worker_mid_pipeline_never_repeats_a_finished_step(
+    stack_factory: Any, http: httpx.AsyncClient, effects: Path, own_queue: str
+) -> None:
+    private: Stack = start_stack(stack_factory())
+    calls = TaskCalls(HttpMcp(private.url, http))
+    task_id = (await calls.start("release", {"ref": "v9", "effects": str(effects), "gate_step": "compile"}))["taskId"]
+    await until_file(effects / "ran-compile")
+    private.workers[0].kill()
+    private.add_worker()
+    private.workers[-1].stop()  # `add_worker` uses the default app; replace it with this app's
+    private.workers.append(
+        __import__("tests.processes", fromlist=["start_worker"]).start_worker(
+            private.workdir, private.temporal, private.task_queue, app=APP
+        )
+    )
+    release(effects, "compile")
+    done = await calls.wait_for(task_id, timeout=90)
+    assert done["result"]["structuredContent"]["steps"] == PIPELINE
+    assert runs(effects, "checkout") == 1
+    assert 1 <= runs(effects, "compile") <= 2
+    assert runs(effects, "test") == 1 and runs(effects, "deploy") == 1
+
+
+@pytest.mark.slow
+async def test_question_answered_after_a_worker_restart(
+    stack_factory: Any, http: httpx.AsyncClient, effects: Path, own_queue: str
+) -> None:
+    private: Stack = start_stack(stack_factory())
+    calls = TaskCalls(HttpMcp(private.url, http))
+    task_id = (
+        await calls.start(
+            "release", {"ref": "v3", "effects": str(effects), "approve_before": "deploy"}, capabilities=ELICIT
+        )
+    )["taskId"]
+    await calls.wait_for(task_id, {"input_required"})
+    private.workers[0].kill()
+    private.workers.append(
+        __import__("tests.processes", fromlist=["start_worker"]).start_worker(
+            private.workdir, private.temporal, private.task_queue, app=APP
+        )
+    )
+    await calls.update(task_id, {"approve": YES})
+    done = await calls.wait_for(task_id, timeout=90)
+    assert done["result"]["structuredContent"]["deployed"] is True
+    assert [runs(effects, step) for step in PIPELINE] == [1, 1, 1, 1]
+
+
+@pytest.fixture
+def tokens_file(tmp_path: Path) -> Path:
+    path = tmp_path / "tokens"
+    path.write_text(f"{ALICE} alice@example.com\n{BOB} bob@example.com\n")
+    return path

@@ -1,0 +1,34 @@
+"""An app whose task tools are the fixture workflows (`tests/workflow_fixture_workflows.py`)."""
+
+from __future__ import annotations
+
+import os
+
+from mcp.server.mcpserver import MCPServer
+
+from mcp_tasks_temporal import TasksExtension
+from tests.workflow_fixture_activities import refuse, run_step
+from tests.workflow_fixture_workflows import (
+    FailingWorkflow,
+    GreetingWorkflow,
+    LoopingWorkflow,
+    NothingWorkflow,
+    PipelineWorkflow,
+    QuestionsWorkflow,
+    WaitingWorkflow,
+)
+
+OWN_QUEUE_ENV = "WF_FIXTURE_OWN_QUEUE"
+
+tasks = TasksExtension(default_poll_interval_ms=200)
+app = MCPServer("workflow-fixture-app", version="0.0.1", extensions=[tasks])
+
+tasks.workflow_tool(GreetingWorkflow, name="greet")
+tasks.workflow_tool(PipelineWorkflow, name="release", activities=[run_step])
+tasks.workflow_tool(FailingWorkflow, name="fail", activities=[refuse, run_step])
+tasks.workflow_tool(LoopingWorkflow, name="loop", activities=[run_step])
+tasks.workflow_tool(QuestionsWorkflow, name="questions")
+tasks.workflow_tool(NothingWorkflow, name="nothing", policy="required")
+tasks.workflow_tool(FailingWorkflow, name="short_lived", ttl_ms=2000, activities=[refuse, run_step])
+# A queue of its own, served by a second worker in the same `worker` process.
+tasks.workflow_tool(WaitingWorkflow, name="wait_days", task_queue=os.environ.get(OWN_QUEUE_ENV, "wf-fixture-own"))
