@@ -12,6 +12,7 @@ import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from mcp_tasks_temporal.contract import CLIENT_CAPABILITIES_META_KEY, WORKFLOW_KIND, Memo
 from mcp_tasks_temporal.ids import owner_key, workflow_id
 from tests.conftest import Stack
+from tests.processes import start_front, start_worker
 from tests.test_auth import ALICE, BOB, BearerMcp
 from tests.test_push import http_listen, listen_message
 from tests.wire import TERMINAL, HttpMcp, TaskCalls
@@ -38,8 +40,6 @@ PIPELINE = ["checkout", "compile", "test", "deploy"]
 
 
 def start_stack(stack: Stack, *, worker: bool = True, front_extra: list[str] | None = None) -> Stack:
-    from tests.processes import start_front, start_worker
-
     if worker:
         stack.workers.append(start_worker(stack.workdir, stack.temporal, stack.task_queue, app=APP))
     stack.fronts.append(start_front(stack.workdir, stack.temporal, stack.task_queue, app=APP, extra=front_extra))
@@ -218,7 +218,11 @@ async def test_question_the_client_cannot_answer_fails_the_task_with_32021(wf: T
         ("application-error", "completed", "disk full on builder-3"),
         ("activity-crash", "completed", "compiler crashed on main.c"),
         ("task-error", "failed", {"code": -32050, "message": "Release window closed", "data": {"opensAt": "09:00"}}),
-        ("activity-json-rpc", "failed", {"code": -32051, "message": "Builder quota exhausted", "data": {"retryAfterS": 60}}),
+        (
+            "activity-json-rpc",
+            "failed",
+            {"code": -32051, "message": "Builder quota exhausted", "data": {"retryAfterS": 60}},
+        ),
     ],
 )
 async def test_failure_mapping(wf: TaskCalls, mode: str, status: str, expected: Any) -> None:
@@ -265,7 +269,7 @@ async def test_terminated_and_timed_out_workflows_fail_with_32603(
         {"mode": "hang", "effects": str(effects)},
         id=workflow_id(timed_out, None),
         task_queue=wf_stack.task_queue,
-        execution_timeout=__import__("datetime").timedelta(seconds=1),
+        execution_timeout=timedelta(seconds=1),
         memo={
             Memo.TASK_ID: timed_out,
             Memo.TOOL: "fail",
@@ -380,7 +384,9 @@ async def test_isolation_between_two_principals(
     alice = TaskCalls(BearerMcp(secured.url, http, ALICE))
     bob = TaskCalls(BearerMcp(secured.url, http, BOB))
     task_id = (
-        await alice.start("release", {"ref": "a", "effects": str(effects), "approve_before": "deploy"}, capabilities=ELICIT)
+        await alice.start(
+            "release", {"ref": "a", "effects": str(effects), "approve_before": "deploy"}, capabilities=ELICIT
+        )
     )["taskId"]
     await alice.wait_for(task_id, {"input_required"})
     assert (await bob.get(task_id)).error["code"] == -32602
@@ -397,11 +403,7 @@ async def test_tasks_get_works_with_no_worker_running(stack_factory: Any, http: 
     task_id = (await calls.start("greet", {"name": "Nobody"}))["taskId"]
     task = (await calls.get(task_id)).result
     assert task["status"] == "working"
-    frontonly.workers.append(
-        __import__("tests.processes", fromlist=["start_worker"]).start_worker(
-            frontonly.workdir, frontonly.temporal, frontonly.task_queue, app=APP
-        )
-    )
+    frontonly.workers.append(start_worker(frontonly.workdir, frontonly.temporal, frontonly.task_queue, app=APP))
     assert (await calls.wait_for(task_id))["result"]["content"][0]["text"] == "Hello, Nobody!"
 
 
@@ -417,13 +419,7 @@ async def test_kill_9_of_the_worker_mid_pipeline_never_repeats_a_finished_step(
     task_id = (await calls.start("release", {"ref": "v9", "effects": str(effects), "gate_step": "compile"}))["taskId"]
     await until_file(effects / "ran-compile")
     private.workers[0].kill()
-    private.add_worker()
-    private.workers[-1].stop()  # `add_worker` uses the default app; replace it with this app's
-    private.workers.append(
-        __import__("tests.processes", fromlist=["start_worker"]).start_worker(
-            private.workdir, private.temporal, private.task_queue, app=APP
-        )
-    )
+    private.workers.append(start_worker(private.workdir, private.temporal, private.task_queue, app=APP))
     release(effects, "compile")
     done = await calls.wait_for(task_id, timeout=90)
     assert done["result"]["structuredContent"]["steps"] == PIPELINE
@@ -445,11 +441,7 @@ async def test_question_answered_after_a_worker_restart(
     )["taskId"]
     await calls.wait_for(task_id, {"input_required"})
     private.workers[0].kill()
-    private.workers.append(
-        __import__("tests.processes", fromlist=["start_worker"]).start_worker(
-            private.workdir, private.temporal, private.task_queue, app=APP
-        )
-    )
+    private.workers.append(start_worker(private.workdir, private.temporal, private.task_queue, app=APP))
     await calls.update(task_id, {"approve": YES})
     done = await calls.wait_for(task_id, timeout=90)
     assert done["result"]["structuredContent"]["deployed"] is True

@@ -1,19 +1,20 @@
 """The built-in example app served by `mcp-tasks-temporal dev` when no `--app` is given.
 
-Ordinary `mcp` tools; two lines make them tasks. Each reports progress the way
-any MCP tool does (`ctx.report_progress`) or with `set_status`, and both show as
-the task's `statusMessage`.
+`build_pipeline` is a Temporal workflow exposed as a tool (`workflows/build_pipeline.py`):
+each step an activity, its status and an approval question written in the
+workflow. `search_logs` is an ordinary `mcp` tool made a task with one line;
+it reports progress with `set_status`, shown as the task's `statusMessage`.
 """
 
 from __future__ import annotations
 
-import hashlib
-
 import anyio
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import MCPServer
 
+from mcp_tasks_temporal.activities.build_steps import build_step
 from mcp_tasks_temporal.extension import TasksExtension
 from mcp_tasks_temporal.progress import set_status
+from mcp_tasks_temporal.workflows.build_pipeline import BuildPipeline
 
 tasks = TasksExtension()
 app = MCPServer(
@@ -23,8 +24,6 @@ app = MCPServer(
     extensions=[tasks],
 )
 
-_PIPELINE = ("checkout", "resolve dependencies", "compile", "unit tests", "package", "publish")
-
 _CORPUS = {
     "build.log": "compiling module core\nwarning: unused import\nlinking binary\nbuild succeeded",
     "deploy.log": "pushing image registry/app:1.4\nrollout started\nreplica 3/3 ready",
@@ -32,16 +31,8 @@ _CORPUS = {
 }
 
 
-@tasks.tool(policy="optional")
-@app.tool()
-async def build_pipeline(ref: str = "main", step_seconds: float = 2.0, ctx: Context | None = None) -> str:
-    """Run a multi-step build of `ref` (checkout, compile, test, package, publish), reporting each step."""
-    for number, step in enumerate(_PIPELINE, start=1):
-        if ctx is not None:
-            await ctx.report_progress(number - 1, len(_PIPELINE), f"{step} ({ref})")
-        await anyio.sleep(step_seconds)
-    digest = hashlib.sha256(ref.encode()).hexdigest()[:12]
-    return f"Built and published {ref} as artifact {digest} in {len(_PIPELINE)} steps"
+# A Temporal workflow as a tool: every step an activity, status and an approval question from the workflow.
+tasks.workflow_tool(BuildPipeline, name="build_pipeline", activities=[build_step])
 
 
 @tasks.tool(policy="optional")
