@@ -1,0 +1,122 @@
+"""`tasks/get` on a workflow tool's task against the same read on a tool task, as a ratio.
+
+    .venv/bin/python -m benchmarks.workflow_reads [--samples N] [--quick]
+
+Self-contained: its own Temporal dev server (SQLite file in a temp dir) and an
+in-process worker running `ToolTaskWorkflow` with the stand-in tool of
+`benchmarks.reads` and the demo's `BuildPipeline` workflow. Both kinds of task
+are created and read through `TemporalTaskGateway`, the code `tools/call` and
+`tasks/get` run, in two states: waiting for an answer, and completed (which
+costs a second call for the result). Reads alternate between the two kinds,
+so load on the machine falls on both alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from temporalio.worker import Worker
+
+from mcp_tasks_temporal.activities.build_steps import build_step
+from mcp_tasks_temporal.connection import connect_temporal
+from mcp_tasks_temporal.contract import CLIENT_CAPABILITIES_META_KEY, EXTENSION_ID
+from mcp_tasks_temporal.embedded import embedded_temporal
+from mcp_tasks_temporal.gateway import TemporalTaskGateway, WorkflowTask, now_ms
+from mcp_tasks_temporal.ids import new_task_id
+from mcp_tasks_temporal.workflows import ToolTaskWorkflow
+from mcp_tasks_temporal.workflows.build_pipeline import BuildPipeline, BuildRequest
+
+from ._common import machine, render
+from .reads import Bench, Task, create, free_port, stand_in_tool, until
+
+DEFAULT_SAMPLES = 200
+QUICK_SAMPLES = 30
+QUEUE = "bench-workflow-reads"
+ENVELOPE = {CLIENT_CAPABILITIES_META_KEY: {"elicitation": {}, "extensions": {EXTENSION_ID: {}}}}
+
+
+async def create_pipeline(gateway: TemporalTaskGateway) -> Task:
+    task = WorkflowTask(
+        task_id=new_task_id(),
+        tool="build_pipeline",
+        workflow="demo.BuildPipeline",
+        args=[BuildRequest(ref="bench", step_seconds=0)],
+        task_queue=None,
+        envelope=ENVELOPE,
+        created_at_ms=now_ms(),
+        ttl_ms=3_600_000,
+        poll_interval_ms=1000,
+    )
+    handle = await gateway.start_workflow_task(task, None)
+    return Task(gateway, handle, task.task_id)
+
+
+async def timed(task: Task) -> float:
+    started = time.perf_counter()
+    await task.get()
+    return (time.perf_counter() - started) * 1000
+
+
+async def compare(case: str, tool: Task, workflow: Task, samples: int) -> list[str]:
+    for _ in range(3):  # warm-up: connections, caches
+        await timed(tool)
+        await timed(workflow)
+    tool_ms: list[float] = []
+    workflow_ms: list[float] = []
+    for _ in range(samples):
+        tool_ms.append(await timed(tool))
+        workflow_ms.append(await timed(workflow))
+    tool_p50, workflow_p50 = statistics.median(tool_ms), statistics.median(workflow_ms)
+    return [case, str(samples), f"{tool_p50:.2f}", f"{workflow_p50:.2f}", f"{workflow_p50 / tool_p50:.2f}"]
+
+
+async def run(samples: int) -> list[list[str]]:
+    with tempfile.TemporaryDirectory(prefix="mcp-tasks-workflow-reads-") as state_dir:
+        async with embedded_temporal(state_dir=Path(state_dir), port=free_port(), ui_port=None) as server:
+            client = await connect_temporal(server.address, namespace=server.namespace)
+            bench = Bench(client, samples, 0)
+            gateway = bench.gateway(QUEUE)
+            async with Worker(
+                client,
+                task_queue=QUEUE,
+                workflows=[ToolTaskWorkflow, BuildPipeline],
+                activities=[stand_in_tool, build_step],
+            ):
+                asking_tool = await create(bench, QUEUE, "ask")
+                asking_workflow = await create_pipeline(gateway)
+                await until(asking_tool, "input_required")
+                await until(asking_workflow, "input_required")
+                rows = [await compare("input_required", asking_tool, asking_workflow, samples)]
+                done_tool = await create(bench, QUEUE, "done")
+                done_workflow = await create_pipeline(gateway)
+                await until(done_workflow, "input_required")
+                answer: dict[str, Any] = {"action": "accept", "content": {"approve": True}}
+                await gateway.update(done_workflow.task_id, None, {"approve": answer})
+                await until(done_tool, "completed")
+                await until(done_workflow, "completed")
+                rows.append(await compare("completed", done_tool, done_workflow, samples))
+                return rows
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.workflow_reads", description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=None)
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_SAMPLES} samples per read")
+    args = parser.parse_args(argv)
+    samples = args.samples or (QUICK_SAMPLES if args.quick else DEFAULT_SAMPLES)
+    print("\n".join(machine()))
+    rows = asyncio.run(run(samples))
+    print()
+    header = ["state", "n", "tool task p50 ms", "workflow task p50 ms", "ratio (target ~1)"]
+    print(render(header, rows))
+
+
+if __name__ == "__main__":
+    main()
