@@ -106,7 +106,9 @@ async def run(samples: int) -> list[list[str]]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.workflow_reads", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.workflow_reads", description=(__doc__ or "").splitlines()[0]
+    )
     parser.add_argument("--samples", type=int, default=None)
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_SAMPLES} samples per read")
     args = parser.parse_args(argv)
