@@ -46,7 +46,9 @@ from tests.workflow_fixture_workflows import (
 
 pytestmark = pytest.mark.anyio
 
+# Their own folder: `test_workflow.py` replays every history directly in `histories/` as a tool task.
 HISTORIES = Path(__file__).parent / "histories"
+WORKFLOW_TOOL_HISTORIES = HISTORIES / "workflow_tools"
 FIXTURE_WORKFLOWS = [
     GreetingWorkflow,
     PipelineWorkflow,
@@ -156,10 +158,10 @@ async def test_fresh_workflow_tool_histories_replay_and_can_be_recorded(
         await replayer.replay_workflow(history)
     if os.environ.get("MCP_TASKS_WRITE_HISTORIES"):
         for name, history in histories.items():
-            (HISTORIES / f"{name}.json").write_text(history.to_json())
+            (WORKFLOW_TOOL_HISTORIES / f"{name}.json").write_text(history.to_json())
 
 
-@pytest.mark.parametrize("path", sorted(HISTORIES.glob("workflow_tool_*.json")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", sorted(WORKFLOW_TOOL_HISTORIES.glob("*.json")), ids=lambda p: p.stem)
 async def test_committed_workflow_tool_histories_still_replay(path: Path) -> None:
     history = WorkflowHistory.from_json(f"wf-history/{path.stem}", path.read_text())
     await Replayer(workflows=FIXTURE_WORKFLOWS, data_converter=pydantic_data_converter).replay_workflow(history)
