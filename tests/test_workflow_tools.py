@@ -24,10 +24,10 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from mcp_tasks_temporal.contract import CLIENT_CAPABILITIES_META_KEY, WORKFLOW_KIND, Memo
 from mcp_tasks_temporal.ids import owner_key, workflow_id
 from tests.conftest import Stack
-from tests.processes import start_front, start_worker
+from tests.processes import CLI, REPO_ROOT, _env, start_front, start_worker
 from tests.test_auth import ALICE, BOB, BearerMcp
 from tests.test_push import http_listen, listen_message
-from tests.wire import TERMINAL, HttpMcp, TaskCalls
+from tests.wire import TERMINAL, HttpMcp, StdioMcp, TaskCalls
 from tests.workflow_fixture_app import OWN_QUEUE_ENV
 from tests.workflow_fixture_workflows import APPROVE
 
@@ -453,3 +453,28 @@ def tokens_file(tmp_path: Path) -> Path:
     path = tmp_path / "tokens"
     path.write_text(f"{ALICE} alice@example.com\n{BOB} bob@example.com\n")
     return path
+
+
+# -- stdio ------------------------------------------------------------------------------------
+
+
+async def test_workflow_tools_over_stdio(wf_stack: Stack, tmp_path: Path) -> None:
+    command = [*CLI, "serve", "--transport", "stdio", "--temporal", wf_stack.temporal]
+    command += ["--task-queue", wf_stack.task_queue, "--app", APP]
+    with (tmp_path / "stdio-front.log").open("wb") as stderr_log:
+        process = await anyio.open_process(command, cwd=REPO_ROOT, env=_env(), stderr=stderr_log)
+        try:
+            calls = TaskCalls(StdioMcp(process))
+            tools = (await calls.client.request("tools/list", {})).result["tools"]
+            assert {"greet", "release", "loop"} <= {tool["name"] for tool in tools}
+            task = await calls.wait_for((await calls.start("greet", {"name": "Stdio"}))["taskId"])
+            assert task["result"]["content"] == [{"type": "text", "text": "Hello, Stdio!"}]
+        finally:
+            if process.stdin is not None:
+                await process.stdin.aclose()
+            with anyio.move_on_after(10):
+                await process.wait()
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+            await process.aclose()
