@@ -316,7 +316,11 @@ async def _run_worker(stack: AsyncExitStack, client: Client, app: MCPServer[Any]
     )
     await stack.enter_async_context(worker)
     for own_queue in workflow_tool_workers(
-        client, app, max_concurrent_activities=args.max_concurrent_tools, graceful_shutdown_s=args.graceful_shutdown
+        client,
+        app,
+        task_queue=args.task_queue,
+        max_concurrent_activities=args.max_concurrent_tools,
+        graceful_shutdown_s=args.graceful_shutdown,
     ):
         await stack.enter_async_context(own_queue)
 

@@ -44,7 +44,7 @@ def build_worker(
         max_cached_workflows: Task workflows kept in memory (about 150 KB each); the rest replay on demand.
     """
     activities = ToolActivities(app, lifespan_state, keepalive_s=keepalive_s)
-    workflows, own_activities = workflow_tools_on(app, None)
+    workflows, own_activities = workflow_tools_on(app, task_queue, default_queue=task_queue)
     return Worker(
         client,
         task_queue=task_queue,
@@ -61,13 +61,18 @@ def build_worker(
 
 
 def workflow_tool_workers(
-    client: Client, app: MCPServer[Any], *, max_concurrent_activities: int = 100, graceful_shutdown_s: float = 30.0
+    client: Client,
+    app: MCPServer[Any],
+    *,
+    task_queue: str,
+    max_concurrent_activities: int = 100,
+    graceful_shutdown_s: float = 30.0,
 ) -> list[Worker]:
-    """One worker per task queue that a workflow tool names as its own (the app's queue is `build_worker`'s)."""
-    queues = {options.task_queue for options in _workflow_tools(app) if options.task_queue is not None}
+    """One worker per task queue a workflow tool names as its own; the app's `task_queue` is `build_worker`'s."""
+    queues = {options.task_queue for options in _workflow_tools(app)} - {None, task_queue}
     workers: list[Worker] = []
-    for queue in sorted(queues):
-        workflows, activities = workflow_tools_on(app, queue)
+    for queue in sorted(q for q in queues if q is not None):
+        workflows, activities = workflow_tools_on(app, queue, default_queue=task_queue)
         workers.append(
             Worker(
                 client,
@@ -82,12 +87,14 @@ def workflow_tool_workers(
     return workers
 
 
-def workflow_tools_on(app: MCPServer[Any], task_queue: str | None) -> tuple[list[type], list[Callable[..., Any]]]:
-    """The workflow classes and activities of the app's workflow tools on `task_queue` (`None`: the app's)."""
+def workflow_tools_on(
+    app: MCPServer[Any], task_queue: str, *, default_queue: str
+) -> tuple[list[type], list[Callable[..., Any]]]:
+    """The workflow classes and activities of the app's workflow tools that run on `task_queue`."""
     workflows: list[type] = []
     activities: list[Callable[..., Any]] = []
     for options in _workflow_tools(app):
-        if options.task_queue != task_queue:
+        if (options.task_queue or default_queue) != task_queue:
             continue
         if options.workflow_class not in workflows:
             workflows.append(options.workflow_class)
