@@ -209,6 +209,18 @@ async def test_question_the_client_cannot_answer_fails_the_task_with_32021(wf: T
     assert done["error"]["data"] == {"requiredCapabilities": {"sampling": {}}}
 
 
+async def test_a_workflow_tool_on_its_own_queue_runs_on_the_worker_for_that_queue(
+    wf: TaskCalls, own_queue: str, temporal_client: Client
+) -> None:
+    task_id = (await wf.start("wait_days", {"days": 0}, capabilities=ELICIT))["taskId"]
+    description = await temporal_client.get_workflow_handle(workflow_id(task_id, None)).describe()
+    assert description.task_queue == own_queue
+    await wf.wait_for(task_id, {"input_required"})
+    await wf.update(task_id, {"go": YES})
+    done = await wf.wait_for(task_id)
+    assert done["result"]["structuredContent"] == {"result": ["waited", "accept"]}
+
+
 # -- failures, cancellation, TTL ------------------------------------------------------------
 
 
