@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -21,10 +22,11 @@ import httpx
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 
+from mcp_tasks_temporal.connection import connect_temporal
 from mcp_tasks_temporal.contract import CLIENT_CAPABILITIES_META_KEY, WORKFLOW_KIND, Memo
 from mcp_tasks_temporal.ids import owner_key, workflow_id
 from tests.conftest import Stack
-from tests.processes import CLI, REPO_ROOT, _env, start_front, start_worker
+from tests.processes import CLI, REPO_ROOT, Process, _env, free_port, start_front, start_worker, wait_until
 from tests.test_auth import ALICE, BOB, BearerMcp
 from tests.test_push import http_listen, listen_message
 from tests.wire import TERMINAL, HttpMcp, StdioMcp, TaskCalls
@@ -490,3 +492,65 @@ async def test_workflow_tools_over_stdio(wf_stack: Stack, tmp_path: Path) -> Non
                 process.kill()
                 await process.wait()
             await process.aclose()
+
+
+# -- the demo under `dev` -----------------------------------------------------------------------
+
+
+def step_of(task: dict[str, Any]) -> int:
+    """The step number in a demo pipeline status line such as `compile (v1) (3/6)`."""
+    message = task.get("statusMessage") or ""
+    return int(message.rsplit("(", 1)[1].split("/")[0]) if message.endswith("/6)") else 0
+
+
+@pytest.mark.slow
+async def test_ctrl_c_on_dev_mid_pipeline_resumes_at_the_step_it_was_in(
+    tmp_path: Path, http: httpx.AsyncClient
+) -> None:
+    state, port, temporal_port = tmp_path / "state", free_port(), free_port()
+    command = [*CLI, "dev", "--state-dir", str(state), "--port", str(port)]
+    command += ["--temporal-port", str(temporal_port), "--ui-port", "0"]
+
+    def start_dev() -> Process:
+        process = Process(f"dev-{port}", command, tmp_path / f"dev-{port}-{free_port()}.log").start()
+        wait_until(lambda: "Press Ctrl-C to stop." in process.log() or not process.alive, timeout=60, what="dev")
+        assert process.alive, process.log()
+        return process
+
+    async def until_served(call: Any) -> Any:
+        with anyio.fail_after(30):
+            while True:
+                try:
+                    return await call()
+                except httpx.TransportError:  # the banner is printed just before uvicorn binds
+                    await anyio.sleep(0.1)
+
+    dev = start_dev()
+    calls = TaskCalls(HttpMcp(f"http://127.0.0.1:{port}/mcp", http))
+    try:
+        created = await until_served(
+            lambda: calls.start("build_pipeline", {"ref": "v7", "step_seconds": 1.5}, capabilities=ELICIT)
+        )
+        task_id = created["taskId"]
+        await calls.wait_for(task_id, lambda task: step_of(task) >= 3, timeout=60)
+    finally:
+        dev.stop(signal.SIGINT, timeout=30)
+    assert dev.popen.returncode == 0, dev.log()
+
+    dev = start_dev()
+    try:
+        first = (await until_served(lambda: calls.get(task_id))).result
+        assert first["status"] == "input_required" or step_of(first) >= 3, first
+        asking = await calls.wait_for(task_id, {"input_required"}, timeout=60)
+        assert asking["inputRequests"]["approve"]["params"]["requestedSchema"]["properties"]["approve"]["type"] == (
+            "boolean"
+        )
+        await calls.update(task_id, {"approve": YES})
+        done = await calls.wait_for(task_id, timeout=60)
+        assert done["result"]["content"][0]["text"].startswith("Built and published v7")
+        client = await connect_temporal(f"127.0.0.1:{temporal_port}")
+        history = await client.get_workflow_handle(workflow_id(task_id, None)).fetch_history()
+        scheduled = [e for e in history.events if e.HasField("activity_task_scheduled_event_attributes")]
+        assert len(scheduled) == 6  # one activity per step, none scheduled again after the restart
+    finally:
+        dev.stop(signal.SIGINT, timeout=30)
