@@ -279,3 +279,17 @@ def test_workers_get_each_workflow_tool_on_its_queue_once() -> None:
         [run_step],
     )
     assert workflow_tools_on(app, "long-waits", default_queue="app-queue") == ([WaitingWorkflow], [refuse])
+
+
+def test_questions_in_wire_form_or_as_mcp_types_models_are_the_same_question() -> None:
+    from mcp_types import ElicitRequest, ElicitRequestFormParams
+
+    from mcp_tasks_temporal.workflow import INVALID_INPUT_REQUEST, _wire_request
+
+    schema = APPROVE["params"]["requestedSchema"]
+    model = ElicitRequest(params=ElicitRequestFormParams(message="Deploy?", requested_schema=schema))
+    assert _wire_request("approve", model) == APPROVE
+    assert _wire_request("approve", APPROVE) == APPROVE
+    with pytest.raises(ApplicationError) as refused:
+        _wire_request("approve", {"params": {}})
+    assert refused.value.type == INVALID_INPUT_REQUEST and refused.value.non_retryable
