@@ -10,7 +10,7 @@ import os
 import time
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -256,6 +256,12 @@ def test_workflow_tool_registers_as_a_call_and_as_a_decorator() -> None:
     schema = options["decorated"].output_schema()
     assert schema is not None and schema["properties"]["result"]["type"] == "array" and "$defs" in schema
     assert options["greeting"].output_schema() is None
+    assert replace(options["greeting"], return_type=Report | None).output_schema() is None
+    assert replace(options["greeting"], return_type=int).output_schema() == {
+        "type": "object",
+        "properties": {"result": {"type": "integer"}},
+        "required": ["result"],
+    }
     with pytest.raises(ValueError, match="already registered"):
         tasks.workflow_tool(Decorated, name="decorated")
     with pytest.raises(ValueError, match="not a @workflow.defn"):

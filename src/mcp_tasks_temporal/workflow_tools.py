@@ -107,6 +107,10 @@ class WorkflowToolOptions:
         schema = TypeAdapter(self.return_type).json_schema(mode="serialization")
         if schema.get("type") == "object":
             return schema
+        if "anyOf" in schema or "oneOf" in schema:
+            # Whether a value is wrapped in {"result": ...} depends on what it turns out to be
+            # (an object is not, anything else is), so no single schema describes every result.
+            return None
         definitions = schema.pop("$defs", None)
         wrapped: dict[str, Any] = {"type": "object", "properties": {"result": schema}, "required": ["result"]}
         if definitions:
