@@ -42,9 +42,13 @@ PIPELINE = ["checkout", "compile", "test", "deploy"]
 
 
 def start_stack(stack: Stack, *, worker: bool = True, front_extra: list[str] | None = None) -> Stack:
-    if worker:
-        stack.workers.append(start_worker(stack.workdir, stack.temporal, stack.task_queue, app=APP))
-    stack.fronts.append(start_front(stack.workdir, stack.temporal, stack.task_queue, app=APP, extra=front_extra))
+    try:
+        if worker:
+            stack.workers.append(start_worker(stack.workdir, stack.temporal, stack.task_queue, app=APP))
+        stack.fronts.append(start_front(stack.workdir, stack.temporal, stack.task_queue, app=APP, extra=front_extra))
+    except BaseException:
+        stack.stop()  # a worker that started must not outlive a front that did not
+        raise
     return stack
 
 
