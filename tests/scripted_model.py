@@ -48,8 +48,19 @@ class ScriptedModel:
     script: list[Reply]
     base_url: str = ""
     requests: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    authorizations: list[str | None] = field(default_factory=list[str | None])
     _held: dict[int, anyio.Event] = field(default_factory=dict[int, anyio.Event])
     _arrivals: dict[int, anyio.Event] = field(default_factory=dict[int, anyio.Event])
+
+    def reset(self, script: list[Reply]) -> None:
+        """Start over with another script (the server, and its URL, stay)."""
+        for event in self._held.values():
+            event.set()
+        self.script = script
+        self.requests.clear()
+        self.authorizations.clear()
+        self._held.clear()
+        self._arrivals.clear()
 
     def hold(self, number: int) -> None:
         """Keep the reply to request `number` (1-based) back until `release(number)`."""
@@ -70,6 +81,7 @@ class ScriptedModel:
     async def _chat(self, request: Request) -> JSONResponse:
         body = await request.json()
         self.requests.append(body)
+        self.authorizations.append(request.headers.get("authorization"))
         number = len(self.requests)
         self._arrival(number).set()
         held = self._held.get(number)

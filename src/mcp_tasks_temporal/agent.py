@@ -176,6 +176,7 @@ async def ask_user(question: str) -> str:
     """
     if not workflow.in_workflow():
         raise RuntimeError("ask_user runs inside a sub-agent workflow")
+    from mcp_tasks_temporal.contract import JSONRPC_ERROR
     from mcp_tasks_temporal.workflow import request_input
 
     state = workflow.instance()
@@ -193,7 +194,13 @@ async def ask_user(question: str) -> str:
             },
         },
     }
-    answer = await request_input(f"question_{number}", request)
+    try:
+        answer = await request_input(f"question_{number}", request)
+    except ApplicationError as exc:
+        if exc.type != JSONRPC_ERROR:
+            raise
+        # The client cannot be asked (no elicitation, or not running this as a task): go on without.
+        return f"Nobody can answer questions in this session ({exc.message}). Decide with your best judgement."
     content = answer.get("content") if answer.get("action") == "accept" else None
     if not isinstance(content, Mapping) or not str(content.get("answer", "")).strip():  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
         return "They did not answer. Decide with your best judgement and say so in your findings."
@@ -225,10 +232,7 @@ def sub_agent_tool(tasks: TasksExtension, workflow_class: _T, **options: Any) ->
     registered = tasks.workflow_tool(workflow_class, **options)
     for plugin in worker_plugins():
         tasks.add_plugin(plugin)
-    tasks.add_call_check(options.get("name") or _tool_name(workflow_class), model_check)
+    for name, tool in tasks.workflow_tools.items():
+        if tool.workflow_class is workflow_class:
+            tasks.add_call_check(name, model_check)
     return registered
-
-
-def _tool_name(workflow_class: type) -> str:
-    definition = workflow._Definition.from_class(workflow_class)  # pyright: ignore[reportPrivateUsage]
-    return definition.name if definition is not None else workflow_class.__name__

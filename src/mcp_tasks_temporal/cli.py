@@ -53,6 +53,13 @@ def _add_app_options(parser: argparse.ArgumentParser, *, default_app: str | None
     )
     parser.add_argument("--namespace", default=os.environ.get("TEMPORAL_NAMESPACE", DEFAULT_NAMESPACE))
     parser.add_argument("--task-queue", default=os.environ.get("MCP_TASKS_TASK_QUEUE", DEFAULT_TASK_QUEUE))
+    parser.add_argument(
+        "--agent-model",
+        default=None,
+        metavar="NAME",
+        help="model of the app's sub-agents, served by the OpenAI-compatible endpoint at OPENAI_BASE_URL "
+        "(env MCP_TASKS_AGENT_MODEL; needs the agent extra)",
+    )
 
 
 def _add_front_options(parser: argparse.ArgumentParser) -> None:
@@ -214,6 +221,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _configure(app: MCPServer[Any], args: argparse.Namespace) -> None:
     extension = tasks_extension(app)
+    if getattr(args, "agent_model", None):
+        try:
+            from mcp_tasks_temporal.agent import configure_model
+        except ImportError:
+            raise ValueError('--agent-model needs the agent extra: pip install "mcp-tasks-temporal[agent]"') from None
+        configure_model(args.agent_model)
     if getattr(args, "request_state_key", None):
         use_request_state_keys(app, args.request_state_key)
     if "ttl_ms" in vars(args):
@@ -285,9 +298,13 @@ def _start_telemetry(args: argparse.Namespace, role: str) -> None:
         install_metrics(f"{args.metrics_host}:{args.metrics_port}")
 
 
-async def _connect(address: str, namespace: str) -> Client:
+async def _connect(address: str, namespace: str, app: MCPServer[Any]) -> Client:
     return await connect_temporal(
-        address, namespace=namespace, interceptors=client_interceptors(), runtime=metrics_runtime()
+        address,
+        namespace=namespace,
+        interceptors=client_interceptors(),
+        runtime=metrics_runtime(),
+        plugins=tasks_extension(app).plugins,
     )
 
 
@@ -339,7 +356,7 @@ async def _dev(args: argparse.Namespace) -> None:
                 namespace=args.namespace,
             )
         )
-        client = await _connect(temporal.address, temporal.namespace)
+        client = await _connect(temporal.address, temporal.namespace, app)
         _attach_front(app, client, args)
         await _run_worker(stack, client, app, args)
         print(f"mcp-tasks-temporal dev: serving {args.app}", flush=True)
@@ -361,7 +378,7 @@ async def _serve(args: argparse.Namespace) -> None:
     _configure(app, args)
     _start_telemetry(args, "front")
     auth = _bearer_auth(args) if args.transport == "http" else None
-    client = await _connect(args.temporal, args.namespace)
+    client = await _connect(args.temporal, args.namespace, app)
     _attach_front(app, client, args)
     if args.transport == "stdio":
         await app.run_stdio_async()
@@ -378,7 +395,7 @@ async def _worker(args: argparse.Namespace) -> None:
     app = load_app(args.app)
     _configure(app, args)
     _start_telemetry(args, "worker")
-    client = await _connect(args.temporal, args.namespace)
+    client = await _connect(args.temporal, args.namespace, app)
     async with AsyncExitStack() as stack:
         await _run_worker(stack, client, app, args)
         print(

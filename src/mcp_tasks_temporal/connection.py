@@ -10,6 +10,7 @@ the default converter's, so histories written before still decode.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from temporalio.client import Client, Interceptor
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -24,12 +25,17 @@ async def connect_temporal(
     namespace: str = DEFAULT_NAMESPACE,
     interceptors: Sequence[Interceptor] = (),
     runtime: Runtime | None = None,
+    plugins: Sequence[Any] = (),
 ) -> Client:
-    """A Temporal client for `address` with the project's data converter."""
+    """A Temporal client for `address` with the project's data converter.
+
+    `plugins` are the app's (`TasksExtension.plugins`); a worker built on this client applies them too.
+    """
     return await Client.connect(
         address,
         namespace=namespace,
         data_converter=pydantic_data_converter,
         interceptors=interceptors,
         runtime=runtime,
+        plugins=list(plugins),
     )

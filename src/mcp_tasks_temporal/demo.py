@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import anyio
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 
 from mcp_tasks_temporal.activities.build_steps import build_step
 from mcp_tasks_temporal.extension import TasksExtension
@@ -51,3 +52,20 @@ async def search_logs(pattern: str, seconds_per_file: float = 1.5) -> list[str]:
 def add(a: int, b: int) -> int:
     """Add two numbers (an ordinary synchronous tool, for comparison)."""
     return a + b
+
+
+try:
+    from mcp_tasks_temporal.agent import sub_agent_tool
+    from mcp_tasks_temporal.workflows.review_code import ReviewCode, prepare_review
+except ImportError as missing:
+    if not (missing.name or "").startswith(("pydantic_ai", "openai")):
+        raise
+
+    @app.tool()
+    def review_code(path: str, rules: list[str] | None = None) -> str:
+        """Review a directory for duplicated code and house rules with a sub-agent (needs the agent extra)."""
+        raise ToolError('review_code needs the agent extra: pip install "mcp-tasks-temporal[agent]"')
+
+else:
+    # A sub-agent in a task: its own model (--agent-model, OPENAI_BASE_URL) and tools, asking through the task.
+    sub_agent_tool(tasks, ReviewCode, activities=[prepare_review])

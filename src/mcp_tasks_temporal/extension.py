@@ -118,6 +118,10 @@ class TasksExtension(Extension):
     _workflow_tools: dict[str, WorkflowToolOptions] = field(default_factory=dict[str, WorkflowToolOptions], init=False)
     _gateway: TemporalTaskGateway | None = field(default=None, init=False)
     _server: MCPServer[Any] | None = field(default=None, init=False)
+    _plugins: list[Any] = field(default_factory=list[Any], init=False)
+    _call_checks: dict[str, Callable[[], str | None]] = field(
+        default_factory=dict[str, Callable[[], "str | None"]], init=False
+    )
 
     # -- declaring task tools -------------------------------------------------
 
@@ -247,6 +251,31 @@ class TasksExtension(Extension):
         """The registered workflow tools, by tool name."""
         return dict(self._workflow_tools)
 
+    def add_plugin(self, plugin: Any) -> None:
+        """Use a Temporal plugin (`temporalio.plugin.SimplePlugin` or a client/worker `Plugin`) for this app.
+
+        `serve`, `worker` and `dev` connect every Temporal client of the app with its
+        plugins, so the plugins' data converter, sandbox settings and the activities and
+        workflows they contribute reach every worker they build. A plugin whose name is
+        already there is kept once.
+        """
+        if all(existing.name() != plugin.name() for existing in self._plugins):
+            self._plugins.append(plugin)
+
+    @property
+    def plugins(self) -> Sequence[Any]:
+        """The Temporal plugins of this app, for `Client.connect(plugins=...)` (see `add_plugin`)."""
+        return tuple(self._plugins)
+
+    def add_call_check(self, tool_name: str, check: Callable[[], str | None]) -> None:
+        """Run `check` on every call of `tool_name` before anything starts.
+
+        A message it returns is the answer to the call, as a tool error (`isError: true`),
+        so a tool that cannot run in this deployment (a missing model, a missing key) says
+        so at once instead of creating a task that fails later.
+        """
+        self._call_checks[tool_name] = check
+
     # -- wiring ------------------------------------------------------------------
 
     def attach(self, gateway: TemporalTaskGateway, server: MCPServer[Any]) -> None:
@@ -303,6 +332,12 @@ class TasksExtension(Extension):
     async def intercept_tool_call(
         self, params: CallToolRequestParams, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
+        check = self._call_checks.get(params.name)
+        refusal = check() if check is not None and current_run() is None else None
+        if refusal is not None:
+            return CallToolResult(
+                content=[TextContent(type="text", text=f"Error executing tool {params.name}: {refusal}")], is_error=True
+            )
         workflow_options = self._workflow_tools.get(params.name)
         if workflow_options is not None:
             return await self._call_workflow_tool(workflow_options, params, ctx, call_next)
