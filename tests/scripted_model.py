@@ -8,7 +8,7 @@ releases it, so a test can act while a model request is in flight. No model, no 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,8 +39,12 @@ class Reply:
     completion_tokens: int = 20
 
 
-def calls(*tool_calls: tuple[str, dict[str, Any]], **usage: int) -> Reply:
-    return Reply(tool_calls=tuple(ToolCall(name, args) for name, args in tool_calls), **usage)
+def calls(*tool_calls: tuple[str, dict[str, Any]], prompt_tokens: int = 100, completion_tokens: int = 20) -> Reply:
+    return Reply(
+        tool_calls=tuple(ToolCall(name, args) for name, args in tool_calls),
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+    )
 
 
 @dataclass
@@ -119,7 +123,7 @@ def _completion(number: int, model: str, reply: Reply) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def scripted_model(script: list[Reply]) -> AsyncIterator[ScriptedModel]:
+async def scripted_model(script: list[Reply]) -> AsyncGenerator[ScriptedModel]:
     """Serve `script` on a free port for the duration of the block."""
     model = ScriptedModel(script)
     port = free_port()

@@ -23,7 +23,7 @@ from mcp_tasks_temporal.connection import connect_temporal
 from mcp_tasks_temporal.ids import workflow_id
 from tests.conftest import Stack
 from tests.processes import start_front, start_worker
-from tests.scripted_model import Reply, ScriptedModel, calls, scripted_model
+from tests.scripted_model import ScriptedModel, calls, scripted_model
 from tests.wire import HttpMcp, TaskCalls
 
 pytestmark = [pytest.mark.anyio]
@@ -194,7 +194,7 @@ async def test_worker_killed_between_turns_repeats_no_model_request_and_no_tool(
             calls(("final_result", FINDINGS)),
         ]
     )
-    created = await mcp.start("review_code", {"path": "shop"})
+    created = await mcp.start("review_code", {"path": "shop"}, capabilities={"elicitation": {}})
     waiting = await mcp.wait_for(created["taskId"], {"input_required"}, timeout=120)
     asked = waiting["inputRequests"]["question_1"]
     assert asked["method"] == "elicitation/create" and asked["params"]["message"] == question
@@ -208,7 +208,7 @@ async def test_worker_killed_between_turns_repeats_no_model_request_and_no_tool(
         env.setenv(REVIEW_ROOT_ENV, str(review_root))
         agent_stack.workers[0] = start_worker(workdir, temporal, agent_stack.task_queue, app=DEMO_APP)
     answer = {"action": "accept", "content": {"answer": "No, it is hand-written."}}
-    assert (await mcp.update(created["taskId"], {"question_1": answer})).result == {}
+    assert (await mcp.update(created["taskId"], {"question_1": answer})).result["resultType"] == "complete"
     done = await mcp.wait_for(created["taskId"], timeout=120)
 
     assert done["status"] == "completed", done
@@ -231,7 +231,7 @@ async def test_cancel_during_a_turn_ends_cancelled_at_once(mcp: TaskCalls, model
     model.hold(2)
     created = await mcp.start("review_code", {"path": "shop"})
     await model.arrived(2, timeout=120)
-    assert (await mcp.cancel(created["taskId"])).result == {}
+    assert (await mcp.cancel(created["taskId"])).result["resultType"] == "complete"
     cancelled = await mcp.wait_for(created["taskId"], timeout=30)
     assert cancelled["status"] == "cancelled"
     assert len(model.requests) == 2  # the turn in flight was never answered, and none followed

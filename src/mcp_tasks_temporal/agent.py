@@ -34,7 +34,7 @@ from temporalio import activity, workflow
 from temporalio.exceptions import ApplicationError
 
 if TYPE_CHECKING:
-    from pydantic_ai.tools import ValidatedToolArgs
+    from pydantic_ai.capabilities.abstract import ValidatedToolArgs
 
     from mcp_tasks_temporal.extension import TasksExtension
 
