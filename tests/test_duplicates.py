@@ -10,7 +10,7 @@ import pytest
 from mcp_tasks_temporal.activities import review_files
 from mcp_tasks_temporal.duplicates import Location, find_duplicates, shape_lines
 
-LOAD = '''\
+LOAD = """\
 import json
 
 
@@ -23,10 +23,10 @@ def load(path):
     if total > 100:
         raise ValueError("too many")
     return items, total
-'''
+"""
 
 # The same block with other names, other literals, a blank line and a comment in between.
-LOAD_COPY = '''\
+LOAD_COPY = """\
 def settings(filename):
     with open(filename) as f:
         raw = json.load(f)
@@ -36,9 +36,9 @@ def settings(filename):
     if size > 250:
         raise ValueError("way too many")
     return rows, size
-'''
+"""
 
-DIFFERENT = '''\
+DIFFERENT = """\
 def render(rows):
     out = []
     for row in rows:
@@ -46,7 +46,7 @@ def render(rows):
     while len(out) < 3:
         out.append("<li></li>")
     return "\\n".join(out)
-'''
+"""
 
 
 def test_a_renamed_copy_is_one_block_in_both_places() -> None:
