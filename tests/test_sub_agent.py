@@ -5,6 +5,7 @@ and a scripted OpenAI-compatible model server on 127.0.0.1 that the worker's mod
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -14,19 +15,23 @@ import anyio
 import httpx
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHistory
+from temporalio.worker import Replayer
 
 from mcp_tasks_temporal.activities.review_files import REVIEW_ROOT_ENV
-from mcp_tasks_temporal.agent import AGENT_MODEL_ENV
+from mcp_tasks_temporal.agent import AGENT_MODEL_ENV, worker_plugins
 from mcp_tasks_temporal.app import DEMO_APP
 from mcp_tasks_temporal.connection import connect_temporal
 from mcp_tasks_temporal.ids import workflow_id
+from mcp_tasks_temporal.workflows.review_code import ReviewCode
 from tests.conftest import Stack
 from tests.processes import start_front, start_worker
 from tests.scripted_model import ScriptedModel, calls, scripted_model
 from tests.wire import HttpMcp, TaskCalls
 
 pytestmark = [pytest.mark.anyio]
+
+HISTORIES = Path(__file__).parent / "histories" / "sub_agent"
 
 MODEL_NAME = "qwen2.5-coder-scripted"
 
@@ -224,6 +229,22 @@ async def test_worker_killed_between_turns_repeats_no_model_request_and_no_tool(
     assert model_requests == 5, scheduled
     assert tool_calls == 3, scheduled  # list_files, find_duplicates, read_file; ask_user waits in the workflow
     assert set(attempts) == {1}, (scheduled, attempts)
+
+    # The whole run (question, crash, answer) replays on today's code; record it to guard tomorrow's.
+    history = await client.get_workflow_handle(workflow_id(created["taskId"], None)).fetch_history()
+    await _replayer().replay_workflow(history)
+    if os.environ.get("MCP_TASKS_WRITE_HISTORIES"):
+        HISTORIES.mkdir(exist_ok=True)
+        (HISTORIES / "review_code_question_and_crash.json").write_text(history.to_json())
+
+
+def _replayer() -> Replayer:
+    return Replayer(workflows=[ReviewCode], plugins=worker_plugins())
+
+
+@pytest.mark.parametrize("path", sorted(HISTORIES.glob("*.json")), ids=lambda p: p.stem)
+async def test_committed_sub_agent_histories_still_replay(path: Path) -> None:
+    await _replayer().replay_workflow(WorkflowHistory.from_json(f"history/{path.stem}", path.read_text()))
 
 
 async def test_cancel_during_a_turn_ends_cancelled_at_once(mcp: TaskCalls, model: ScriptedModel) -> None:
