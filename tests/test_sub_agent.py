@@ -247,6 +247,15 @@ async def test_committed_sub_agent_histories_still_replay(path: Path) -> None:
     await _replayer().replay_workflow(WorkflowHistory.from_json(f"history/{path.stem}", path.read_text()))
 
 
+async def test_a_client_that_cannot_be_asked_leaves_the_agent_to_decide(mcp: TaskCalls, model: ScriptedModel) -> None:
+    model.reset([calls(("ask_user", {"question": "Which rules apply?"})), calls(("final_result", FINDINGS))])
+    created = await mcp.start("review_code", {"path": "shop"})  # no elicitation capability declared
+    done = await mcp.wait_for(created["taskId"], timeout=120)
+    assert done["status"] == "completed" and done["result"]["structuredContent"]["complete"] is True
+    told = _tool_results(model.requests[1])[0]
+    assert told.startswith("Nobody can answer questions in this session") and "best judgement" in told
+
+
 async def test_cancel_during_a_turn_ends_cancelled_at_once(mcp: TaskCalls, model: ScriptedModel) -> None:
     model.reset([calls(("list_files", {})), calls(("find_duplicates", {})), calls(("final_result", FINDINGS))])
     model.hold(2)

@@ -1,0 +1,68 @@
+"""Sub-agent wiring without servers: the model setting, the call check, plugins on the extension, the CLI flag."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic_ai.exceptions import UserError
+from pydantic_ai.models.openai import OpenAIChatModel
+from temporalio.plugin import SimplePlugin
+
+from mcp_tasks_temporal import agent
+from mcp_tasks_temporal.cli import _configure, build_parser
+from mcp_tasks_temporal.demo import app as demo_app
+from mcp_tasks_temporal.demo import tasks as demo_tasks
+from mcp_tasks_temporal.extension import TasksExtension
+
+
+@pytest.fixture(autouse=True)
+def no_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(agent.AGENT_MODEL_ENV, raising=False)
+
+
+def test_the_check_names_the_settings_until_a_model_is_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+    refusal = agent.model_check()
+    assert refusal is not None and "--agent-model" in refusal and "OPENAI_BASE_URL" in refusal
+    monkeypatch.setenv(agent.AGENT_MODEL_ENV, "  ")
+    assert agent.model_check() is not None
+    monkeypatch.setenv(agent.AGENT_MODEL_ENV, "qwen")
+    assert agent.model_check() is None
+
+
+def test_model_ids_resolve_to_the_configured_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert agent.resolve_model(None, "openai:gpt-5") is None  # pyright: ignore[reportArgumentType]
+    model = agent.resolve_model(None, agent.MODEL_PREFIX + "qwen2.5-coder")  # pyright: ignore[reportArgumentType]
+    assert isinstance(model, OpenAIChatModel) and model.model_name == "qwen2.5-coder"
+    assert model.base_url == "http://127.0.0.1:1/v1/"
+    with pytest.raises(UserError, match="--agent-model"):
+        agent.resolve_model(None, agent.DEFAULT_MODEL)  # pyright: ignore[reportArgumentType]
+    monkeypatch.setenv(agent.AGENT_MODEL_ENV, "llama")
+    default = agent.resolve_model(None, agent.DEFAULT_MODEL)  # pyright: ignore[reportArgumentType]
+    assert isinstance(default, OpenAIChatModel) and default.model_name == "llama"
+
+
+def test_plugins_are_kept_once_by_name() -> None:
+    tasks = TasksExtension()
+    tasks.add_plugin(SimplePlugin("one"))
+    tasks.add_plugin(SimplePlugin("one"))
+    tasks.add_plugin(SimplePlugin("two"))
+    assert [plugin.name() for plugin in tasks.plugins] == ["one", "two"]
+
+
+def test_the_demo_registers_review_code_with_what_a_worker_needs() -> None:
+    assert "review_code" in demo_tasks.workflow_tools
+    assert demo_tasks.workflow_tools["review_code"].activities  # the path check
+    names = [plugin.name() for plugin in demo_tasks.plugins]
+    assert names == ["PydanticAIPlugin", "mcp_tasks_temporal.agent"]
+    assert demo_app.name == "mcp-tasks-temporal-demo"
+
+
+@pytest.mark.parametrize("command", ["dev", "serve", "worker"])
+def test_agent_model_flag_configures_the_process(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    args = build_parser().parse_args([command, "--app", "mcp_tasks_temporal.demo:app", "--agent-model", "qwen3"])
+    _configure(demo_app, args)
+    assert agent.configured_model_name() == "qwen3"
+    monkeypatch.delenv(agent.AGENT_MODEL_ENV)
+    _configure(demo_app, build_parser().parse_args([command, "--app", "mcp_tasks_temporal.demo:app"]))
+    assert agent.configured_model_name() is None
