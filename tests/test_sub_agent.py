@@ -300,6 +300,18 @@ async def test_a_path_outside_the_review_root_is_a_tool_error(mcp: TaskCalls, mo
     assert model.requests == []
 
 
+async def test_the_demos_other_tasks_run_on_the_same_worker(mcp: TaskCalls) -> None:
+    """pydantic-ai's plugin changes the worker's sandbox and converter for every workflow, not only the agent's."""
+    pipeline = await mcp.start("build_pipeline", {"ref": "v2", "step_seconds": 0}, capabilities={"elicitation": {}})
+    await mcp.wait_for(pipeline["taskId"], {"input_required"}, timeout=60)
+    await mcp.update(pipeline["taskId"], {"approve": {"action": "accept", "content": {"approve": True}}})
+    logs = await mcp.start("search_logs", {"pattern": "release", "seconds_per_file": 0})
+    built = await mcp.wait_for(pipeline["taskId"], timeout=60)
+    searched = await mcp.wait_for(logs["taskId"], timeout=60)
+    assert built["status"] == "completed" and "v2" in built["result"]["content"][0]["text"], built
+    assert searched["status"] == "completed" and searched["result"]["structuredContent"]["result"], searched
+
+
 async def test_without_a_model_the_call_says_so_at_once(
     workdir: Path, temporal: str, http: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
