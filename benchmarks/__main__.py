@@ -1,4 +1,4 @@
-"""Run the benchmarks in sequence: reads, workflow_reads, push, throughput, memory, peers.
+"""Run the benchmarks in sequence: reads, workflow_reads, agent_turns, push, throughput, memory, peers.
 
     .venv/bin/python -m benchmarks [--quick] [--only NAME ...]
 
@@ -33,6 +33,7 @@ class Benchmark:
 BENCHMARKS: Final = (
     Benchmark("reads", quick_deadline_s=200, full_deadline_s=300),
     Benchmark("workflow_reads", quick_deadline_s=120, full_deadline_s=200),
+    Benchmark("agent_turns", quick_deadline_s=180, full_deadline_s=400),
     Benchmark("push", quick_deadline_s=270, full_deadline_s=660),
     Benchmark("throughput", quick_deadline_s=230, full_deadline_s=660),
     Benchmark("memory", quick_deadline_s=240, full_deadline_s=1200),

@@ -23,10 +23,10 @@ from mcp_tasks_temporal.agent import AGENT_MODEL_ENV, worker_plugins
 from mcp_tasks_temporal.app import DEMO_APP
 from mcp_tasks_temporal.connection import connect_temporal
 from mcp_tasks_temporal.ids import workflow_id
+from mcp_tasks_temporal.testing.scripted_model import ScriptedModel, calls, scripted_model
 from mcp_tasks_temporal.workflows.review_code import ReviewCode
 from tests.conftest import Stack
 from tests.processes import start_front, start_worker
-from tests.scripted_model import ScriptedModel, calls, scripted_model
 from tests.wire import HttpMcp, TaskCalls
 
 pytestmark = [pytest.mark.anyio]
@@ -260,7 +260,7 @@ async def test_cancel_during_a_turn_ends_cancelled_at_once(mcp: TaskCalls, model
     model.reset([calls(("list_files", {})), calls(("find_duplicates", {})), calls(("final_result", FINDINGS))])
     model.hold(2)
     created = await mcp.start("review_code", {"path": "shop"})
-    await model.arrived(2, timeout=120)
+    await model.arrived(2, bound_s=120)
     assert (await mcp.cancel(created["taskId"])).result["resultType"] == "complete"
     cancelled = await mcp.wait_for(created["taskId"], timeout=30)
     assert cancelled["status"] == "cancelled"

@@ -1,13 +1,16 @@
-"""A scripted OpenAI-compatible chat completions server, started by the tests on 127.0.0.1.
+"""A scripted OpenAI-compatible chat completions server on 127.0.0.1, for testing sub-agents.
 
 It answers `POST /v1/chat/completions` with the next reply of a fixed script (tool calls, then a
 final answer), records every request body it sees, and can hold a reply back until the test
 releases it, so a test can act while a model request is in flight. No model, no network.
+The project's tests and `benchmarks.agent_turns` drive `review_code` with it; point a
+sub-agent's worker at it with `OPENAI_BASE_URL=server.base_url`.
 """
 
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -19,8 +22,6 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
-
-from tests.processes import free_port
 
 
 @dataclass(frozen=True)
@@ -73,9 +74,9 @@ class ScriptedModel:
     def release(self, number: int) -> None:
         self._held[number].set()
 
-    async def arrived(self, number: int, *, timeout: float = 60) -> dict[str, Any]:
+    async def arrived(self, number: int, *, bound_s: float = 60) -> dict[str, Any]:
         """Wait (bounded) until request `number` has been received; return its body."""
-        with anyio.fail_after(timeout):
+        with anyio.fail_after(bound_s):
             await self._arrival(number).wait()
         return self.requests[number - 1]
 
@@ -122,11 +123,17 @@ def _completion(number: int, model: str, reply: Reply) -> dict[str, Any]:
     }
 
 
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 @asynccontextmanager
 async def scripted_model(script: list[Reply]) -> AsyncGenerator[ScriptedModel]:
     """Serve `script` on a free port for the duration of the block."""
     model = ScriptedModel(script)
-    port = free_port()
+    port = _free_port()
     app = Starlette(routes=[Route("/v1/chat/completions", model._chat, methods=["POST"])])  # pyright: ignore[reportPrivateUsage]
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
     model.base_url = f"http://127.0.0.1:{port}/v1"
