@@ -8,6 +8,7 @@ import json
 import os
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -95,14 +96,21 @@ async def model() -> AsyncIterator[ScriptedModel]:
         yield server
 
 
-@pytest.fixture(scope="module")
-def agent_stack(workdir: Path, temporal: str, model: ScriptedModel, review_root: Path) -> Iterator[Stack]:
-    """Worker and front server of the demo app, configured for the scripted model."""
+@contextmanager
+def _agent_env(model: ScriptedModel, review_root: Path) -> Iterator[None]:
+    """The environment a worker or front server of the demo starts with: the scripted model, the review root."""
     with pytest.MonkeyPatch.context() as env:
         env.setenv("OPENAI_BASE_URL", model.base_url)
         env.setenv("OPENAI_API_KEY", "scripted-key")
         env.setenv(AGENT_MODEL_ENV, MODEL_NAME)
         env.setenv(REVIEW_ROOT_ENV, str(review_root))
+        yield
+
+
+@pytest.fixture(scope="module")
+def agent_stack(workdir: Path, temporal: str, model: ScriptedModel, review_root: Path) -> Iterator[Stack]:
+    """Worker and front server of the demo app, configured for the scripted model."""
+    with _agent_env(model, review_root):
         stack = Stack(workdir, temporal, task_queue=f"agent-{review_root.name}")
         try:
             stack.workers.append(start_worker(workdir, temporal, stack.task_queue, app=DEMO_APP))
@@ -206,11 +214,7 @@ async def test_worker_killed_between_turns_repeats_no_model_request_and_no_tool(
     assert waiting["statusMessage"] == "turn 3: waiting for an answer"
 
     agent_stack.workers[0].kill()
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("OPENAI_BASE_URL", model.base_url)
-        env.setenv("OPENAI_API_KEY", "scripted-key")
-        env.setenv(AGENT_MODEL_ENV, MODEL_NAME)
-        env.setenv(REVIEW_ROOT_ENV, str(review_root))
+    with _agent_env(model, review_root):
         agent_stack.workers[0] = start_worker(workdir, temporal, agent_stack.task_queue, app=DEMO_APP)
     answer = {"action": "accept", "content": {"answer": "No, it is hand-written."}}
     assert (await mcp.update(created["taskId"], {"question_1": answer})).result["resultType"] == "complete"
