@@ -49,6 +49,7 @@ from mcp_tasks_temporal.contract import (
     INTERNAL_ERROR_CODE,
     JSONRPC_ERROR,
     RUN_TOOL_ACTIVITY,
+    UNKNOWN_TOOL,
     StatusDetails,
     ToolRoundInput,
     as_object,
@@ -118,6 +119,15 @@ class ToolActivities:
     async def run_tool(self, call: ToolRoundInput) -> dict[str, Any]:
         """Run one round of the tool and return its wire result (complete or input_required)."""
         info = activity.info()
+        if self._server._tool_manager.get_tool(call.tool) is None:  # pyright: ignore[reportPrivateUsage]
+            # An older worker on the app's queue during a rolling deploy: the task must wait for
+            # a worker that has the tool, not complete with "Unknown tool" from this one.
+            logger.warning(
+                "task %s asks for tool %r, which this worker's app does not have: left for a worker that has it",
+                call.task_id,
+                call.tool,
+            )
+            raise ApplicationError(f"this worker has no tool {call.tool!r}", type=UNKNOWN_TOOL)
         reporter = StatusReporter()
         if info.heartbeat_details:
             # A retried attempt keeps showing the last status until the tool reports a new one.

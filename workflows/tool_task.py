@@ -30,12 +30,20 @@ with workflow.unsafe.imports_passed_through():
         STATE_QUERY,
         TASK_EXPIRED,
         TOOL_TASK_WORKFLOW,
+        UNKNOWN_TOOL,
         InputAsk,
         Memo,
         ToolRoundInput,
         ToolTaskInput,
         detailed_task,
     )
+
+
+# Patch IDs: each guards a change to the commands the workflow issues, so histories
+# recorded before it still replay.
+WAIT_FOR_TOOL_PATCH = "wait-for-a-worker-with-the-tool"
+
+_TOOL_WAIT_MAX_S = 60.0
 
 
 class _TaskExpired(Exception):
@@ -136,6 +144,7 @@ class ToolTaskWorkflow:
         responses = task.input_responses
         request_state = task.request_state
         round_number = 0
+        tool_waits = 0
         while True:
             try:
                 outcome: dict[str, Any] = await workflow.execute_activity(
@@ -164,6 +173,12 @@ class ToolTaskWorkflow:
             except ActivityError as err:
                 if isinstance(err.cause, CancelledError):
                     raise asyncio.CancelledError() from err
+                if _no_worker_has_tool(err) and workflow.patched(WAIT_FOR_TOOL_PATCH):
+                    # Only workers without the tool took the round (a rolling deploy): wait for
+                    # one that has it and run the same round again, backing off to keep the history small.
+                    await workflow.sleep(min(2.0 * 2 ** min(tool_waits, 5), _TOOL_WAIT_MAX_S))
+                    tool_waits += 1
+                    continue
                 raise self._fail(err) from None
             if outcome.get("resultType") != "input_required":
                 self._result = outcome
@@ -218,3 +233,8 @@ class ToolTaskWorkflow:
                 Memo.ERROR: self._error,
             }
         )
+
+
+def _no_worker_has_tool(err: ActivityError) -> bool:
+    cause = err.cause
+    return isinstance(cause, ApplicationError) and cause.type == UNKNOWN_TOOL

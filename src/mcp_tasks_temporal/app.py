@@ -8,6 +8,7 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 
+from mcp_tasks_temporal.contract import TASK_QUEUE_PREFIX
 from mcp_tasks_temporal.extension import TasksExtension
 
 DEMO_APP = "mcp_tasks_temporal.demo:app"
@@ -22,6 +23,16 @@ def load_app(spec: str) -> MCPServer[Any]:
     if not isinstance(app, MCPServer):
         raise ValueError(f"{spec} is not an mcp MCPServer (got {type(app).__name__})")
     return app  # pyright: ignore[reportUnknownVariableType]
+
+
+def default_task_queue(app: MCPServer[Any]) -> str:
+    """The app's own task queue, `mcp-tasks/<app name>`, unless `--task-queue` names another.
+
+    Front servers and workers of one app load the same `MCPServer`, so they agree
+    on it without configuration, and two apps on one namespace never take each
+    other's tasks (a worker would otherwise pick up tools it does not have).
+    """
+    return f"{TASK_QUEUE_PREFIX}/{app.name}"
 
 
 def tasks_extension(app: MCPServer[Any]) -> TasksExtension:

@@ -19,11 +19,11 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import AnyHttpUrl
 from temporalio.client import Client
 
-from mcp_tasks_temporal.app import DEMO_APP, load_app, tasks_extension, use_request_state_keys
+from mcp_tasks_temporal.app import DEMO_APP, default_task_queue, load_app, tasks_extension, use_request_state_keys
 from mcp_tasks_temporal.auth import StaticTokenVerifier, load_tokens
 from mcp_tasks_temporal.closed_tasks import DEFAULT_MAX_ENTRIES, ClosedTaskCache
 from mcp_tasks_temporal.connection import connect_temporal
-from mcp_tasks_temporal.contract import DEFAULT_NAMESPACE, DEFAULT_TASK_QUEUE, ActivityPolicy
+from mcp_tasks_temporal.contract import DEFAULT_NAMESPACE, ActivityPolicy
 from mcp_tasks_temporal.embedded import embedded_temporal
 from mcp_tasks_temporal.gateway import TemporalTaskGateway
 from mcp_tasks_temporal.health import health_routes
@@ -52,7 +52,12 @@ def _add_app_options(parser: argparse.ArgumentParser, *, default_app: str | None
         + (f" (default: the built-in demo, {default_app})" if default_app else ""),
     )
     parser.add_argument("--namespace", default=os.environ.get("TEMPORAL_NAMESPACE", DEFAULT_NAMESPACE))
-    parser.add_argument("--task-queue", default=os.environ.get("MCP_TASKS_TASK_QUEUE", DEFAULT_TASK_QUEUE))
+    parser.add_argument(
+        "--task-queue",
+        default=os.environ.get("MCP_TASKS_TASK_QUEUE") or None,
+        help="Temporal task queue of the app's tasks (default: mcp-tasks/<the MCPServer's name>; "
+        "front servers and workers of one app must use the same)",
+    )
     parser.add_argument(
         "--agent-model",
         default=None,
@@ -221,6 +226,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _configure(app: MCPServer[Any], args: argparse.Namespace) -> None:
     extension = tasks_extension(app)
+    if not args.task_queue:
+        args.task_queue = default_task_queue(app)
     if getattr(args, "agent_model", None):
         try:
             from mcp_tasks_temporal.agent import configure_model

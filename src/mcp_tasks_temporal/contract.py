@@ -23,13 +23,16 @@ STATE_QUERY: Final = "mcp_tasks.state"
 INPUT_SIGNAL: Final = "mcp_tasks.provide_input"
 REQUEST_INPUT_UPDATE: Final = "mcp_tasks.request_input"
 
-DEFAULT_TASK_QUEUE: Final = "mcp-tasks"
+TASK_QUEUE_PREFIX: Final = "mcp-tasks"
+"""Task queues default to `mcp-tasks/<app name>`: apps sharing a namespace never take each other's tasks."""
 DEFAULT_NAMESPACE: Final = "default"
 
 # ApplicationError types: the raise sites (workflow, activity) and the read site
 # (front server) share these constants so they cannot drift apart.
 JSONRPC_ERROR: Final = "JsonRpcError"
 TASK_EXPIRED: Final = "TaskExpired"
+UNKNOWN_TOOL: Final = "UnknownTool"
+"""A worker was handed a tool it does not have (an older worker during a rolling deploy): retried, never failed."""
 
 INTERNAL_ERROR_CODE: Final = -32603
 INVALID_PARAMS_CODE: Final = -32602

@@ -1,0 +1,38 @@
+"""Two releases of one app (same `MCPServer` name, so the same default task queue) for rolling-deploy tests.
+
+`v2` adds a tool that `v1` does not have: while only `v1` workers run, a task of
+the new tool must wait for a `v2` worker instead of failing.
+"""
+
+from __future__ import annotations
+
+from mcp.server.mcpserver import MCPServer
+
+from mcp_tasks_temporal import TasksExtension
+
+NAME = "rolling-app"
+
+
+def _release(version: str, *, with_new_tool: bool) -> MCPServer:
+    tasks = TasksExtension(default_poll_interval_ms=250)
+    app = MCPServer(NAME, version=version, extensions=[tasks])
+
+    @tasks.tool(policy="optional")
+    @app.tool()
+    async def stable(x: int) -> dict[str, int]:
+        """In every release."""
+        return {"value": x + 1}
+
+    if with_new_tool:
+
+        @tasks.tool(policy="optional")
+        @app.tool()
+        async def added(x: int) -> dict[str, str]:
+            """Only in v2."""
+            return {"value": f"v2 ran {x}"}
+
+    return app
+
+
+v1 = _release("1", with_new_tool=False)
+v2 = _release("2", with_new_tool=True)

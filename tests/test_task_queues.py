@@ -1,0 +1,117 @@
+"""Workers run only what they know: a task queue per app, and a tool a worker lacks waits for one that has it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+from temporalio.client import Client
+
+from mcp_tasks_temporal.app import default_task_queue, load_app
+from mcp_tasks_temporal.ids import workflow_id
+from tests.processes import CLI, Process, free_port, wait_until
+from tests.wire import HttpMcp, TaskCalls
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+DEMO = "mcp_tasks_temporal.demo:app"
+FIXTURE = "tests.fixture_app:app"
+
+
+def _worker(workdir: Path, temporal: str, app: str) -> Process:
+    """A worker with no --task-queue: the app's default queue."""
+    name = f"worker-{free_port()}"
+    process = Process(name, [*CLI, "worker", "--temporal", temporal, "--app", app], workdir / f"{name}.log").start()
+    wait_until(lambda: "mcp-tasks-temporal worker:" in process.log() or not process.alive, timeout=60, what=name)
+    assert process.alive, process.log()
+    return process
+
+
+def _front(workdir: Path, temporal: str, app: str) -> tuple[Process, str]:
+    port = free_port()
+    command = [*CLI, "serve", "--temporal", temporal, "--app", app, "--port", str(port)]
+    process = Process(f"front-{port}", command, workdir / f"front-{port}.log").start()
+    wait_until(lambda: "mcp-tasks-temporal serve:" in process.log() or not process.alive, timeout=60, what="front")
+    assert process.alive, process.log()
+    return process, f"http://127.0.0.1:{port}/mcp"
+
+
+async def _start(mcp: TaskCalls, tool: str, arguments: dict[str, object]) -> str:
+    with anyio.fail_after(30):
+        while True:
+            try:
+                return (await mcp.start(tool, arguments))["taskId"]
+            except httpx.TransportError:  # the banner goes out just before uvicorn binds
+                await anyio.sleep(0.1)
+
+
+def test_each_app_has_its_own_default_queue() -> None:
+    assert default_task_queue(load_app(DEMO)) == "mcp-tasks/mcp-tasks-temporal-demo"
+    assert default_task_queue(load_app(FIXTURE)) != default_task_queue(load_app(DEMO))
+    assert default_task_queue(load_app("tests.rolling_app:v1")) == default_task_queue(load_app("tests.rolling_app:v2"))
+
+
+async def test_two_apps_on_one_namespace_do_not_take_each_others_tasks(
+    tmp_path: Path, temporal: str, temporal_client: Client, http: httpx.AsyncClient
+) -> None:
+    processes: list[Process] = []
+    try:
+        fixture_worker = _worker(tmp_path, temporal, FIXTURE)
+        processes.append(fixture_worker)
+        fixture_front, fixture_url = _front(tmp_path, temporal, FIXTURE)
+        demo_front, demo_url = _front(tmp_path, temporal, DEMO)
+        processes += [fixture_front, demo_front]
+        demo = TaskCalls(HttpMcp(demo_url, http))
+        fixture = TaskCalls(HttpMcp(fixture_url, http))
+
+        searches = [await _start(demo, "search_logs", {"pattern": "release", "seconds_per_file": 0}) for _ in range(6)]
+        # The other app's worker is polling its own queue (its task completes), yet takes none of these.
+        doubled = await fixture.wait_for(await _start(fixture, "double", {"x": 4}), timeout=60)
+        assert doubled["result"]["structuredContent"] == {"value": 8}
+        for task_id in searches:
+            description = await temporal_client.get_workflow_handle(workflow_id(task_id, None)).describe()
+            assert description.task_queue == "mcp-tasks/mcp-tasks-temporal-demo"
+            assert not description.raw_description.pending_activities
+            assert description.raw_description.workflow_execution_info.history_length <= 2, "a worker took it"
+        assert "does not have" not in fixture_worker.log()
+
+        processes.append(_worker(tmp_path, temporal, DEMO))
+        for task_id in searches:
+            done = await demo.wait_for(task_id, timeout=60)
+            assert done["status"] == "completed", done
+            assert not done["result"].get("isError"), done
+            assert done["result"]["structuredContent"]["result"], done
+    finally:
+        for process in processes:
+            process.stop()
+
+
+async def test_a_tool_only_newer_workers_have_waits_for_one_of_them(
+    tmp_path: Path, temporal: str, http: httpx.AsyncClient
+) -> None:
+    processes: list[Process] = []
+    try:
+        old_worker = _worker(tmp_path, temporal, "tests.rolling_app:v1")
+        processes.append(old_worker)
+        front, url = _front(tmp_path, temporal, "tests.rolling_app:v2")
+        processes.append(front)
+        mcp = TaskCalls(HttpMcp(url, http))
+
+        task_id = await _start(mcp, "added", {"x": 7})
+        # The old worker was handed the task and said so in its log, without finishing it.
+        wait_until(lambda: "does not have" in old_worker.log(), timeout=60, what="the old worker's warning")
+        assert "'added'" in old_worker.log() and task_id in old_worker.log()
+        assert (await mcp.get(task_id)).result["status"] == "working"
+        old_tool = await mcp.wait_for(await _start(mcp, "stable", {"x": 1}), timeout=60)
+        assert old_tool["result"]["structuredContent"] == {"value": 2}, "the old worker still runs what it has"
+
+        processes.append(_worker(tmp_path, temporal, "tests.rolling_app:v2"))
+        done = await mcp.wait_for(task_id, timeout=120)
+        assert done["status"] == "completed", done
+        assert not done["result"].get("isError"), done
+        assert done["result"]["structuredContent"] == {"value": "v2 ran 7"}
+    finally:
+        for process in processes:
+            process.stop()
