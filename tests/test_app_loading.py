@@ -1,0 +1,90 @@
+"""`--app MODULE:ATTR` imports from the current directory, and a bad one is one line and exit status 2."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.processes import Process, wait_until
+
+# The installed console script, not `python -m`, which would put the current directory on the path by itself.
+SCRIPT = str(Path(sys.executable).parent / "mcp-tasks-temporal")
+
+APP_SOURCE = """
+from mcp.server.mcpserver import MCPServer
+from mcp_tasks_temporal import TasksExtension
+
+tasks = TasksExtension()
+app = MCPServer("beside-the-cwd", extensions=[tasks])
+
+@tasks.tool()
+@app.tool()
+async def hello() -> str:
+    return "hello"
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A directory with an uninstalled package in it, as a user's checkout would be."""
+    package = tmp_path / "mypkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "server.py").write_text(APP_SOURCE)
+    (package / "broken.py").write_text("import json\nraise RuntimeError('config file missing')\n")
+    (package / "needs.py").write_text("import not_installed_dependency_xyz\n")
+    return tmp_path
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MCP_TASKS_APP")}
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _run(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [SCRIPT, *args], cwd=project, env=_env(), capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+@pytest.mark.slow
+def test_app_next_to_the_current_directory_is_served(project: Path, temporal: str) -> None:
+    command = [SCRIPT, "worker", "--temporal", temporal, "--app", "mypkg.server:app"]
+    log = project / "worker.log"
+    with log.open("ab") as out:
+        popen = subprocess.Popen(command, cwd=project, env=_env(), stdout=out, stderr=out, start_new_session=True)
+    worker = Process("worker", command, log)
+    worker.popen = popen
+    try:
+        wait_until(lambda: "mcp-tasks-temporal worker:" in worker.log() or not worker.alive, timeout=60, what="worker")
+        assert worker.alive, worker.log()
+        assert "mcp-tasks/beside-the-cwd" in worker.log()
+    finally:
+        worker.stop()
+
+
+@pytest.mark.parametrize(
+    ("spec", "names"),
+    [
+        ("nopkg.server:app", ["nopkg", "run from the directory that contains nopkg/"]),
+        ("mypkg.missing:app", ["mypkg.missing"]),
+        ("mypkg.server:nothing", ["mypkg.server", "'nothing'"]),
+        ("mypkg.server:tasks", ["mypkg.server.tasks", "not an mcp MCPServer"]),
+        ("mypkg.server", ["MODULE:ATTR"]),
+        ("mypkg.broken:app", ["mypkg.broken", "RuntimeError", "config file missing"]),
+        ("mypkg.needs:app", ["mypkg.needs", "not_installed_dependency_xyz"]),
+    ],
+)
+def test_a_bad_app_is_one_line_and_exit_status_2(project: Path, spec: str, names: list[str]) -> None:
+    result = _run(project, "worker", "--temporal", "127.0.0.1:1", "--app", spec)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    for name in names:
+        assert name in lines[0], lines[0]
