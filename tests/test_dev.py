@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +14,7 @@ import anyio
 import httpx
 import pytest
 
-from tests.processes import CLI, Process, free_port, wait_until
+from tests.processes import CLI, REPO_ROOT, Process, _env, free_port, wait_until
 from tests.wire import HttpMcp, TaskCalls
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -65,3 +68,71 @@ async def test_tasks_survive_a_dev_restart_and_ctrl_c_stops_all_three(
         assert resumed["status"] == "completed"
     finally:
         dev.stop(signal.SIGINT, timeout=30)
+
+
+def _dev_command(state: Path, port: int, temporal_port: int, ui_port: int = 0) -> list[str]:
+    command = [*CLI, "dev", "--app", "tests.fixture_app:app", "--state-dir", str(state), "--port", str(port)]
+    return [*command, "--temporal-port", str(temporal_port), "--ui-port", str(ui_port)]
+
+
+def _refused(tmp_path: Path, command: list[str]) -> tuple[str, str]:
+    """Run a `dev` that must refuse to start: exit status 2, no banner, one line on stderr."""
+    started = time.monotonic()
+    result = subprocess.run(
+        command, cwd=REPO_ROOT, env=_env(), capture_output=True, text=True, timeout=120, check=False
+    )
+    print(f"refused in {time.monotonic() - started:.1f}s")
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert result.stdout == "", "nothing may be printed as if it had started"
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    return lines[0], result.stdout
+
+
+@pytest.mark.parametrize("flag", ["--port", "--temporal-port", "--ui-port"])
+def test_a_taken_port_stops_dev_before_it_prints_anything(tmp_path: Path, flag: str) -> None:
+    ports = {"--port": free_port(), "--temporal-port": free_port(), "--ui-port": free_port()}
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", ports[flag]))
+        taken.listen()
+        line, _ = _refused(
+            tmp_path, _dev_command(tmp_path / "state", ports["--port"], ports["--temporal-port"], ports["--ui-port"])
+        )
+    assert str(ports[flag]) in line and flag in line, line
+    assert not (tmp_path / "state" / "temporal.db").exists(), "no Temporal server may have started"
+
+
+def test_dev_never_uses_another_instances_temporal(tmp_path: Path, temporal: str) -> None:
+    """Only --port changed: the Temporal port is the running one's, so this dev must stop, not share it."""
+    line, _ = _refused(tmp_path, _dev_command(tmp_path / "second", free_port(), int(temporal.rsplit(":", 1)[1])))
+    assert temporal.rsplit(":", 1)[1] in line and "--temporal-port" in line, line
+
+
+def test_two_devs_never_share_a_state_directory(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    first = start_dev(tmp_path, state, free_port(), free_port())
+    try:
+        line, _ = _refused(tmp_path, _dev_command(state, free_port(), free_port()))
+        assert str(state) in line and "--state-dir" in line, line
+        assert first.alive
+    finally:
+        first.stop(signal.SIGINT, timeout=30)
+
+
+def test_dev_stops_when_its_temporal_server_dies(tmp_path: Path) -> None:
+    temporal_port = free_port()
+    dev = start_dev(tmp_path, tmp_path / "state", free_port(), temporal_port)
+    try:
+        [server_pid] = [
+            int(pid) for pid in subprocess.check_output(["pgrep", "-P", str(dev.popen.pid), "-f", "start-dev"]).split()
+        ]
+        os.kill(server_pid, signal.SIGKILL)
+        started = time.monotonic()
+        dev.popen.wait(timeout=60)
+        print(f"dev stopped {time.monotonic() - started:.1f}s after its Temporal server died")
+        assert dev.popen.returncode == 2, dev.log()
+        last = dev.log().strip().splitlines()[-1]
+        assert "embedded Temporal server exited" in last and "temporal.log" in last, dev.log()
+        assert "Traceback" not in dev.log()
+    finally:
+        dev.stop(signal.SIGKILL)

@@ -24,14 +24,17 @@ from mcp_tasks_temporal.auth import StaticTokenVerifier, load_tokens
 from mcp_tasks_temporal.closed_tasks import DEFAULT_MAX_ENTRIES, ClosedTaskCache
 from mcp_tasks_temporal.connection import connect_temporal
 from mcp_tasks_temporal.contract import DEFAULT_NAMESPACE, ActivityPolicy
-from mcp_tasks_temporal.embedded import embedded_temporal
+from mcp_tasks_temporal.embedded import EmbeddedTemporal, embedded_temporal, state_dir_lock
 from mcp_tasks_temporal.gateway import TemporalTaskGateway
 from mcp_tasks_temporal.health import health_routes
 from mcp_tasks_temporal.http_front import BearerAuth, front_app
 from mcp_tasks_temporal.metrics import FrontMetrics, RequestMetrics, install_metrics, metrics_runtime
+from mcp_tasks_temporal.ports import PortInUseError, check_ports
 from mcp_tasks_temporal.tracing import client_interceptors, setup_tracing, shutdown_tracing
 
 logger = logging.getLogger("mcp_tasks_temporal")
+
+_DEV_TEMPORAL_HOST = "127.0.0.1"
 
 
 def _ttl(value: str) -> int | None:
@@ -291,11 +294,15 @@ def _bearer_auth(args: argparse.Namespace) -> BearerAuth | None:
     return BearerAuth(JwtVerifier(settings), required_scopes=tuple(args.jwt_scope), settings=metadata)
 
 
-async def _serve_http(app: MCPServer[Any], args: argparse.Namespace, client: Client, auth: BearerAuth | None) -> None:
+def _http_server(app: MCPServer[Any], args: argparse.Namespace, client: Client, auth: BearerAuth | None) -> _HttpServer:
     mcp_app = app.streamable_http_app(host=args.host, max_request_body_size=args.max_body_bytes)
     http_app = front_app(mcp_app, auth=auth, extra_routes=health_routes(client))
     config = uvicorn.Config(http_app, host=args.host, port=args.port, log_level="warning", lifespan="on")
-    await _HttpServer(config).serve()
+    return _HttpServer(config)
+
+
+async def _serve_http(app: MCPServer[Any], args: argparse.Namespace, client: Client, auth: BearerAuth | None) -> None:
+    await _http_server(app, args, client, auth).serve()
 
 
 def _start_telemetry(args: argparse.Namespace, role: str) -> None:
@@ -350,14 +357,28 @@ async def _run_worker(stack: AsyncExitStack, client: Client, app: MCPServer[Any]
 
 
 async def _dev(args: argparse.Namespace) -> None:
+    # Every port is checked before anything starts or prints: a second `dev` must not come up
+    # half-way, and above all must not find the first one's Temporal on "its" port and use it.
+    wanted = [
+        (args.host, args.port, "--port", "MCP endpoint"),
+        (_DEV_TEMPORAL_HOST, args.temporal_port, "--temporal-port", "Temporal"),
+    ]
+    if args.ui_port:
+        wanted.append((_DEV_TEMPORAL_HOST, args.ui_port, "--ui-port", "Temporal UI"))
+    if getattr(args, "metrics_port", None):
+        wanted.append((args.metrics_host, args.metrics_port, "--metrics-port", "metrics"))
+    check_ports(wanted)
     app = load_app(args.app)
     _configure(app, args)
     _start_telemetry(args, "dev")
     auth = _bearer_auth(args)  # a bad key set or token file stops the start, before anything runs
     async with AsyncExitStack() as stack:
+        if args.state_dir is not None:
+            stack.enter_context(state_dir_lock(args.state_dir))
         temporal = await stack.enter_async_context(
             embedded_temporal(
                 state_dir=args.state_dir,
+                host=_DEV_TEMPORAL_HOST,
                 port=args.temporal_port,
                 ui_port=args.ui_port or None,
                 namespace=args.namespace,
@@ -366,18 +387,51 @@ async def _dev(args: argparse.Namespace) -> None:
         client = await _connect(temporal.address, temporal.namespace, app)
         _attach_front(app, client, args)
         await _run_worker(stack, client, app, args)
-        print(f"mcp-tasks-temporal dev: serving {args.app}", flush=True)
-        print(f"  MCP endpoint  http://{args.host}:{args.port}/mcp", flush=True)
-        print(
-            f"  Temporal      {temporal.address} (namespace {temporal.namespace}, task queue {args.task_queue})",
-            flush=True,
-        )
-        if temporal.ui_url:
-            print(f"  Temporal UI   {temporal.ui_url}", flush=True)
-        print(f"  State         {temporal.db_path}", flush=True)
-        print("Press Ctrl-C to stop.", flush=True)
-        await _serve_http(app, args, client, auth)
+        server = _http_server(app, args, client, auth)
+        temporal_exit: int | None = None
+        bind_failed = False
+        async with anyio.create_task_group() as group:
+
+            async def serve() -> None:
+                nonlocal bind_failed
+                try:
+                    await server.serve()
+                except SystemExit:  # uvicorn's answer to a port taken since the check
+                    bind_failed = True
+                group.cancel_scope.cancel()
+
+            async def watch_temporal() -> None:
+                nonlocal temporal_exit
+                temporal_exit = await temporal.exited()
+                server.should_exit = True
+
+            group.start_soon(serve)
+            group.start_soon(watch_temporal)
+            # The banner says the endpoint is up, so it waits until it is.
+            while not server.started and not bind_failed and temporal_exit is None:
+                await anyio.sleep(0.02)
+            if server.started:
+                _dev_banner(args, temporal)
+        if bind_failed:
+            raise PortInUseError(args.host, args.port, "--port", "MCP endpoint")
+        if temporal_exit is not None:
+            raise RuntimeError(
+                f"the embedded Temporal server exited with code {temporal_exit}; see {temporal.log_path}"
+            )
         print("mcp-tasks-temporal dev: stopping", flush=True)
+
+
+def _dev_banner(args: argparse.Namespace, temporal: EmbeddedTemporal) -> None:
+    print(f"mcp-tasks-temporal dev: serving {args.app}", flush=True)
+    print(f"  MCP endpoint  http://{args.host}:{args.port}/mcp", flush=True)
+    print(
+        f"  Temporal      {temporal.address} (namespace {temporal.namespace}, task queue {args.task_queue})",
+        flush=True,
+    )
+    if temporal.ui_url:
+        print(f"  Temporal UI   {temporal.ui_url}", flush=True)
+    print(f"  State         {temporal.db_path}", flush=True)
+    print("Press Ctrl-C to stop.", flush=True)
 
 
 async def _serve(args: argparse.Namespace) -> None:

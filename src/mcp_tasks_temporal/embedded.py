@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import signal
-import subprocess
 import sys
-from collections.abc import AsyncGenerator
-from contextlib import asynccontextmanager
+import tempfile
+from collections.abc import AsyncGenerator, Generator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+from anyio.abc import Process
 from temporalio.client import Client
+
+from mcp_tasks_temporal.ports import PortInUseError
 
 
 def temporal_cli() -> str:
@@ -35,6 +39,12 @@ class EmbeddedTemporal:
     ui_url: str | None
     db_path: Path | None
     namespace: str
+    log_path: Path
+    process: Process
+
+    async def exited(self) -> int:
+        """Wait until the server process ends (it should not before the block does); its exit code."""
+        return await self.process.wait()
 
 
 def dev_server_command(
@@ -50,6 +60,27 @@ def dev_server_command(
         if namespace != "default":
             command += ["--namespace", namespace]
     return command
+
+
+@contextmanager
+def state_dir_lock(state_dir: Path) -> Generator[None]:
+    """Hold `state_dir` for one `dev`: two Temporal servers on one SQLite file would corrupt it.
+
+    An advisory `flock`, released by the kernel when the process ends however it ends.
+    """
+    state_dir.mkdir(parents=True, exist_ok=True)
+    with (state_dir / "dev.lock").open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RuntimeError(
+                f"the state directory {state_dir} is in use by another `mcp-tasks-temporal dev`; "
+                "choose another with --state-dir DIR"
+            ) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 @asynccontextmanager
@@ -68,11 +99,16 @@ async def embedded_temporal(
     a restart; without one everything lives in memory.
     """
     db_path = None
-    log_file = subprocess.DEVNULL
+    scratch: tempfile.TemporaryDirectory[str] | None = None
     if state_dir is not None:
         state_dir.mkdir(parents=True, exist_ok=True)
         db_path = state_dir / "temporal.db"
-        log_file = (state_dir / "temporal.log").open("ab")
+        log_path = state_dir / "temporal.log"
+    else:
+        scratch = tempfile.TemporaryDirectory(prefix="mcp-tasks-temporal-")
+        log_path = Path(scratch.name) / "temporal.log"
+    log_start = log_path.stat().st_size if log_path.exists() else 0
+    log_file = log_path.open("ab")
     address = f"{host}:{port}"
     command = dev_server_command(host=host, port=port, ui_port=ui_port, db_path=db_path, namespaces=[namespace])
     process = await anyio.open_process(command, stdout=log_file, stderr=log_file, start_new_session=True)
@@ -80,18 +116,26 @@ async def embedded_temporal(
         with anyio.fail_after(startup_timeout_s):
             while True:
                 if process.returncode is not None:
-                    hint = f" (see {state_dir / 'temporal.log'})" if state_dir else ""
-                    raise RuntimeError(f"the Temporal dev server exited with code {process.returncode}{hint}")
+                    raise _startup_failure(process.returncode, log_path, log_start, host, port, ui_port)
                 try:
                     await Client.connect(address, namespace=namespace)
-                    break
                 except RuntimeError:
                     await anyio.sleep(0.1)
+                    continue
+                # Whoever answered, our server must still be running: if it lost the port race, the
+                # answer came from another instance's server, which this one must never use.
+                with anyio.move_on_after(0.5):
+                    await process.wait()
+                if process.returncode is not None:
+                    raise _startup_failure(process.returncode, log_path, log_start, host, port, ui_port)
+                break
         yield EmbeddedTemporal(
             address=address,
             ui_url=f"http://{host}:{ui_port}" if ui_port else None,
             db_path=db_path,
             namespace=namespace,
+            log_path=log_path,
+            process=process,
         )
     finally:
         with anyio.CancelScope(shield=True):
@@ -102,5 +146,21 @@ async def embedded_temporal(
                 if process.returncode is None:
                     process.kill()
                     await process.wait()
-            if not isinstance(log_file, int):
-                log_file.close()
+            log_file.close()
+            if scratch is not None:
+                scratch.cleanup()
+
+
+def _startup_failure(
+    code: int, log_path: Path, log_start: int, host: str, port: int, ui_port: int | None
+) -> RuntimeError:
+    """One line for a dev server that exited while starting: which port, else where its log is."""
+    with log_path.open("rb") as log:
+        log.seek(log_start)
+        output = log.read().decode(errors="replace")
+    if "address already in use" in output:
+        # The CLI names the frontend port in its message; anything else it binds is the UI.
+        if ui_port and f":{ui_port}" in output and f":{port}:" not in output and f":{port} " not in output:
+            return PortInUseError(host, ui_port, "--ui-port", "Temporal UI")
+        return PortInUseError(host, port, "--temporal-port", "Temporal")
+    return RuntimeError(f"the embedded Temporal server exited with code {code} while starting; see {log_path}")
