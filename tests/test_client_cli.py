@@ -203,3 +203,92 @@ async def test_the_cli_over_stdio_resumes_with_the_command_from_the_journal(cli:
     watched = await cli("watch", task_id)
     assert watched.code == 0, watched.err
     assert watched.out == f"released {gate.name}\n"
+
+
+def assert_one_line(run: Run) -> str:
+    """A failed command says why in one line on stderr, never with a traceback."""
+    assert "Traceback" not in run.err, run.err
+    lines = run.err.strip().splitlines()
+    assert lines, "a failed command must say why"
+    return lines[-1]
+
+
+async def test_a_synchronous_is_error_result_is_one_line_and_exit_1(cli: Any, stack: Stack) -> None:
+    run = await cli("call", "echo", "--url", stack.url, "--args", "{}")
+    assert run.code == 1, run.err
+    assert "Traceback" not in run.err and len(run.err.strip().splitlines()) == 1, run.err
+    assert "text" in run.out, "the tool's error text is the result, on stdout"
+    scripted = await cli("call", "echo", "--url", stack.url, "--args", "{}", "--json")
+    assert scripted.code == 1 and scripted.json()["result"]["isError"] is True
+
+
+async def test_answer_takes_the_tools_own_key_and_refuses_keys_that_are_not_open(
+    cli: Any, stack: Stack, mcp: TaskCalls
+) -> None:
+    started = await cli("call", "ask_one_midway", "--url", stack.url, "--detach")
+    assert started.code == 0, started.err
+    task_id = started.out.strip()
+    await mcp.wait_for(task_id, ["input_required"])
+    shown = await cli("get", task_id, "--json")
+    assert list(shown.json()["inputRequests"]) == ["only"], "the key the tool asked under: request_input('only')"
+    assert "needs input only:" in (await cli("get", task_id)).out
+
+    wrong = await cli("answer", task_id, "ask/only", '{"action": "accept", "content": {"approve": true}}')
+    assert wrong.code == 2
+    line = assert_one_line(wrong)
+    assert "'ask/only'" in line and "open: only" in line
+    assert (await mcp.get(task_id)).result["status"] == "input_required", "nothing was delivered"
+
+    right = await cli("answer", task_id, "only", '{"action": "accept", "content": {"approve": true}}')
+    assert right.code == 0, right.err
+    done = await mcp.wait_for(task_id)
+    assert done["result"]["content"][0]["text"] == "accept"
+    late = await cli("answer", task_id, "only", '{"action": "decline"}')
+    assert late.code == 2 and "no open questions (it is completed)" in assert_one_line(late)
+
+
+async def test_get_and_watch_still_work_once_the_task_has_finished(cli: Any, stack: Stack, journal: Path) -> None:
+    started = await cli("call", "double", "--url", stack.url, "--args", '{"x": 8}', "--detach")
+    task_id = started.out.strip()
+    first = await cli("watch", task_id)
+    assert (first.code, json.loads(first.out)) == (0, {"value": 16}), first.err
+    # The journal still names the server: no --url needed for a finished task within its TTL.
+    shown = await cli("get", task_id, "--json")
+    assert shown.code == 0, shown.err
+    assert shown.json()["status"] == "completed"
+    again = await cli("watch", task_id)
+    assert (again.code, json.loads(again.out)) == (0, {"value": 16}), again.err
+    assert (await cli("tasks", "--json")).json() == [], "the outstanding list holds only unfinished tasks"
+    [finished] = (await cli("tasks", "--all", "--json")).json()
+    assert (finished["taskId"], finished["status"]) == (task_id, "completed")
+
+
+async def test_every_exit_status_is_in_the_help(cli: Any) -> None:
+    from mcp_tasks_temporal.client._cli import (
+        EXIT_AUTH,
+        EXIT_CANCELLED,
+        EXIT_PROTOCOL,
+        EXIT_TOOL_ERROR,
+        EXIT_UNEXPECTED,
+        EXIT_UNREACHABLE,
+        EXIT_USAGE,
+    )
+
+    codes = [
+        0,
+        EXIT_TOOL_ERROR,
+        EXIT_USAGE,
+        EXIT_PROTOCOL,
+        EXIT_CANCELLED,
+        EXIT_AUTH,
+        EXIT_UNREACHABLE,
+        EXIT_UNEXPECTED,
+    ]
+    for command in ("call", "get", "cancel", "answer", "watch", "tasks"):
+        shown = await cli(command, "--help")
+        assert shown.code == 0
+        lines = shown.out.split("exit status:", 1)[1].splitlines()
+        assert {int(line.split()[0]) for line in lines if line.strip()} >= set(codes), command
+    readme = (REPO_ROOT / "README.md").read_text()
+    for code in codes:
+        assert f"| {code} |" in readme, f"exit status {code} is not in the README's table"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 
@@ -192,3 +193,32 @@ def test_public_surface_is_pinned() -> None:
     ]
     for name in mcp_tasks_temporal.__all__:
         assert getattr(mcp_tasks_temporal, name) is not None
+
+
+def _state(status: str, at: str, message: str | None = None) -> Any:
+    from mcp_tasks_temporal.client._models import DetailedTask
+
+    return DetailedTask.model_validate(
+        {
+            "taskId": "t",
+            "status": status,
+            "statusMessage": message,
+            "createdAt": "2026-01-01T00:00:00Z",
+            "lastUpdatedAt": at,
+            "ttlMs": None,
+        }
+    )
+
+
+def test_a_stale_read_never_moves_the_shown_status_backwards() -> None:
+    from mcp_tasks_temporal.client._handle import _older  # pyright: ignore[reportPrivateUsage]
+
+    deploying = _state("working", "2026-01-01T00:00:05Z", "deploying")
+    ready = _state("working", "2026-01-01T00:00:03Z", "ready to deploy")
+    assert _older(ready, deploying), "an older message of the same status is stale"
+    assert not _older(deploying, ready)
+    # A status change is always news (its time comes from another clock than the tool's messages).
+    asking = _state("input_required", "2026-01-01T00:00:04Z")
+    assert not _older(asking, deploying)
+    done = _state("completed", "2026-01-01T00:00:06Z")
+    assert _older(deploying, done) and _older(_state("working", "2026-01-01T00:00:09Z"), done), "terminal is final"

@@ -42,6 +42,7 @@ with workflow.unsafe.imports_passed_through():
 # Patch IDs: each guards a change to the commands the workflow issues, so histories
 # recorded before it still replay.
 WAIT_FOR_TOOL_PATCH = "wait-for-a-worker-with-the-tool"
+TOOL_KEYS_PATCH = "client-sees-the-tools-input-keys"
 
 _TOOL_WAIT_MAX_S = 60.0
 
@@ -65,6 +66,8 @@ class ToolTaskWorkflow:
         # Outstanding questions under their task-level keys, and the answers that came in.
         self._input_requests: dict[str, Any] = {}
         self._answers: dict[str, Any] = {}
+        # The task key each `request_input` key was published under, so a retried attempt's ask is the same question.
+        self._asked: dict[str, str] = {}
 
     @workflow.run
     async def run(self, task: ToolTaskInput) -> dict[str, Any]:
@@ -122,11 +125,11 @@ class ToolTaskWorkflow:
     async def request_input(self, ask: InputAsk) -> dict[str, Any]:
         """Questions asked midway by the running tool (`request_input`); returns once all are answered.
 
-        The tool's keys get their own namespace among the task's keys. A key asked
-        again (a retried attempt) is the same question: its recorded answer is
-        returned without asking the client twice.
+        The client sees the tool's own key unless the task already used it (then
+        `ask/<key>`). A key asked again (a retried attempt) is the same question:
+        its recorded answer is returned without asking the client twice.
         """
-        task_keys = {f"ask/{key}": key for key in ask.requests}
+        task_keys = {self._midway_key(key): key for key in ask.requests}
         new = {
             tk: ask.requests[k]
             for tk, k in task_keys.items()
@@ -137,6 +140,20 @@ class ToolTaskWorkflow:
             self._transition("input_required")
         await workflow.wait_condition(lambda: all(tk in self._answers for tk in task_keys))
         return {key: self._answers[tk] for tk, key in task_keys.items()}
+
+    def _midway_key(self, key: str) -> str:
+        known = self._asked.get(key)
+        if known is None:
+            known = self._asked[key] = self._task_key(key, f"ask/{key}")
+        return known
+
+    def _task_key(self, key: str, namespaced: str) -> str:
+        """The key a question is published under: the tool's own while it is unused, so the key a
+        tool asks under is the key the user answers; the namespaced one otherwise, so keys stay
+        unique over the task's life. Histories from before the patch keep their namespaced keys."""
+        if key not in self._answers and key not in self._input_requests and workflow.patched(TOOL_KEYS_PATCH):
+            return key
+        return namespaced
 
     async def _execute(self) -> dict[str, Any]:
         task = self._task
@@ -196,10 +213,13 @@ class ToolTaskWorkflow:
         """Publish one round of questions and wait for every answer.
 
         Tool-side keys repeat across rounds (a resolver asks under the same key),
-        but task keys must be unique over the task's life, so each round gets
-        its own namespace and answers are mapped back before the next round.
+        but task keys must be unique over the task's life: a key already used
+        gets the round's namespace (`r<n>/<key>`), and answers are mapped back
+        before the next round.
         """
-        task_keys = {f"r{round_number}/{key}": key for key in requests}
+        task_keys: dict[str, str] = {}
+        for key in requests:
+            task_keys[self._task_key(key, f"r{round_number}/{key}")] = key
         self._input_requests.update({task_key: requests[key] for task_key, key in task_keys.items()})
         self._transition("input_required")
         await workflow.wait_condition(lambda: all(k in self._answers for k in task_keys))

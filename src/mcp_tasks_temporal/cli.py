@@ -36,6 +36,12 @@ logger = logging.getLogger("mcp_tasks_temporal")
 
 _DEV_TEMPORAL_HOST = "127.0.0.1"
 
+SERVER_EXIT_STATUSES = """exit status:
+  0  stopped by Ctrl-C or SIGTERM
+  2  did not start, or stopped on an error, with one line saying why: bad arguments, a bad --app,
+     a port or state directory already in use (dev), Temporal unreachable, the embedded Temporal
+     server exited (dev)"""
+
 
 def _ttl(value: str) -> int | None:
     if value.lower() in ("none", "null", "unlimited"):
@@ -189,11 +195,20 @@ def _add_worker_options(parser: argparse.ArgumentParser, *, graceful_shutdown_s:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mcp-tasks-temporal", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="mcp-tasks-temporal",
+        description=__doc__,
+        epilog="`mcp-tasks-temporal COMMAND --help` shows each command's options and exit statuses.",
+    )
     parser.add_argument("--log-level", default=os.environ.get("MCP_TASKS_LOG_LEVEL", "WARNING"))
     commands = parser.add_subparsers(dest="command", required=True)
 
-    dev = commands.add_parser("dev", help="embedded Temporal dev server + worker + HTTP front, in one command")
+    dev = commands.add_parser(
+        "dev",
+        help="embedded Temporal dev server + worker + HTTP front, in one command",
+        epilog=SERVER_EXIT_STATUSES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _add_app_options(dev, default_app=DEMO_APP)
     _add_front_options(dev)
     # Ctrl-C in a terminal should not hang on a long tool: its round is retried on the next start.
@@ -205,14 +220,24 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument("--ui-port", type=int, default=8233, help="Temporal Web UI port (0 disables the UI)")
     _add_observability_options(dev)
 
-    serve = commands.add_parser("serve", help="the MCP front server only, against a Temporal cluster")
+    serve = commands.add_parser(
+        "serve",
+        help="the MCP front server only, against a Temporal cluster",
+        epilog=SERVER_EXIT_STATUSES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _add_app_options(serve, default_app=None)
     _add_front_options(serve)
     serve.add_argument("--temporal", default=os.environ.get("TEMPORAL_ADDRESS", "127.0.0.1:7233"), metavar="HOST:PORT")
     serve.add_argument("--transport", choices=("http", "stdio"), default="http")
     _add_observability_options(serve)
 
-    worker = commands.add_parser("worker", help="a Temporal worker that runs the app's task tools")
+    worker = commands.add_parser(
+        "worker",
+        help="a Temporal worker that runs the app's task tools",
+        epilog=SERVER_EXIT_STATUSES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _add_app_options(worker, default_app=None)
     _add_worker_options(worker, graceful_shutdown_s=30)
     worker.add_argument("--temporal", default=os.environ.get("TEMPORAL_ADDRESS", "127.0.0.1:7233"), metavar="HOST:PORT")
@@ -479,7 +504,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         anyio.run(args.run, args)
     except KeyboardInterrupt:
-        pass
+        # Ctrl-C is how `dev`, `serve` and `worker` stop; for a client command it cut the wait short.
+        if getattr(args, "client_command", False):
+            raise SystemExit(130) from None
     except (ValueError, RuntimeError) as err:
         print(f"mcp-tasks-temporal: {err}", file=sys.stderr)
         raise SystemExit(2) from None

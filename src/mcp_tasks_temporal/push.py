@@ -174,6 +174,10 @@ class TaskWatchHub:
                         # A terminal status is upserted just before the run closes; the close event
                         # that follows carries the result, so that is the one to publish.
                         if state.memo.get(Memo.STATUS) not in TERMINAL_STATUSES:
+                            if activities and state.memo.get(Memo.STATUS) == "working":
+                                # The refresher's last read may be up to a period old: a frame built on it
+                                # would show an older status message than a tasks/get made meanwhile.
+                                state.heartbeat = await self._current_heartbeat(watcher) or state.heartbeat
                             watcher.publish(task_view(watcher.task_id, state.memo, None, heartbeat=state.heartbeat))
                     poll_status_while_running()
                 run_id, seen = next_run, 0
@@ -204,6 +208,13 @@ class TaskWatchHub:
         for name, payload in fields.items():
             [value] = await self._gateway.client.data_converter.decode([payload])
             state.memo[name] = value
+
+    async def _current_heartbeat(self, watcher: _Watcher) -> tuple[str, int] | None:
+        try:
+            description = await watcher.handle.describe()
+        except RPCError:
+            return None
+        return await self._gateway.latest_status(description)
 
     async def _refresh_status(self, watcher: _Watcher, state: _Followed) -> None:
         """Heartbeats are not history events: poll the running tool's status line while it runs."""

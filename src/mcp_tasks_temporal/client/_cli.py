@@ -8,17 +8,15 @@
 
 `--stdio 'COMMAND ARGS'` starts a stdio server instead of `--url`. Status and
 prompts go to stderr, results to stdout (`--json` for scripts). Errors are one
-line on stderr, with the JSON-RPC code when there is one, and an exit code:
-
-    0 done          1 the tool reported an error (isError)    2 usage, or no server known for the ID
-    3 a JSON-RPC error (unknown or expired task, the task failed, ...)     4 the task was cancelled
-    5 authentication failed (HTTP 401/403)                                 6 the server is unreachable
+line on stderr, with the JSON-RPC code when there is one, and an exit status
+(`EXIT_STATUSES`, also shown by `--help`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import shlex
 import sys
@@ -50,7 +48,20 @@ EXIT_PROTOCOL = 3
 EXIT_CANCELLED = 4
 EXIT_AUTH = 5
 EXIT_UNREACHABLE = 6
+EXIT_UNEXPECTED = 70
+
+EXIT_STATUSES = """exit status:
+  0   done (for call/watch: the task completed)
+  1   the tool reported an error (its result has isError: true)
+  2   usage: bad arguments, a task ID no journal entry names (pass --url), a key that is not an open question
+  3   a JSON-RPC error: unknown or expired task, the task failed (-32603, ...), a request the server refused
+  4   the task was cancelled
+  5   authentication failed (HTTP 401/403): check --token or $MCP_TASKS_TOKEN
+  6   the server is unreachable
+  70  an unexpected error in this client (--log-level debug shows the traceback)
+  130 interrupted (Ctrl-C); the task keeps running and `watch ID` resumes it"""
 _PROG = "mcp-tasks-temporal"
+logger = logging.getLogger(__name__)
 TOKEN_ENV = "MCP_TASKS_TOKEN"
 
 _ROOT_HELP = "offer this folder to the tool as a root (repeat)"
@@ -79,34 +90,42 @@ def add_commands(commands: _Subparsers) -> None:
     common.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     common.add_argument("--journal", type=Path, default=None, help=f"task journal (default: {default_journal_path()})")
 
-    call = commands.add_parser("call", parents=[connection, common], help="call a tool; wait for its task")
+    def command(name: str, parents: list[argparse.ArgumentParser], help: str) -> argparse.ArgumentParser:
+        parser = commands.add_parser(
+            name, parents=parents, help=help, epilog=EXIT_STATUSES, formatter_class=argparse.RawDescriptionHelpFormatter
+        )
+        parser.set_defaults(client_command=True)
+        return parser
+
+    call = command("call", [connection, common], "call a tool; wait for its task")
     call.add_argument("tool")
     call.add_argument("--args", default="{}", metavar="JSON", help="tool arguments as a JSON object")
     call.add_argument("--detach", action="store_true", help="print the task ID and return at once")
     call.add_argument("--root", action="append", default=[], metavar="PATH", help=_ROOT_HELP)
     call.set_defaults(run=_guarded(_call))
 
-    get = commands.add_parser("get", parents=[connection, common], help="show a task")
+    get = command("get", [connection, common], "show a task")
     get.add_argument("task_id", metavar="ID")
     get.set_defaults(run=_guarded(_get))
 
-    cancel = commands.add_parser("cancel", parents=[connection, common], help="ask the server to cancel a task")
+    cancel = command("cancel", [connection, common], "ask the server to cancel a task")
     cancel.add_argument("task_id", metavar="ID")
     cancel.set_defaults(run=_guarded(_cancel))
 
-    answer = commands.add_parser("answer", parents=[connection, common], help="answer a task's input request")
+    answer = command("answer", [connection, common], "answer a task's input request")
     answer.add_argument("task_id", metavar="ID")
-    answer.add_argument("key", help="the input request's key (see `get`)")
+    answer.add_argument("key", help="the key of an open input request, as `get` shows it")
     answer.add_argument("response", metavar="JSON", help='the answer, e.g. \'{"action": "accept", "content": {...}}\'')
     answer.set_defaults(run=_guarded(_answer))
 
-    watch = commands.add_parser("watch", parents=[connection, common], help="follow a task until it ends")
+    watch = command("watch", [connection, common], "follow a task until it ends")
     watch.add_argument("task_id", metavar="ID")
     watch.add_argument("--no-input", action="store_true", help="do not prompt for the task's input requests")
     watch.add_argument("--root", action="append", default=[], metavar="PATH", help=_ROOT_HELP)
     watch.set_defaults(run=_guarded(_watch))
 
-    tasks = commands.add_parser("tasks", parents=[common], help="the tasks the local journal is waiting for")
+    tasks = command("tasks", [common], "the tasks the local journal is waiting for")
+    tasks.add_argument("--all", action="store_true", help="also the finished tasks the journal still remembers")
     tasks.set_defaults(run=_guarded(_tasks))
 
 
@@ -118,16 +137,17 @@ async def _call(args: argparse.Namespace) -> None:
     if not isinstance(arguments, dict):
         raise ValueError("--args must be a JSON object")
     status = StatusLine(quiet=args.json and not sys.stderr.isatty())
+    # Reports happen after the client has closed: an exit raised inside its task groups would
+    # reach the user as a traceback of the whole bundle.
     async with _client(args, _server_from_flags(args), status) as client:
         call = await client.start_tool(args.tool, arguments)  # pyright: ignore[reportUnknownArgumentType]
-        if isinstance(call, types.CallToolResult):
-            _report_result(args, None, call.model_dump(by_alias=True, mode="json", exclude_none=True))
-            return
-        if args.detach:
-            _print_task_id(args, call)
-            return
-        task = await _follow(call, status)
-    _report_task(args, task)
+        task = None if isinstance(call, types.CallToolResult) or args.detach else await _follow(call, status)
+    if isinstance(call, types.CallToolResult):
+        _report_result(args, None, call.model_dump(by_alias=True, mode="json", exclude_none=True))
+    elif task is not None:
+        _report_task(args, task)
+    else:
+        _print_task_id(args, call)
 
 
 async def _watch(args: argparse.Namespace) -> None:
@@ -161,7 +181,19 @@ async def _answer(args: argparse.Namespace) -> None:
     if not isinstance(response, dict):
         raise ValueError('the answer must be a JSON object, e.g. {"action": "accept", "content": {...}}')
     async with _client(args, _server_for(args)) as client:
-        await client.task(args.task_id).update({args.key: response})  # pyright: ignore[reportUnknownArgumentType]
+        handle = client.task(args.task_id)
+        # The server acks answers to keys that are not open and drops them, as the spec asks; a
+        # person who typed a key wants to hear that nothing was delivered.
+        task = await handle.get()
+        open_keys = sorted(task.input_requests or {})
+        if args.key in open_keys:
+            await handle.update({args.key: response})  # pyright: ignore[reportUnknownArgumentType]
+    if args.key not in open_keys:
+        if open_keys:
+            problem = f"has no open question {args.key!r}; open: {', '.join(open_keys)}"
+        else:
+            problem = f"has no open questions (it is {task.status})"
+        _fail(args, EXIT_USAGE, f"task {args.task_id} {problem}")
     if args.json:
         _print_json({"taskId": args.task_id, "key": args.key, "answered": True})
     else:
@@ -170,7 +202,7 @@ async def _answer(args: argparse.Namespace) -> None:
 
 async def _tasks(args: argparse.Namespace) -> None:
     journal = Journal(args.journal)
-    entries = journal.entries()
+    entries = journal.entries(finished=args.all)
     journal.close()
     if args.json:
         _print_json(
@@ -278,8 +310,7 @@ def _server_for(args: argparse.Namespace) -> _Server:
         _fail(
             args,
             EXIT_USAGE,
-            f"task {args.task_id} is not in the journal {journal.path} "
-            "(finished, expired or never recorded here); pass --url",
+            f"task {args.task_id} is not in the journal {journal.path} (expired, or never recorded here); pass --url",
         )
     if entry.server.startswith("stdio:"):
         return _stdio(shlex.split(entry.server.removeprefix("stdio:")))
@@ -331,7 +362,10 @@ def _guarded(command: Command) -> Command:
 
     async def run(args: argparse.Namespace) -> None:
         try:
-            await command(args)
+            try:
+                await command(args)
+            except BaseExceptionGroup as group:
+                raise _single_cause(group) from None
         except AuthenticationError as error:
             _fail(args, EXIT_AUTH, str(error), status=error.status)
         except ServerUnreachableError as error:
@@ -343,8 +377,29 @@ def _guarded(command: Command) -> Command:
             _fail(args, EXIT_PROTOCOL, message, code=error.code, quiet_json=True)
         except MCPError as error:
             _fail(args, EXIT_PROTOCOL, f"error {error.code}: {error.message}", code=error.code)
+        except (ValueError, OSError) as error:
+            _fail(args, EXIT_USAGE, str(error))
+        except Exception as error:
+            logger.debug("unexpected error", exc_info=True)
+            _fail(args, EXIT_UNEXPECTED, f"unexpected error: {type(error).__name__}: {error}")
 
     return run
+
+
+def _single_cause(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one exception a task-group bundle stands for (cancellations of its siblings aside)."""
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(current.exceptions)  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+        elif not isinstance(current, anyio.get_cancelled_exc_class()):
+            leaves.append(current)
+    exits = [leaf for leaf in leaves if isinstance(leaf, SystemExit | KeyboardInterrupt)]
+    if exits:
+        return exits[0]
+    return leaves[0] if len(leaves) == 1 else group
 
 
 def _fail(

@@ -32,6 +32,7 @@ from mcp_tasks_temporal.client._models import (
     TaskStateResult,
     UpdateTaskParams,
     UpdateTaskRequest,
+    parse_timestamp,
 )
 from mcp_tasks_temporal.client._push import Feed, PushHub
 
@@ -184,15 +185,18 @@ class TaskHandle:
                         following = await self._next(task, feed)
                     if following is None:
                         break  # the listen stream is gone: catch up, then listen again (or poll)
+                    if _older(following, task):
+                        continue  # a read that left before the newest one arrived after it
                     if following.wire() != task.wire():
                         yield following
                     task = following
             if not task.terminal and feed is not None:
                 losses += 1
                 following = await self.get()
-                if following.wire() != task.wire():
-                    yield following
-                task = following
+                if not _older(following, task):
+                    if following.wire() != task.wire():
+                        yield following
+                    task = following
 
     async def wait(self, *, answer_inputs: bool = True, on_change: OnChange | None = None) -> DetailedTask:
         """Wait until the task is terminal and return its final state (see `changes`)."""
@@ -271,6 +275,8 @@ class TaskHandle:
         return bool(fresh)
 
     def _observe(self, task: DetailedTask) -> None:
+        if self.last is not None and _older(task, self.last):
+            return
         previous, self.last = self.last, task
         journal = self._context.journal
         if journal is None:
@@ -294,6 +300,25 @@ class TaskHandle:
     def _forget(self) -> None:
         if self._context.journal is not None:
             self._context.journal.forget(self._context.server, self.task_id)
+
+
+def _older(task: DetailedTask, than: DetailedTask) -> bool:
+    """Whether `task` is a stale copy of the state `than` is a newer copy of.
+
+    Pushed frames and `tasks/get` answers travel separately, and a frame the
+    server built from an older read can arrive after a newer answer: within one
+    status, ordering by `lastUpdatedAt` keeps the status message (and the status
+    line) from going backwards. A change of status is always taken: its time
+    comes from another clock than the tool's status messages, and dropping a
+    real `input_required` would leave the task waiting for an answer forever.
+    A terminal state is final.
+    """
+    if than.terminal:
+        return True
+    if task.status != than.status:
+        return False
+    mine, theirs = parse_timestamp(task.last_updated_at), parse_timestamp(than.last_updated_at)
+    return mine is not None and theirs is not None and mine < theirs
 
 
 @asynccontextmanager

@@ -2,9 +2,11 @@
 
 There is no `tasks/list` in SEP-2663: a client that forgets an ID can never
 find, wait for or cancel that task again. So an ID is written down the moment
-the `CreateTaskResult` arrives, before anything else happens, and crossed out
-only when the task is known terminal (the result has been seen) or is past its
-TTL (`createdAt + ttlMs`, after which the server may have discarded it).
+the `CreateTaskResult` arrives, before anything else happens. A task seen
+terminal leaves the outstanding list (`entries`) but stays findable by ID
+(`find`, so `get` and `watch` still know its server) until its TTL
+(`createdAt + ttlMs`, after which the server may have discarded it), or for
+`FINISHED_WITHOUT_TTL_S` when it has none.
 
 SQLite (stdlib, one small file, safe for several processes at once). Writes are
 a few hundred bytes in a local file, so they run inline rather than in a thread.
@@ -28,6 +30,8 @@ from typing import Final
 from mcp_tasks_temporal.client._models import TERMINAL_STATUSES, parse_timestamp
 
 JOURNAL_ENV: Final = "MCP_TASKS_JOURNAL"
+FINISHED_WITHOUT_TTL_S: Final = 7 * 24 * 3600.0
+_TERMINAL_SQL: Final = "(" + ", ".join(f"'{status}'" for status in sorted(TERMINAL_STATUSES)) + ")"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS tasks (
@@ -58,7 +62,7 @@ def default_journal_path() -> Path:
 
 @dataclass(frozen=True)
 class JournalEntry:
-    """One task the client was given and has not yet seen finish."""
+    """One task the client was given (finished ones stay until their TTL)."""
 
     server: str
     """The server it lives on: its URL, or `stdio:` and the command line that starts it."""
@@ -115,11 +119,11 @@ class Journal:
         ttl_ms: int | None,
         status_message: str | None = None,
     ) -> None:
-        """Write down a task (or refresh what is known about it); a terminal one is crossed out instead."""
-        if status in TERMINAL_STATUSES:
-            self.forget(server, task_id)
-            return
+        """Write down a task (or refresh what is known about it); a terminal one leaves `entries` but not `find`."""
         now = time.time()
+        expires_at = _expires_at(created_at, ttl_ms)
+        if expires_at is None and status in TERMINAL_STATUSES:
+            expires_at = now + FINISHED_WITHOUT_TTL_S
         self._db.execute(
             f"INSERT INTO tasks ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (server, task_id) DO UPDATE SET status = excluded.status, "
@@ -134,7 +138,7 @@ class Journal:
                 status_message,
                 created_at,
                 ttl_ms,
-                _expires_at(created_at, ttl_ms),
+                expires_at,
                 now,
                 now,
             ),
@@ -150,19 +154,20 @@ class Journal:
         )
         return cursor.rowcount
 
-    def entries(self, server: str | None = None) -> list[JournalEntry]:
-        """The outstanding tasks (of one server, or all), oldest first."""
+    def entries(self, server: str | None = None, *, finished: bool = False) -> list[JournalEntry]:
+        """The outstanding tasks (of one server, or all), oldest first; with `finished`, also those seen terminal."""
         self.prune()
+        where = "1" if finished else f"status NOT IN {_TERMINAL_SQL}"
         if server is None:
-            rows = self._db.execute(f"SELECT {_COLUMNS} FROM tasks ORDER BY recorded_at").fetchall()
+            rows = self._db.execute(f"SELECT {_COLUMNS} FROM tasks WHERE {where} ORDER BY recorded_at").fetchall()
         else:
             rows = self._db.execute(
-                f"SELECT {_COLUMNS} FROM tasks WHERE server = ? ORDER BY recorded_at", (server,)
+                f"SELECT {_COLUMNS} FROM tasks WHERE server = ? AND {where} ORDER BY recorded_at", (server,)
             ).fetchall()
         return [JournalEntry(*row) for row in rows]
 
     def find(self, task_id: str) -> JournalEntry | None:
-        """The entry for a task ID on any server (the most recently recorded, should two servers share one)."""
+        """The entry for a task ID on any server, finished or not (the most recently recorded, should two share one)."""
         self.prune()
         row = self._db.execute(
             f"SELECT {_COLUMNS} FROM tasks WHERE task_id = ? ORDER BY recorded_at DESC LIMIT 1", (task_id,)
