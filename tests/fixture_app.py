@@ -277,3 +277,15 @@ async def ask_without_capability(ctx: Context) -> str | InputRequiredResult:
     if ctx.input_responses:
         return "answered"
     return InputRequiredResult(input_requests={"q": _approval("Allowed?")}, request_state="{}")
+
+
+@tasks.tool(policy="optional")
+@app.tool()
+async def numbered_steps(steps: int = 8, pause: float = 0.3) -> str:
+    """Numbered status messages around a midway question: what a client shows must never count down."""
+    set_status("step 0")
+    answer = await request_input("go", _approval("Go on?"))
+    for number in range(1, steps + 1):
+        set_status(f"step {number}")
+        await anyio.sleep(pause)
+    return f"{answer.get('action')} after {steps} steps"

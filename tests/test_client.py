@@ -159,19 +159,29 @@ async def test_failed_task_raises_its_json_rpc_error(server: Any, journal: Journ
 
 async def test_input_requests_of_each_kind_go_to_their_handler_once(server: Any, journal: Journal) -> None:
     answers = Answers()
+    keys_per_call: list[list[str]] = []
+
+    async def call(tool: str) -> str:
+        before = len(answers.asked)
+        result = text(await client.call_tool(tool))
+        keys_per_call.append([key for key, _ in answers.asked[before:]])
+        return result
+
     async with connect(server, journal, answers) as client:
         with anyio.fail_after(WAIT):
-            assert text(await client.call_tool("greet_someone")) == "Hello, Ada!"
-            assert text(await client.call_tool("sample_river")) == "The model said: the Danube"
-            assert text(await client.call_tool("count_roots")) == "2 roots: file:///src, file:///docs"
-            assert text(await client.call_tool("pick_variant")) == "XL red"
+            assert await call("greet_someone") == "Hello, Ada!"
+            assert await call("sample_river") == "The model said: the Danube"
+            assert await call("count_roots") == "2 roots: file:///src, file:///docs"
+            assert await call("pick_variant") == "XL red"
             # Questions asked on the tools/call itself (MRTR) before the task exists, through the same handler.
-            assert text(await client.call_tool("greet_first")) == "Hello, Ada, from a task!"
+            assert await call("greet_first") == "Hello, Ada, from a task!"
     methods = [method for _, method in answers.asked]
     assert methods.count("elicitation/create") == 4
     assert methods.count("sampling/createMessage") == 1 and methods.count("roots/list") == 1
-    task_keys = [key for key, _ in answers.asked]
-    assert len(task_keys) == len(set(task_keys)), "each key is answered once"
+    for keys in keys_per_call:
+        assert len(keys) == len(set(keys)), f"each key of a call is answered once: {keys}"
+    # The handler sees the key the tool asked under (its resolver's), not a task-level rewrite of it.
+    assert keys_per_call[0] == ["tests.fixture_app:ask_name"]
 
 
 # -- handles -----------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import uuid
 from dataclasses import dataclass
@@ -292,3 +293,13 @@ async def test_every_exit_status_is_in_the_help(cli: Any) -> None:
     readme = (REPO_ROOT / "README.md").read_text()
     for code in codes:
         assert f"| {code} |" in readme, f"exit status {code} is not in the README's table"
+
+
+async def test_the_status_line_never_goes_backwards(cli: Any, stack: Stack) -> None:
+    # Not a terminal, so every change the line shows is its own line on stderr.
+    run = await cli("call", "numbered_steps", "--url", stack.url, stdin="y\n")
+    assert run.code == 0, run.err
+    assert run.out == "accept after 8 steps\n"
+    shown = [int(number) for number in re.findall(r": working - step (\d+)", run.err)]
+    assert shown and shown == sorted(shown), f"the status went backwards: {shown}\n{run.err}"
+    assert "input_required" in run.err
