@@ -289,3 +289,25 @@ async def numbered_steps(steps: int = 8, pause: float = 0.3) -> str:
         set_status(f"step {number}")
         await anyio.sleep(pause)
     return f"{answer.get('action')} after {steps} steps"
+
+
+@tasks.tool(policy="required")
+@app.tool()
+async def survey(gate: str, ctx: Context) -> str | InputRequiredResult:
+    """Waits for `gate/go` (a worker may be killed meanwhile), asks two questions, then waits for a release."""
+    folder = Path(gate)
+    if not ctx.input_responses:
+        _bump(folder, "attempts")
+        set_status("preparing the survey")
+        await _wait_for(folder / "go")
+        return InputRequiredResult(
+            input_requests={"color": _approval("Color?"), "size": _approval("Size?")}, request_state="{}"
+        )
+    set_status("answers in; waiting for release")
+    (folder / "answered").write_text("1")
+    try:
+        await _wait_for(folder / "release")
+    except anyio.get_cancelled_exc_class():
+        (folder / "cancelled").write_text("1")
+        raise
+    return "done"

@@ -30,6 +30,7 @@ from mcp_tasks_temporal.health import health_routes
 from mcp_tasks_temporal.http_front import BearerAuth, front_app
 from mcp_tasks_temporal.metrics import FrontMetrics, RequestMetrics, install_metrics, metrics_runtime
 from mcp_tasks_temporal.ports import PortInUseError, check_ports
+from mcp_tasks_temporal.search_attributes import check_namespace
 from mcp_tasks_temporal.tracing import client_interceptors, setup_tracing, shutdown_tracing
 
 logger = logging.getLogger("mcp_tasks_temporal")
@@ -249,6 +250,9 @@ def build_parser() -> argparse.ArgumentParser:
     from mcp_tasks_temporal.client._cli import add_commands
 
     add_commands(commands)
+    from mcp_tasks_temporal.operator_cli import add_operator_commands
+
+    add_operator_commands(commands)
     return parser
 
 
@@ -347,12 +351,18 @@ async def _connect(address: str, namespace: str, app: MCPServer[Any]) -> Client:
     )
 
 
-def _attach_front(app: MCPServer[Any], client: Client, args: argparse.Namespace) -> None:
+def _attach_front(app: MCPServer[Any], client: Client, args: argparse.Namespace, *, search_attributes: bool) -> None:
     metrics = FrontMetrics.from_runtime()
     # First, so it also counts what later middleware answers by itself (subscriptions/listen).
     app.middleware.insert(0, RequestMetrics(metrics))
     closed_tasks = ClosedTaskCache(max_entries=args.closed_task_cache)
-    gateway = TemporalTaskGateway(client, task_queue=args.task_queue, metrics=metrics, closed_tasks=closed_tasks)
+    gateway = TemporalTaskGateway(
+        client,
+        task_queue=args.task_queue,
+        metrics=metrics,
+        closed_tasks=closed_tasks,
+        search_attributes=search_attributes,
+    )
     tasks_extension(app).attach(gateway, app)
 
 
@@ -410,7 +420,8 @@ async def _dev(args: argparse.Namespace) -> None:
             )
         )
         client = await _connect(temporal.address, temporal.namespace, app)
-        _attach_front(app, client, args)
+        indexed = await check_namespace(client, address=temporal.address, namespace=temporal.namespace, role="dev")
+        _attach_front(app, client, args, search_attributes=indexed)
         await _run_worker(stack, client, app, args)
         server = _http_server(app, args, client, auth)
         temporal_exit: int | None = None
@@ -465,7 +476,8 @@ async def _serve(args: argparse.Namespace) -> None:
     _start_telemetry(args, "front")
     auth = _bearer_auth(args) if args.transport == "http" else None
     client = await _connect(args.temporal, args.namespace, app)
-    _attach_front(app, client, args)
+    indexed = await check_namespace(client, address=args.temporal, namespace=args.namespace, role="serve")
+    _attach_front(app, client, args, search_attributes=indexed)
     if args.transport == "stdio":
         await app.run_stdio_async()
     else:
@@ -482,6 +494,8 @@ async def _worker(args: argparse.Namespace) -> None:
     _configure(app, args)
     _start_telemetry(args, "worker")
     client = await _connect(args.temporal, args.namespace, app)
+    # The worker upserts nothing the run did not start with; this only tells the operator what is missing.
+    await check_namespace(client, address=args.temporal, namespace=args.namespace, role="worker")
     async with AsyncExitStack() as stack:
         await _run_worker(stack, client, app, args)
         print(
@@ -512,3 +526,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(2) from None
     finally:
         shutdown_tracing()
+    if getattr(args, "one_shot_temporal", False):
+        # A short-lived process that used a Temporal client can abort in interpreter teardown
+        # (the SDK's Rust threads take the GIL while it is finalizing, temporalio/sdk-python#300):
+        # everything is done and flushed, so skip the teardown.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(getattr(args, "exit_status", 0))

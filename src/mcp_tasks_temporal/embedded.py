@@ -18,6 +18,7 @@ from anyio.abc import Process
 from temporalio.client import Client
 
 from mcp_tasks_temporal.ports import PortInUseError
+from mcp_tasks_temporal.search_attributes import dev_server_flags
 
 
 def temporal_cli() -> str:
@@ -48,9 +49,17 @@ class EmbeddedTemporal:
 
 
 def dev_server_command(
-    *, host: str, port: int, ui_port: int | None, db_path: Path | None, namespaces: list[str]
+    *,
+    host: str,
+    port: int,
+    ui_port: int | None,
+    db_path: Path | None,
+    namespaces: list[str],
+    search_attributes: bool = True,
 ) -> list[str]:
     command = [temporal_cli(), "server", "start-dev", "--ip", host, "--port", str(port), "--log-level", "warn"]
+    if search_attributes:
+        command += dev_server_flags()
     command += ["--ui-port", str(ui_port)] if ui_port else ["--headless"]
     if db_path is not None:
         # WAL roughly triples the dev server's write throughput on a file (docs/design.md).

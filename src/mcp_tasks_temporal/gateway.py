@@ -48,6 +48,7 @@ from mcp_tasks_temporal.errors import InvalidInputResponseError, TaskExpiredErro
 from mcp_tasks_temporal.ids import is_task_id, owner_key, workflow_id
 from mcp_tasks_temporal.inputs import is_valid_response
 from mcp_tasks_temporal.metrics import FrontMetrics
+from mcp_tasks_temporal.search_attributes import start_attributes
 from mcp_tasks_temporal.workflow_results import call_tool_result, failure_outcome
 
 logger = logging.getLogger(__name__)
@@ -108,12 +109,15 @@ class TemporalTaskGateway:
         answer_visibility_timeout_s: float = 5.0,
         metrics: FrontMetrics | None = None,
         closed_tasks: ClosedTaskCache | None = None,
+        search_attributes: bool = False,
     ) -> None:
         self.client = client
         self.task_queue = task_queue
         self.answer_visibility_timeout_s = answer_visibility_timeout_s
         self.metrics = metrics or FrontMetrics()
         self.closed_tasks = closed_tasks if closed_tasks is not None else ClosedTaskCache()
+        self.search_attributes = search_attributes
+        """Start tasks with McpTool/McpOwner/McpStatus; only where the namespace has them registered."""
 
     async def create(self, task: ToolTaskInput, principal: str | None) -> dict[str, Any]:
         """Start the task's workflow; returns once Temporal has persisted it."""
@@ -128,6 +132,9 @@ class TemporalTaskGateway:
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
             static_summary=f"MCP task: {task.tool}",
+            search_attributes=start_attributes(tool=task.tool, owner=owner_key(principal))
+            if self.search_attributes
+            else None,
         )
         self.metrics.task_created(task.tool)
         return _created(task.task_id, task.created_at_ms, task.ttl_ms, task.poll_interval_ms)
@@ -151,6 +158,9 @@ class TemporalTaskGateway:
             id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
             execution_timeout=timedelta(milliseconds=task.ttl_ms) if task.ttl_ms is not None else None,
             static_summary=f"MCP task: {task.tool}",
+            search_attributes=start_attributes(tool=task.tool, owner=owner_key(principal))
+            if self.search_attributes
+            else None,
         )
 
     async def create_workflow_task(self, task: WorkflowTask, principal: str | None) -> dict[str, Any]:

@@ -1,0 +1,100 @@
+"""The search attributes every task workflow carries: `McpTool`, `McpOwner`, `McpStatus` (all Keyword).
+
+They let `temporal workflow list --query 'McpStatus="input_required"'` and the
+Web UI find tasks. A namespace only accepts attributes registered on it, and an
+upsert of an unregistered one fails the workflow task, so the front server
+sets them at start only where the namespace has them, and the workflow keeps
+`McpStatus` current only in runs that were started with them: the run's own
+start attributes are the durable record of whether they are enabled.
+`McpOwner` is the owner key (a hash), never the raw principal.
+
+Safe to import in the workflow sandbox (temporalio and stdlib only).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Final
+
+from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
+
+if TYPE_CHECKING:
+    from temporalio.client import Client
+
+logger = logging.getLogger(__name__)
+
+MCP_TOOL: Final = SearchAttributeKey.for_keyword("McpTool")
+MCP_OWNER: Final = SearchAttributeKey.for_keyword("McpOwner")
+MCP_STATUS: Final = SearchAttributeKey.for_keyword("McpStatus")
+ALL: Final = (MCP_TOOL, MCP_OWNER, MCP_STATUS)
+
+NAMES: Final = tuple(key.name for key in ALL)
+STATUS_PATCH: Final = "mcp-status-search-attribute"
+"""`workflow.patched` ID of the `McpStatus` upserts, which older runs never recorded."""
+
+
+def start_attributes(*, tool: str, owner: str, status: str = "working") -> TypedSearchAttributes:
+    """The attributes a task workflow starts with."""
+    return TypedSearchAttributes(
+        [
+            SearchAttributePair(MCP_TOOL, tool),
+            SearchAttributePair(MCP_OWNER, owner),
+            SearchAttributePair(MCP_STATUS, status),
+        ]
+    )
+
+
+def dev_server_flags() -> list[str]:
+    """`temporal server start-dev` flags that register the attributes on an embedded server."""
+    flags: list[str] = []
+    for name in NAMES:
+        flags += ["--search-attribute", f"{name}=Keyword"]
+    return flags
+
+
+def create_command(missing: Iterable[str], *, address: str, namespace: str) -> str:
+    """The exact `temporal` CLI command that registers the `missing` attributes."""
+    names = " ".join(f"--name {name}" for name in missing)
+    return (
+        f"temporal operator search-attribute create --address {address} --namespace {namespace} {names} --type Keyword"
+    )
+
+
+async def missing_on(client: Client, *, namespace: str) -> list[str] | None:
+    """Which of the attributes `namespace` lacks (empty: all there), or `None` if it cannot be asked."""
+    from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
+    from temporalio.service import RPCError
+
+    try:
+        response = await client.operator_service.list_search_attributes(
+            ListSearchAttributesRequest(namespace=namespace)
+        )
+    except RPCError as err:
+        logger.warning("could not list the search attributes of namespace %s: %s", namespace, err.message)
+        return None
+    return [name for name in NAMES if name not in response.custom_attributes]
+
+
+async def check_namespace(client: Client, *, address: str, namespace: str, role: str) -> bool:
+    """Whether tasks may carry the attributes; prints how to register them where they are missing."""
+    missing = await missing_on(client, namespace=namespace)
+    if missing == []:
+        return True
+    if missing is None:
+        print(
+            f"mcp-tasks-temporal {role}: could not check the search attributes of namespace {namespace};"
+            " tasks run without McpTool/McpOwner/McpStatus",
+            file=sys.stderr,
+            flush=True,
+        )
+        return False
+    print(
+        f"mcp-tasks-temporal {role}: namespace {namespace} lacks the search attributes {', '.join(missing)};"
+        " tasks run without them until they are registered with\n"
+        f"  {create_command(missing, address=address, namespace=namespace)}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return False

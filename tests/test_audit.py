@@ -1,0 +1,301 @@
+"""`audit`, search attributes and `admin`, against the real dev server, front servers and workers.
+
+Every task here is created over MCP by a principal unique to the test, so the
+visibility queries never see another test's tasks.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from temporalio.client import Client, WorkflowExecutionStatus
+
+from mcp_tasks_temporal.audit import SCHEMA_VERSION, load_runs, verify
+from mcp_tasks_temporal.embedded import temporal_cli
+from mcp_tasks_temporal.ids import owner_key, workflow_id
+from mcp_tasks_temporal.operator_cli import principal_of
+from mcp_tasks_temporal.worker import WORKFLOWS
+from tests.conftest import Stack
+from tests.processes import CLI, REPO_ROOT, _env
+from tests.test_auth import BearerMcp
+from tests.variant_cli import ChangedToolTask
+from tests.wire import TaskCalls
+
+pytestmark = pytest.mark.anyio
+
+ELICIT = {"elicitation": {}}
+ACCEPT = {"action": "accept", "content": {"approve": True}}
+
+
+class Principals:
+    """Two fresh principals with bearer tokens on a private front server and worker."""
+
+    def __init__(
+        self, stack_factory: Any, tmp_path: Path, http: httpx.AsyncClient, front_flags: list[str] | None = None
+    ) -> None:
+        self.names = {who: f"{who}-{uuid.uuid4().hex[:8]}@example.com" for who in ("alice", "bob")}
+        tokens = tmp_path / "tokens"
+        tokens.write_text("".join(f"token-{who} {name}\n" for who, name in self.names.items()))
+        self.stack: Stack = stack_factory()
+        self.worker = self.stack.add_worker()
+        url = self.stack.add_front(extra=["--tokens", str(tokens), *(front_flags or [])])
+        self.alice = TaskCalls(BearerMcp(url, http, "token-alice"))
+        self.bob = TaskCalls(BearerMcp(url, http, "token-bob"))
+
+
+@pytest.fixture
+def principals(stack_factory: Any, tmp_path: Path, http: httpx.AsyncClient) -> Principals:
+    return Principals(stack_factory, tmp_path, http)
+
+
+async def run_cli(*args: str, module: list[str] = CLI, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+    with anyio.fail_after(120):
+        done = await anyio.run_process([*module, *args], cwd=REPO_ROOT, env=_env(), check=False)
+    if check and done.returncode != 0:
+        raise AssertionError(f"exit {done.returncode}\n{done.stdout.decode()}\n{done.stderr.decode()}")
+    return done
+
+
+async def until_file(path: Path, timeout: float = 30) -> None:
+    with anyio.fail_after(timeout):
+        while not path.exists():
+            await anyio.sleep(0.05)
+
+
+def ms(iso: str) -> int:
+    return int(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+async def test_json_audit_of_two_questions_a_retry_and_a_cancel(
+    stack_factory: Any, tmp_path: Path, http: httpx.AsyncClient, temporal: str, gate: Path
+) -> None:
+    # A lost attempt is retried 3 s after its worker's last heartbeat.
+    principals = Principals(stack_factory, tmp_path, http, ["--heartbeat-timeout", "3"])
+    mcp, alice = principals.alice, principals.names["alice"]
+    created = await mcp.start("survey", {"gate": str(gate)}, capabilities=ELICIT)
+    task_id = created["taskId"]
+    await until_file(gate / "attempts")
+    # The first attempt dies with its worker; a new worker retries it after the heartbeat timeout.
+    principals.worker.kill()
+    (gate / "go").write_text("1")
+    principals.stack.add_worker()
+    asking = await mcp.wait_for(task_id, ["input_required"], timeout=60)
+    keys = sorted(asking["inputRequests"])
+    assert len(keys) == 2
+    assert (await mcp.update(task_id, {keys[0]: ACCEPT})).status == 200
+    assert (await mcp.update(task_id, {keys[1]: ACCEPT, "not-asked": ACCEPT})).status == 200
+    await until_file(gate / "answered")
+    await mcp.cancel(task_id)
+    closed = await mcp.wait_for(task_id, timeout=60)
+    assert closed["status"] == "cancelled"
+
+    done = await run_cli("audit", task_id, "--principal", alice, "--format", "json", "--temporal", temporal)
+    story = json.loads(done.stdout)
+    assert story["schemaVersion"] == SCHEMA_VERSION
+    task = story["task"]
+    assert task["taskId"] == task_id and task["kind"] == "tool" and task["tool"] == "survey"
+    assert task["arguments"] == {"gate": str(gate)}
+    assert task["owner"] == owner_key(principal_of(alice)) and alice not in done.stdout.decode()
+    assert task["client"]["info"] == {"name": "tests", "version": "1"}
+    assert task["client"]["capabilities"]["elicitation"] == {}
+    assert task["workflowId"] == workflow_id(task_id, principal_of(alice))
+    mcp_attributes = {k: v for k, v in task["searchAttributes"].items() if k.startswith("Mcp")}
+    assert mcp_attributes == {"McpTool": "survey", "McpOwner": owner_key(principal_of(alice)), "McpStatus": "cancelled"}
+
+    times = story["times"]
+    assert times["createdAt"] == created["createdAt"]
+    assert ms(times["expiresAt"]) == ms(created["createdAt"]) + created["ttlMs"]
+    assert ms(times["closedAt"]) >= ms(times["createdAt"])
+
+    statuses = [t["status"] for t in story["statusTransitions"]]
+    assert statuses == ["working", "input_required", "working", "cancelled"], story["statusTransitions"]
+    assert story["statusTransitions"][-1]["statusMessage"] == "Cancelled by request"
+    stamps = [ms(t["at"]) for t in story["statusTransitions"]]
+    assert stamps == sorted(stamps)
+
+    questions = {q["key"]: q for q in story["questions"]}
+    assert sorted(questions) == keys
+    assert questions[keys[0]]["request"] == asking["inputRequests"][keys[0]]
+    assert ms(questions[keys[0]]["answeredAt"]) < ms(questions[keys[1]]["answeredAt"])
+    accepted = [(a["key"], a["response"]) for a in story["answers"] if a["accepted"]]
+    assert accepted == [(keys[0], ACCEPT), (keys[1], ACCEPT)]
+    assert len(story["answers"]) == 2  # the front drops the key nobody asked before it reaches Temporal
+    assert ms(story["answers"][0]["at"]) >= ms(questions[keys[0]]["askedAt"])
+
+    assert len(story["cancelRequests"]) == 1
+    assert ms(story["cancelRequests"][0]["at"]) <= ms(times["closedAt"])
+
+    first, second = story["activities"]
+    assert first["round"] == 0 and first["attempts"] == 2 and first["outcome"] == "completed"
+    assert first["retryFailure"]["kind"] == "timeout" and first["retryFailure"]["timeoutType"] == "HEARTBEAT"
+    assert first["worker"] and first["result"]["resultType"] == "input_required"
+    assert second["round"] == 1 and second["attempts"] == 1 and second["outcome"] == "cancelled"
+    assert story["outcome"]["status"] == "cancelled" and story["outcome"]["at"] == times["closedAt"]
+    assert (gate / "attempts").read_text() == "2"
+
+
+async def test_verify_passes_on_current_code_and_fails_on_a_changed_workflow(
+    principals: Principals, temporal: str, temporal_client: Client
+) -> None:
+    alice = principals.names["alice"]
+    task_id = (await principals.alice.start("double", {"x": 4}))["taskId"]
+    assert (await principals.alice.wait_for(task_id))["status"] == "completed"
+
+    ok = await run_cli("audit", task_id, "--principal", alice, "--verify", "--temporal", temporal)
+    assert b"verify: compatible" in ok.stderr
+    assert b"status" in ok.stdout and b"completed" in ok.stdout
+
+    changed = await run_cli(
+        "audit", task_id, "--principal", alice, "--verify", "--temporal", temporal,
+        module=[sys.executable, "-m", "tests.variant_cli"], check=False,
+    )  # fmt: skip
+    assert changed.returncode == 1, changed.stderr
+    assert b"INCOMPATIBLE" in changed.stderr and b"nondetermin" in changed.stderr.lower()
+
+    runs = await load_runs(temporal_client, workflow_id(task_id, principal_of(alice)))
+    await verify(runs, WORKFLOWS, temporal_client.data_converter)
+    with pytest.raises(Exception, match="(?i)nondetermin"):
+        await verify(runs, [ChangedToolTask], temporal_client.data_converter)
+
+
+async def test_audit_finds_a_task_without_the_principal_and_by_workflow_id(
+    principals: Principals, temporal: str
+) -> None:
+    alice = principals.names["alice"]
+    task_id = (await principals.alice.start("protocol_error", {}))["taskId"]
+    assert (await principals.alice.wait_for(task_id))["status"] == "failed"
+    ui = "http://ui.example:8233"
+    for ref, extra in ((task_id, []), (workflow_id(task_id, principal_of(alice)), ["--format", "markdown"])):
+        done = await run_cli("audit", ref, "--temporal", temporal, "--temporal-ui", ui, *extra)
+        text = done.stdout.decode()
+        assert "protocol_error" in text and "-32042" in text and "backend refused" in text
+        assert f"{ui}/namespaces/default/workflows/mcp-task%2F{owner_key(principal_of(alice))}%2F{task_id}" in text
+
+    unknown = await run_cli("audit", str(uuid.uuid4()), "--temporal", temporal, check=False)
+    assert unknown.returncode == 2 and len(unknown.stderr.decode().strip().splitlines()) == 1
+    assert unknown.stdout == b""
+
+
+async def _list(temporal: str, *filters: str) -> list[dict[str, Any]]:
+    done = await run_cli("admin", "tasks", "--json", "--temporal", temporal, *filters)
+    return json.loads(done.stdout)["tasks"]
+
+
+async def _until_listed(temporal: str, filters: list[str], expected: set[str], timeout: float = 30) -> None:
+    """Visibility lags the workflows by up to a second: wait until the listing settles on `expected`."""
+    with anyio.fail_after(timeout):
+        while {t["taskId"] for t in await _list(temporal, *filters)} != expected:
+            await anyio.sleep(0.2)
+
+
+async def test_search_attributes_are_listed_by_the_temporal_cli(principals: Principals, temporal: str) -> None:
+    mcp, alice = principals.alice, principals.names["alice"]
+    task_id = (await mcp.start("greet_someone", capabilities=ELICIT))["taskId"]
+    await mcp.wait_for(task_id, ["input_required"])
+    query = f'McpStatus="input_required" AND McpOwner="{owner_key(principal_of(alice))}" AND McpTool="greet_someone"'
+    command = [temporal_cli(), "workflow", "list", "--address", temporal, "--query", query, "--output", "json"]
+    with anyio.fail_after(30):
+        while True:
+            listed = json.loads((await anyio.run_process(command)).stdout or b"[]")
+            if listed:
+                break
+            await anyio.sleep(0.2)
+    assert [w["execution"]["workflowId"] for w in listed] == [workflow_id(task_id, principal_of(alice))]
+
+
+async def test_admin_tasks_filters_by_owner_tool_status_and_age(
+    principals: Principals, temporal: str, gate: Path
+) -> None:
+    alice, bob = principals.names["alice"], principals.names["bob"]
+    old = (await principals.alice.start("gated", {"gate": str(gate)}))["taskId"]
+    await principals.alice.wait_for(old, lambda t: t.get("statusMessage") is not None)
+    # Age: wait (bounded) until `old` counts as older than 3 s, then make a task that is not.
+    await _until_listed(temporal, ["--owner", alice, "--older-than", "3s"], {old})
+    asking = (await principals.alice.start("greet_someone", capabilities=ELICIT))["taskId"]
+    await principals.alice.wait_for(asking, ["input_required"])
+    doubled = (await principals.alice.start("double", {"x": 1}))["taskId"]
+    await principals.alice.wait_for(doubled)
+    bobs = (await principals.bob.start("double", {"x": 2}))["taskId"]
+    await principals.bob.wait_for(bobs)
+
+    await _until_listed(temporal, ["--owner", alice], {old, asking, doubled})
+    assert {t["taskId"] for t in await _list(temporal, "--owner", alice, "--older-than", "1h")} == set()
+    await _until_listed(temporal, ["--owner", bob], {bobs})
+    await _until_listed(temporal, ["--owner", alice, "--tool", "double"], {doubled})
+    await _until_listed(temporal, ["--owner", alice, "--status", "input_required"], {asking})
+    await _until_listed(temporal, ["--owner", alice, "--status", "working"], {old})
+    await _until_listed(temporal, ["--owner", alice, "--status", "completed"], {doubled})
+    listed = {t["taskId"]: t for t in await _list(temporal, "--owner", alice)}
+    assert listed[asking]["tool"] == "greet_someone" and listed[asking]["owner"] == owner_key(principal_of(alice))
+    older = await _list(temporal, "--owner", alice, "--older-than", "3s")
+    assert old in {t["taskId"] for t in older} and asking not in {t["taskId"] for t in older}
+
+    text = await run_cli("admin", "tasks", "--owner", alice, "--temporal", temporal)
+    assert old in text.stdout.decode() and bobs not in text.stdout.decode()
+    (gate / "release").write_text("1")
+
+
+async def test_admin_cancel_cancels_exactly_the_matching_tasks(
+    principals: Principals, temporal: str, temporal_client: Client, tmp_path: Path
+) -> None:
+    alice, bob = principals.names["alice"], principals.names["bob"]
+    gates = {name: tmp_path / name for name in ("a1", "a2", "b1")}
+    for folder in gates.values():
+        folder.mkdir()
+    targets = [(await principals.alice.start("gated", {"gate": str(gates[n])}))["taskId"] for n in ("a1", "a2")]
+    bystanders = [
+        (await principals.bob.start("gated", {"gate": str(gates["b1"])}))["taskId"],
+        (await principals.alice.start("greet_someone", capabilities=ELICIT))["taskId"],
+    ]
+    await principals.alice.wait_for(bystanders[1], ["input_required"])
+    await _until_listed(temporal, ["--owner", alice, "--tool", "gated"], set(targets))
+
+    # Without a terminal to ask, nothing happens unless --yes says so.
+    refused = await run_cli("admin", "cancel", "--owner", alice, "--tool", "gated", "--temporal", temporal, check=False)
+    assert refused.returncode == 2
+    assert {(await principals.alice.get(t)).result["status"] for t in targets} == {"working"}
+
+    done = await run_cli(
+        "admin", "cancel", "--owner", alice, "--tool", "gated", "--yes", "--json", "--temporal", temporal
+    )
+    assert {t["taskId"] for t in json.loads(done.stdout)["cancelled"]} == set(targets), (done.stdout, done.stderr)
+    for task_id in targets:
+        assert (await principals.alice.wait_for(task_id, timeout=60))["status"] == "cancelled"
+    for folder in ("a1", "a2"):
+        await until_file(gates[folder] / "cancelled")
+    assert (await principals.bob.get(bystanders[0])).result["status"] == "working"
+    assert (await principals.alice.get(bystanders[1])).result["status"] == "input_required"
+
+    audit = json.loads((await run_cli("audit", targets[0], "--format", "json", "--temporal", temporal)).stdout)
+    (request,) = audit["cancelRequests"]
+    assert request["identity"].startswith("mcp-tasks-temporal admin") and "operator" in request["reason"]
+    for task_id, who in ((bystanders[0], bob), (bystanders[1], alice)):
+        handle = temporal_client.get_workflow_handle(workflow_id(task_id, principal_of(who)))
+        await handle.cancel()
+        with anyio.fail_after(60):
+            while (await handle.describe()).status == WorkflowExecutionStatus.RUNNING:
+                await anyio.sleep(0.1)
+
+
+def test_visibility_query_of_the_filters() -> None:
+    from mcp_tasks_temporal.admin import TaskFilter, parse_duration
+
+    now = datetime.fromisoformat("2026-01-02T03:04:05+00:00")
+    query = TaskFilter(owner_key="k", status="failed", older_than=parse_duration("1h30m")).query(now)
+    assert query == (
+        "WorkflowId STARTS_WITH 'mcp-task/k/' AND StartTime < '2026-01-02T01:34:05+00:00'"
+        " AND (ExecutionStatus = 'Failed' OR ExecutionStatus = 'Terminated' OR ExecutionStatus = 'TimedOut')"
+    )
+    assert TaskFilter(status="completed", running_only=True).query(now) == ""
+    assert parse_duration("2d") == timedelta(days=2)
+    with pytest.raises(ValueError):
+        parse_duration("2 days")

@@ -1,0 +1,37 @@
+"""The CLI with a changed task workflow installed: what `audit --verify` sees after an incompatible deploy.
+
+`ChangedToolTask` is registered under the real workflow name but runs a
+different command sequence (a timer before the tool), as a careless edit of
+`ToolTaskWorkflow` without `workflow.patched` would.
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from mcp_tasks_temporal.contract import RUN_TOOL_ACTIVITY, TOOL_TASK_WORKFLOW, ToolRoundInput, ToolTaskInput
+
+
+@workflow.defn(name=TOOL_TASK_WORKFLOW)
+class ChangedToolTask:
+    @workflow.run
+    async def run(self, task: ToolTaskInput) -> dict[str, Any]:
+        await workflow.sleep(timedelta(seconds=1))
+        return await workflow.execute_activity(
+            RUN_TOOL_ACTIVITY,
+            ToolRoundInput(task_id=task.task_id, tool=task.tool, arguments=task.arguments, meta=task.meta),
+            result_type=dict[str, Any],
+            start_to_close_timeout=timedelta(seconds=30),
+        )
+
+
+if __name__ == "__main__":
+    from mcp_tasks_temporal import cli, worker
+
+    worker.WORKFLOWS = (ChangedToolTask,)
+    cli.main(sys.argv[1:])
