@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import uuid
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -69,6 +70,10 @@ async def until_file(path: Path, timeout: float = 30) -> None:
     with anyio.fail_after(timeout):
         while not path.exists():
             await anyio.sleep(0.05)
+
+
+def has_status_message(task: dict[str, Any]) -> bool:
+    return task.get("statusMessage") is not None
 
 
 def ms(iso: str) -> int:
@@ -216,12 +221,17 @@ async def test_admin_tasks_filters_by_owner_tool_status_and_age(
     principals: Principals, temporal: str, gate: Path
 ) -> None:
     alice, bob = principals.names["alice"], principals.names["bob"]
-    old = (await principals.alice.start("gated", {"gate": str(gate)}))["taskId"]
-    await principals.alice.wait_for(old, lambda t: t.get("statusMessage") is not None)
-    # Age: wait (bounded) until `old` counts as older than 3 s, then make a task that is not.
-    await _until_listed(temporal, ["--owner", alice, "--older-than", "3s"], {old})
+    created = await principals.alice.start("gated", {"gate": str(gate)})
+    old = created["taskId"]
+    await principals.alice.wait_for(old, has_status_message)
+    # Age: wait (bounded) until `old` is older than 6 s; every later task is younger by more than that,
+    # so a bound 2 s under `old`'s age splits them even if the listing itself takes a few seconds.
+    await _until_listed(temporal, ["--owner", alice, "--older-than", "6s"], {old})
     asking = (await principals.alice.start("greet_someone", capabilities=ELICIT))["taskId"]
     await principals.alice.wait_for(asking, ["input_required"])
+    await _until_listed(temporal, ["--owner", alice, "--status", "input_required"], {asking})
+    bound = time.time() - ms(created["createdAt"]) / 1000 - 2
+    assert {t["taskId"] for t in await _list(temporal, "--owner", alice, "--older-than", f"{bound:.1f}s")} == {old}
     doubled = (await principals.alice.start("double", {"x": 1}))["taskId"]
     await principals.alice.wait_for(doubled)
     bobs = (await principals.bob.start("double", {"x": 2}))["taskId"]
@@ -236,8 +246,6 @@ async def test_admin_tasks_filters_by_owner_tool_status_and_age(
     await _until_listed(temporal, ["--owner", alice, "--status", "completed"], {doubled})
     listed = {t["taskId"]: t for t in await _list(temporal, "--owner", alice)}
     assert listed[asking]["tool"] == "greet_someone" and listed[asking]["owner"] == owner_key(principal_of(alice))
-    older = await _list(temporal, "--owner", alice, "--older-than", "3s")
-    assert old in {t["taskId"] for t in older} and asking not in {t["taskId"] for t in older}
 
     text = await run_cli("admin", "tasks", "--owner", alice, "--temporal", temporal)
     assert old in text.stdout.decode() and bobs not in text.stdout.decode()

@@ -248,7 +248,7 @@ class ToolTaskWorkflow:
         # Only runs started with the attribute may upsert it (the namespace has it registered), and
         # runs recorded before the upsert existed replay without it.
         if workflow.info().typed_search_attributes.get(MCP_STATUS) is not None and workflow.patched(STATUS_PATCH):
-            workflow.upsert_search_attributes([MCP_STATUS.value_set(self._status)])
+            workflow.upsert_search_attributes([MCP_STATUS.value_set(self._status)])  # pyright: ignore[reportUnknownMemberType]
         workflow.upsert_memo(
             {
                 Memo.STATUS: self._status,

@@ -15,13 +15,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
 from temporalio.api.common.v1 import Payload, Payloads
 from temporalio.api.failure.v1 import Failure
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowExecutionDescription, WorkflowHistory
+from temporalio.common import SearchAttributePair
 from temporalio.converter import DataConverter
 from temporalio.exceptions import (
     ActivityError,
@@ -174,7 +175,7 @@ class _Story:
         else:
             kind = WORKFLOW_KIND if memo.get("kind") == WORKFLOW_KIND else "other"
             arguments = args[0] if len(args) == 1 else args
-            meta = next((as_object(memo[k]) for k in ENVELOPE_MEMO_KEYS if k in memo), {})
+            meta = as_object(next((memo[k] for k in ENVELOPE_MEMO_KEYS if k in memo), None))
             created_at_ms = memo.get(Memo.CREATED_AT)
             ttl_ms = memo.get(Memo.TTL_MS)
             owner = memo.get(Memo.OWNER)
@@ -252,7 +253,7 @@ class _Story:
     async def activity_scheduled(self, event: HistoryEvent) -> None:
         attrs = event.activity_task_scheduled_event_attributes
         args = await self.reader.values(attrs.input)
-        call = as_object(args[0]) if args else {}
+        call = as_object(args[0] if args else None)
         self.activities[event.event_id] = {
             "activityId": attrs.activity_id,
             "activityType": attrs.activity_type.name,
@@ -377,7 +378,7 @@ async def build_story(runs: TaskRuns, converter: DataConverter, *, web_ui: str |
             "workflowId": runs.workflow_id,
             "runIds": story.run_ids,
             "namespace": description.namespace,
-            "searchAttributes": {pair.key.name: pair.value for pair in description.typed_search_attributes},
+            "searchAttributes": _search_attributes(description),
         },
         "times": story.times,
         "temporalStatus": description.status.name if description.status else None,
@@ -389,6 +390,12 @@ async def build_story(runs: TaskRuns, converter: DataConverter, *, web_ui: str |
         "outcome": story.outcome,
         "webUi": web_ui,
     }
+
+
+def _search_attributes(description: WorkflowExecutionDescription) -> dict[str, Any]:
+    typed: Any = description.typed_search_attributes
+    pairs = cast(Sequence[SearchAttributePair[Any]], typed.search_attributes)
+    return {pair.key.name: pair.value for pair in pairs}
 
 
 async def _add_pending(story: _Story, description: WorkflowExecutionDescription) -> None:

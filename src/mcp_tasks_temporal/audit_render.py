@@ -27,8 +27,8 @@ def _failure_line(failure: Mapping[str, Any] | None) -> str:
 
 def _overview(story: Mapping[str, Any]) -> list[tuple[str, str]]:
     task, times, outcome = story["task"], story["times"], story["outcome"]
-    client = task.get("client") or {}
-    info = client.get("info") or {}
+    client: Mapping[str, Any] = task.get("client") or {}
+    info: Mapping[str, Any] = client.get("info") or {}
     client_line = f"{info.get('name', '?')} {info.get('version', '')}".strip() if info else "(not recorded)"
     if client.get("protocolVersion"):
         client_line += f" (protocol {client['protocolVersion']})"

@@ -174,7 +174,8 @@ def _installed_workflows(app_spec: str | None) -> list[type]:
         from mcp_tasks_temporal.app import load_app, tasks_extension
 
         extension = tasks_extension(load_app(app_spec))
-        workflows += [w for w in getattr(extension, "workflow_classes", lambda: [])() if w not in workflows]
+        workflow_classes: Callable[[], Sequence[type]] = getattr(extension, "workflow_classes", lambda: ())
+        workflows += [w for w in workflow_classes() if w not in workflows]
     return workflows
 
 

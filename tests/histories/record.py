@@ -1,0 +1,191 @@
+"""Record one workflow history per task path, for the replay test (`tests/test_histories.py`).
+
+    python -m tests.histories.record            # rewrite every history here
+    python -m tests.histories.record cancel     # only some paths
+
+It runs the task workflows of the code checked out here on an embedded dev
+server (with the search attributes registered, as `dev` does), with scripted
+activities that take each path, and writes `<path>.json`. Re-record only on
+purpose: a committed history is the promise that tasks started by that code
+still run after an upgrade, so an old file is replaced only when the path it
+shows is recorded anew alongside it (keep the old one under another name).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import anyio
+from temporalio import activity
+from temporalio.client import Client, WorkflowHandle, WorkflowHistory
+from temporalio.exceptions import ApplicationError
+from temporalio.worker import Worker
+
+from mcp_tasks_temporal.contract import (
+    INPUT_SIGNAL,
+    JSONRPC_ERROR,
+    REQUEST_INPUT_UPDATE,
+    RUN_TOOL_ACTIVITY,
+    TOOL_TASK_WORKFLOW,
+    ActivityPolicy,
+    InputAsk,
+    Memo,
+    ToolRoundInput,
+    ToolTaskInput,
+)
+from mcp_tasks_temporal.ids import owner_key
+from mcp_tasks_temporal.search_attributes import start_attributes
+from mcp_tasks_temporal.worker import WORKFLOWS
+
+HERE = Path(__file__).parent
+ENVELOPE = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "history-recorder", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+}
+QUESTION = {
+    "method": "elicitation/create",
+    "params": {"mode": "form", "message": "Go?", "requestedSchema": {"type": "object", "properties": {}}},
+}
+ACCEPT = {"action": "accept", "content": {}}
+
+
+def _complete(text: str) -> dict[str, Any]:
+    return {"resultType": "complete", "content": [{"type": "text", "text": text}], "isError": False}
+
+
+@activity.defn(name=RUN_TOOL_ACTIVITY)
+async def scripted_tool(call: ToolRoundInput) -> dict[str, Any]:
+    """One behaviour per path, chosen by the tool name."""
+    info = activity.info()
+    if call.tool == "multi_round" and call.round < 2:
+        return {"resultType": "input_required", "inputRequests": {"go": QUESTION}, "requestState": f"r{call.round}"}
+    if call.tool == "midway":
+        handle = activity.client().get_workflow_handle(info.workflow_id or "")
+        answers: dict[str, Any] = await handle.execute_update(  # pyright: ignore[reportUnknownMemberType]
+            REQUEST_INPUT_UPDATE, InputAsk(requests={"left": QUESTION, "right": QUESTION}), result_type=dict[str, Any]
+        )
+        return _complete(",".join(sorted(answers)))
+    if call.tool == "hang":
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(0.1)
+    if call.tool == "fail":
+        raise ApplicationError("backend refused", {"code": -32042, "message": "backend refused"}, type=JSONRPC_ERROR)
+    if call.tool == "flaky" and info.attempt == 1:
+        raise ApplicationError("connection reset")  # retryable: the next attempt succeeds
+    return _complete(f"{call.tool} round {call.round}")
+
+
+async def _memo_status(handle: WorkflowHandle[Any, Any], wanted: str) -> dict[str, Any]:
+    with anyio.fail_after(30):
+        while True:
+            memo = dict(await (await handle.describe()).memo())
+            if memo.get(Memo.STATUS) == wanted:
+                return memo
+            await anyio.sleep(0.05)
+
+
+async def _answer_each_round(handle: WorkflowHandle[Any, Any], rounds: int) -> None:
+    for _ in range(rounds):
+        memo = await _memo_status(handle, "input_required")
+        for key in memo[Memo.INPUT_REQUESTS]:
+            await handle.signal(INPUT_SIGNAL, {key: ACCEPT})
+            await _until_gone(handle, key)
+
+
+async def _until_gone(handle: WorkflowHandle[Any, Any], key: str) -> None:
+    with anyio.fail_after(30):
+        while key in ((await (await handle.describe()).memo()).get(Memo.INPUT_REQUESTS) or {}):
+            await anyio.sleep(0.05)
+
+
+async def _cancel_while_running(handle: WorkflowHandle[Any, Any]) -> None:
+    with anyio.fail_after(30):
+        while not (await handle.describe()).raw_description.pending_activities:
+            await anyio.sleep(0.05)
+    await handle.cancel()
+
+
+async def _nothing(handle: WorkflowHandle[Any, Any]) -> None:
+    return None
+
+
+Drive = Callable[[WorkflowHandle[Any, Any]], Awaitable[None]]
+
+# path -> (tool behaviour, TTL, what the client does while it runs)
+PATHS: dict[str, tuple[str, int | None, Drive]] = {
+    "completed": ("complete", 60_000, _nothing),
+    "multi_round_input": ("multi_round", 60_000, lambda h: _answer_each_round(h, 2)),
+    "request_input_midway": ("midway", 60_000, lambda h: _answer_each_round(h, 1)),
+    "cancel": ("hang", 60_000, _cancel_while_running),
+    "ttl_expiry": ("hang", 1500, _nothing),
+    "tool_failure": ("fail", 60_000, _nothing),
+    "retried_attempt": ("flaky", None, _nothing),
+}
+
+
+async def record(client: Client, name: str, task_queue: str) -> WorkflowHistory:
+    """Run the task of path `name` to its end and return its history."""
+    tool, ttl_ms, drive = PATHS[name]
+    task = ToolTaskInput(
+        task_id=str(uuid.uuid4()),
+        tool=tool,
+        arguments={"path": name},
+        meta=ENVELOPE,
+        created_at_ms=int(time.time() * 1000),
+        ttl_ms=ttl_ms,
+        poll_interval_ms=500,
+        owner=owner_key("history-recorder"),
+        activity=ActivityPolicy(heartbeat_timeout_s=5, maximum_attempts=3, initial_retry_interval_s=0.1),
+    )
+    handle = await client.start_workflow(
+        TOOL_TASK_WORKFLOW,
+        task,
+        id=f"history/{name}/{task.task_id}",
+        task_queue=task_queue,
+        memo={Memo.TASK_ID: task.task_id, Memo.TOOL: tool, Memo.OWNER: task.owner, Memo.STATUS: "working"},
+        search_attributes=start_attributes(tool=tool, owner=task.owner or ""),
+    )
+    await drive(handle)
+    with anyio.fail_after(60):
+        while (await handle.describe()).close_time is None:
+            await anyio.sleep(0.05)
+    return await handle.fetch_history()
+
+
+def worker(client: Client, task_queue: str) -> Worker:
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=list(WORKFLOWS),
+        activities=[scripted_tool],
+        max_cached_workflows=0,  # every workflow task replays the whole history, as after a restart
+        max_heartbeat_throttle_interval=timedelta(milliseconds=200),
+        default_heartbeat_throttle_interval=timedelta(milliseconds=200),
+    )
+
+
+async def main(names: list[str]) -> None:
+    from mcp_tasks_temporal.embedded import embedded_temporal
+    from tests.processes import free_port
+
+    async with embedded_temporal(state_dir=None, port=free_port(), ui_port=None) as temporal:
+        client = await Client.connect(temporal.address)
+        task_queue = f"histories-{uuid.uuid4()}"
+        async with worker(client, task_queue):
+            for name in names or list(PATHS):
+                history = await record(client, name, task_queue)
+                (HERE / f"{name}.json").write_text(history.to_json())
+                print(f"recorded {name}: {len(history.events)} events")
+
+
+if __name__ == "__main__":
+    anyio.run(main, sys.argv[1:])
