@@ -224,13 +224,13 @@ async def test_admin_tasks_filters_by_owner_tool_status_and_age(
     created = await principals.alice.start("gated", {"gate": str(gate)})
     old = created["taskId"]
     await principals.alice.wait_for(old, has_status_message)
-    # Age: wait (bounded) until `old` is older than 6 s; every later task is younger by more than that,
-    # so a bound 2 s under `old`'s age splits them even if the listing itself takes a few seconds.
-    await _until_listed(temporal, ["--owner", alice, "--older-than", "6s"], {old})
+    # Age: wait (bounded) until `old` is older than 10 s; every later task is younger by more than that,
+    # so a bound 1 s under `old`'s age splits them even if the listing command takes seconds to start.
+    await _until_listed(temporal, ["--owner", alice, "--older-than", "10s"], {old})
     asking = (await principals.alice.start("greet_someone", capabilities=ELICIT))["taskId"]
     await principals.alice.wait_for(asking, ["input_required"])
     await _until_listed(temporal, ["--owner", alice, "--status", "input_required"], {asking})
-    bound = time.time() - ms(created["createdAt"]) / 1000 - 2
+    bound = time.time() - ms(created["createdAt"]) / 1000 - 1
     assert {t["taskId"] for t in await _list(temporal, "--owner", alice, "--older-than", f"{bound:.1f}s")} == {old}
     doubled = (await principals.alice.start("double", {"x": 1}))["taskId"]
     await principals.alice.wait_for(doubled)
