@@ -307,3 +307,25 @@ def test_visibility_query_of_the_filters() -> None:
     assert parse_duration("2d") == timedelta(days=2)
     with pytest.raises(ValueError):
         parse_duration("2 days")
+
+
+async def test_get_and_watch_link_the_task_in_the_web_ui(
+    stack_factory: Any, tmp_path: Path, http: httpx.AsyncClient, temporal: str
+) -> None:
+    ui = "http://ui.example:8233"
+    principals = Principals(stack_factory, tmp_path, http, ["--temporal-ui", ui])
+    alice = principals.names["alice"]
+    task_id = (await principals.alice.start("double", {"x": 3}))["taskId"]
+    done = (await principals.alice.wait_for(task_id)) | {}
+    link = done["_meta"]["mcp-tasks-temporal/temporalWebUi"]
+    wid = workflow_id(task_id, principal_of(alice))
+    assert link.startswith(f"{ui}/namespaces/default/workflows/{wid.replace('/', '%2F')}/")
+    assert done["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "fixture-app"
+
+    url = principals.stack.url
+    client_flags = ["--url", url, "--token", "token-alice", "--journal", str(tmp_path / "journal")]
+    shown = await run_cli("get", task_id, *client_flags)
+    assert f"temporal web ui {link}" in shown.stdout.decode()
+    watched = await run_cli("watch", task_id, *client_flags)
+    assert link in watched.stderr.decode()
+    assert "mcp-tasks-temporal" not in json.dumps((await principals.bob.get(task_id)).body)

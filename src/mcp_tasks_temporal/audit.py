@@ -413,11 +413,3 @@ async def _add_pending(story: _Story, description: WorkflowExecutionDescription)
             activity["startedAt"] = _iso_dt(pending.last_started_time.ToDatetime(tzinfo=UTC))
         if pending.HasField("last_failure"):
             activity["retryFailure"] = await story.reader.failure(pending.last_failure)
-
-
-def web_ui_link(ui_url: str, namespace: str, workflow_id: str, run_id: str | None = None) -> str:
-    """The Temporal Web UI page of a workflow (its latest run unless `run_id` is given)."""
-    from urllib.parse import quote
-
-    base = f"{ui_url.rstrip('/')}/namespaces/{quote(namespace, safe='')}/workflows/{quote(workflow_id, safe='')}"
-    return f"{base}/{run_id}/history" if run_id else base

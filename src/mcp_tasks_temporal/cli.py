@@ -232,6 +232,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--temporal", default=os.environ.get("TEMPORAL_ADDRESS", "127.0.0.1:7233"), metavar="HOST:PORT")
     serve.add_argument("--transport", choices=("http", "stdio"), default="http")
     _add_observability_options(serve)
+    serve.add_argument(
+        "--temporal-ui",
+        default=os.environ.get("TEMPORAL_UI_ADDRESS") or None,
+        metavar="URL",
+        help="Temporal Web UI address; tasks/get then links each task's page in its _meta",
+    )
 
     worker = commands.add_parser(
         "worker",
@@ -351,7 +357,9 @@ async def _connect(address: str, namespace: str, app: MCPServer[Any]) -> Client:
     )
 
 
-def _attach_front(app: MCPServer[Any], client: Client, args: argparse.Namespace, *, search_attributes: bool) -> None:
+def _attach_front(
+    app: MCPServer[Any], client: Client, args: argparse.Namespace, *, search_attributes: bool, web_ui: str | None
+) -> None:
     metrics = FrontMetrics.from_runtime()
     # First, so it also counts what later middleware answers by itself (subscriptions/listen).
     app.middleware.insert(0, RequestMetrics(metrics))
@@ -362,6 +370,7 @@ def _attach_front(app: MCPServer[Any], client: Client, args: argparse.Namespace,
         metrics=metrics,
         closed_tasks=closed_tasks,
         search_attributes=search_attributes,
+        web_ui=web_ui,
     )
     tasks_extension(app).attach(gateway, app)
 
@@ -421,7 +430,7 @@ async def _dev(args: argparse.Namespace) -> None:
         )
         client = await _connect(temporal.address, temporal.namespace, app)
         indexed = await check_namespace(client, address=temporal.address, namespace=temporal.namespace, role="dev")
-        _attach_front(app, client, args, search_attributes=indexed)
+        _attach_front(app, client, args, search_attributes=indexed, web_ui=temporal.ui_url)
         await _run_worker(stack, client, app, args)
         server = _http_server(app, args, client, auth)
         temporal_exit: int | None = None
@@ -477,7 +486,7 @@ async def _serve(args: argparse.Namespace) -> None:
     auth = _bearer_auth(args) if args.transport == "http" else None
     client = await _connect(args.temporal, args.namespace, app)
     indexed = await check_namespace(client, address=args.temporal, namespace=args.namespace, role="serve")
-    _attach_front(app, client, args, search_attributes=indexed)
+    _attach_front(app, client, args, search_attributes=indexed, web_ui=args.temporal_ui)
     if args.transport == "stdio":
         await app.run_stdio_async()
     else:

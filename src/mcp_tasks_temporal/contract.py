@@ -46,6 +46,9 @@ CLIENT_CAPABILITIES_META_KEY: Final = "io.modelcontextprotocol/clientCapabilitie
 WORKFLOW_KIND: Final = "workflow"
 """`Memo.KIND` of a task whose workflow is the user's own (`TasksExtension.workflow_tool`)."""
 
+WEB_UI_META: Final = "mcp-tasks-temporal/temporalWebUi"
+"""`_meta` key of `tasks/get` results: the task's page in the Temporal Web UI, where the server knows the UI."""
+
 
 class Memo:
     """Keys of the workflow memo, the worker-free mirror of the task state."""

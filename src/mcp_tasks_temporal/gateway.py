@@ -38,6 +38,7 @@ from mcp_tasks_temporal.contract import (
     INTERNAL_ERROR_CODE,
     TERMINAL_STATUSES,
     TOOL_TASK_WORKFLOW,
+    WEB_UI_META,
     WORKFLOW_KIND,
     Memo,
     ToolTaskInput,
@@ -49,6 +50,7 @@ from mcp_tasks_temporal.ids import is_task_id, owner_key, workflow_id
 from mcp_tasks_temporal.inputs import is_valid_response
 from mcp_tasks_temporal.metrics import FrontMetrics
 from mcp_tasks_temporal.search_attributes import start_attributes
+from mcp_tasks_temporal.web_ui import web_ui_link
 from mcp_tasks_temporal.workflow_results import call_tool_result, failure_outcome
 
 logger = logging.getLogger(__name__)
@@ -110,6 +112,7 @@ class TemporalTaskGateway:
         metrics: FrontMetrics | None = None,
         closed_tasks: ClosedTaskCache | None = None,
         search_attributes: bool = False,
+        web_ui: str | None = None,
     ) -> None:
         self.client = client
         self.task_queue = task_queue
@@ -118,6 +121,8 @@ class TemporalTaskGateway:
         self.closed_tasks = closed_tasks if closed_tasks is not None else ClosedTaskCache()
         self.search_attributes = search_attributes
         """Start tasks with McpTool/McpOwner/McpStatus; only where the namespace has them registered."""
+        self.web_ui = web_ui
+        """Temporal Web UI address: `tasks/get` then links the task's page in its `_meta`."""
 
     async def create(self, task: ToolTaskInput, principal: str | None) -> dict[str, Any]:
         """Start the task's workflow; returns once Temporal has persisted it."""
@@ -176,6 +181,10 @@ class TemporalTaskGateway:
             return closed
         observed = await self.observe(task_id, principal)
         task = await self.view(task_id, observed)
+        if self.web_ui:
+            description = observed.description
+            link = web_ui_link(self.web_ui, description.namespace, description.id, description.run_id)
+            task["_meta"] = {WEB_UI_META: link}
         if task["status"] in TERMINAL_STATUSES:
             self.closed_tasks.put(
                 observed.handle.id,

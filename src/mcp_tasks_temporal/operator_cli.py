@@ -28,10 +28,11 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_tasks_temporal.admin import TASK_STATUSES, ListedTask, TaskFilter, list_tasks, parse_duration
-from mcp_tasks_temporal.audit import TaskNotFound, TaskRuns, build_story, load_runs, verify, web_ui_link
+from mcp_tasks_temporal.audit import TaskNotFound, TaskRuns, build_story, load_runs, verify
 from mcp_tasks_temporal.audit_render import render_markdown, render_text
 from mcp_tasks_temporal.contract import DEFAULT_NAMESPACE
 from mcp_tasks_temporal.ids import WORKFLOW_ID_PREFIX, is_task_id, owner_key, workflow_id
+from mcp_tasks_temporal.web_ui import web_ui_link
 
 EXIT_INCOMPATIBLE = 1
 EXIT_USAGE = 2

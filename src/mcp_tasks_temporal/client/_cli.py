@@ -153,7 +153,11 @@ async def _call(args: argparse.Namespace) -> None:
 async def _watch(args: argparse.Namespace) -> None:
     status = StatusLine(quiet=args.json and not sys.stderr.isatty())
     async with _client(args, _server_for(args), status, prompt=not args.no_input) as client:
-        task = await _follow(client.task(args.task_id), status, answer_inputs=not args.no_input)
+        handle = client.task(args.task_id)
+        link = (await handle.get()).web_ui
+        if link:
+            print(f"{_PROG}: task {args.task_id} in the Temporal Web UI: {link}", file=sys.stderr, flush=True)
+        task = await _follow(handle, status, answer_inputs=not args.no_input)
     _report_task(args, task)
 
 

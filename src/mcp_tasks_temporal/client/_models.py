@@ -16,6 +16,8 @@ from mcp_types import RequestParams, Result
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from mcp_tasks_temporal.contract import WEB_UI_META
+
 EXTENSION_ID: Final = "io.modelcontextprotocol/tasks"
 SUBSCRIPTION_ID_META_KEY: Final = "io.modelcontextprotocol/subscriptionId"
 
@@ -82,6 +84,8 @@ class DetailedTask(_TaskFields):
     """Exactly what the tool call would have returned (a `CallToolResult`, `isError` included)."""
     error: types.ErrorData | None = None
     """The JSON-RPC error the tool call ended with."""
+    web_ui: str | None = Field(default=None, exclude=True)
+    """The task's Temporal Web UI page, when the server tells it (`_meta`); not part of the task itself."""
 
     def call_tool_result(self) -> types.CallToolResult:
         """The completed task's `CallToolResult`.
@@ -106,7 +110,10 @@ class TaskStateResult(Result, DetailedTask):
     result_type: str | None = None
 
     def task(self) -> DetailedTask:
-        return DetailedTask.model_validate(self.model_dump(exclude={"meta", "result_type"}))
+        fields = self.model_dump(exclude={"meta", "result_type"})
+        link = (self.meta or {}).get(WEB_UI_META)
+        fields["web_ui"] = link if isinstance(link, str) else None
+        return DetailedTask.model_validate(fields)
 
 
 class AckResult(Result):

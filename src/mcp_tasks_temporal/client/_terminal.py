@@ -242,6 +242,8 @@ def describe_task(task: DetailedTask, tool: str | None) -> None:
     details.append(f"created {task.created_at}")
     details.append(f"ttl {task.ttl_ms} ms" if task.ttl_ms is not None else "no ttl")
     print("  " + ", ".join(details))
+    if task.web_ui:
+        print(f"  temporal web ui {task.web_ui}")
     for key, request in (task.input_requests or {}).items():
         params = as_object(request.get("params"))
         print(f"  needs input {key}: {request.get('method')} {params.get('message', '')}".rstrip())
