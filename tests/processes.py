@@ -86,9 +86,18 @@ class Process:
         self.stop(signal.SIGKILL)
 
 
-def start_temporal(workdir: Path, *, db_path: Path | None = None, port: int | None = None) -> tuple[Process, str]:
+def start_temporal(
+    workdir: Path, *, db_path: Path | None = None, port: int | None = None, search_attributes: bool = True
+) -> tuple[Process, str]:
     port = port or free_port()
-    command = dev_server_command(host="127.0.0.1", port=port, ui_port=None, db_path=db_path, namespaces=["default"])
+    command = dev_server_command(
+        host="127.0.0.1",
+        port=port,
+        ui_port=None,
+        db_path=db_path,
+        namespaces=["default"],
+        search_attributes=search_attributes,
+    )
     process = Process("temporal", command, workdir / f"temporal-{port}.log").start()
     address = f"127.0.0.1:{port}"
 

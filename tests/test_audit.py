@@ -26,10 +26,10 @@ from mcp_tasks_temporal.ids import owner_key, workflow_id
 from mcp_tasks_temporal.operator_cli import principal_of
 from mcp_tasks_temporal.worker import WORKFLOWS
 from tests.conftest import Stack
-from tests.processes import CLI, REPO_ROOT, _env
+from tests.processes import CLI, REPO_ROOT, _env, start_front, start_temporal, start_worker
 from tests.test_auth import BearerMcp
 from tests.variant_cli import ChangedToolTask
-from tests.wire import TaskCalls
+from tests.wire import HttpMcp, TaskCalls
 
 pytestmark = pytest.mark.anyio
 
@@ -329,3 +329,37 @@ async def test_get_and_watch_link_the_task_in_the_web_ui(
     watched = await run_cli("watch", task_id, *client_flags)
     assert link in watched.stderr.decode()
     assert "mcp-tasks-temporal" not in json.dumps((await principals.bob.get(task_id)).body)
+
+
+async def test_without_registered_attributes_serve_and_worker_say_how_and_tasks_still_run(
+    workdir: Path, http: httpx.AsyncClient
+) -> None:
+    server, address = start_temporal(workdir, search_attributes=False)
+    try:
+        worker = start_worker(workdir, address, "bare")
+        front, url = start_front(workdir, address, "bare")
+        try:
+            expected = (
+                f"temporal operator search-attribute create --address {address} --namespace default"
+                " --name McpTool --name McpOwner --name McpStatus --type Keyword"
+            )
+            assert expected in worker.log() and expected in front.log()
+            mcp = TaskCalls(HttpMcp(url, http))
+            task_id = (await mcp.start("greet_someone", capabilities=ELICIT))["taskId"]
+            asking = await mcp.wait_for(task_id, ["input_required"])
+            (key,) = asking["inputRequests"]
+            await mcp.update(task_id, {key: {"action": "accept", "content": {"name": "Ada"}}})
+            assert (await mcp.wait_for(task_id))["status"] == "completed"
+            story = json.loads((await run_cli("audit", task_id, "--format", "json", "--temporal", address)).stdout)
+            assert not [name for name in story["task"]["searchAttributes"] if name.startswith("Mcp")]
+            assert [t["status"] for t in story["statusTransitions"]] == [
+                "working",
+                "input_required",
+                "working",
+                "completed",
+            ]
+        finally:
+            front.stop()
+            worker.stop()
+    finally:
+        server.stop()
