@@ -14,25 +14,42 @@ from pathlib import Path
 
 import pytest
 from temporalio.client import Client, WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from mcp_tasks_temporal.agent import worker_plugins
 from mcp_tasks_temporal.worker import WORKFLOWS
+from mcp_tasks_temporal.workflows.review_code import ReviewCode
 from tests.histories import record
+from tests.test_workflow_helpers import FIXTURE_WORKFLOWS
 
 pytestmark = pytest.mark.anyio
 
 HISTORIES = Path(record.__file__).parent
-COMMITTED = sorted(HISTORIES.glob("*.json"))
+COMMITTED = sorted(HISTORIES.rglob("*.json"))
 
 
-@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.stem)
+def replayer_for(folder: str) -> Replayer:
+    """The workflow code each folder's tasks run on: tool tasks, the workflow-tool fixtures, the sub-agent."""
+    if folder == "workflow_tools":
+        return Replayer(workflows=FIXTURE_WORKFLOWS, data_converter=pydantic_data_converter)
+    if folder == "sub_agent":
+        return Replayer(workflows=[ReviewCode], plugins=worker_plugins())
+    assert folder == ".", f"no workflow code known for histories in {folder}/: add it here"
+    return Replayer(workflows=list(WORKFLOWS), data_converter=pydantic_data_converter)
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: str(p.relative_to(HISTORIES).with_suffix("")))
 async def test_committed_history_replays_on_current_code(path: Path) -> None:
     history = WorkflowHistory.from_json(f"history/{path.stem}", path.read_text())
-    await Replayer(workflows=list(WORKFLOWS)).replay_workflow(history)
+    await replayer_for(str(path.parent.relative_to(HISTORIES))).replay_workflow(history)
 
 
 def test_every_task_path_has_a_committed_history() -> None:
-    assert set(record.PATHS) <= {p.stem for p in COMMITTED}
+    committed = {str(p.relative_to(HISTORIES).with_suffix("")) for p in COMMITTED}
+    assert set(record.PATHS) <= committed
+    # Workflow tools: a question between activities, and a continue-as-new chain.
+    assert {"workflow_tools/workflow_tool_question", "workflow_tools/workflow_tool_continued_last_run"} <= committed
 
 
 async def test_the_recorder_still_records_every_path(temporal_client: Client) -> None:

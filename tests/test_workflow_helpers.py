@@ -46,7 +46,7 @@ from tests.workflow_fixture_workflows import (
 
 pytestmark = pytest.mark.anyio
 
-# Their own folder: `test_workflow.py` replays every history directly in `histories/` as a tool task.
+# Their own folder: `test_histories.py` replays every history in `histories/` and its folders.
 HISTORIES = Path(__file__).parent / "histories"
 WORKFLOW_TOOL_HISTORIES = HISTORIES / "workflow_tools"
 FIXTURE_WORKFLOWS = [

@@ -77,11 +77,15 @@ async def load_runs(client: Client, workflow_id: str) -> TaskRuns:
 
 
 async def verify(
-    runs: TaskRuns | Sequence[WorkflowHistory], workflows: Sequence[type], converter: DataConverter
+    runs: TaskRuns | Sequence[WorkflowHistory],
+    workflows: Sequence[type],
+    converter: DataConverter,
+    *,
+    plugins: Sequence[Any] = (),
 ) -> None:
     """Replay every run against `workflows`; raises the nondeterminism error if the code no longer fits."""
     histories = runs.histories if isinstance(runs, TaskRuns) else runs
-    replayer = Replayer(workflows=list(workflows), data_converter=converter)
+    replayer = Replayer(workflows=list(workflows), data_converter=converter, plugins=list(plugins))
     for history in histories:
         await replayer.replay_workflow(history)
 

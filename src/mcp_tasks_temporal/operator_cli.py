@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from mcp.server.request_state import compact_json
 from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_tasks_temporal.admin import TASK_STATUSES, ListedTask, TaskFilter, list_tasks, parse_duration
@@ -59,7 +60,9 @@ def add_temporal_options(parser: argparse.ArgumentParser) -> None:
 async def connect(args: argparse.Namespace) -> Client:
     """One connection for the operator commands; the identity says who acted in the task's history."""
     identity = f"mcp-tasks-temporal {args.command} {getpass.getuser()}@{socket.gethostname()}"
-    return await Client.connect(args.temporal, namespace=args.namespace, identity=identity)
+    return await Client.connect(
+        args.temporal, namespace=args.namespace, identity=identity, data_converter=pydantic_data_converter
+    )
 
 
 def add_operator_commands(commands: _Subparsers) -> None:
@@ -160,24 +163,29 @@ async def _audit(args: argparse.Namespace) -> None:
         print(render_text(story), flush=True)
     if args.verify:
         try:
-            await verify(runs, _installed_workflows(args.app), client.data_converter)
+            workflows, plugins = _installed_workflows(args.app)
+            await verify(runs, workflows, client.data_converter, plugins=plugins)
         except Exception as err:  # the replayer reports incompatibility as any of several error types
             print(f"verify: INCOMPATIBLE with the workflow code installed here: {err}", file=sys.stderr, flush=True)
             raise _Exit(EXIT_INCOMPATIBLE) from None
         print(f"verify: compatible ({len(runs.histories)} run(s) replayed)", file=sys.stderr, flush=True)
 
 
-def _installed_workflows(app_spec: str | None) -> list[type]:
+def _installed_workflows(app_spec: str | None) -> tuple[list[type], list[Any]]:
+    """The workflow classes a worker here would run (the app's workflow tools too), and the app's plugins."""
     from mcp_tasks_temporal import worker
 
     workflows = list(worker.WORKFLOWS)
+    plugins: list[Any] = []
     if app_spec:
         from mcp_tasks_temporal.app import load_app, tasks_extension
 
-        extension = tasks_extension(load_app(app_spec))
-        workflow_classes: Callable[[], Sequence[type]] = getattr(extension, "workflow_classes", lambda: ())
-        workflows += [w for w in workflow_classes() if w not in workflows]
-    return workflows
+        app = load_app(app_spec)
+        for options in tasks_extension(app).workflow_tools.values():
+            if options.workflow_class not in workflows:
+                workflows.append(options.workflow_class)
+        plugins = list(tasks_extension(app).plugins)
+    return workflows, plugins
 
 
 async def _find_task(client: Client, task: str, principal: str | None) -> TaskRuns | None:
