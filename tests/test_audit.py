@@ -7,6 +7,7 @@ visibility queries never see another test's tasks.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -363,3 +364,40 @@ async def test_without_registered_attributes_serve_and_worker_say_how_and_tasks_
             worker.stop()
     finally:
         server.stop()
+
+
+async def test_audit_and_verify_of_a_workflow_task(
+    workdir: Path, temporal: str, http: httpx.AsyncClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_workflow_tools import APP, YES, start_stack
+    from tests.workflow_fixture_app import OWN_QUEUE_ENV
+
+    monkeypatch.setenv(OWN_QUEUE_ENV, os.environ.get(OWN_QUEUE_ENV) or f"wf-own-{uuid.uuid4()}")
+    stack = start_stack(Stack(workdir, temporal, task_queue=f"wf-audit-{uuid.uuid4()}"))
+    try:
+        mcp = TaskCalls(HttpMcp(stack.url, http))
+        effects = tmp_path / "effects"
+        effects.mkdir()
+        arguments = {"ref": "v9", "effects": str(effects), "approve_before": "deploy"}
+        task_id = (await mcp.start("release", arguments, capabilities=ELICIT))["taskId"]
+        await mcp.wait_for(task_id, ["input_required"], timeout=60)
+        await mcp.update(task_id, {"approve": YES})
+        assert (await mcp.wait_for(task_id, timeout=60))["status"] == "completed"
+
+        done = await run_cli("audit", task_id, "--format", "json", "--verify", "--app", APP, "--temporal", temporal)
+        assert b"verify: compatible" in done.stderr
+        story = json.loads(done.stdout)
+        task = story["task"]
+        assert task["kind"] == "workflow" and task["tool"] == "release" and task["owner"] == owner_key(None)
+        assert task["client"]["capabilities"]["elicitation"] == {} and task["client"]["info"]["name"] == "tests"
+        assert task["searchAttributes"]["McpTool"] == "release"
+        statuses = [t["status"] for t in story["statusTransitions"]]
+        assert "input_required" in statuses and statuses.index("input_required") < len(statuses) - 1
+        (question,) = story["questions"]
+        assert question["key"] == "approve" and question["answeredAt"] is not None
+        assert [(a["key"], a["response"], a["accepted"]) for a in story["answers"]] == [("approve", YES, True)]
+        assert [a["outcome"] for a in story["activities"]] == ["completed"] * len(story["activities"])
+        assert len(story["activities"]) >= 4
+        assert story["outcome"]["status"] == "completed"
+    finally:
+        stack.stop()
