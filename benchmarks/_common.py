@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import itertools
 import json
 import os
 import platform
@@ -26,7 +25,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequen
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar
 
 import anyio
 import httpx
@@ -36,14 +35,12 @@ from temporalio.client import Client
 
 from mcp_tasks_temporal.connection import connect_temporal
 from mcp_tasks_temporal.embedded import embedded_temporal, temporal_cli
+from tests.wire import base_headers, request_message
 
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
-PROTOCOL_VERSION: Final = "2026-07-28"
-TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 CONFORMANCE_APP: Final = "mcp_tasks_temporal.testing.conformance:app"
 HOST: Final = "127.0.0.1"
 T = TypeVar("T")
-_NAME_PARAM: Final = {"tools/call": "name", "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
 
 
 # --- running -------------------------------------------------------------------------------------
@@ -215,84 +212,6 @@ def rpc_delta(before: Mapping[str, float], after: Mapping[str, float]) -> dict[s
     return {op: after[op] - before.get(op, 0.0) for op in after if after[op] - before.get(op, 0.0) > 0}
 
 
-# --- MCP over HTTP ---------------------------------------------------------------------------------
-
-
-def envelope(*, capabilities: Mapping[str, Any] | None = None, tasks: bool = True) -> dict[str, Any]:
-    caps: dict[str, Any] = dict(capabilities or {})
-    if tasks:
-        caps["extensions"] = {TASKS_EXTENSION: {}}
-    return {
-        "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
-        "io.modelcontextprotocol/clientInfo": {"name": "benchmarks", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": caps,
-    }
-
-
-def headers(method: str, name: str | None = None) -> dict[str, str]:
-    sent = {
-        "content-type": "application/json",
-        "accept": "application/json, text/event-stream",
-        "mcp-protocol-version": PROTOCOL_VERSION,
-        "mcp-method": method,
-    }
-    if name is not None:
-        sent["mcp-name"] = name
-    return sent
-
-
-class McpError(Exception):
-    pass
-
-
-class Mcp:
-    """JSON-RPC at 2026-07-28 over one keep-alive HTTP/1.1 client: one POST per request."""
-
-    def __init__(self, url: str, http: httpx.AsyncClient) -> None:
-        self.url = url
-        self.http = http
-        self._ids = itertools.count(1)
-
-    def message(self, method: str, params: Mapping[str, Any], capabilities: Mapping[str, Any] | None) -> dict[str, Any]:
-        body = {**params, "_meta": envelope(capabilities=capabilities)}
-        return {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": body}
-
-    async def request(
-        self, method: str, params: Mapping[str, Any], *, capabilities: Mapping[str, Any] | None = None
-    ) -> dict[str, Any]:
-        name_key = _NAME_PARAM.get(method)
-        name = params.get(name_key) if name_key else None
-        response = await self.http.post(
-            self.url,
-            content=json.dumps(self.message(method, params, capabilities)),
-            headers=headers(method, name if isinstance(name, str) else None),
-        )
-        frame = _response_frame(response)
-        if "result" not in frame:
-            raise McpError(f"{method}: HTTP {response.status_code} {frame}")
-        result: dict[str, Any] = frame["result"]
-        return result
-
-    async def call_tool(
-        self, name: str, arguments: Mapping[str, Any], *, capabilities: Mapping[str, Any] | None = None
-    ) -> dict[str, Any]:
-        return await self.request("tools/call", {"name": name, "arguments": dict(arguments)}, capabilities=capabilities)
-
-
-def _response_frame(response: httpx.Response) -> dict[str, Any]:
-    if response.headers.get("content-type", "").startswith("text/event-stream"):
-        for line in response.text.splitlines():
-            if line.startswith("data:"):
-                frame = json.loads(line[5:])
-                if "result" in frame or "error" in frame:
-                    return frame
-        return {"error": f"no response frame in {response.text[:200]!r}"}
-    if not response.content:
-        return {"error": "empty body"}
-    body: dict[str, Any] = response.json()
-    return body
-
-
 # --- the product as processes ----------------------------------------------------------------------
 
 
@@ -402,7 +321,7 @@ async def product_stack(prefix: str, *, task_queue: str = "bench", app: str = CO
 
 
 async def _until_ready(worker: Child, front: Child, url: str, timeout_s: float = 60.0) -> None:
-    probe = {"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {"_meta": envelope()}}
+    probe = request_message(0, "server/discover", None)
     with anyio.fail_after(timeout_s):
         while "mcp-tasks-temporal worker:" not in await worker.log():
             await worker.check_alive()
@@ -411,7 +330,7 @@ async def _until_ready(worker: Child, front: Child, url: str, timeout_s: float =
             while True:
                 await front.check_alive()
                 try:
-                    response = await http.post(url, content=json.dumps(probe), headers=headers("server/discover"))
+                    response = await http.post(url, content=json.dumps(probe), headers=base_headers("server/discover"))
                     if response.status_code == 200:
                         return
                 except httpx.TransportError:

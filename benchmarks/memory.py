@@ -23,7 +23,6 @@ stopped.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import platform
@@ -44,8 +43,9 @@ import httpx
 import temporalio
 
 from mcp_tasks_temporal.embedded import embedded_temporal
+from tests.wire import HttpMcp, TaskCalls, base_headers, request_message
 
-from ._common import envelope, free_port, headers
+from ._common import free_port
 
 APP = "mcp_tasks_temporal.testing.conformance:app"
 TOOL = "confirm_delete"
@@ -135,10 +135,8 @@ async def start_front(workdir: Path, temporal: str, task_queue: str, port: int, 
         try:
             response = await http.post(
                 url,
-                content=json.dumps(
-                    {"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {"_meta": envelope()}}
-                ),
-                headers=headers("server/discover"),
+                content=json.dumps(request_message(0, "server/discover", None)),
+                headers=base_headers("server/discover"),
                 timeout=2,
             )
         except httpx.TransportError:
@@ -210,48 +208,11 @@ def rss_mb(pid: int | None) -> float:
 # --- the wire ------------------------------------------------------------------------------------
 
 
-@dataclass
-class Mcp:
-    url: str
-    http: httpx.AsyncClient
-    ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
-
-    async def request(self, method: str, params: dict[str, Any], name: str | None, **caps: Any) -> dict[str, Any]:
-        message = {
-            "jsonrpc": "2.0",
-            "id": next(self.ids),
-            "method": method,
-            "params": {**params, "_meta": envelope(capabilities=caps)},
-        }
-        response = await self.http.post(self.url, content=json.dumps(message), headers=headers(method, name))
-        body = _body(response)
-        if "result" not in body:
-            raise RuntimeError(f"{method} failed: HTTP {response.status_code} {body}")
-        return body["result"]
-
-    async def create(self, filename: str) -> str:
-        params = {"name": TOOL, "arguments": {"filename": filename}}
-        result = await self.request("tools/call", params, TOOL, elicitation={})
-        if result.get("resultType") != "task":
-            raise RuntimeError(f"expected a task, got {result}")
-        return str(result["taskId"])
-
-    async def get(self, task_id: str) -> dict[str, Any]:
-        return await self.request("tasks/get", {"taskId": task_id}, task_id)
-
-    async def update(self, task_id: str, responses: dict[str, Any]) -> None:
-        await self.request("tasks/update", {"taskId": task_id, "inputResponses": responses}, task_id)
-
-
-def _body(response: httpx.Response) -> dict[str, Any]:
-    if response.headers.get("content-type", "").startswith("text/event-stream"):
-        for line in response.text.splitlines():
-            if line.startswith("data:"):
-                frame = json.loads(line[5:])
-                if "result" in frame or "error" in frame:
-                    return frame
-        return {}
-    return response.json() if response.content else {}
+async def create(mcp: TaskCalls, filename: str) -> str:
+    result = (await mcp.call_tool(TOOL, {"filename": filename}, capabilities={"elicitation": {}})).result
+    if result.get("resultType") != "task":
+        raise RuntimeError(f"expected a task, got {result}")
+    return str(result["taskId"])
 
 
 # --- measuring -----------------------------------------------------------------------------------
@@ -280,13 +241,13 @@ class Latency:
         return statistics.quantiles(self.ms, n=100, method="inclusive")[q - 1]
 
 
-async def create_many(mcp: Mcp, start: int, count: int, in_flight: int, into: list[str]) -> None:
+async def create_many(mcp: TaskCalls, start: int, count: int, in_flight: int, into: list[str]) -> None:
     limiter = anyio.CapacityLimiter(in_flight)
     made: dict[int, str] = {}
 
     async def one(i: int) -> None:
         async with limiter:
-            made[i] = await mcp.create(f"file-{i}.txt")
+            made[i] = await create(mcp, f"file-{i}.txt")
 
     async with anyio.create_task_group() as group:
         for i in range(start, start + count):
@@ -294,17 +255,17 @@ async def create_many(mcp: Mcp, start: int, count: int, in_flight: int, into: li
     into.extend(made[i] for i in sorted(made))
 
 
-async def until_waiting(mcp: Mcp, task_ids: Sequence[str]) -> None:
+async def until_waiting(mcp: TaskCalls, task_ids: Sequence[str]) -> None:
     """Bounded poll until every one of these tasks is `input_required`."""
     pending = list(task_ids)
     with anyio.fail_after(CATCH_UP_S):
         while pending:
-            pending = [tid for tid in pending if (await mcp.get(tid))["status"] != "input_required"]
+            pending = [tid for tid in pending if (await mcp.get(tid)).result["status"] != "input_required"]
             if pending:
                 await anyio.sleep(0.2)
 
 
-async def until_completed(mcp: Mcp, task_ids: Sequence[str], in_flight: int) -> None:
+async def until_completed(mcp: TaskCalls, task_ids: Sequence[str], in_flight: int) -> None:
     """Bounded poll until every one of these tasks is `completed`."""
     pending = list(task_ids)
     limiter = anyio.CapacityLimiter(in_flight)
@@ -314,7 +275,7 @@ async def until_completed(mcp: Mcp, task_ids: Sequence[str], in_flight: int) -> 
 
             async def one(task_id: str, still: list[str] = still) -> None:
                 async with limiter:
-                    task = await mcp.get(task_id)
+                    task = (await mcp.get(task_id)).result
                 if task["status"] != "completed":
                     if task["status"] != "working" and task["status"] != "input_required":
                         raise RuntimeError(f"task {task_id} ended {task['status']}: {task}")
@@ -328,27 +289,29 @@ async def until_completed(mcp: Mcp, task_ids: Sequence[str], in_flight: int) -> 
                 await anyio.sleep(0.2)
 
 
-async def time_gets(mcp: Mcp, case: str, task_ids: Sequence[str], expect: str) -> Latency:
+async def time_gets(mcp: TaskCalls, case: str, task_ids: Sequence[str], expect: str) -> Latency:
     for task_id in task_ids[:WARMUP]:
         await mcp.get(task_id)
     ms: list[float] = []
     for task_id in task_ids:
         started = time.perf_counter()
-        task = await mcp.get(task_id)
+        task = (await mcp.get(task_id)).result
         ms.append((time.perf_counter() - started) * 1000)
         if task["status"] != expect:
             raise RuntimeError(f"{case}: expected {expect}, got {task['status']}")
     return Latency(case, ms)
 
 
-async def answer(mcp: Mcp, task_ids: Sequence[str], in_flight: int) -> None:
+async def answer(mcp: TaskCalls, task_ids: Sequence[str], in_flight: int) -> None:
     limiter = anyio.CapacityLimiter(in_flight)
 
     async def one(task_id: str) -> None:
         async with limiter:
-            task = await mcp.get(task_id)
+            task = (await mcp.get(task_id)).result
             [key] = task["inputRequests"]
-            await mcp.update(task_id, {key: {"action": "accept", "content": {"confirm": True}}})
+            acked = await mcp.update(task_id, {key: {"action": "accept", "content": {"confirm": True}}})
+            if "result" not in acked.body:
+                raise RuntimeError(f"tasks/update failed: {acked.body}")
 
     async with anyio.create_task_group() as group:
         for task_id in task_ids:
@@ -396,7 +359,7 @@ async def run(tasks: int, sample_every: int, in_flight: int, workdir: Path) -> R
             children.append(worker)
             front = await start_front(workdir, temporal.address, task_queue, front_port, http)
             children.append(front)
-            mcp = Mcp(f"http://127.0.0.1:{front_port}/mcp", http)
+            mcp = TaskCalls(HttpMcp(f"http://127.0.0.1:{front_port}/mcp", http))
             server_pid = temporal_pid(port)
 
             def sample(waiting: int, rate: float, ready: float) -> None:

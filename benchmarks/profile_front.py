@@ -33,8 +33,9 @@ from typing import Any, Final
 
 import anyio
 
+from tests.wire import HttpMcp, TaskCalls
+
 from ._common import (
-    Mcp,
     cpu_seconds,
     http_client,
     load_average,
@@ -148,17 +149,17 @@ def _short(path: str) -> str:
 # --- driving the front -----------------------------------------------------------------------------
 
 
-async def operation(mcp: Mcp, op: str) -> Callable[[], Awaitable[Any]]:
+async def operation(mcp: TaskCalls, op: str) -> Callable[[], Awaitable[Any]]:
     if op == "greet":
         return lambda: mcp.call_tool("greet", {"name": "profile"})
     if op == "create":
         return lambda: mcp.call_tool("slow_compute", SHORT_TOOL)
-    created = await mcp.call_tool("slow_compute", SHORT_TOOL)
+    created = (await mcp.call_tool("slow_compute", SHORT_TOOL)).result
     task_id = created["taskId"]
     with anyio.fail_after(60):
-        while (await mcp.request("tasks/get", {"taskId": task_id}))["status"] != "completed":
+        while (await mcp.get(task_id)).result["status"] != "completed":
             await anyio.sleep(0.1)
-    return lambda: mcp.request("tasks/get", {"taskId": task_id})
+    return lambda: mcp.get(task_id)
 
 
 async def drive(call: Callable[[], Awaitable[Any]], clients: int, seconds: float) -> int:
@@ -182,7 +183,7 @@ async def profile(op: str, clients: int, seconds: float, keep: Path | None) -> N
     if not await anyio.Path(py_spy).exists():
         raise SystemExit("py-spy is not installed: .venv/bin/pip install py-spy")
     async with product_stack("mcp-tasks-profile-") as stack, http_client() as http:
-        mcp = Mcp(stack.url, http)
+        mcp = TaskCalls(HttpMcp(stack.url, http))
         call = await operation(mcp, op)
         for _ in range(20):
             await call()

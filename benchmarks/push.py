@@ -34,15 +34,13 @@ from temporalio.api.history.v1 import HistoryEvent
 from mcp_tasks_temporal.contract import INPUT_SIGNAL
 from mcp_tasks_temporal.ids import workflow_id
 from mcp_tasks_temporal.listen import MAX_TASK_IDS
+from tests.wire import HttpMcp, TaskCalls, base_headers, request_message, sse_frames
 
 from ._common import (
     CpuMeter,
-    Mcp,
     Stack,
     bounded,
     cpu_note,
-    envelope,
-    headers,
     http_client,
     machine,
     ms_since,
@@ -112,15 +110,8 @@ class ListenStream:
     _changed: anyio.Event = field(default_factory=anyio.Event)
 
     def message(self) -> dict[str, Any]:
-        return {
-            "jsonrpc": "2.0",
-            "id": 77,
-            "method": "subscriptions/listen",
-            "params": {
-                "notifications": {"taskIds": list(self.task_ids)},
-                "_meta": envelope(capabilities=ELICITATION),
-            },
-        }
+        params = {"notifications": {"taskIds": list(self.task_ids)}}
+        return request_message(77, "subscriptions/listen", params, capabilities=ELICITATION)
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         self.opened_at = time.perf_counter()
@@ -128,16 +119,15 @@ class ListenStream:
             "POST",
             self.url,
             content=json.dumps(self.message()),
-            headers=headers("subscriptions/listen"),
+            headers=base_headers("subscriptions/listen"),
             timeout=httpx.Timeout(10.0, read=None),
         )
         async with request as response:
             if response.status_code != 200:
                 raise RuntimeError(f"listen refused: HTTP {response.status_code} {await response.aread()!r}")
             task_status.started()
-            async for line in response.aiter_lines():
-                if line.startswith("data:"):
-                    self._take(json.loads(line[5:]))
+            async for frame in sse_frames(response):
+                self._take(frame)
 
     def _take(self, frame: dict[str, Any]) -> None:
         at, wall_ms = time.perf_counter(), time.time() * 1000
@@ -182,9 +172,9 @@ class Parked:
     """The task-level key of its one outstanding question."""
 
 
-async def create_parked(mcp: Mcp, count: int) -> list[str]:
+async def create_parked(mcp: TaskCalls, count: int) -> list[str]:
     async def create() -> str:
-        result = await mcp.call_tool("confirm_delete", {"filename": "bench.txt"}, capabilities=ELICITATION)
+        result = (await mcp.call_tool("confirm_delete", {"filename": "bench.txt"}, capabilities=ELICITATION)).result
         if result.get("resultType") != "task":
             raise RuntimeError(f"expected a task, got {result}")
         return str(result["taskId"])
@@ -192,7 +182,7 @@ async def create_parked(mcp: Mcp, count: int) -> list[str]:
     return await bounded(CREATE_CONCURRENCY, [create] * count)
 
 
-async def until_input_required(mcp: Mcp, task_ids: Sequence[str], timeout_s: float) -> list[Parked]:
+async def until_input_required(mcp: TaskCalls, task_ids: Sequence[str], timeout_s: float) -> list[Parked]:
     """Every task once it waits for its answer, with its question's key, by `tasks/get`.
 
     The worker takes tasks about in creation order, so the tasks are checked a batch at a
@@ -203,7 +193,7 @@ async def until_input_required(mcp: Mcp, task_ids: Sequence[str], timeout_s: flo
 
     def get(task_id: str) -> Callable[[], Awaitable[Parked | None]]:
         async def job() -> Parked | None:
-            task = await mcp.request("tasks/get", {"taskId": task_id})
+            task = (await mcp.get(task_id)).result
             if task["status"] == "input_required" and task.get("inputRequests"):
                 return Parked(task_id, next(iter(task["inputRequests"])))
             if task["status"] != "working":
@@ -252,11 +242,11 @@ def _event_ms(event: HistoryEvent) -> float:
     return event.event_time.ToMilliseconds() + (event.event_time.nanos % 1_000_000) / 1e6
 
 
-async def ours(stack: Stack, mcp: Mcp, stream: ListenStream, task: Parked, results: Results | None) -> None:
+async def ours(stack: Stack, mcp: TaskCalls, stream: ListenStream, task: Parked, results: Results | None) -> None:
     """Answer over HTTP; time the notifications the listen stream brings for this task."""
     before = len(stream.of(task.task_id))
     sent, sent_wall_ms = time.perf_counter(), time.time() * 1000
-    await mcp.request("tasks/update", {"taskId": task.task_id, "inputResponses": {task.key: ANSWER}})
+    _ = (await mcp.update(task.task_id, {task.key: ANSWER})).result
     ack_ms = ms_since(sent)
 
     def completed() -> bool:
@@ -337,7 +327,7 @@ class Report:
 async def run(report: Report, idle_window_s: float) -> None:
     n, m = report.tasks, report.samples
     async with product_stack("mcp-tasks-push-") as stack, http_client() as http:
-        mcp = Mcp(stack.url, http)
+        mcp = TaskCalls(HttpMcp(stack.url, http))
         started = time.perf_counter()
         ids = await create_parked(mcp, n + m + WARMUP)
         report.note(f"created {len(ids)} confirm_delete tasks in {time.perf_counter() - started:.1f} s")

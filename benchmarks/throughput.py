@@ -26,13 +26,12 @@ from temporalio.client import Client
 from mcp_tasks_temporal.contract import STATE_QUERY, TOOL_TASK_WORKFLOW, ToolTaskInput
 from mcp_tasks_temporal.gateway import TemporalTaskGateway, now_ms
 from mcp_tasks_temporal.ids import new_task_id, workflow_id
+from tests.wire import HttpMcp, TaskCalls, envelope
 
 from ._common import (
     CpuMeter,
-    Mcp,
     Stack,
     cpu_note,
-    envelope,
     http_client,
     load_average,
     machine,
@@ -107,13 +106,13 @@ class Calls:
     """Each operation through the front, and the raw temporalio calls under it."""
 
     stack: Stack
-    mcp: Mcp
+    mcp: TaskCalls
     ttl_ms: int | None = None
     poll_interval_ms: int = 1000
 
     async def learn_task_settings(self) -> None:
         """The ttlMs and pollIntervalMs the front gives `slow_compute` tasks, so raw starts carry the same."""
-        result = await self.mcp.call_tool("slow_compute", SHORT_TOOL)
+        result = (await self.mcp.call_tool("slow_compute", SHORT_TOOL)).result
         self.ttl_ms, self.poll_interval_ms = result["ttlMs"], result["pollIntervalMs"]
 
     @property
@@ -121,13 +120,13 @@ class Calls:
         return self.stack.client
 
     async def create(self, arguments: dict[str, Any] = SHORT_TOOL) -> str:
-        result = await self.mcp.call_tool("slow_compute", arguments)
+        result = (await self.mcp.call_tool("slow_compute", arguments)).result
         if result.get("resultType") != "task":
             raise RuntimeError(f"expected a CreateTaskResult, got {result}")
         return str(result["taskId"])
 
     async def greet(self) -> None:
-        result = await self.mcp.call_tool("greet", {"name": "bench"})
+        result = (await self.mcp.call_tool("greet", {"name": "bench"})).result
         if result.get("resultType") != "complete":
             raise RuntimeError(f"expected a synchronous result, got {result}")
 
@@ -155,7 +154,7 @@ class Calls:
         await gateway.create(self.task_input("gateway"), None)
 
     async def get(self, task_id: str) -> dict[str, Any]:
-        return await self.mcp.request("tasks/get", {"taskId": task_id})
+        return (await self.mcp.get(task_id)).result
 
     async def until(self, task_id: str, done: Callable[[dict[str, Any]], bool], timeout_s: float = 60) -> None:
         with anyio.fail_after(timeout_s):
@@ -235,7 +234,7 @@ async def get_cases(calls: Calls, samples: int) -> list[Row]:
     closed_read = Op("raw describe() + result()", describe_and_result)
     describe_done = Op("raw describe()", done.describe)
     await interleave([ours_done, closed_read, describe_done], samples)
-    await calls.mcp.request("tasks/cancel", {"taskId": running_id})
+    _ = (await calls.mcp.cancel(running_id)).result
     await calls.until(running_id, lambda task: task["status"] == "cancelled")
     return [
         Row("(ii) get, working", ours_running, query, GET_P50_TARGET, "ratio vs the query"),
@@ -385,7 +384,7 @@ def cpu_table(pairs: Sequence[tuple[Phase, Phase]]) -> str:
 
 async def run(samples: int, phase_s: float, drain_timeout_s: float) -> tuple[list[Row], list[tuple[Phase, Phase]]]:
     async with product_stack("mcp-tasks-throughput-") as stack, http_client() as http:
-        calls = Calls(stack, Mcp(stack.url, http))
+        calls = Calls(stack, TaskCalls(HttpMcp(stack.url, http)))
         await calls.learn_task_settings()
         rows = await create_case(calls, samples)
         print(f"create samples done; drained in {await calls.drain(drain_timeout_s):.1f} s", flush=True)

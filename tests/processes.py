@@ -14,11 +14,11 @@ from pathlib import Path
 import httpx
 
 from mcp_tasks_temporal.embedded import dev_server_command
+from tests.wire import base_headers, request_message
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "mcp_tasks_temporal"]
 FIXTURE_APP = "tests.fixture_app:app"
-PROTOCOL_VERSION = "2026-07-28"
 
 
 def free_port() -> int:
@@ -170,7 +170,7 @@ def start_front(
         try:
             response = httpx.post(
                 url,
-                json={"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {"_meta": envelope()}},
+                json=request_message(0, "server/discover", None),
                 headers=base_headers("server/discover"),
                 timeout=2,
             )
@@ -184,26 +184,3 @@ def start_front(
         process.kill()
         raise
     return process, url
-
-
-def envelope(*, tasks: bool = True, capabilities: dict[str, object] | None = None) -> dict[str, object]:
-    caps: dict[str, object] = dict(capabilities or {})
-    if tasks:
-        caps["extensions"] = {"io.modelcontextprotocol/tasks": {}}
-    return {
-        "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
-        "io.modelcontextprotocol/clientInfo": {"name": "tests", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": caps,
-    }
-
-
-def base_headers(method: str, name: str | None = None) -> dict[str, str]:
-    headers = {
-        "content-type": "application/json",
-        "accept": "application/json, text/event-stream",
-        "mcp-protocol-version": PROTOCOL_VERSION,
-        "mcp-method": method,
-    }
-    if name is not None:
-        headers["mcp-name"] = name
-    return headers

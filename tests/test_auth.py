@@ -10,9 +10,8 @@ import httpx
 import pytest
 
 from tests.conftest import Stack
-from tests.processes import base_headers, envelope
 from tests.test_push import ELICIT, collect_until_terminal, http_listen, listen_message
-from tests.wire import HttpMcp, TaskCalls
+from tests.wire import HttpMcp, TaskCalls, base_headers, envelope
 
 pytestmark = pytest.mark.anyio
 

@@ -13,8 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import Stack
-from tests.processes import base_headers, envelope
-from tests.wire import HttpMcp, TaskCalls
+from tests.wire import HttpMcp, TaskCalls, base_headers, envelope
 
 # Codes a JSON-RPC answer from this server may carry; anything else is a bug.
 KNOWN_CODES = {-32700, -32600, -32601, -32602, -32603, -32020, -32021, -32022}

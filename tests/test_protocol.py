@@ -12,8 +12,7 @@ import httpx
 import pytest
 
 from tests.conftest import Stack
-from tests.processes import base_headers, envelope
-from tests.wire import HttpMcp, Reply, TaskCalls
+from tests.wire import HttpMcp, Reply, TaskCalls, base_headers, envelope
 
 pytestmark = pytest.mark.anyio
 

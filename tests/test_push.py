@@ -14,8 +14,8 @@ import httpx
 import pytest
 
 from tests.conftest import Stack
-from tests.processes import REPO_ROOT, _env, base_headers, envelope
-from tests.wire import TERMINAL, HttpMcp, StdioMcp, TaskCalls
+from tests.processes import REPO_ROOT, _env
+from tests.wire import TERMINAL, HttpMcp, StdioMcp, TaskCalls, base_headers, envelope, sse_frames
 
 pytestmark = pytest.mark.anyio
 
@@ -49,13 +49,7 @@ async def http_listen(
         ) as response:
             assert response.status_code == 200, await response.aread()
             assert response.headers["content-type"].startswith("text/event-stream")
-
-            async def frames() -> AsyncIterator[dict[str, Any]]:
-                async for line in response.aiter_lines():
-                    if line.startswith("data:"):
-                        yield json.loads(line[5:])
-
-            yield frames()
+            yield sse_frames(response)
 
 
 async def collect_until_terminal(

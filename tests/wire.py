@@ -1,28 +1,54 @@
-"""Raw MCP clients for the tests: JSON-RPC over Streamable HTTP and over stdio.
+"""Raw MCP clients for the tests and the benchmarks: JSON-RPC over Streamable HTTP and over stdio.
 
 The tests speak the wire directly, so they check the bytes a real client gets
 (status codes, headers, `resultType`), not what a client library makes of them.
+The benchmarks drive the front server through the same code.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import anyio
 import httpx
 from anyio.abc import Process
 from anyio.streams.text import TextReceiveStream
 
-from tests.processes import base_headers, envelope
-
+PROTOCOL_VERSION: Final = "2026-07-28"
+TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 TERMINAL = {"completed", "failed", "cancelled"}
 REPLY_TIMEOUT = 30
 """Every stdio reply is bounded, so a silent child fails the test instead of hanging it."""
 _NAME_PARAM = {"tools/call": "name", "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
+
+
+def envelope(*, tasks: bool = True, capabilities: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A 2026-07-28 request's `_meta`: protocol version, client info and capabilities."""
+    caps: dict[str, Any] = dict(capabilities or {})
+    if tasks:
+        caps["extensions"] = {TASKS_EXTENSION: {}}
+    return {
+        "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
+        "io.modelcontextprotocol/clientInfo": {"name": "tests", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": caps,
+    }
+
+
+def base_headers(method: str, name: str | None = None) -> dict[str, str]:
+    """The Streamable HTTP headers of a 2026-07-28 request, `Mcp-Name` included when there is a name."""
+    headers = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": PROTOCOL_VERSION,
+        "mcp-method": method,
+    }
+    if name is not None:
+        headers["mcp-name"] = name
+    return headers
 
 
 @dataclass
@@ -33,13 +59,17 @@ class Reply:
 
     @property
     def result(self) -> dict[str, Any]:
-        assert "result" in self.body, f"expected a result, got {self.body}"
-        return self.body["result"]
+        if "result" not in self.body:
+            raise AssertionError(f"expected a result, got HTTP {self.status} {self.body}")
+        result: dict[str, Any] = self.body["result"]
+        return result
 
     @property
     def error(self) -> dict[str, Any]:
-        assert "error" in self.body, f"expected an error, got {self.body}"
-        return self.body["error"]
+        if "error" not in self.body:
+            raise AssertionError(f"expected an error, got HTTP {self.status} {self.body}")
+        error: dict[str, Any] = self.body["error"]
+        return error
 
 
 class McpClient(Protocol):
@@ -95,8 +125,13 @@ class TaskCalls:
                 await anyio.sleep(task.get("pollIntervalMs", 250) / 1000)
 
 
-def _message(
-    request_id: int, method: str, params: dict[str, Any] | None, *, tasks: bool, capabilities: Any
+def request_message(
+    request_id: int,
+    method: str,
+    params: Mapping[str, Any] | None,
+    *,
+    tasks: bool = True,
+    capabilities: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A JSON-RPC request whose params carry this request's `_meta` envelope (unless the caller gave one)."""
     body_params = dict(params or {})
@@ -121,7 +156,7 @@ class HttpMcp:
         capabilities: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
     ) -> Reply:
-        message = _message(next(self._ids), method, params, tasks=tasks, capabilities=capabilities)
+        message = request_message(next(self._ids), method, params, tasks=tasks, capabilities=capabilities)
         name_key = _NAME_PARAM.get(method)
         name = message["params"].get(name_key) if name_key else None
         sent_headers = base_headers(method, name if isinstance(name, str) else None)
@@ -138,16 +173,30 @@ class HttpMcp:
 
 
 def _parse_body(response: httpx.Response) -> dict[str, Any]:
+    """The JSON-RPC response in a reply, whether plain JSON or the response frame of an SSE stream."""
     if response.headers.get("content-type", "").startswith("text/event-stream"):
-        for line in response.text.splitlines():
-            if line.startswith("data:"):
-                frame = json.loads(line[5:])
-                if "result" in frame or "error" in frame:
-                    return frame
+        for frame in _sse_data(response.text.splitlines()):
+            if "result" in frame or "error" in frame:
+                return frame
         raise AssertionError(f"no response frame in SSE body: {response.text!r}")
     if not response.content:
         return {}
-    return response.json()
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def _sse_data(lines: Iterable[str]) -> Iterable[dict[str, Any]]:
+    for line in lines:
+        if line.startswith("data:"):
+            frame: dict[str, Any] = json.loads(line[5:])
+            yield frame
+
+
+async def sse_frames(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+    """The JSON-RPC messages of a streamed SSE response (a `subscriptions/listen`), as they arrive."""
+    async for line in response.aiter_lines():
+        for frame in _sse_data((line,)):
+            yield frame
 
 
 class StdioMcp:
@@ -171,7 +220,7 @@ class StdioMcp:
     ) -> Reply:
         assert headers is None, "stdio has no headers"
         request_id = next(self._ids)
-        message = _message(request_id, method, params, tasks=tasks, capabilities=capabilities)
+        message = request_message(request_id, method, params, tasks=tasks, capabilities=capabilities)
         assert self.process.stdin is not None
         with anyio.fail_after(REPLY_TIMEOUT):
             await self.process.stdin.send((json.dumps(message) + "\n").encode())
