@@ -31,7 +31,7 @@ import httpx
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
-from mcp_tasks_temporal.contract import INPUT_SIGNAL
+from mcp_tasks_temporal.contract import INPUT_SIGNAL, as_object
 from mcp_tasks_temporal.ids import workflow_id
 from mcp_tasks_temporal.listen import MAX_TASK_IDS
 from tests.wire import HttpMcp, TaskCalls, base_headers, request_message, sse_frames
@@ -58,7 +58,7 @@ DEFAULT_SAMPLES = 100
 QUICK_SAMPLES = 20
 WARMUP = 3
 CREATE_CONCURRENCY = 16
-ELICITATION: Final = {"elicitation": {}}
+ELICITATION: Final[dict[str, Any]] = {"elicitation": {}}
 ANSWER: Final = {"action": "accept", "content": {"confirm": True}}
 TARGET_P50_MS = 100.0
 # What the front calls while its watchers wait; the worker's polls are the other operations.
@@ -131,7 +131,7 @@ class ListenStream:
 
     def _take(self, frame: dict[str, Any]) -> None:
         at, wall_ms = time.perf_counter(), time.time() * 1000
-        method, params = frame.get("method"), frame.get("params") or {}
+        method, params = frame.get("method"), as_object(frame.get("params"))
         if method == "notifications/subscriptions/acknowledged":
             self.acked_at = at
             self.acked_ids = len(params.get("notifications", {}).get("taskIds", []))

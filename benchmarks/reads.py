@@ -30,7 +30,14 @@ from temporalio.worker import Worker
 
 from mcp_tasks_temporal.closed_tasks import ClosedTaskCache
 from mcp_tasks_temporal.connection import connect_temporal
-from mcp_tasks_temporal.contract import RUN_TOOL_ACTIVITY, STATE_QUERY, StatusDetails, ToolRoundInput, ToolTaskInput
+from mcp_tasks_temporal.contract import (
+    RUN_TOOL_ACTIVITY,
+    STATE_QUERY,
+    StatusDetails,
+    ToolRoundInput,
+    ToolTaskInput,
+    as_object,
+)
 from mcp_tasks_temporal.embedded import embedded_temporal
 from mcp_tasks_temporal.gateway import TemporalTaskGateway, now_ms
 from mcp_tasks_temporal.ids import new_task_id, workflow_id
@@ -110,8 +117,8 @@ class Read:
 @dataclass
 class Samples:
     read: Read
-    ms: list[float] = field(default_factory=list)
-    failures: dict[str, list[float]] = field(default_factory=dict)
+    ms: list[float] = field(default_factory=list[float])
+    failures: dict[str, list[float]] = field(default_factory=dict[str, list[float]])
 
     async def take(self) -> None:
         started = time.perf_counter()
@@ -277,12 +284,12 @@ async def drive_rounds(task: Task, min_events: int) -> None:
             state = await task.get()
             if state["status"] == "completed":
                 return
-            fresh = [key for key in state.get("inputRequests") or {} if key not in answered]
+            fresh = [key for key in as_object(state.get("inputRequests")) if key not in answered]
             if state["status"] != "input_required" or not fresh:
                 await asyncio.sleep(0.005)
                 continue
             enough = await task.history_length() >= min_events
-            answer = {"action": "decline"} if enough else {"action": "accept", "content": {}}
+            answer: dict[str, Any] = {"action": "decline"} if enough else {"action": "accept", "content": {}}
             await task.gateway.update(task.task_id, None, {fresh[0]: answer})
             answered.add(fresh[0])
 

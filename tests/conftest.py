@@ -37,8 +37,8 @@ class Stack:
     workdir: Path
     temporal: str
     task_queue: str
-    fronts: list[tuple[Process, str]] = field(default_factory=list)
-    workers: list[Process] = field(default_factory=list)
+    fronts: list[tuple[Process, str]] = field(default_factory=list[tuple[Process, str]])
+    workers: list[Process] = field(default_factory=list[Process])
 
     def add_worker(self, extra: list[str] | None = None) -> Process:
         worker = start_worker(self.workdir, self.temporal, self.task_queue, extra=extra)

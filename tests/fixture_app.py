@@ -204,7 +204,7 @@ async def count_roots(roots: Annotated[ListRootsResult, Resolve(ask_roots)]) -> 
 
 def _approval(message: str) -> ElicitRequest:
     schema = {"type": "object", "properties": {"approve": {"type": "boolean"}}, "required": ["approve"]}
-    return ElicitRequest(params=ElicitRequestFormParams(message=message, requested_schema=schema))  # pyright: ignore[reportArgumentType]
+    return ElicitRequest(params=ElicitRequestFormParams(message=message, requested_schema=schema))
 
 
 def _bump(folder: Path, name: str) -> int:
@@ -233,7 +233,8 @@ async def release(gate: str, ctx: Context) -> str | InputRequiredResult:
             request_state=json.dumps({"step": "approved?", "build": build}),
         )
     answer = answers.get("approve")
-    approved = getattr(answer, "action", None) == "accept" and (getattr(answer, "content", None) or {}).get("approve")
+    content: dict[str, object] = getattr(answer, "content", None) or {}
+    approved = getattr(answer, "action", None) == "accept" and content.get("approve")
     if state["step"] == "approved?":
         if not approved:
             return "not published"

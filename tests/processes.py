@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,18 +28,19 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _env() -> dict[str, str]:
+def child_env() -> dict[str, str]:
+    """The environment of a child process: this checkout importable, output unbuffered."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
     return env
 
 
-def wait_until(predicate: object, *, timeout: float, what: str) -> None:
+def wait_until(predicate: Callable[[], bool], *, timeout: float, what: str) -> None:
     """Poll a condition with a hard bound; used only for process start-up, never for task state."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
+        if predicate():
             return
         time.sleep(0.05)
     raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
@@ -57,7 +59,7 @@ class Process:
 
     def start(self) -> Process:
         log = self.log_path.open("ab")
-        env = {**_env(), **(self.env or {})}
+        env = {**child_env(), **(self.env or {})}
         self.popen = subprocess.Popen(
             self.command, cwd=REPO_ROOT, env=env, stdout=log, stderr=log, start_new_session=True
         )

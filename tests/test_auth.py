@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import Stack
 from tests.test_push import ELICIT, collect_until_terminal, http_listen, listen_message
-from tests.wire import HttpMcp, TaskCalls, base_headers, envelope
+from tests.wire import HttpMcp, Reply, TaskCalls, base_headers, envelope
 
 pytestmark = pytest.mark.anyio
 
@@ -24,7 +24,7 @@ class BearerMcp(HttpMcp):
         super().__init__(url, http)
         self.token = token
 
-    async def post(self, message: Any, headers: dict[str, str]) -> Any:
+    async def post(self, message: Any, headers: dict[str, str]) -> Reply:
         return await super().post(message, {**headers, "authorization": f"Bearer {self.token}"})
 
 
@@ -57,7 +57,11 @@ async def test_another_principal_cannot_read_answer_or_cancel_a_task(
     created = await alice.start("gated", {"gate": str(gate)})
     task_id = created["taskId"]
     never_issued = "00000000-0000-4000-8000-000000000000"
-    for operation in (bob.get, bob.cancel, lambda t: bob.update(t, {"k": {"action": "accept"}})):
+
+    async def update(task_id: str) -> Reply:
+        return await bob.update(task_id, {"k": {"action": "accept"}})
+
+    for operation in (bob.get, bob.cancel, update):
         theirs, unknown = await operation(task_id), await operation(never_issued)
         assert theirs.status == unknown.status
         assert theirs.error == unknown.error, "another principal's task must look exactly like an unknown one"

@@ -28,6 +28,7 @@ from mcp_types import (
     Root,
     TextContent,
 )
+from pydantic import FileUrl
 
 from mcp_tasks_temporal.client import (
     AuthenticationError,
@@ -41,10 +42,10 @@ from mcp_tasks_temporal.client import (
     TasksClientExtension,
     WaitOptions,
 )
-from mcp_tasks_temporal.client._handle import HandleContext
+from mcp_tasks_temporal.client._handle import poll_delay_s
 from mcp_tasks_temporal.client._journal import server_label
 from tests.conftest import Stack
-from tests.processes import CLI, FIXTURE_APP, REPO_ROOT, Process, _env, free_port, start_front, start_worker
+from tests.processes import CLI, FIXTURE_APP, REPO_ROOT, Process, child_env, free_port, start_front, start_worker
 
 pytestmark = pytest.mark.anyio
 
@@ -55,7 +56,9 @@ WAIT = 60
 
 def stdio_server(stack: Stack, app: str = FIXTURE_APP) -> StdioServerParameters:
     command = [*CLI, "serve", "--transport", "stdio", "--temporal", stack.temporal, "--task-queue", stack.task_queue]
-    return StdioServerParameters(command=command[0], args=[*command[1:], "--app", app], env=_env(), cwd=str(REPO_ROOT))
+    return StdioServerParameters(
+        command=command[0], args=[*command[1:], "--app", app], env=child_env(), cwd=str(REPO_ROOT)
+    )
 
 
 @pytest.fixture(params=["http", "stdio"])
@@ -86,7 +89,7 @@ class Answers:
 
     async def roots(self, context: ClientRequestContext) -> ListRootsResult:
         self.asked.append((str(context.request_id), "roots/list"))
-        return ListRootsResult(roots=[Root(uri="file:///src"), Root(uri="file:///docs")])  # pyright: ignore[reportArgumentType]
+        return ListRootsResult(roots=[Root(uri=FileUrl("file:///src")), Root(uri=FileUrl("file:///docs"))])
 
 
 def connect(
@@ -96,9 +99,9 @@ def connect(
     return TasksClient(
         server,
         journal=journal,
-        elicitation_callback=answers.elicit,  # pyright: ignore[reportArgumentType]
-        sampling_callback=answers.sample,  # pyright: ignore[reportArgumentType]
-        list_roots_callback=answers.roots,  # pyright: ignore[reportArgumentType]
+        elicitation_callback=answers.elicit,
+        sampling_callback=answers.sample,
+        list_roots_callback=answers.roots,
         **kw,
     )
 
@@ -305,13 +308,12 @@ async def test_client_polls_when_the_acknowledgement_lacks_the_task(
 
 
 def test_the_poll_delay_follows_the_latest_interval() -> None:
-    context = HandleContext(session=cast(Any, None), server="s", journal=None, hub=None, options=WaitOptions())
-    handle = TaskHandle(context, UNKNOWN)
+    options = WaitOptions()
     base = {"taskId": UNKNOWN, "status": "working", "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "x"}
-    assert handle._poll_delay_s(DetailedTask.model_validate({**base, "pollIntervalMs": 250})) == 0.25
-    assert handle._poll_delay_s(DetailedTask.model_validate({**base, "pollIntervalMs": 4000})) == 4.0
-    assert handle._poll_delay_s(DetailedTask.model_validate({**base, "pollIntervalMs": 1})) == 0.05, "floored"
-    assert handle._poll_delay_s(DetailedTask.model_validate(base)) == 1.0, "the default when none is suggested"
+    assert poll_delay_s(DetailedTask.model_validate({**base, "pollIntervalMs": 250}), options) == 0.25
+    assert poll_delay_s(DetailedTask.model_validate({**base, "pollIntervalMs": 4000}), options) == 4.0
+    assert poll_delay_s(DetailedTask.model_validate({**base, "pollIntervalMs": 1}), options) == 0.05, "floored"
+    assert poll_delay_s(DetailedTask.model_validate(base), options) == 1.0, "the default when none is suggested"
 
 
 # -- the wire ------------------------------------------------------------------------------------
@@ -456,7 +458,7 @@ async def test_a_killed_client_resumes_from_its_journal(
     (gate / "release").write_text("1")
     with anyio.fail_after(WAIT):
         resumed = await anyio.run_process(
-            [*child, "resume", spec, str(child_journal)], cwd=REPO_ROOT, env=_env(), check=False
+            [*child, "resume", spec, str(child_journal)], cwd=REPO_ROOT, env=child_env(), check=False
         )
     assert resumed.returncode == 0, resumed.stderr.decode()
     [line] = resumed.stdout.decode().splitlines()

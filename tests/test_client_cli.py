@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from tests.conftest import Stack
-from tests.processes import CLI, FIXTURE_APP, REPO_ROOT, _env, free_port
+from tests.processes import CLI, FIXTURE_APP, REPO_ROOT, child_env, free_port
 from tests.wire import TaskCalls
 
 pytestmark = pytest.mark.anyio
@@ -43,7 +43,7 @@ def cli(journal: Path) -> Any:
     """Run `mcp-tasks-temporal ARGS...` with stdin (empty unless given); every run is bounded."""
 
     async def run(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> Run:
-        environment = {k: v for k, v in _env().items() if k != "MCP_TASKS_TOKEN"}
+        environment = {k: v for k, v in child_env().items() if k != "MCP_TASKS_TOKEN"}
         environment.update({"MCP_TASKS_JOURNAL": str(journal), **(env or {})})
         with anyio.fail_after(90):
             done = await anyio.run_process(

@@ -15,8 +15,8 @@ from tests.wire import HttpMcp, TaskCalls
 
 pytestmark = pytest.mark.anyio
 
-ELICIT = {"elicitation": {}}
-ALL_KINDS = {"elicitation": {}, "sampling": {}, "roots": {}}
+ELICIT: dict[str, Any] = {"elicitation": {}}
+ALL_KINDS: dict[str, Any] = {"elicitation": {}, "sampling": {}, "roots": {}}
 
 
 def accept(**content: Any) -> dict[str, Any]:

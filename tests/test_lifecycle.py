@@ -6,6 +6,7 @@ import re
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -108,7 +109,9 @@ async def test_cancel_after_the_work_finished_keeps_the_result(mcp: TaskCalls, g
 @pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
 @pytest.mark.parametrize("task_id", ["00000000-0000-4000-8000-000000000000", "not-a-task", "../../etc"])
 async def test_unknown_task_ids_are_invalid_params(mcp: TaskCalls, method: str, task_id: str) -> None:
-    params = {"taskId": task_id, **({"inputResponses": {}} if method == "tasks/update" else {})}
+    params: dict[str, Any] = {"taskId": task_id}
+    if method == "tasks/update":
+        params["inputResponses"] = {}
     reply = await mcp.client.request(method, params)
     assert reply.error["code"] == -32602
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -14,12 +14,12 @@ import httpx
 import pytest
 
 from tests.conftest import Stack
-from tests.processes import REPO_ROOT, _env
+from tests.processes import REPO_ROOT, child_env
 from tests.wire import TERMINAL, HttpMcp, StdioMcp, TaskCalls, base_headers, envelope, sse_frames
 
 pytestmark = pytest.mark.anyio
 
-ELICIT = {"elicitation": {}}
+ELICIT: dict[str, Any] = {"elicitation": {}}
 SUB = "io.modelcontextprotocol/subscriptionId"
 UNKNOWN = "00000000-0000-4000-8000-000000000000"
 LISTEN_TIMEOUT = 90
@@ -42,7 +42,7 @@ def listen_message(task_ids: list[str], request_id: int = 77, *, tasks: bool = T
 @asynccontextmanager
 async def http_listen(
     url: str, http: httpx.AsyncClient, message: dict[str, Any], *, timeout: float = LISTEN_TIMEOUT
-) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
+) -> AsyncGenerator[AsyncIterator[dict[str, Any]]]:
     with anyio.fail_after(timeout):
         async with http.stream(
             "POST", url, content=json.dumps(message), headers=base_headers("subscriptions/listen")
@@ -147,7 +147,7 @@ async def test_push_over_stdio(stack: Stack, mcp: TaskCalls) -> None:
         stack.temporal,
     ]
     command += ["--task-queue", stack.task_queue, "--app", "tests.fixture_app:app"]
-    async with await anyio.open_process(command, cwd=REPO_ROOT, env=_env()) as process:
+    async with await anyio.open_process(command, cwd=REPO_ROOT, env=child_env()) as process:
         stdio = StdioMcp(process)
         calls = TaskCalls(stdio)
         created = await calls.start("greet_someone", capabilities=ELICIT)
@@ -155,15 +155,15 @@ async def test_push_over_stdio(stack: Stack, mcp: TaskCalls) -> None:
         assert process.stdin is not None
         await process.stdin.send((json.dumps(listen_message([task_id], request_id=900)) + "\n").encode())
         with anyio.fail_after(30):
-            ack = json.loads(await stdio._read_line())
+            ack = json.loads(await stdio.read_line())
             assert ack["method"] == "notifications/subscriptions/acknowledged"
             assert ack["params"]["notifications"]["taskIds"] == [task_id]
             waiting = await mcp.wait_for(task_id, ["input_required"])
             [key] = waiting["inputRequests"]
             await mcp.update(task_id, {key: {"action": "accept", "content": {"name": "Stdio"}}})
-            statuses = []
+            statuses: list[str] = []
             while True:
-                frame = json.loads(await stdio._read_line())
+                frame = json.loads(await stdio.read_line())
                 assert frame["method"] == "notifications/tasks" and frame["params"]["_meta"][SUB] == 900
                 statuses.append(frame["params"]["status"])
                 if frame["params"]["status"] == "completed":

@@ -11,7 +11,7 @@ import pytest
 from anyio.abc import Process
 
 from tests.conftest import Stack
-from tests.processes import CLI, FIXTURE_APP, REPO_ROOT, _env
+from tests.processes import CLI, FIXTURE_APP, REPO_ROOT, child_env
 from tests.wire import StdioMcp, TaskCalls
 
 pytestmark = pytest.mark.anyio
@@ -36,7 +36,7 @@ async def stdio_process(stack: Stack, tmp_path: Path) -> AsyncIterator[Process]:
     ]
     assert command[0] == sys.executable
     stderr_log = (tmp_path / "stdio-front.log").open("wb")
-    process = await anyio.open_process(command, cwd=REPO_ROOT, env=_env(), stderr=stderr_log)
+    process = await anyio.open_process(command, cwd=REPO_ROOT, env=child_env(), stderr=stderr_log)
     try:
         yield process
     finally:

@@ -17,7 +17,14 @@ from mcp_tasks_temporal.progress import progress_message
 ELICIT = {"method": "elicitation/create", "params": {"message": "?", "requestedSchema": {"type": "object"}}}
 
 
-def base(status: str, **extra: object) -> dict[str, object]:
+def base(
+    status: str,
+    *,
+    status_message: str | None = None,
+    input_requests: dict[str, Any] | None = None,
+    result: dict[str, Any] | None = None,
+    error: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     return detailed_task(
         task_id="t",
         status=status,
@@ -25,15 +32,18 @@ def base(status: str, **extra: object) -> dict[str, object]:
         last_updated_at_ms=2_000,
         ttl_ms=None,
         poll_interval_ms=500,
-        **extra,
-    )  # type: ignore[arg-type]
+        status_message=status_message,
+        input_requests=input_requests,
+        result=result,
+        error=error,
+    )
 
 
 def test_detailed_task_carries_only_the_field_of_its_status() -> None:
-    result = {"content": [], "isError": False}
-    error = {"code": -1, "message": "x"}
-    requests = {"k": ELICIT}
-    everything = {"result": result, "error": error, "input_requests": requests}
+    result: dict[str, Any] = {"content": [], "isError": False}
+    error: dict[str, Any] = {"code": -1, "message": "x"}
+    requests: dict[str, Any] = {"k": ELICIT}
+    everything: dict[str, Any] = {"result": result, "error": error, "input_requests": requests}
     assert {"result", "error", "inputRequests"} & base("working", **everything).keys() == set()
     assert base("cancelled", **everything).keys() & {"result", "error", "inputRequests"} == set()
     assert base("completed", **everything)["result"] == result
@@ -162,9 +172,9 @@ def test_tool_options_inherit_extension_defaults_unless_set() -> None:
 
 
 @pytest.mark.parametrize("bad", [{"policy": "sometimes"}, {"ttl_ms": 0}, {"poll_interval_ms": -1}])
-def test_invalid_tool_options_are_refused_at_declaration(bad: dict[str, object]) -> None:
+def test_invalid_tool_options_are_refused_at_declaration(bad: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
-        ToolTaskOptions(**bad)  # type: ignore[arg-type]
+        ToolTaskOptions(**bad)
 
 
 def test_decorator_registers_under_the_function_or_given_name() -> None:

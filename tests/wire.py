@@ -79,8 +79,8 @@ class McpClient(Protocol):
         params: dict[str, Any] | None = None,
         *,
         tasks: bool = True,
-        capabilities: dict[str, Any] | None = None,
-        headers: dict[str, str] | None = None,
+        capabilities: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str | None] | None = None,
     ) -> Reply: ...
 
 
@@ -116,7 +116,11 @@ class TaskCalls:
         self, task_id: str, until: Callable[[dict[str, Any]], bool] | Iterable[str] = TERMINAL, *, timeout: float = 30
     ) -> dict[str, Any]:
         """Poll `tasks/get` (honouring `pollIntervalMs`) until `until` holds; bounded by `timeout`."""
-        check = until if callable(until) else (lambda task, wanted=set(until): task["status"] in wanted)
+        wanted = set[str]() if callable(until) else set(until)
+
+        def check(task: dict[str, Any]) -> bool:
+            return until(task) if callable(until) else task["status"] in wanted
+
         with anyio.fail_after(timeout):
             while True:
                 task = (await self.get(task_id)).result
@@ -153,8 +157,8 @@ class HttpMcp:
         params: dict[str, Any] | None = None,
         *,
         tasks: bool = True,
-        capabilities: dict[str, Any] | None = None,
-        headers: dict[str, str] | None = None,
+        capabilities: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str | None] | None = None,
     ) -> Reply:
         message = request_message(next(self._ids), method, params, tasks=tasks, capabilities=capabilities)
         name_key = _NAME_PARAM.get(method)
@@ -215,8 +219,8 @@ class StdioMcp:
         params: dict[str, Any] | None = None,
         *,
         tasks: bool = True,
-        capabilities: dict[str, Any] | None = None,
-        headers: dict[str, str] | None = None,
+        capabilities: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str | None] | None = None,
     ) -> Reply:
         assert headers is None, "stdio has no headers"
         request_id = next(self._ids)
@@ -225,11 +229,12 @@ class StdioMcp:
         with anyio.fail_after(REPLY_TIMEOUT):
             await self.process.stdin.send((json.dumps(message) + "\n").encode())
             while True:
-                frame = json.loads(await self._read_line())
+                frame = json.loads(await self.read_line())
                 if frame.get("id") == request_id:
                     return Reply(None, frame)
 
-    async def _read_line(self) -> str:
+    async def read_line(self) -> str:
+        """The next raw line from the child, for tests that read frames no request waits for."""
         while "\n" not in self._buffer:
             self._buffer += await self._lines.receive()
         line, self._buffer = self._buffer.split("\n", 1)

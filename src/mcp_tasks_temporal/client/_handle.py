@@ -236,7 +236,7 @@ class TaskHandle:
     async def _next(self, task: DetailedTask, feed: Feed | None) -> DetailedTask | None:
         """The next state: pushed, or polled after the server's suggested interval."""
         if feed is None:
-            await anyio.sleep(self._poll_delay_s(task))
+            await anyio.sleep(poll_delay_s(task, self._context.options))
             return await self.get()
         pushed = await feed.next(self._context.options.push_check_interval_s)
         if pushed is not None:
@@ -246,12 +246,6 @@ class TaskHandle:
         if feed.lost:
             return None
         return await self.get()
-
-    def _poll_delay_s(self, task: DetailedTask) -> float:
-        options = self._context.options
-        if task.poll_interval_ms is None or not math.isfinite(task.poll_interval_ms):
-            return options.default_poll_interval_s
-        return min(max(task.poll_interval_ms / 1000, options.min_poll_interval_s), options.max_poll_interval_s)
 
     async def _answer(self, task: DetailedTask) -> bool:
         """Route each not-yet-answered input request to its callback; send each answer when ready."""
@@ -324,3 +318,10 @@ def _older(task: DetailedTask, than: DetailedTask) -> bool:
 @asynccontextmanager
 async def _no_feed() -> AsyncGenerator[Feed | None]:
     yield None
+
+
+def poll_delay_s(task: DetailedTask, options: WaitOptions) -> float:
+    """How long to wait before the next `tasks/get`: the server's latest suggestion, within the client's bounds."""
+    if task.poll_interval_ms is None or not math.isfinite(task.poll_interval_ms):
+        return options.default_poll_interval_s
+    return min(max(task.poll_interval_ms / 1000, options.min_poll_interval_s), options.max_poll_interval_s)
