@@ -162,6 +162,57 @@ async def test_request_input_outside_a_task_is_a_clear_capability_error(mcp: Tas
     assert reply.error["code"] == -32021
 
 
+async def signals_of(temporal_client: Client, task_id: str) -> list[Any]:
+    handle = temporal_client.get_workflow_handle(f"mcp-task/anonymous/{task_id}")
+    return [
+        event
+        async for event in handle.fetch_history_events()
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
+    ]
+
+
+async def test_an_answer_that_does_not_match_the_requested_schema_is_refused(
+    mcp: TaskCalls, temporal_client: Client
+) -> None:
+    created = await mcp.start("ask_one_midway", capabilities=ELICIT)
+    task_id = created["taskId"]
+    task = await wait_input(mcp, task_id)
+    [(key, request)] = task["inputRequests"].items()
+    assert request["params"]["requestedSchema"]["properties"]["approve"]["type"] == "boolean"
+    for wrong in (accept(approve="yes"), accept(), {"action": "accept"}, accept(approve=None)):
+        refused = await mcp.update(task_id, {key: wrong})
+        assert refused.error["code"] == -32602, wrong
+        assert refused.error["data"]["key"] == key
+    still = (await mcp.get(task_id)).result
+    assert still["status"] == "input_required" and set(still["inputRequests"]) == {key}
+    assert await signals_of(temporal_client, task_id) == [], "a refused answer never reaches the workflow"
+    accepted = await mcp.update(task_id, {key: accept(approve=True)})
+    assert accepted.result["resultType"] == "complete"
+    done = await mcp.wait_for(task_id)
+    assert done["status"] == "completed" and done["result"]["content"][0]["text"] == "accept"
+    assert len(await signals_of(temporal_client, task_id)) == 1
+
+
+@pytest.mark.parametrize(
+    ("tool", "wrong"),
+    [
+        ("sample_river", {"role": "assistant", "content": "the Danube"}),
+        ("count_roots", {"roots": [{"name": "no uri"}]}),
+    ],
+)
+async def test_sampling_and_roots_answers_must_be_their_result_types(
+    mcp: TaskCalls, temporal_client: Client, tool: str, wrong: dict[str, Any]
+) -> None:
+    created = await mcp.start(tool, capabilities=ALL_KINDS)
+    task = await wait_input(mcp, created["taskId"])
+    [key] = task["inputRequests"]
+    refused = await mcp.update(created["taskId"], {key: wrong})
+    assert refused.error["code"] == -32602
+    assert (await mcp.get(created["taskId"])).result["status"] == "input_required"
+    assert await signals_of(temporal_client, created["taskId"]) == []
+    await mcp.cancel(created["taskId"])
+
+
 async def test_questions_and_answers_are_in_the_workflow_history(
     mcp: TaskCalls, temporal_client: Client, stack: Stack
 ) -> None:
@@ -170,12 +221,7 @@ async def test_questions_and_answers_are_in_the_workflow_history(
     [key] = task["inputRequests"]
     await mcp.update(created["taskId"], {key: accept(name="Grace")})
     await mcp.wait_for(created["taskId"])
-    handle = temporal_client.get_workflow_handle(f"mcp-task/anonymous/{created['taskId']}")
-    signals = [
-        e
-        async for e in handle.fetch_history_events()
-        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
-    ]
+    signals = await signals_of(temporal_client, created["taskId"])
     assert len(signals) == 1
     [answer] = await temporal_client.data_converter.decode(
         signals[0].workflow_execution_signaled_event_attributes.input.payloads

@@ -11,10 +11,26 @@ import mcp_tasks_temporal
 from mcp_tasks_temporal.contract import ActivityPolicy, detailed_task, to_iso
 from mcp_tasks_temporal.extension import TasksExtension, ToolTaskOptions
 from mcp_tasks_temporal.ids import ANONYMOUS_OWNER, is_task_id, new_task_id, owner_key, workflow_id
-from mcp_tasks_temporal.inputs import as_input_request, is_valid_response, missing_capability_error
+from mcp_tasks_temporal.inputs import as_input_request, missing_capability_error, response_problem
 from mcp_tasks_temporal.progress import progress_message
 
 ELICIT = {"method": "elicitation/create", "params": {"message": "?", "requestedSchema": {"type": "object"}}}
+APPROVE = {
+    "method": "elicitation/create",
+    "params": {
+        "message": "Publish?",
+        "requestedSchema": {
+            "type": "object",
+            "properties": {"approve": {"type": "boolean"}, "email": {"type": "string", "format": "email"}},
+            "required": ["approve"],
+        },
+    },
+}
+URL_ELICIT = {
+    "method": "elicitation/create",
+    "params": {"mode": "url", "message": "Sign in", "url": "https://example.com/login", "elicitationId": "e1"},
+}
+ACCEPT_ANYTHING = {"action": "accept", "content": {"x": 1}}
 
 
 def base(
@@ -139,10 +155,24 @@ def test_unknown_input_request_methods_are_refused() -> None:
         ({"method": "roots/list"}, {"roots": [{"uri": "file:///x"}]}, True),
         ({"method": "roots/list"}, {"roots": "all"}, False),
         ({"method": "other"}, {}, False),
+        (APPROVE, {"action": "accept", "content": {"approve": True, "email": "ops@example.com"}}, True),
+        (APPROVE, {"action": "accept", "content": {"approve": "yes"}}, False),
+        (APPROVE, {"action": "accept", "content": {}}, False),
+        (APPROVE, {"action": "accept"}, False),
+        (APPROVE, {"action": "accept", "content": {"approve": True, "email": "not an address"}}, False),
+        (APPROVE, {"action": "decline"}, True),
+        (APPROVE, {"action": "cancel"}, True),
+        (URL_ELICIT, {"action": "accept"}, True),
+        ({**APPROVE, "params": {"message": "?", "requestedSchema": {"type": "nonsense"}}}, ACCEPT_ANYTHING, True),
     ],
 )
 def test_answers_are_validated_against_the_question(request_: object, response: object, valid: bool) -> None:
-    assert is_valid_response(request_, response) is valid
+    assert (response_problem(request_, response) is None) is valid
+
+
+def test_a_refused_answer_says_which_field_is_wrong() -> None:
+    problem = response_problem(APPROVE, {"action": "accept", "content": {"approve": "yes"}})
+    assert problem is not None and problem.startswith("content/approve:")
 
 
 def test_input_requests_are_normalised_to_method_and_params() -> None:

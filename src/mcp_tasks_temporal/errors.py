@@ -32,5 +32,7 @@ class HeaderMismatchError(MCPError):
 class InvalidInputResponseError(MCPError):
     """An answer to an outstanding question that is not a valid response to it."""
 
-    def __init__(self, key: str) -> None:
-        super().__init__(code=INVALID_PARAMS, message="Invalid input response", data={"key": key})
+    def __init__(self, key: str, problem: str) -> None:
+        super().__init__(
+            code=INVALID_PARAMS, message=f"Invalid input response for {key!r}: {problem}", data={"key": key}
+        )

@@ -47,7 +47,7 @@ from mcp_tasks_temporal.contract import (
 )
 from mcp_tasks_temporal.errors import InvalidInputResponseError, TaskExpiredError, TaskNotFoundError
 from mcp_tasks_temporal.ids import is_task_id, owner_key, workflow_id
-from mcp_tasks_temporal.inputs import is_valid_response
+from mcp_tasks_temporal.inputs import response_problem
 from mcp_tasks_temporal.metrics import FrontMetrics
 from mcp_tasks_temporal.search_attributes import start_attributes
 from mcp_tasks_temporal.web_ui import web_ui_link
@@ -204,8 +204,9 @@ class TemporalTaskGateway:
         """Deliver answers to outstanding questions, and return once the task shows them.
 
         Entries under keys that are not outstanding are ignored, as the spec asks;
-        a malformed answer to an outstanding question is refused with -32602
-        before anything is delivered. The spec allows the ack to run ahead of
+        an answer to an outstanding question that is not its result type, or an
+        accepted form whose content does not match the `requestedSchema`, is
+        refused with -32602 before anything is delivered. The spec allows the ack to run ahead of
         `tasks/get`, but a client that answered one of two questions should not
         see the answered one again on its next poll, so the ack waits (bounded)
         until the workflow has taken the answers in. With no worker running the
@@ -221,8 +222,9 @@ class TemporalTaskGateway:
         if not accepted:
             return
         for key, value in accepted.items():
-            if not is_valid_response(outstanding[key], value):
-                raise InvalidInputResponseError(key)
+            problem = response_problem(outstanding[key], value)
+            if problem is not None:
+                raise InvalidInputResponseError(key, problem)
         try:
             await observed.handle.signal(INPUT_SIGNAL, accepted)
         except RPCError as err:

@@ -12,6 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError, relevance
+from jsonschema.validators import validator_for
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
@@ -34,23 +37,62 @@ def missing_capability_error(request: Mapping[str, Any], capabilities: object) -
     return None if refusal is None else MCPError(code=refusal.code, message=refusal.message, data=refusal.data)
 
 
-def is_valid_response(request: Any, response: Any) -> bool:
-    """Whether `response` is a well-formed answer to `request` (an `InputRequest` as JSON)."""
-    method = as_object(request).get("method")
-    models: tuple[type[BaseModel], ...] = {
-        "elicitation/create": (ElicitResult,),
-        "sampling/createMessage": (CreateMessageResult, CreateMessageResultWithTools),
-        "roots/list": (ListRootsResult,),
-    }.get(str(method), ())
-    if not isinstance(response, Mapping):
-        return False
+_RESULT_MODELS: Final[Mapping[str, tuple[type[BaseModel], ...]]] = {
+    "elicitation/create": (ElicitResult,),
+    "sampling/createMessage": (CreateMessageResult, CreateMessageResultWithTools),
+    "roots/list": (ListRootsResult,),
+}
+
+
+def response_problem(request: object, response: object) -> str | None:
+    """Why `response` is not a valid answer to `request` (an `InputRequest` as JSON), or `None` when it is.
+
+    The answer must be the result type of the request's method, and an accepted
+    form elicitation must match the `requestedSchema` it was asked with: a tool
+    that asked for a boolean never receives `"yes"`.
+    """
+    method = str(as_object(request).get("method"))
+    models = _RESULT_MODELS.get(method, ())
+    if not models:
+        return f"no answer is expected to {method!r}"
+    answer = as_object(response)
+    if answer is not response:  # `as_object` hands a mapping back as it is
+        return "an answer is a JSON object"
     for model in models:
         try:
-            model.model_validate(response, by_name=False)
+            model.model_validate(answer, by_name=False)
         except ValidationError:
             continue
-        return True
-    return False
+        break
+    else:
+        return f"not a valid {models[0].__name__}"
+    if method == "elicitation/create":
+        params = as_object(as_object(request).get("params"))
+        return _elicited_content_problem(params, answer)
+    return None
+
+
+def _elicited_content_problem(params: Mapping[str, Any], answer: Mapping[str, Any]) -> str | None:
+    if answer.get("action") != "accept" or params.get("mode", "form") != "form":
+        return None  # declined, cancelled, or a URL-mode answer, which carries no content
+    schema = as_object(params.get("requestedSchema"))
+    if not schema:
+        return None
+    if "content" not in answer:
+        return "an accepted form answer carries its content"
+    validator_class = validator_for(dict(schema), default=Draft202012Validator)
+    try:
+        validator_class.check_schema(dict(schema))
+    except SchemaError:
+        # The tool's own schema is broken; refusing every answer would leave the task unanswerable.
+        return None
+    validator = validator_class(dict(schema), format_checker=validator_class.FORMAT_CHECKER)
+    errors = list(validator.iter_errors(answer["content"]))
+    if not errors:
+        return None
+    error = max(errors, key=relevance)  # what `jsonschema.best_match` ranks first
+    where = "".join(f"/{part}" for part in error.absolute_path)
+    return f"content{where}: {error.message}"
 
 
 def as_input_request(request: Any) -> dict[str, Any]:
