@@ -57,6 +57,11 @@ class Reply:
     """HTTP status; `None` on stdio."""
     body: dict[str, Any]
 
+    @classmethod
+    def of(cls, response: httpx.Response) -> Reply:
+        """The reply in an HTTP response, plain JSON or SSE."""
+        return cls(response.status_code, _parse_body(response))
+
     @property
     def result(self) -> dict[str, Any]:
         if "result" not in self.body:
@@ -173,7 +178,7 @@ class HttpMcp:
 
     async def post(self, message: Any, headers: dict[str, str]) -> Reply:
         response = await self.http.post(self.url, content=json.dumps(message), headers=headers)
-        return Reply(response.status_code, _parse_body(response))
+        return Reply.of(response)
 
 
 def _parse_body(response: httpx.Response) -> dict[str, Any]:

@@ -1,0 +1,89 @@
+"""JSON-RPC bodies for the two HTTP answers the `mcp` SDK does not give in full.
+
+The SDK refuses an oversized body with a plain-text 413 ("Request body too
+large"), which a JSON-RPC client cannot parse, and its -32022 lists only the
+2026-07-28 revision although this server also serves the `initialize`
+handshake revisions (statelessly, so any front server answers them). This ASGI
+wrapper rewrites just those two answers; everything else streams through
+untouched.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+from mcp_types import INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from mcp_tasks_temporal.contract import as_object
+
+SERVED_PROTOCOL_VERSIONS: Final = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
+"""Every revision a front server answers: the handshake ones through `initialize`, then 2026-07-28."""
+
+
+class JsonRpcHttpErrors:
+    """Wrap the Streamable HTTP app so every error it sends is a JSON-RPC error a client can read."""
+
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        held: Message | None = None
+        body = bytearray()
+
+        async def send_or_rewrite(message: Message) -> None:
+            nonlocal held
+            if message["type"] == "http.response.start" and _rewritable(message):
+                held = message  # answered once its whole body is in
+                return
+            if held is None or message["type"] != "http.response.body":
+                await send(message)
+                return
+            body.extend(message.get("body", b""))
+            if message.get("more_body", False):
+                return
+            rewritten = self._too_large() if held["status"] == 413 else _with_served_versions(bytes(body))
+            headers = [
+                (k, v) for k, v in held.get("headers", []) if k.lower() not in (b"content-length", b"content-type")
+            ]
+            headers += [(b"content-type", b"application/json"), (b"content-length", str(len(rewritten)).encode())]
+            await send({**held, "headers": headers})
+            await send({"type": "http.response.body", "body": rewritten})
+
+        await self.app(scope, receive, send_or_rewrite)
+
+    def _too_large(self) -> bytes:
+        error = {
+            "code": INVALID_REQUEST,
+            "message": "Request body too large",
+            "data": {"maxBodyBytes": self.max_body_bytes},
+        }
+        return json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
+
+
+def _rewritable(start: Message) -> bool:
+    status = start["status"]
+    if status == 413:
+        return True
+    content_type = dict(start.get("headers", [])).get(b"content-type", b"")
+    return status == 400 and content_type.startswith(b"application/json")
+
+
+def _with_served_versions(body: bytes) -> bytes:
+    """A -32022 names every served revision; any other 400 goes out as it came."""
+    try:
+        message: Any = json.loads(body)
+    except ValueError:
+        return body
+    error = as_object(as_object(message).get("error"))
+    if error.get("code") != UNSUPPORTED_PROTOCOL_VERSION:
+        return body
+    data = dict(as_object(error.get("data")))
+    data["supported"] = list(SERVED_PROTOCOL_VERSIONS)
+    return json.dumps({**message, "error": {**error, "data": data}}, separators=(",", ":")).encode()
