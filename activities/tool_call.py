@@ -19,10 +19,9 @@ import asyncio
 import logging
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-import anyio
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
@@ -74,7 +73,6 @@ class _TaskDispatchContext:
 
     reporter: StatusReporter
     request_id: RequestId
-    cancel_requested: anyio.Event = field(default_factory=anyio.Event)
 
     @property
     def transport(self) -> TransportContext:

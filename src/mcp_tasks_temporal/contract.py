@@ -56,6 +56,7 @@ class Memo:
     TASK_ID: Final = "taskId"
     TOOL: Final = "tool"
     OWNER: Final = "owner"
+    """`ids.owner_key` of the creating principal: checked on every read, and what audits list tasks by."""
     CREATED_AT: Final = "createdAt"
     TTL_MS: Final = "ttlMs"
     POLL_INTERVAL_MS: Final = "pollIntervalMs"

@@ -17,7 +17,8 @@ extension steps aside.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal, TypeVar, overload
 
@@ -283,7 +284,8 @@ class TasksExtension(Extension):
 
         The SDK never hands an extension its server, and answering `Resolve(...)`
         questions before the task exists needs the app's tool registry. Attaching
-        also installs the `subscriptions/listen` middleware that pushes task changes.
+        also installs the `subscriptions/listen` middleware that pushes task changes,
+        and runs its watchers within the app's lifespan, so a stopping server stops them.
         """
         from mcp_tasks_temporal.listen import TaskListen
         from mcp_tasks_temporal.push import TaskWatchHub
@@ -294,7 +296,17 @@ class TasksExtension(Extension):
         self._server = server
         for options in self._workflow_tools.values():
             self._add_workflow_tool(server, options)
-        server.middleware.append(TaskListen(server, gateway, TaskWatchHub(gateway)))
+        hub = TaskWatchHub(gateway)
+        server.middleware.append(TaskListen(server, gateway, hub))
+        lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]
+        app_lifespan = lowlevel.lifespan
+
+        @asynccontextmanager
+        async def lifespan(app: Any) -> AsyncGenerator[Any]:
+            async with hub.running(), app_lifespan(app) as state:
+                yield state
+
+        lowlevel.lifespan = lifespan
 
     def _add_workflow_tool(self, server: MCPServer[Any], options: WorkflowToolOptions) -> None:
         """Give the app an ordinary tool with the workflow's arguments: `tools/list` and validation come from it."""

@@ -271,6 +271,10 @@ class TemporalTaskGateway:
                 raise TaskNotFoundError() from None
             raise
         memo = dict(await description.memo())
+        if memo.get(Memo.OWNER) != owner_key(principal):
+            # The workflow ID already names the owner; the memo is what audits read, and a workflow
+            # started under a task's ID by anything else (an operator, another tool) is not a task.
+            raise TaskNotFoundError()
         ttl_ms = memo.get(Memo.TTL_MS)
         created_at_ms = int(memo.get(Memo.CREATED_AT) or description.start_time.timestamp() * 1000)
         if ttl_ms is not None and now_ms() >= created_at_ms + int(ttl_ms):

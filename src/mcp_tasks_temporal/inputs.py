@@ -10,7 +10,7 @@ the client sees it as `input_required` like any other question.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, relevance

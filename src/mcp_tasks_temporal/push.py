@@ -7,17 +7,21 @@ the upserted fields in history order yields each transition, in order, none
 skipped however close together they came. Progress is the one thing that is
 not in the history (heartbeats are not events): while the tool's activity is
 running, the watcher re-reads it with `describe` every `status_refresh_s`.
-All subscribers of a task on this front share its watcher.
+All subscribers of a task on this front share its watcher; the watchers run
+in the hub's task group, which lives as long as the server (`running`), so
+none outlives a shutdown.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
+from anyio.abc import TaskGroup
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
@@ -53,7 +57,8 @@ class _Watcher:
     handle: WorkflowHandle[Any, Any]
     listeners: set[Listener] = field(default_factory=set[Listener])
     last: dict[str, Any] | None = None
-    runner: asyncio.Task[None] | None = None
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    """Cancelled when the last subscriber leaves (possibly before the watcher started)."""
 
     def publish(self, task: dict[str, Any]) -> None:
         if task == self.last:
@@ -70,19 +75,37 @@ class TaskWatchHub:
         self._gateway = gateway
         self._status_refresh_s = status_refresh_s
         self._watchers: dict[str, _Watcher] = {}
+        self._group: TaskGroup | None = None
 
-    @property
-    def watched(self) -> int:
-        return len(self._watchers)
+    @asynccontextmanager
+    async def running(self) -> AsyncGenerator[None]:
+        """Own the watchers while the server runs; leaving stops every one of them.
+
+        A nested entry (the same app entered as worker and front in one process)
+        shares the outer one, which stays the owner.
+        """
+        if self._group is not None:
+            yield
+            return
+        async with anyio.create_task_group() as group:
+            self._group = group
+            try:
+                yield
+            finally:
+                self._group = None
+                self._watchers.clear()
+                group.cancel_scope.cancel()
 
     def subscribe(self, task_id: str, principal: str | None, listener: Listener) -> Callable[[], None]:
         """Call `listener` with the task's current state, then with every change; returns the unsubscribe."""
+        if self._group is None:
+            raise RuntimeError("TaskWatchHub is not running: enter `hub.running()` for the life of the server")
         key = workflow_id(task_id, principal)
         watcher = self._watchers.get(key)
         if watcher is None:
             handle = self._gateway.client.get_workflow_handle(key)
             watcher = self._watchers[key] = _Watcher(task_id, handle)
-            watcher.runner = asyncio.create_task(self._run(key, watcher), name=f"watch {key}")
+            self._group.start_soon(self._run, key, watcher, name=f"watch {key}")
         if listener not in watcher.listeners:
             watcher.listeners.add(listener)
             self._gateway.metrics.subscribers_changed(+1)
@@ -95,20 +118,18 @@ class TaskWatchHub:
                 self._gateway.metrics.subscribers_changed(-1)
             if not watcher.listeners and self._watchers.get(key) is watcher:
                 del self._watchers[key]
-                if watcher.runner is not None:
-                    watcher.runner.cancel()
+                watcher.scope.cancel()
 
         return unsubscribe
 
     async def _run(self, key: str, watcher: _Watcher) -> None:
         try:
-            await self._follow(watcher)
-        except asyncio.CancelledError:
-            raise
-        except RPCError:
+            with watcher.scope:
+                await self._follow(watcher)
+        except* RPCError:  # `except*`: what `_follow` raises comes through its refresher task group
             # Deleted (retention) or unreachable: subscribers keep their stream, with no more changes on it.
             logger.warning("stopped watching %s", key, exc_info=True)
-        except Exception:
+        except* Exception:
             logger.exception("watcher for %s crashed", key)
         finally:
             if self._watchers.get(key) is watcher and not watcher.listeners:
@@ -137,53 +158,54 @@ class TaskWatchHub:
         # A workflow tool's activities are the user's: their heartbeats are not status lines.
         activities = 0 if workflow_kind else len(description.raw_description.pending_activities)
         del description  # a watcher lives as long as its task: keep only what it needs
-        refresher: asyncio.Task[None] | None = None
+        async with anyio.create_task_group() as refreshers:
+            refresher: anyio.CancelScope | None = None
 
-        def poll_status_while_running() -> None:
-            # A started activity writes no event until it ends, so its status line must be polled.
-            nonlocal refresher
-            if activities and refresher is None:
-                refresher = asyncio.create_task(self._refresh_status(watcher, state))
-            elif not activities and refresher is not None:
-                refresher.cancel()
-                refresher = None
+            def poll_status_while_running() -> None:
+                # A started activity writes no event until it ends, so its status line must be polled.
+                nonlocal refresher
+                if activities and refresher is None:
+                    refresher = anyio.CancelScope()
+                    refreshers.start_soon(self._refresh_status, watcher, state, refresher)
+                elif not activities and refresher is not None:
+                    refresher.cancel()
+                    refresher = None
 
-        try:
-            poll_status_while_running()
-            # A workflow that continues-as-new is still one task: follow each run of the chain in turn.
-            while run_id:
-                run = self._gateway.client.get_workflow_handle(handle.id, run_id=run_id)
-                next_run = ""
-                async for event in run.fetch_history_events(wait_new_event=True):
-                    if event.event_id <= seen:
-                        continue  # already part of the state described above
-                    if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
-                        next_run = event.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
-                        break
-                    if not workflow_kind and event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-                        activities += 1
-                    elif not workflow_kind and event.event_type in _ACTIVITY_CLOSED:
-                        activities = max(activities - 1, 0)
-                        state.heartbeat = None
-                    closed = _CLOSE_STATUS.get(event.event_type)
-                    if closed is not None:
-                        watcher.publish(await self._closed_view(watcher.task_id, state.memo, closed, event))
-                        return
-                    if event.event_type == EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
-                        await self._apply_upsert(event, state)
-                        # A terminal status is upserted just before the run closes; the close event
-                        # that follows carries the result, so that is the one to publish.
-                        if state.memo.get(Memo.STATUS) not in TERMINAL_STATUSES:
-                            if activities and state.memo.get(Memo.STATUS) == "working":
-                                # The refresher's last read may be up to a period old: a frame built on it
-                                # would show an older status message than a tasks/get made meanwhile.
-                                state.heartbeat = await self._current_heartbeat(watcher) or state.heartbeat
-                            watcher.publish(task_view(watcher.task_id, state.memo, None, heartbeat=state.heartbeat))
-                    poll_status_while_running()
-                run_id, seen = next_run, 0
-        finally:
-            if refresher is not None:
-                refresher.cancel()
+            try:
+                poll_status_while_running()
+                # A workflow that continues-as-new is still one task: follow each run of the chain in turn.
+                while run_id:
+                    run = self._gateway.client.get_workflow_handle(handle.id, run_id=run_id)
+                    next_run = ""
+                    async for event in run.fetch_history_events(wait_new_event=True):
+                        if event.event_id <= seen:
+                            continue  # already part of the state described above
+                        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+                            next_run = event.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+                            break
+                        if not workflow_kind and event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+                            activities += 1
+                        elif not workflow_kind and event.event_type in _ACTIVITY_CLOSED:
+                            activities = max(activities - 1, 0)
+                            state.heartbeat = None
+                        closed = _CLOSE_STATUS.get(event.event_type)
+                        if closed is not None:
+                            watcher.publish(await self._closed_view(watcher.task_id, state.memo, closed, event))
+                            return
+                        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
+                            await self._apply_upsert(event, state)
+                            # A terminal status is upserted just before the run closes; the close event
+                            # that follows carries the result, so that is the one to publish.
+                            if state.memo.get(Memo.STATUS) not in TERMINAL_STATUSES:
+                                if activities and state.memo.get(Memo.STATUS) == "working":
+                                    # The refresher's last read may be up to a period old: a frame built on it
+                                    # would show an older status message than a tasks/get made meanwhile.
+                                    state.heartbeat = await self._current_heartbeat(watcher) or state.heartbeat
+                                watcher.publish(task_view(watcher.task_id, state.memo, None, heartbeat=state.heartbeat))
+                        poll_status_while_running()
+                    run_id, seen = next_run, 0
+            finally:
+                refreshers.cancel_scope.cancel()
 
     async def _closed_view(
         self, task_id: str, memo: dict[str, Any], closed: WorkflowExecutionStatus, event: HistoryEvent
@@ -216,20 +238,21 @@ class TaskWatchHub:
             return None
         return await self._gateway.latest_status(description)
 
-    async def _refresh_status(self, watcher: _Watcher, state: _Followed) -> None:
+    async def _refresh_status(self, watcher: _Watcher, state: _Followed, scope: anyio.CancelScope) -> None:
         """Heartbeats are not history events: poll the running tool's status line while it runs."""
-        while True:
-            await asyncio.sleep(self._status_refresh_s)
-            try:
-                description = await watcher.handle.describe()
-            except RPCError:
-                continue
-            if description.status != WorkflowExecutionStatus.RUNNING:
-                return  # the history stream delivers the close
-            heartbeat = await self._gateway.latest_status(description)
-            if heartbeat is not None and heartbeat != state.heartbeat:
-                state.heartbeat = heartbeat
-                watcher.publish(task_view(watcher.task_id, state.memo, None, heartbeat=heartbeat))
+        with scope:
+            while True:
+                await anyio.sleep(self._status_refresh_s)
+                try:
+                    description = await watcher.handle.describe()
+                except RPCError:
+                    continue
+                if description.status != WorkflowExecutionStatus.RUNNING:
+                    return  # the history stream delivers the close
+                heartbeat = await self._gateway.latest_status(description)
+                if heartbeat is not None and heartbeat != state.heartbeat:
+                    state.heartbeat = heartbeat
+                    watcher.publish(task_view(watcher.task_id, state.memo, None, heartbeat=heartbeat))
 
 
 @dataclass
