@@ -22,6 +22,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
@@ -48,6 +49,7 @@ from mcp_tasks_temporal.contract import (
     INTERNAL_ERROR_CODE,
     JSONRPC_ERROR,
     RUN_TOOL_ACTIVITY,
+    TOOL_HUNG,
     UNKNOWN_TOOL,
     StatusDetails,
     ToolRoundInput,
@@ -133,12 +135,31 @@ class ToolActivities:
         meta = dict(call.meta)
         capabilities = meta.get(CLIENT_CAPABILITIES_META_KEY)
         bind_run(TaskRun(reporter=reporter, workflow_id=info.workflow_id or "", client_capabilities=capabilities))
-        keepalive = asyncio.create_task(self._keep_alive(reporter))
         try:
-            with tool_span(call.tool, call.task_id):
-                result = await self._call(
-                    call, meta, reporter, request_id=f"{call.task_id}/{call.round}/{info.attempt}"
+            hung = anyio.Event()
+            result: dict[str, Any] = {}
+            failure: Exception | None = None
+            async with anyio.create_task_group() as attempt:
+                attempt.start_soon(self._keep_alive, reporter)
+                if call.progress_timeout_s is not None:
+                    attempt.start_soon(_watch_progress, reporter, call.progress_timeout_s, attempt.cancel_scope, hung)
+                request_id = f"{call.task_id}/{call.round}/{info.attempt}"
+                try:
+                    with tool_span(call.tool, call.task_id):
+                        result = await self._call(call, meta, reporter, request_id=request_id)
+                except Exception as exc:
+                    # Raised out of the task group it would arrive wrapped in an ExceptionGroup.
+                    failure = exc
+                attempt.cancel_scope.cancel()
+            if failure is not None:
+                raise failure
+            if hung.is_set():
+                # A retryable failure: the next attempt runs the tool afresh, on any worker.
+                logger.warning(
+                    "tool %r of task %s went silent; attempt %d is retried", call.tool, call.task_id, info.attempt
                 )
+                message = f"Tool reported no status or progress for {call.progress_timeout_s:g} s"
+                raise ApplicationError(message, type=TOOL_HUNG)
             if result.get("resultType") == "input_required":
                 _check_requested_kinds(result.get("inputRequests") or {}, capabilities)
             return result
@@ -153,8 +174,6 @@ class ToolActivities:
             logger.exception("tool %r of task %s crashed outside the SDK's error handling", call.tool, call.task_id)
             error = {"code": INTERNAL_ERROR_CODE, "message": "Internal error"}
             raise ApplicationError("Internal error", error, type=JSONRPC_ERROR, non_retryable=True) from None
-        finally:
-            keepalive.cancel()
 
     async def _call(
         self, call: ToolRoundInput, meta: dict[str, Any], reporter: StatusReporter, *, request_id: str
@@ -201,7 +220,24 @@ class ToolActivities:
         """Heartbeat while the tool runs: liveness for Temporal, and the only way a cancel reaches the tool."""
         while True:
             reporter.heartbeat()
-            await asyncio.sleep(self._keepalive_s)
+            await anyio.sleep(self._keepalive_s)
+
+
+async def _watch_progress(
+    reporter: StatusReporter, timeout_s: float, attempt: anyio.CancelScope, hung: anyio.Event
+) -> None:
+    """Heartbeats prove the worker is alive, not the tool: stop an attempt whose tool has gone silent.
+
+    Cancelling the attempt also stops its heartbeats, so even a tool that cannot
+    be cancelled (blocked in a thread) loses the attempt to the heartbeat timeout.
+    """
+    while True:
+        silent_s = reporter.silent_for()
+        if silent_s >= timeout_s:
+            hung.set()
+            attempt.cancel()
+            return
+        await anyio.sleep(min(timeout_s - silent_s, 1.0))
 
 
 def _check_requested_kinds(requests: Mapping[str, Any], capabilities: Any) -> None:

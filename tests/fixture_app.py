@@ -25,7 +25,7 @@ from mcp_types import (
 )
 from pydantic import BaseModel
 
-from mcp_tasks_temporal import TasksExtension, set_status
+from mcp_tasks_temporal import ActivityPolicy, TasksExtension, set_status
 from mcp_tasks_temporal.inputs import request_input, request_inputs
 
 tasks = TasksExtension(default_poll_interval_ms=250)
@@ -312,3 +312,39 @@ async def survey(gate: str, ctx: Context) -> str | InputRequiredResult:
         (folder / "cancelled").write_text("1")
         raise
     return "done"
+
+
+# -- progress timeout ----------------------------------------------------------------
+
+_QUICK_RETRY = ActivityPolicy(initial_retry_interval_s=0.2, maximum_attempts=3)
+
+
+@tasks.tool(policy="required", progress_timeout=1.5, activity=_QUICK_RETRY)
+@app.tool()
+async def hangs_once(gate: str) -> str:
+    """Goes silent for good on its first attempt (a lost connection, a deadlock); the next attempt finishes."""
+    attempt = _bump(Path(gate), "attempts")
+    set_status(f"attempt {attempt} started")
+    if attempt == 1:
+        await anyio.sleep_forever()
+    return f"finished on attempt {attempt}"
+
+
+@tasks.tool(policy="required", progress_timeout=1.5, activity=_QUICK_RETRY)
+@app.tool()
+async def slow_but_talking(gate: str, seconds: float = 4.0) -> str:
+    """Runs well past its progress timeout, reporting all the while."""
+    attempt = _bump(Path(gate), "attempts")
+    for step in range(int(seconds / 0.25)):
+        set_status(f"step {step}")
+        await anyio.sleep(0.25)
+    return f"finished on attempt {attempt}"
+
+
+@tasks.tool(policy="required", progress_timeout=1.0, activity=ActivityPolicy(maximum_attempts=1))
+@app.tool()
+async def asks_and_waits(gate: str) -> str:
+    """Waits for its answer far longer than its progress timeout: waiting for the client is not hanging."""
+    _bump(Path(gate), "attempts")
+    answer = await request_input("go", _approval("Go?"))
+    return str(answer.get("action"))

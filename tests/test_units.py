@@ -201,7 +201,9 @@ def test_tool_options_inherit_extension_defaults_unless_set() -> None:
     assert tasks.options_for("c") is None
 
 
-@pytest.mark.parametrize("bad", [{"policy": "sometimes"}, {"ttl_ms": 0}, {"poll_interval_ms": -1}])
+@pytest.mark.parametrize(
+    "bad", [{"policy": "sometimes"}, {"ttl_ms": 0}, {"poll_interval_ms": -1}, {"progress_timeout": 0}]
+)
 def test_invalid_tool_options_are_refused_at_declaration(bad: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         ToolTaskOptions(**bad)
@@ -262,3 +264,12 @@ def test_a_stale_read_never_moves_the_shown_status_backwards() -> None:
     assert not _older(asking, deploying)
     done = _state("completed", "2026-01-01T00:00:06Z")
     assert _older(deploying, done) and _older(_state("working", "2026-01-01T00:00:09Z"), done), "terminal is final"
+
+
+def test_a_tool_progress_timeout_lands_in_its_activity_policy() -> None:
+    tasks = TasksExtension(default_activity=ActivityPolicy(maximum_attempts=5, progress_timeout_s=60))
+    tasks.enable("quiet", ToolTaskOptions(progress_timeout=5))
+    tasks.enable("default")
+    quiet, default = tasks.options_for("quiet"), tasks.options_for("default")
+    assert quiet is not None and quiet.activity == ActivityPolicy(maximum_attempts=5, progress_timeout_s=5)
+    assert default is not None and default.activity == ActivityPolicy(maximum_attempts=5, progress_timeout_s=60)

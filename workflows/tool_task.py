@@ -175,6 +175,7 @@ class ToolTaskWorkflow:
                         round=round_number,
                         input_responses=responses,
                         request_state=request_state,
+                        progress_timeout_s=policy.progress_timeout_s,
                     ),
                     result_type=dict[str, Any],
                     task_queue=policy.task_queue,

@@ -33,6 +33,7 @@ JSONRPC_ERROR: Final = "JsonRpcError"
 TASK_EXPIRED: Final = "TaskExpired"
 UNKNOWN_TOOL: Final = "UnknownTool"
 """A worker was handed a tool it does not have (an older worker during a rolling deploy): retried, never failed."""
+TOOL_HUNG: Final = "ToolHung"
 
 INTERNAL_ERROR_CODE: Final = -32603
 INVALID_PARAMS_CODE: Final = -32602
@@ -81,6 +82,9 @@ class ActivityPolicy:
     initial_retry_interval_s: float = 1.0
     task_queue: str | None = None
     """Queue of the tool's activities; `None` runs them on the workflow's queue."""
+    progress_timeout_s: float | None = None
+    """An attempt whose tool reports no status or progress for this long counts as hung and is
+    retried (within `maximum_attempts`); `None` trusts the tool for as long as its worker lives."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +118,7 @@ class ToolRoundInput:
     round: int = 0
     input_responses: dict[str, Any] | None = None
     request_state: str | None = None
+    progress_timeout_s: float | None = None
 
 
 @dataclass(frozen=True)

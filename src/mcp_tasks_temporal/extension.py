@@ -86,6 +86,10 @@ class ToolTaskOptions:
     resolve_inputs_first: bool = False
     """Ask the tool's `Resolve(...)` questions on the `tools/call` itself (MRTR rounds) and
     create the task only once they are answered, instead of asking them from the task."""
+    progress_timeout: float | None = None
+    """Seconds the tool may go without `set_status` or `ctx.report_progress` before its attempt
+    counts as hung and is retried (waiting for an answer does not count); overrides the
+    activity policy's `progress_timeout_s`. `None`: only a dead worker ends an attempt early."""
 
     def __post_init__(self) -> None:
         if self.policy not in ("never", "optional", "required"):
@@ -94,6 +98,8 @@ class ToolTaskOptions:
             raise ValueError("ttl_ms must be positive; use None for an unlimited lifetime")
         if isinstance(self.poll_interval_ms, int) and self.poll_interval_ms <= 0:
             raise ValueError("poll_interval_ms must be positive")
+        if self.progress_timeout is not None and self.progress_timeout <= 0:
+            raise ValueError("progress_timeout must be a positive number of seconds, or None")
 
 
 class TaskIdParams(RequestParams):
@@ -135,6 +141,7 @@ class TasksExtension(Extension):
         poll_interval_ms: int | _Inherit = INHERIT,
         activity: ActivityPolicy | _Inherit = INHERIT,
         resolve_inputs_first: bool = False,
+        progress_timeout: float | None = None,
     ) -> Callable[[_Fn], _Fn]:
         """Decorator: run this tool as a task. Stack it on either side of `@mcp.tool()`.
 
@@ -146,6 +153,7 @@ class TasksExtension(Extension):
             poll_interval_ms=poll_interval_ms,
             activity=activity,
             resolve_inputs_first=resolve_inputs_first,
+            progress_timeout=progress_timeout,
         )
 
         def decorate(target: _Fn) -> _Fn:
@@ -163,13 +171,16 @@ class TasksExtension(Extension):
         options = self._tools.get(tool_name)
         if options is None:
             return None
+        activity = self.default_activity if isinstance(options.activity, _Inherit) else options.activity
+        if options.progress_timeout is not None:
+            activity = replace(activity, progress_timeout_s=options.progress_timeout)
         return replace(
             options,
             ttl_ms=self.default_ttl_ms if isinstance(options.ttl_ms, _Inherit) else options.ttl_ms,
             poll_interval_ms=self.default_poll_interval_ms
             if isinstance(options.poll_interval_ms, _Inherit)
             else options.poll_interval_ms,
-            activity=self.default_activity if isinstance(options.activity, _Inherit) else options.activity,
+            activity=activity,
         )
 
     @property

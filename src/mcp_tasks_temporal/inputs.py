@@ -130,13 +130,14 @@ async def request_inputs(requests: Mapping[str, Any]) -> dict[str, dict[str, Any
         if error is not None:
             raise error
     handle = activity.client().get_workflow_handle(run.workflow_id)
-    answers: dict[str, dict[str, Any]] = await handle.execute_update(  # pyright: ignore[reportUnknownMemberType]
-        REQUEST_INPUT_UPDATE,
-        InputAsk(requests=normalised),
-        # The Update ID makes a retried attempt's question the same question.
-        id="ask/" + "\x1f".join(sorted(normalised)),
-        result_type=dict[str, Any],
-    )
+    with run.reporter.waiting_for_input():
+        answers: dict[str, dict[str, Any]] = await handle.execute_update(  # pyright: ignore[reportUnknownMemberType]
+            REQUEST_INPUT_UPDATE,
+            InputAsk(requests=normalised),
+            # The Update ID makes a retried attempt's question the same question.
+            id="ask/" + "\x1f".join(sorted(normalised)),
+            result_type=dict[str, Any],
+        )
     return answers
 
 

@@ -10,6 +10,8 @@ staleness of what `tasks/get` shows.
 from __future__ import annotations
 
 import time
+from collections.abc import Generator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,8 +26,13 @@ class StatusReporter:
     """Holds the running tool's latest status and pushes it out with each heartbeat."""
 
     current: StatusDetails | None = None
+    last_report_at: float = field(default_factory=time.monotonic)
+    """When the tool last said anything (the same status again counts): what `progress_timeout` measures."""
+    waiting: int = 0
+    """Questions the tool is waiting on: a tool waiting for its client is not hung."""
 
     def set(self, message: str) -> None:
+        self.last_report_at = time.monotonic()
         if self.current is not None and self.current.message == message:
             return
         self.current = StatusDetails(message=message, at_ms=int(time.time() * 1000))
@@ -36,6 +43,19 @@ class StatusReporter:
             activity.heartbeat()
         else:
             activity.heartbeat(self.current)
+
+    def silent_for(self) -> float:
+        """Seconds since the tool last reported, or 0 while it waits for an answer."""
+        return 0.0 if self.waiting else time.monotonic() - self.last_report_at
+
+    @contextmanager
+    def waiting_for_input(self) -> Generator[None]:
+        self.waiting += 1
+        try:
+            yield
+        finally:
+            self.waiting -= 1
+            self.last_report_at = time.monotonic()
 
 
 @dataclass(frozen=True)
