@@ -45,7 +45,7 @@ import temporalio
 from mcp_tasks_temporal.embedded import embedded_temporal
 from tests.wire import HttpMcp, TaskCalls, base_headers, request_message
 
-from ._common import free_port
+from ._common import find_temporal_pid, free_port
 
 APP = "mcp_tasks_temporal.testing.conformance:app"
 TOOL = "confirm_delete"
@@ -145,20 +145,6 @@ async def start_front(workdir: Path, temporal: str, task_queue: str, port: int, 
 
     await until(ready, bound_s=60, what="the front server")
     return front
-
-
-def temporal_pid(port: int) -> int | None:
-    """The embedded dev server's pid, found by its command line (`start-dev ... --port PORT`)."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"start-dev" in argv and b"--port" in argv and str(port).encode() in argv:
-            return int(entry.name)
-    return None
 
 
 def _parents() -> dict[int, int]:
@@ -360,7 +346,7 @@ async def run(tasks: int, sample_every: int, in_flight: int, workdir: Path) -> R
             front = await start_front(workdir, temporal.address, task_queue, front_port, http)
             children.append(front)
             mcp = TaskCalls(HttpMcp(f"http://127.0.0.1:{front_port}/mcp", http))
-            server_pid = temporal_pid(port)
+            server_pid = find_temporal_pid(port)
 
             def sample(waiting: int, rate: float, ready: float) -> None:
                 row = MemorySample(
