@@ -59,7 +59,8 @@ def test_each_command_parses_with_our_cli(name: str, monkeypatch: pytest.MonkeyP
     service = services()[name]
     env = {**env_example(), "MCP_TASKS_REQUEST_STATE_KEYS": "example-key"}
     # The parser reads its defaults from the environment: give it the container's.
-    for key, value in (service.get("environment") or {}).items():
+    environment: dict[str, object] = service.get("environment") or {}
+    for key, value in environment.items():
         monkeypatch.setenv(key, interpolate(str(value), env))
     try:
         args = build_parser().parse_args([str(word) for word in service["command"]])
@@ -92,7 +93,8 @@ def test_production_stack_shape() -> None:
 
 def test_secrets_come_from_the_uncommitted_env_file() -> None:
     for name, service in services().items():
-        for key, value in (service.get("environment") or {}).items():
+        environment: dict[str, object] = service.get("environment") or {}
+        for key, value in environment.items():
             if _SECRET_NAME.search(key):
                 assert _VARIABLE.fullmatch(str(value)), f"{name}: {key} must come from .env, not the compose file"
     assert all(not env_example()[key] for key in ("POSTGRES_PASSWORD", "MCP_TASKS_REQUEST_STATE_KEYS"))

@@ -24,9 +24,9 @@ from starlette.applications import Starlette
 from mcp_tasks_temporal.http_front import BearerAuth, front_app
 from mcp_tasks_temporal.jwt_auth import JwtSettings, JwtVerifier
 from tests.conftest import Stack
-from tests.processes import CLI, FIXTURE_APP, REPO_ROOT, base_headers, envelope
+from tests.processes import CLI, FIXTURE_APP, REPO_ROOT
 from tests.test_auth import BearerMcp
-from tests.wire import TaskCalls
+from tests.wire import TaskCalls, base_headers, request_message
 
 pytestmark = pytest.mark.anyio
 
@@ -76,7 +76,7 @@ def secured(stack_factory: Any, stack: Stack, jwks: Path) -> str:
 
 
 async def discover(url: str, http: httpx.AsyncClient, token: str | None) -> httpx.Response:
-    body = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": envelope()}}
+    body = request_message(1, "server/discover", None)
     auth = {"authorization": f"Bearer {token}"} if token is not None else {}
     return await http.post(url, json=body, headers={**base_headers("server/discover"), **auth})
 
