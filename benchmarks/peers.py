@@ -32,11 +32,11 @@ import anyio
 import httpx
 
 from mcp_tasks_temporal.ids import workflow_id
+from tests.wire import HttpMcp, TaskCalls
 
 from ._common import (
     HOST,
     Child,
-    Mcp,
     free_port,
     http_client,
     load_average,
@@ -58,7 +58,7 @@ CLIENTS: Final = 10
 READ_TARGET = 1.0
 COMPLETED_VS_DESCRIBE_TARGET = 1.1
 CONFIRM: Final = {"filename": "bench.txt"}
-ELICITATION: Final = {"elicitation": {}}
+ELICITATION: Final[dict[str, Any]] = {"elicitation": {}}
 TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
 
 
@@ -67,19 +67,19 @@ class Server:
     """One MCP server under test, with a task in each state to read."""
 
     name: str
-    mcp: Mcp
+    mcp: TaskCalls
     running: str = ""
     waiting: str = ""
     done: str = ""
 
     async def create(self, arguments: dict[str, Any] = SHORT_TOOL) -> str:
-        result = await self.mcp.call_tool("slow_compute", arguments)
+        result = (await self.mcp.call_tool("slow_compute", arguments)).result
         if result.get("resultType") != "task":
             raise RuntimeError(f"{self.name}: expected a CreateTaskResult, got {result}")
         return str(result["taskId"])
 
     async def get(self, task_id: str) -> dict[str, Any]:
-        return await self.mcp.request("tasks/get", {"taskId": task_id})
+        return (await self.mcp.get(task_id)).result
 
     async def until(self, task_id: str, done: Callable[[dict[str, Any]], bool], timeout_s: float = 60) -> None:
         with anyio.fail_after(timeout_s):
@@ -89,7 +89,7 @@ class Server:
     async def prepare(self) -> None:
         """A task in each state: working (an hour-long tool), input_required, completed."""
         self.running = await self.create(LONG_TOOL)
-        asked = await self.mcp.call_tool("confirm_delete", CONFIRM, capabilities=ELICITATION)
+        asked = (await self.mcp.call_tool("confirm_delete", CONFIRM, capabilities=ELICITATION)).result
         self.waiting = str(asked["taskId"])
         self.done = await self.create()
         await self.until(self.running, lambda task: task["status"] == "working")
@@ -99,7 +99,7 @@ class Server:
     async def release(self) -> None:
         for task_id in (self.running, self.waiting):
             if task_id:
-                await self.mcp.request("tasks/cancel", {"taskId": task_id})
+                _ = (await self.mcp.cancel(task_id)).result
 
 
 @dataclass
@@ -176,16 +176,17 @@ async def start_peer(name: str, docket_url: str, log_dir: Path) -> tuple[Child, 
     finally:
         del os.environ["FASTMCP_DOCKET_URL"]
     url = f"http://{HOST}:{port}/mcp"
-    probe = Mcp(url, http_client(4))
+    http = http_client(4)
+    probe = TaskCalls(HttpMcp(url, http))
     with anyio.fail_after(60):
         while True:
             await child.check_alive()
             try:
-                await probe.call_tool("greet", {"name": "probe"})
+                _ = (await probe.call_tool("greet", {"name": "probe"})).result
                 break
-            except (httpx.TransportError, RuntimeError):
+            except (httpx.TransportError, AssertionError, ValueError):
                 await anyio.sleep(0.1)
-    await probe.http.aclose()
+    await http.aclose()
     return child, url
 
 
@@ -231,11 +232,11 @@ async def run(samples: int, phase_s: float) -> Results:
         async with AsyncExitStack() as stack:
             product = await stack.enter_async_context(product_stack("bench-peers-temporal-"))
             http = await stack.enter_async_context(http_client())
-            calls = Calls(product, Mcp(product.url, http))
+            calls = Calls(product, TaskCalls(HttpMcp(product.url, http)))
             await calls.learn_task_settings()
             servers = [Server("ours", calls.mcp)]
             for name, url in await stack.enter_async_context(peers(Path(tmp))):
-                servers.append(Server(name, Mcp(url, http)))
+                servers.append(Server(name, TaskCalls(HttpMcp(url, http))))
             for server in servers:
                 await server.prepare()
             columns = [column(server) for server in servers]
