@@ -42,6 +42,7 @@ from mcp_tasks_temporal.client import (
     TasksClientExtension,
     WaitOptions,
 )
+from mcp_tasks_temporal.client._client import translate_session_error
 from mcp_tasks_temporal.client._handle import poll_delay_s
 from mcp_tasks_temporal.client._journal import server_label
 from tests.conftest import Stack
@@ -400,16 +401,18 @@ async def test_an_os_error_of_the_callers_own_comes_out_of_the_client_unchanged(
 
 
 async def test_a_timeout_among_the_session_errors_is_not_an_unreachable_server() -> None:
-    client = TasksClient("http://127.0.0.1:9/mcp", journal=None)
+    label = "http://127.0.0.1:9/mcp"
     bound = TimeoutError()
-    assert client._translate(BaseExceptionGroup("session", [bound])) is bound
+    assert translate_session_error(BaseExceptionGroup("session", [bound]), label=label, unauthorized=None) is bound
     refused = ConnectionRefusedError()
-    assert isinstance(client._translate(BaseExceptionGroup("session", [refused])), ServerUnreachableError)
+    translated = translate_session_error(BaseExceptionGroup("session", [refused]), label=label, unauthorized=None)
+    assert isinstance(translated, ServerUnreachableError)
     # After a 401 the caller's own timeout is still theirs; the SDK's generic error is the refused token.
-    client._recorder.unauthorized = 401
-    assert client._translate(BaseExceptionGroup("session", [bound]), raised_inside=bound) is bound
+    session = BaseExceptionGroup("session", [bound])
+    assert translate_session_error(session, label=label, unauthorized=401, raised_inside=bound) is bound
     generic = MCPError(code=-32603, message="Internal error")
-    translated = client._translate(BaseExceptionGroup("session", [generic]), raised_inside=generic)
+    session = BaseExceptionGroup("session", [generic])
+    translated = translate_session_error(session, label=label, unauthorized=401, raised_inside=generic)
     assert isinstance(translated, AuthenticationError) and translated.status == 401
 
 

@@ -29,9 +29,8 @@ from mcp_tasks_temporal.contract import ToolTaskInput
 from mcp_tasks_temporal.gateway import TemporalTaskGateway
 from mcp_tasks_temporal.ids import new_task_id, workflow_id
 from tests.conftest import Stack
-from tests.processes import envelope
 from tests.test_push import collect_until_terminal, http_listen, listen_message
-from tests.wire import TaskCalls
+from tests.wire import TaskCalls, envelope
 
 pytestmark = pytest.mark.anyio
 

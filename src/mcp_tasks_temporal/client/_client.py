@@ -171,27 +171,9 @@ class TasksClient:
         return streamable_http_client(self.server, http_client=http)
 
     def _translate(self, error: BaseException, *, raised_inside: BaseException | None = None) -> BaseException:
-        """The one error that explains a failed connection, instead of a generic code or a task-group bundle.
-
-        `raised_inside` is what the caller's own `async with` block raised: when
-        that is all the session's task groups carry back, it is the caller's error
-        and comes out unchanged (a timeout stays a timeout). Only an `MCPError`
-        from the block may still be explained by a refused token.
-        """
-        leaves = _leaves(error)
-        meaningful = [leaf for leaf in leaves if not isinstance(leaf, anyio.get_cancelled_exc_class())]
-        callers_own = len(meaningful) == 1 and meaningful[0] is raised_inside
-        if callers_own and raised_inside is not None and not isinstance(raised_inside, MCPError):
-            return raised_inside
-        if self._recorder.unauthorized is not None and isinstance(error, MCPError | BaseExceptionGroup):
-            return AuthenticationError(self.label, self._recorder.unauthorized)
-        for leaf in leaves:
-            # TimeoutError is an OSError, but a bound that ran out says nothing about reaching the server.
-            if isinstance(leaf, httpx2.TransportError | OSError) and not isinstance(leaf, TimeoutError):
-                return ServerUnreachableError(self.label, leaf)
-        if len(meaningful) == 1 and isinstance(meaningful[0], Exception):
-            return meaningful[0]  # unwrapped from the task groups it crossed
-        return error
+        return translate_session_error(
+            error, label=self.label, unauthorized=self._recorder.unauthorized, raised_inside=raised_inside
+        )
 
     @staticmethod
     def _offers_tasks(client: Client) -> bool:
@@ -282,3 +264,29 @@ def _leaves(error: BaseException) -> list[BaseException]:
         group: BaseExceptionGroup[BaseException] = error  # pyright: ignore[reportUnknownVariableType]
         return [leaf for inner in group.exceptions for leaf in _leaves(inner)]
     return [error]
+
+
+def translate_session_error(
+    error: BaseException, *, label: str, unauthorized: int | None, raised_inside: BaseException | None = None
+) -> BaseException:
+    """The one error that explains a failed connection, instead of a generic code or a task-group bundle.
+
+    `raised_inside` is what the caller's own `async with` block raised: when
+    that is all the session's task groups carry back, it is the caller's error
+    and comes out unchanged (a timeout stays a timeout). Only an `MCPError`
+    from the block may still be explained by a refused token.
+    """
+    leaves = _leaves(error)
+    meaningful = [leaf for leaf in leaves if not isinstance(leaf, anyio.get_cancelled_exc_class())]
+    callers_own = len(meaningful) == 1 and meaningful[0] is raised_inside
+    if callers_own and raised_inside is not None and not isinstance(raised_inside, MCPError):
+        return raised_inside
+    if unauthorized is not None and isinstance(error, MCPError | BaseExceptionGroup):
+        return AuthenticationError(label, unauthorized)
+    for leaf in leaves:
+        # TimeoutError is an OSError, but a bound that ran out says nothing about reaching the server.
+        if isinstance(leaf, httpx2.TransportError | OSError) and not isinstance(leaf, TimeoutError):
+            return ServerUnreachableError(label, leaf)
+    if len(meaningful) == 1 and isinstance(meaningful[0], Exception):
+        return meaningful[0]  # unwrapped from the task groups it crossed
+    return error
