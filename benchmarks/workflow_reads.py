@@ -39,7 +39,7 @@ from .reads import Bench, Task, create, free_port, stand_in_tool, until
 DEFAULT_SAMPLES = 200
 QUICK_SAMPLES = 30
 QUEUE = "bench-workflow-reads"
-ENVELOPE = {CLIENT_CAPABILITIES_META_KEY: {"elicitation": {}, "extensions": {EXTENSION_ID: {}}}}
+ENVELOPE: dict[str, Any] = {CLIENT_CAPABILITIES_META_KEY: {"elicitation": {}, "extensions": {EXTENSION_ID: {}}}}
 
 
 async def create_pipeline(gateway: TemporalTaskGateway) -> Task:

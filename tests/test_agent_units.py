@@ -8,7 +8,7 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from temporalio.plugin import SimplePlugin
 
 from mcp_tasks_temporal import agent
-from mcp_tasks_temporal.cli import _configure, build_parser
+from mcp_tasks_temporal.cli import _configure, build_parser  # pyright: ignore[reportPrivateUsage]
 from mcp_tasks_temporal.demo import app as demo_app
 from mcp_tasks_temporal.demo import tasks as demo_tasks
 from mcp_tasks_temporal.extension import TasksExtension

@@ -14,7 +14,7 @@ import anyio
 import httpx
 import pytest
 
-from tests.processes import CLI, REPO_ROOT, Process, _env, free_port, wait_until
+from tests.processes import CLI, REPO_ROOT, Process, child_env, free_port, wait_until
 from tests.wire import HttpMcp, TaskCalls
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -79,7 +79,7 @@ def _refused(tmp_path: Path, command: list[str]) -> tuple[str, str]:
     """Run a `dev` that must refuse to start: exit status 2, no banner, one line on stderr."""
     started = time.monotonic()
     result = subprocess.run(
-        command, cwd=REPO_ROOT, env=_env(), capture_output=True, text=True, timeout=120, check=False
+        command, cwd=REPO_ROOT, env=child_env(), capture_output=True, text=True, timeout=120, check=False
     )
     print(f"refused in {time.monotonic() - started:.1f}s")
     assert result.returncode == 2, (result.stdout, result.stderr)

@@ -24,7 +24,7 @@ import pytest
 
 from mcp_tasks_temporal.ports import can_listen
 from tests.processes import REPO_ROOT, Process, free_port, wait_until
-from tests.processes import _env as process_env
+from tests.processes import child_env as process_env
 
 pytestmark = pytest.mark.slow
 

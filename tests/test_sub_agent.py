@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -97,7 +97,7 @@ async def model() -> AsyncIterator[ScriptedModel]:
 
 
 @contextmanager
-def _agent_env(model: ScriptedModel, review_root: Path) -> Iterator[None]:
+def _agent_env(model: ScriptedModel, review_root: Path) -> Generator[None]:
     """The environment a worker or front server of the demo starts with: the scripted model, the review root."""
     with pytest.MonkeyPatch.context() as env:
         env.setenv("OPENAI_BASE_URL", model.base_url)

@@ -57,7 +57,7 @@ FIXTURE_WORKFLOWS = [
     QuestionsWorkflow,
     WaitingWorkflow,
 ]
-ENVELOPE = {CLIENT_CAPABILITIES_META_KEY: {"elicitation": {}, "extensions": {EXTENSION_ID: {}}}}
+ENVELOPE: dict[str, Any] = {CLIENT_CAPABILITIES_META_KEY: {"elicitation": {}, "extensions": {EXTENSION_ID: {}}}}
 YES = {"action": "accept", "content": {"approve": True}}
 
 
@@ -290,9 +290,9 @@ def test_workers_get_each_workflow_tool_on_its_queue_once() -> None:
 def test_questions_in_wire_form_or_as_mcp_types_models_are_the_same_question() -> None:
     from mcp_types import ElicitRequest, ElicitRequestFormParams
 
-    from mcp_tasks_temporal.workflow import INVALID_INPUT_REQUEST, _wire_request
+    from mcp_tasks_temporal.workflow import INVALID_INPUT_REQUEST, _wire_request  # pyright: ignore[reportPrivateUsage]
 
-    schema = APPROVE["params"]["requestedSchema"]
+    schema: Any = APPROVE["params"]["requestedSchema"]  # pyright: ignore[reportArgumentType, reportCallIssue, reportIndexIssue]
     model = ElicitRequest(params=ElicitRequestFormParams(message="Deploy?", requested_schema=schema))
     assert _wire_request("approve", model) == APPROVE
     assert _wire_request("approve", APPROVE) == APPROVE

@@ -26,7 +26,7 @@ from mcp_tasks_temporal.connection import connect_temporal
 from mcp_tasks_temporal.contract import CLIENT_CAPABILITIES_META_KEY, WORKFLOW_KIND, Memo
 from mcp_tasks_temporal.ids import owner_key, workflow_id
 from tests.conftest import Stack
-from tests.processes import CLI, REPO_ROOT, Process, _env, free_port, start_front, start_worker, wait_until
+from tests.processes import CLI, REPO_ROOT, Process, child_env, free_port, start_front, start_worker, wait_until
 from tests.test_auth import ALICE, BOB, BearerMcp
 from tests.test_push import http_listen, listen_message
 from tests.wire import TERMINAL, HttpMcp, StdioMcp, TaskCalls
@@ -36,7 +36,7 @@ from tests.workflow_fixture_workflows import APPROVE
 pytestmark = pytest.mark.anyio
 
 APP = "tests.workflow_fixture_app:app"
-ELICIT = {"elicitation": {}}
+ELICIT: dict[str, Any] = {"elicitation": {}}
 YES = {"action": "accept", "content": {"approve": True}}
 PIPELINE = ["checkout", "compile", "test", "deploy"]
 
@@ -189,7 +189,7 @@ async def test_declined_approval_means_not_deployed(wf: TaskCalls, effects: Path
 
 
 async def test_several_questions_answered_one_at_a_time(wf: TaskCalls) -> None:
-    caps = {"elicitation": {}, "sampling": {}}
+    caps: dict[str, Any] = {"elicitation": {}, "sampling": {}}
     task_id = (await wf.start("questions", {"kinds": ["elicitation", "sampling"]}, capabilities=caps))["taskId"]
     asking = await wf.wait_for(task_id, {"input_required"})
     assert set(asking["inputRequests"]) == {"approve", "reviewer", "summary"}
@@ -379,7 +379,7 @@ async def test_push_carries_each_status_in_order_across_continue_as_new(
 async def test_push_shows_a_mapped_failure_as_tasks_get_does(
     wf: TaskCalls, wf_stack: Stack, http: httpx.AsyncClient
 ) -> None:
-    caps = {"elicitation": {}}
+    caps: dict[str, Any] = {"elicitation": {}}
     task_id = (await wf.start("questions", {"kinds": ["elicitation"]}, capabilities=caps))["taskId"]
     await wf.wait_for(task_id, {"input_required"})
     seen: list[dict[str, Any]] = []
@@ -480,7 +480,7 @@ async def test_workflow_tools_over_stdio(wf_stack: Stack, tmp_path: Path) -> Non
     command = [*CLI, "serve", "--transport", "stdio", "--temporal", wf_stack.temporal]
     command += ["--task-queue", wf_stack.task_queue, "--app", APP]
     with (tmp_path / "stdio-front.log").open("wb") as stderr_log:
-        process = await anyio.open_process(command, cwd=REPO_ROOT, env=_env(), stderr=stderr_log)
+        process = await anyio.open_process(command, cwd=REPO_ROOT, env=child_env(), stderr=stderr_log)
         try:
             calls = TaskCalls(StdioMcp(process))
             tools = (await calls.client.request("tools/list", {})).result["tools"]
