@@ -27,14 +27,14 @@ from mcp_tasks_temporal.ids import owner_key, workflow_id
 from mcp_tasks_temporal.operator_cli import principal_of
 from mcp_tasks_temporal.worker import WORKFLOWS
 from tests.conftest import Stack
-from tests.processes import CLI, REPO_ROOT, _env, start_front, start_temporal, start_worker
+from tests.processes import CLI, REPO_ROOT, child_env, start_front, start_temporal, start_worker
 from tests.test_auth import BearerMcp
 from tests.variant_cli import ChangedToolTask
 from tests.wire import HttpMcp, TaskCalls
 
 pytestmark = pytest.mark.anyio
 
-ELICIT = {"elicitation": {}}
+ELICIT: dict[str, Any] = {"elicitation": {}}
 ACCEPT = {"action": "accept", "content": {"approve": True}}
 
 
@@ -61,7 +61,7 @@ def principals(stack_factory: Any, tmp_path: Path, http: httpx.AsyncClient) -> P
 
 async def run_cli(*args: str, module: list[str] = CLI, check: bool = True) -> subprocess.CompletedProcess[bytes]:
     with anyio.fail_after(120):
-        done = await anyio.run_process([*module, *args], cwd=REPO_ROOT, env=_env(), check=False)
+        done = await anyio.run_process([*module, *args], cwd=REPO_ROOT, env=child_env(), check=False)
     if check and done.returncode != 0:
         raise AssertionError(f"exit {done.returncode}\n{done.stdout.decode()}\n{done.stderr.decode()}")
     return done
@@ -317,8 +317,8 @@ async def test_get_and_watch_link_the_task_in_the_web_ui(
     principals = Principals(stack_factory, tmp_path, http, ["--temporal-ui", ui])
     alice = principals.names["alice"]
     task_id = (await principals.alice.start("double", {"x": 3}))["taskId"]
-    done = (await principals.alice.wait_for(task_id)) | {}
-    link = done["_meta"]["mcp-tasks-temporal/temporalWebUi"]
+    done: dict[str, Any] = await principals.alice.wait_for(task_id)
+    link: str = done["_meta"]["mcp-tasks-temporal/temporalWebUi"]
     wid = workflow_id(task_id, principal_of(alice))
     assert link.startswith(f"{ui}/namespaces/default/workflows/{wid.replace('/', '%2F')}/")
     assert done["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "fixture-app"

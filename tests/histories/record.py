@@ -45,16 +45,16 @@ from mcp_tasks_temporal.search_attributes import start_attributes
 from mcp_tasks_temporal.worker import WORKFLOWS
 
 HERE = Path(__file__).parent
-ENVELOPE = {
+ENVELOPE: dict[str, Any] = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientInfo": {"name": "history-recorder", "version": "1"},
     "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
 }
-QUESTION = {
+QUESTION: dict[str, Any] = {
     "method": "elicitation/create",
     "params": {"mode": "form", "message": "Go?", "requestedSchema": {"type": "object", "properties": {}}},
 }
-ACCEPT = {"action": "accept", "content": {}}
+ACCEPT: dict[str, Any] = {"action": "accept", "content": {}}
 
 
 def _complete(text: str) -> dict[str, Any]:
