@@ -63,6 +63,10 @@ def test_nothing_configured_is_the_local_default_in_plaintext() -> None:
     config = connect_config(ConnectionOptions(), {})
     assert config["target_host"] == "127.0.0.1:7233" and config["namespace"] == "default"
     assert "tls" not in config and "api_key" not in config
+    # Empty variables (`TEMPORAL_API_KEY: ""` in a compose file) count as unset.
+    assert (
+        connect_config(ConnectionOptions(), {"TEMPORAL_API_KEY": "", "TEMPORAL_TLS_SERVER_CA_CERT_PATH": ""}) == config
+    )
 
 
 def test_flags_override_the_profile_and_the_profile_comes_from_temporal_profile(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,9 +114,12 @@ def connect_config(
     """
     profile = ClientConfigProfile()
     if use_environment:
+        # An empty variable is an unset one (compose files and manifests often set `TEMPORAL_API_KEY: ""`);
+        # taken literally, an empty API key would switch TLS on and an empty CA path would read ".".
+        variables = {name: value for name, value in (os.environ if environ is None else environ).items() if value}
         try:
             profile = ClientConfigProfile.load(
-                profile=options.profile, config_source=options.config_file, override_env_vars=environ
+                profile=options.profile, config_source=options.config_file, override_env_vars=variables
             )
         except Exception as err:  # the bridge's ConfigError is not importable as a public type
             raise TemporalConnectionError(f"Temporal client configuration: {_one_line(err)}") from None
