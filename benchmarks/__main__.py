@@ -1,4 +1,4 @@
-"""Run the benchmarks in sequence: reads, workflow_reads, agent_turns, push, throughput, memory, peers.
+"""Run the benchmarks in sequence: reads, workflow_reads, agent_turns, push, throughput, memory, peers, codec.
 
     .venv/bin/python -m benchmarks [--quick] [--only NAME ...]
 
@@ -38,6 +38,7 @@ BENCHMARKS: Final = (
     Benchmark("throughput", quick_deadline_s=230, full_deadline_s=660),
     Benchmark("memory", quick_deadline_s=240, full_deadline_s=1200),
     Benchmark("peers", quick_deadline_s=240, full_deadline_s=600),
+    Benchmark("codec", quick_deadline_s=150, full_deadline_s=400),
 )
 GRACE_S = 60.0
 

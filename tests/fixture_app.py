@@ -348,3 +348,14 @@ async def asks_and_waits(gate: str) -> str:
     _bump(Path(gate), "attempts")
     answer = await request_input("go", _approval("Go?"))
     return str(answer.get("action"))
+
+
+@tasks.tool(policy="required")
+@app.tool()
+async def vault(codeword: str) -> str:
+    """Argument, status, question, answer and result each carry text a test can look for in the history."""
+    set_status(f"unlocking {codeword}-status")
+    schema = {"type": "object", "properties": {"passphrase": {"type": "string"}}, "required": ["passphrase"]}
+    question = ElicitRequestFormParams(message=f"Passphrase for {codeword}-question?", requested_schema=schema)  # pyright: ignore[reportArgumentType]
+    answer = await request_input("passphrase", ElicitRequest(params=question))
+    return f"opened {codeword}-result with {answer['content']['passphrase']}"

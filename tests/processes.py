@@ -115,15 +115,17 @@ def start_temporal(
 
 def start_worker(
     workdir: Path,
-    temporal: str,
+    temporal: str | None,
     task_queue: str,
     *,
     app: str = FIXTURE_APP,
     extra: list[str] | None = None,
     env: dict[str, str] | None = None,
 ) -> Process:
+    """A worker; with `temporal=None` it finds Temporal through the TEMPORAL_* variables alone."""
     name = f"worker-{free_port()}"
-    command = [*CLI, "worker", "--temporal", temporal, "--task-queue", task_queue, "--app", app, *(extra or [])]
+    address = ["--temporal", temporal] if temporal else []
+    command = [*CLI, "worker", *address, "--task-queue", task_queue, "--app", app, *(extra or [])]
     process = Process(name, command, workdir / f"{name}.log", env).start()
 
     def ready() -> bool:
@@ -141,7 +143,7 @@ def start_worker(
 
 def start_front(
     workdir: Path,
-    temporal: str,
+    temporal: str | None,
     task_queue: str,
     *,
     app: str = FIXTURE_APP,
@@ -149,12 +151,12 @@ def start_front(
     extra: list[str] | None = None,
     env: dict[str, str] | None = None,
 ) -> tuple[Process, str]:
+    """A front server; with `temporal=None` it finds Temporal through the TEMPORAL_* variables alone."""
     port = port or free_port()
     command = [
         *CLI,
         "serve",
-        "--temporal",
-        temporal,
+        *(["--temporal", temporal] if temporal else []),
         "--task-queue",
         task_queue,
         "--app",

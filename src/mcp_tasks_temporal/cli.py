@@ -1,4 +1,4 @@
-"""The `mcp-tasks-temporal` command: `dev`, `serve` and `worker`."""
+"""The `mcp-tasks-temporal` command: `dev`, `serve`, `worker` and `codec-server`."""
 
 from __future__ import annotations
 
@@ -22,7 +22,14 @@ from temporalio.client import Client
 from mcp_tasks_temporal.app import DEMO_APP, default_task_queue, load_app, tasks_extension, use_request_state_keys
 from mcp_tasks_temporal.auth import StaticTokenVerifier, load_tokens
 from mcp_tasks_temporal.closed_tasks import DEFAULT_MAX_ENTRIES, ClosedTaskCache
-from mcp_tasks_temporal.connection import connect_temporal
+from mcp_tasks_temporal.codec import add_codec_options, codec_from_args, new_key
+from mcp_tasks_temporal.codec_server import DEFAULT_UI_ORIGINS, codec_app
+from mcp_tasks_temporal.connection import (
+    ConnectionOptions,
+    TemporalConnectionError,
+    add_connection_options,
+    connect,
+)
 from mcp_tasks_temporal.contract import DEFAULT_NAMESPACE, ActivityPolicy
 from mcp_tasks_temporal.embedded import EmbeddedTemporal, embedded_temporal, state_dir_lock
 from mcp_tasks_temporal.gateway import TemporalTaskGateway
@@ -62,7 +69,6 @@ def _add_app_options(parser: argparse.ArgumentParser, *, default_app: str | None
         help="the MCPServer to serve, as MODULE:ATTR"
         + (f" (default: the built-in demo, {default_app})" if default_app else ""),
     )
-    parser.add_argument("--namespace", default=os.environ.get("TEMPORAL_NAMESPACE", DEFAULT_NAMESPACE))
     parser.add_argument(
         "--task-queue",
         default=os.environ.get("MCP_TASKS_TASK_QUEUE") or None,
@@ -215,6 +221,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_front_options(dev)
     # Ctrl-C in a terminal should not hang on a long tool: its round is retried on the next start.
     _add_worker_options(dev, graceful_shutdown_s=3)
+    dev.add_argument("--namespace", default=DEFAULT_NAMESPACE, help="namespace of the embedded Temporal")
+    add_codec_options(dev)
     dev.add_argument(
         "--state-dir", type=Path, default=Path(".mcp-tasks-temporal"), help="where the Temporal database lives"
     )
@@ -230,7 +238,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_app_options(serve, default_app=None)
     _add_front_options(serve)
-    serve.add_argument("--temporal", default=os.environ.get("TEMPORAL_ADDRESS", "127.0.0.1:7233"), metavar="HOST:PORT")
+    add_connection_options(serve)
+    add_codec_options(serve)
     serve.add_argument("--transport", choices=("http", "stdio"), default="http")
     _add_observability_options(serve)
     serve.add_argument(
@@ -248,12 +257,38 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_app_options(worker, default_app=None)
     _add_worker_options(worker, graceful_shutdown_s=30)
-    worker.add_argument("--temporal", default=os.environ.get("TEMPORAL_ADDRESS", "127.0.0.1:7233"), metavar="HOST:PORT")
+    add_connection_options(worker)
+    add_codec_options(worker)
     _add_observability_options(worker)
+
+    codec_server = commands.add_parser(
+        "codec-server", help="decrypt payloads for the Temporal Web UI and CLI (their remote codec endpoint)"
+    )
+    add_codec_options(codec_server)
+    codec_server.add_argument("--host", default=os.environ.get("MCP_TASKS_CODEC_HOST", "127.0.0.1"))
+    codec_server.add_argument("--port", type=int, default=int(os.environ.get("MCP_TASKS_CODEC_PORT", "8081")))
+    codec_server.add_argument(
+        "--ui-origin",
+        action="append",
+        default=[o for o in os.environ.get("MCP_TASKS_CODEC_UI_ORIGINS", "").split(",") if o],
+        metavar="URL",
+        help=f"origin of a Temporal Web UI allowed to call it, e.g. https://cloud.temporal.io "
+        f"(repeatable; default {', '.join(DEFAULT_UI_ORIGINS)})",
+    )
+    codec_server.add_argument(
+        "--tokens",
+        type=Path,
+        default=os.environ.get("MCP_TASKS_CODEC_TOKENS") or None,
+        metavar="FILE",
+        help="require a bearer token from FILE ('TOKEN PRINCIPAL' per line) on every call",
+    )
+    codec_key = commands.add_parser("codec-key", help="print a new random AES-256-GCM key for --codec-key-file")
 
     dev.set_defaults(run=_dev)
     serve.set_defaults(run=_serve)
     worker.set_defaults(run=_worker)
+    codec_server.set_defaults(run=_codec_server)
+    codec_key.set_defaults(run=_codec_key)
     from mcp_tasks_temporal.client._cli import add_commands
 
     add_commands(commands)
@@ -350,13 +385,22 @@ def _start_telemetry(args: argparse.Namespace, role: str) -> None:
         install_metrics(f"{args.metrics_host}:{args.metrics_port}")
 
 
-async def _connect(address: str, namespace: str, app: MCPServer[Any]) -> Client:
-    return await connect_temporal(
-        address,
-        namespace=namespace,
+async def _connect(
+    args: argparse.Namespace,
+    app: MCPServer[Any],
+    options: ConnectionOptions | None = None,
+    *,
+    require_namespace: bool = True,
+) -> Client:
+    """The command's Temporal client: its connection flags over the environment, or `options` alone."""
+    return await connect(
+        options or ConnectionOptions.from_args(args),
+        codec=codec_from_args(args),
         interceptors=client_interceptors(),
         runtime=metrics_runtime(),
         plugins=tasks_extension(app).plugins,
+        use_environment=options is None,  # TEMPORAL_* describe the user's cluster, not a server started here
+        require_namespace=require_namespace,
     )
 
 
@@ -431,7 +475,7 @@ async def _dev(args: argparse.Namespace) -> None:
                 namespace=args.namespace,
             )
         )
-        client = await _connect(temporal.address, temporal.namespace, app)
+        client = await _connect(args, app, ConnectionOptions(address=temporal.address, namespace=temporal.namespace))
         indexed = await check_namespace(client, address=temporal.address, namespace=temporal.namespace, role="dev")
         _attach_front(app, client, args, search_attributes=indexed, web_ui=temporal.ui_url)
         await _run_worker(stack, client, app, args)
@@ -487,14 +531,16 @@ async def _serve(args: argparse.Namespace) -> None:
     _configure(app, args)
     _start_telemetry(args, "front")
     auth = _bearer_auth(args) if args.transport == "http" else None
-    client = await _connect(args.temporal, args.namespace, app)
-    indexed = await check_namespace(client, address=args.temporal, namespace=args.namespace, role="serve")
+    # A front may come up before its namespace exists; `/readyz` reports that until it does.
+    client = await _connect(args, app, require_namespace=False)
+    address = client.service_client.config.target_host
+    indexed = await check_namespace(client, address=address, namespace=client.namespace, role="serve")
     _attach_front(app, client, args, search_attributes=indexed, web_ui=args.temporal_ui)
     if args.transport == "stdio":
         await app.run_stdio_async()
     else:
         print(
-            f"mcp-tasks-temporal serve: http://{args.host}:{args.port}/mcp -> {args.temporal}",
+            f"mcp-tasks-temporal serve: http://{args.host}:{args.port}/mcp -> {_where(client)}",
             file=sys.stderr,
             flush=True,
         )
@@ -505,15 +551,39 @@ async def _worker(args: argparse.Namespace) -> None:
     app = load_app(args.app)
     _configure(app, args)
     _start_telemetry(args, "worker")
-    client = await _connect(args.temporal, args.namespace, app)
+    client = await _connect(args, app)
     # The worker upserts nothing the run did not start with; this only tells the operator what is missing.
-    await check_namespace(client, address=args.temporal, namespace=args.namespace, role="worker")
+    address = client.service_client.config.target_host
+    await check_namespace(client, address=address, namespace=client.namespace, role="worker")
     async with AsyncExitStack() as stack:
         await _run_worker(stack, client, app, args)
         print(
-            f"mcp-tasks-temporal worker: {args.app} on {args.temporal}/{args.task_queue}", file=sys.stderr, flush=True
+            f"mcp-tasks-temporal worker: {args.app} on {_where(client)}, task queue {args.task_queue}",
+            file=sys.stderr,
+            flush=True,
         )
         await _until_stopped()
+
+
+def _where(client: Client) -> str:
+    return f"{client.service_client.config.target_host} (namespace {client.namespace})"
+
+
+async def _codec_server(args: argparse.Namespace) -> None:
+    codec = codec_from_args(args)
+    if codec is None:
+        raise ValueError("codec-server needs the codec: --codec-key-file, $MCP_TASKS_CODEC_KEYS or --codec")
+    verifier = StaticTokenVerifier(load_tokens(args.tokens)) if args.tokens is not None else None
+    # Who decrypted what is the audit trail operators want from this server, whatever the global level.
+    logging.getLogger("mcp_tasks_temporal.codec_server").setLevel(logging.INFO)
+    http_app = codec_app(codec, ui_origins=args.ui_origin or DEFAULT_UI_ORIGINS, verifier=verifier)
+    config = uvicorn.Config(http_app, host=args.host, port=args.port, log_level="warning")
+    print(f"mcp-tasks-temporal codec-server: http://{args.host}:{args.port}", file=sys.stderr, flush=True)
+    await uvicorn.Server(config).serve()
+
+
+async def _codec_key(args: argparse.Namespace) -> None:
+    print(new_key())
 
 
 async def _until_stopped() -> None:
@@ -533,6 +603,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         # Ctrl-C is how `dev`, `serve` and `worker` stop; for a client command it cut the wait short.
         if getattr(args, "client_command", False):
             raise SystemExit(130) from None
+    except TemporalConnectionError as err:
+        print(f"mcp-tasks-temporal: {err}", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        # A failed connect can leave a thread of Temporal's Rust core calling back into Python while the
+        # interpreter finalizes, which aborts the process (SIGABRT) instead of exiting with our status.
+        os._exit(6)
     except (ValueError, RuntimeError) as err:
         print(f"mcp-tasks-temporal: {err}", file=sys.stderr)
         raise SystemExit(2) from None

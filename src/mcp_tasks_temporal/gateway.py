@@ -33,6 +33,7 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_tasks_temporal.closed_tasks import ClosedTaskCache
+from mcp_tasks_temporal.codec import CodecError
 from mcp_tasks_temporal.contract import (
     INPUT_SIGNAL,
     INTERNAL_ERROR_CODE,
@@ -69,6 +70,10 @@ def temporal_errors() -> Generator[None]:
     """
     try:
         yield
+    except CodecError as err:
+        # A front server without the key that sealed the task: an operator's fix, never the client's.
+        logger.error("cannot decrypt a task's payloads: %s", err)
+        raise MCPError(code=INTERNAL_ERROR, message="Task service misconfigured") from None
     except RPCError as err:
         if err.status == RPCStatusCode.INVALID_ARGUMENT:
             logger.warning("Temporal refused a task request: %s", err.message)

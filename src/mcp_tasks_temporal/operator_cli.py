@@ -25,13 +25,14 @@ from typing import Any, Protocol
 
 from mcp.server.request_state import compact_json
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_tasks_temporal.admin import TASK_STATUSES, ListedTask, TaskFilter, list_tasks, parse_duration
 from mcp_tasks_temporal.audit import TaskNotFound, TaskRuns, build_story, load_runs, verify
 from mcp_tasks_temporal.audit_render import render_markdown, render_text
-from mcp_tasks_temporal.contract import DEFAULT_NAMESPACE
+from mcp_tasks_temporal.codec import add_codec_options, codec_from_args
+from mcp_tasks_temporal.connection import ConnectionOptions, add_connection_options
+from mcp_tasks_temporal.connection import connect as connect_temporal_client
 from mcp_tasks_temporal.ids import WORKFLOW_ID_PREFIX, is_task_id, owner_key, workflow_id
 from mcp_tasks_temporal.web_ui import web_ui_link
 
@@ -46,9 +47,9 @@ class _Subparsers(Protocol):
 
 
 def add_temporal_options(parser: argparse.ArgumentParser) -> None:
-    """The Temporal connection options, as `serve` and `worker` take them."""
-    parser.add_argument("--temporal", default=os.environ.get("TEMPORAL_ADDRESS", "127.0.0.1:7233"), metavar="HOST:PORT")
-    parser.add_argument("--namespace", default=os.environ.get("TEMPORAL_NAMESPACE", DEFAULT_NAMESPACE))
+    """The Temporal connection and payload codec options, as `serve` and `worker` take them."""
+    add_connection_options(parser)
+    add_codec_options(parser)
     parser.add_argument(
         "--temporal-ui",
         default=os.environ.get(UI_ENV) or None,
@@ -58,11 +59,17 @@ def add_temporal_options(parser: argparse.ArgumentParser) -> None:
 
 
 async def connect(args: argparse.Namespace) -> Client:
-    """One connection for the operator commands; the identity says who acted in the task's history."""
+    """One connection for the operator commands; the identity says who acted in the task's history.
+
+    The same settings and codec as the front and the workers, so an encrypted
+    history reads as plain text here and nowhere else.
+    """
     identity = f"mcp-tasks-temporal {args.command} {getpass.getuser()}@{socket.gethostname()}"
-    return await Client.connect(
-        args.temporal, namespace=args.namespace, identity=identity, data_converter=pydantic_data_converter
+    client = await connect_temporal_client(
+        ConnectionOptions.from_args(args), codec=codec_from_args(args), identity=identity
     )
+    args.namespace = client.namespace
+    return client
 
 
 def add_operator_commands(commands: _Subparsers) -> None:

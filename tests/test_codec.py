@@ -1,0 +1,293 @@
+"""Encrypted payloads: what Temporal stores is ciphertext; clients with the key see everything as before."""
+
+from __future__ import annotations
+
+import base64
+import json
+import secrets
+import socket
+import uuid
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from temporalio.api.common.v1 import Payload
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+from temporalio.converter import PayloadCodec
+
+from mcp_tasks_temporal.codec import (
+    ENCODING,
+    KEY_ID_METADATA,
+    AesGcmCodec,
+    CodecError,
+    key_id,
+    load_codec,
+    new_key,
+    parse_keys,
+)
+from mcp_tasks_temporal.ids import workflow_id
+from tests.conftest import Stack
+from tests.processes import CLI, Process, child_env, free_port, wait_until
+from tests.wire import HttpMcp, TaskCalls
+
+pytestmark = pytest.mark.anyio
+
+
+class Rot13Codec(PayloadCodec):
+    """A stand-in for a user's own codec (a KMS-backed one, say), loaded by --codec."""
+
+    async def encode(self, payloads: Any) -> list[Payload]:
+        return list(payloads)
+
+    async def decode(self, payloads: Any) -> list[Payload]:
+        return list(payloads)
+
+
+rot13 = Rot13Codec()
+
+
+def plain(text: str) -> Payload:
+    return Payload(metadata={"encoding": b"json/plain"}, data=json.dumps(text).encode())
+
+
+# -- the codec itself -------------------------------------------------------------------
+
+
+async def test_payloads_are_sealed_whole_and_open_again() -> None:
+    key = secrets.token_bytes(32)
+    codec = AesGcmCodec([key])
+    [sealed] = await codec.encode([plain("launch code 1234")])
+    assert b"launch code" not in sealed.SerializeToString() and b"json/plain" not in sealed.SerializeToString()
+    assert sealed.metadata["encoding"] == ENCODING
+    assert sealed.metadata[KEY_ID_METADATA].decode() == key_id(key) != base64.b64encode(key).decode()
+    [opened] = await codec.decode([sealed])
+    assert opened == plain("launch code 1234")
+    # A plaintext payload (a history from before encryption was on) reads as it is.
+    assert await codec.decode([plain("old")]) == [plain("old")]
+
+
+async def test_rotation_encrypts_with_the_first_key_and_decrypts_with_any() -> None:
+    old, new = secrets.token_bytes(32), secrets.token_bytes(32)
+    [before] = await AesGcmCodec([old]).encode([plain("before rotation")])
+    rotated = AesGcmCodec([new, old])
+    [after] = await rotated.encode([plain("after rotation")])
+    assert after.metadata[KEY_ID_METADATA].decode() == key_id(new) == rotated.encrypting_key_id
+    assert await rotated.decode([before, after]) == [plain("before rotation"), plain("after rotation")]
+    with pytest.raises(CodecError, match=key_id(old)):
+        await AesGcmCodec([new]).decode([before])  # the old key was dropped too early
+
+
+async def test_a_tampered_payload_is_refused() -> None:
+    codec = AesGcmCodec([secrets.token_bytes(32)])
+    [sealed] = await codec.encode([plain("amount: 10")])
+    flipped = bytearray(sealed.data)
+    flipped[-1] ^= 1
+    tampered = Payload(metadata=dict(sealed.metadata), data=bytes(flipped))
+    with pytest.raises(CodecError):
+        await codec.decode([tampered])
+
+
+def test_key_files_take_base64_keys_one_per_line_with_comments(tmp_path: Path) -> None:
+    first, second = new_key(), new_key()
+    urlsafe = base64.urlsafe_b64encode(base64.b64decode(second)).decode().rstrip("=")
+    assert parse_keys(f"# rotated 2026-01\n{first}\n\n{urlsafe}  # previous\n") == [
+        base64.b64decode(first),
+        base64.b64decode(second),
+    ]
+    with pytest.raises(CodecError, match="32"):
+        parse_keys(base64.b64encode(b"short").decode())
+    with pytest.raises(CodecError, match="base64"):
+        parse_keys("not*base64")
+    key_file = tmp_path / "keys"
+    key_file.write_text(f"{first}\n")
+    assert isinstance(load_codec(key_file=key_file, environ={}), AesGcmCodec)
+    assert isinstance(load_codec(environ={"MCP_TASKS_CODEC_KEYS": f"{first},{second}"}), AesGcmCodec)
+    assert load_codec(environ={}) is None
+    (tmp_path / "empty").write_text("# nothing yet\n")
+    with pytest.raises(CodecError):
+        load_codec(key_file=tmp_path / "empty", environ={})
+
+
+def test_codec_flag_loads_any_payload_codec() -> None:
+    assert load_codec(spec="tests.test_codec:rot13", environ={}) is rot13
+    assert isinstance(load_codec(spec="tests.test_codec:Rot13Codec", environ={}), Rot13Codec)  # a factory
+    for bad in ("tests.test_codec:plain_text", "tests.test_codec", "no_such_module:codec"):
+        with pytest.raises(CodecError):
+            load_codec(spec=bad, environ={})
+    with pytest.raises(CodecError, match="exclude"):
+        load_codec(spec="tests.test_codec:rot13", environ={"MCP_TASKS_CODEC_KEYS": new_key()})
+
+
+plain_text = "not a codec"
+
+
+# -- end to end: front and worker encrypt, the history holds no plaintext ---------------
+
+
+@pytest.fixture(scope="module")
+def key_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("codec") / "keys"
+    path.write_text(f"{new_key()}\n{new_key()}\n")
+    return path
+
+
+@pytest.fixture
+def encrypted(stack_factory: Any, key_file: Path) -> Stack:
+    private: Stack = stack_factory()
+    private.add_worker(extra=["--codec-key-file", str(key_file)])
+    private.add_front(extra=["--codec-key-file", str(key_file)])
+    return private
+
+
+@pytest.fixture
+def codec_server(workdir: Path, key_file: Path, tmp_path: Path) -> Generator[tuple[str, str]]:
+    token = secrets.token_urlsafe(16)
+    tokens = tmp_path / "codec-tokens"
+    tokens.write_text(f"{token} operator\n")
+    port = free_port()
+    command = [*CLI, "codec-server", "--codec-key-file", str(key_file), "--port", str(port)]
+    command += ["--tokens", str(tokens), "--ui-origin", "https://ui.example"]
+    process = Process(f"codec-server-{port}", command, workdir / f"codec-server-{port}.log").start()
+    try:
+
+        def listening() -> bool:
+            if not process.alive:
+                raise RuntimeError(f"codec server exited:\n{process.log()}")
+            with socket.socket() as sock:
+                return sock.connect_ex(("127.0.0.1", port)) == 0
+
+        wait_until(listening, timeout=30, what="the codec server")
+        yield f"http://127.0.0.1:{port}", token
+    finally:
+        process.stop()
+
+
+async def _run_vault(mcp: TaskCalls, codeword: str, passphrase: str) -> tuple[str, dict[str, Any]]:
+    created = await mcp.start("vault", {"codeword": codeword}, capabilities={"elicitation": {}})
+    task_id = created["taskId"]
+    waiting = await mcp.wait_for(task_id, lambda t: t["status"] == "input_required")
+    [(key, request)] = waiting["inputRequests"].items()
+    assert request["params"]["message"] == f"Passphrase for {codeword}-question?"
+    await mcp.update(task_id, {key: {"action": "accept", "content": {"passphrase": passphrase}}})
+    done = await mcp.wait_for(task_id)
+    assert done["status"] == "completed", done
+    return task_id, done
+
+
+async def _raw_history(temporal: str, task_id: str) -> tuple[bytes, list[Any]]:
+    """Everything Temporal stores of the task, read with a client that has no codec."""
+    handle = (await Client.connect(temporal)).get_workflow_handle(workflow_id(task_id, None))
+    history = await handle.fetch_history()
+    description = await handle.describe()
+    stored = b"".join(event.SerializeToString() for event in history.events)
+    return stored + description.raw_description.SerializeToString(), list(history.events)
+
+
+async def test_the_history_holds_no_argument_question_answer_or_result_in_plaintext(
+    encrypted: Stack, stack: Stack, http: httpx.AsyncClient, codec_server: tuple[str, str]
+) -> None:
+    codeword, passphrase = f"zebra{uuid.uuid4().hex}", f"otter{uuid.uuid4().hex}"
+    mcp = TaskCalls(HttpMcp(encrypted.url, http))
+    task_id, done = await _run_vault(mcp, codeword, passphrase)
+    assert done["result"]["content"][0]["text"] == f"opened {codeword}-result with {passphrase}"  # tasks/get decrypts
+
+    stored, events = await _raw_history(encrypted.temporal, task_id)
+    assert codeword.encode() not in stored and passphrase.encode() not in stored
+
+    # The same task without a codec: the check above would have seen the text.
+    control_id, _ = await _run_vault(TaskCalls(HttpMcp(stack.url, http)), codeword, passphrase)
+    control, _ = await _raw_history(stack.temporal, control_id)
+    for text in (codeword, f"{codeword}-question", f"{codeword}-result", passphrase):
+        assert text.encode() in control
+
+    # An operator's Web UI asks the codec server to decode the payload that started the task.
+    [started] = [e for e in events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED]
+    [payload] = started.workflow_execution_started_event_attributes.input.payloads
+    assert payload.metadata["encoding"] == ENCODING
+    url, token = codec_server
+    metadata = {name: base64.b64encode(value).decode() for name, value in payload.metadata.items()}
+    body: dict[str, Any] = {"payloads": [{"metadata": metadata, "data": base64.b64encode(payload.data).decode()}]}
+    ui = {"origin": "https://ui.example", "x-namespace": "default"}
+    decoded = await http.post(f"{url}/decode", json=body, headers={**ui, "authorization": f"Bearer {token}"})
+    assert decoded.status_code == 200, decoded.text
+    assert decoded.headers["access-control-allow-origin"] == "https://ui.example"
+    [opened] = decoded.json()["payloads"]
+    assert base64.b64decode(opened["metadata"]["encoding"]) == b"json/plain"
+    assert json.loads(base64.b64decode(opened["data"]))["arguments"] == {"codeword": codeword}
+    templated = await http.post(f"{url}/default/decode", json=body, headers={"authorization": f"Bearer {token}"})
+    assert templated.json() == decoded.json()
+    bearer = {"authorization": f"Bearer {token}"}
+    assert (await http.post(f"{url}/decode", content=b"{not json", headers=bearer)).status_code == 400
+    unknown_key = {**metadata, KEY_ID_METADATA: base64.b64encode(b"0123456789abcdef").decode()}
+    foreign_key = {"payloads": [{**body["payloads"][0], "metadata": unknown_key}]}
+    assert (await http.post(f"{url}/decode", json=foreign_key, headers=bearer)).status_code == 400
+    assert (await http.post(f"{url}/decode", json=body, headers=ui)).status_code == 401
+    wrong = await http.post(f"{url}/decode", json=body, headers={**ui, "authorization": "Bearer guess"})
+    assert wrong.status_code == 401
+    preflight = await http.options(
+        f"{url}/decode",
+        headers={**ui, "access-control-request-method": "POST", "access-control-request-headers": "authorization"},
+    )
+    assert preflight.status_code == 200 and preflight.headers["access-control-allow-origin"] == "https://ui.example"
+    foreign = await http.options(
+        f"{url}/decode", headers={"origin": "https://evil.example", "access-control-request-method": "POST"}
+    )
+    assert "access-control-allow-origin" not in foreign.headers
+
+
+async def test_an_operators_audit_with_the_key_reads_what_the_history_hides(
+    encrypted: Stack, http: httpx.AsyncClient, key_file: Path
+) -> None:
+    codeword, passphrase = f"heron{uuid.uuid4().hex}", f"badger{uuid.uuid4().hex}"
+    task_id, _ = await _run_vault(TaskCalls(HttpMcp(encrypted.url, http)), codeword, passphrase)
+    audit = [*CLI, "audit", task_id, "--format", "json", "--temporal", encrypted.temporal]
+    with anyio.fail_after(120):
+        opened = await anyio.run_process([*audit, "--codec-key-file", str(key_file)], env=child_env(), check=False)
+        sealed = await anyio.run_process(audit, env=child_env(), check=False)
+    assert opened.returncode == 0, opened.stderr.decode()
+    story = opened.stdout.decode()
+    for text in (codeword, passphrase, f"opened {codeword}-result"):
+        assert text in story
+    assert codeword not in sealed.stdout.decode() + sealed.stderr.decode(), "without the key nothing is readable"
+
+
+async def test_a_running_tasks_question_and_status_are_encrypted_at_rest(
+    encrypted: Stack, http: httpx.AsyncClient
+) -> None:
+    codeword = f"heron{uuid.uuid4().hex}"
+    mcp = TaskCalls(HttpMcp(encrypted.url, http))
+    created = await mcp.start("vault", {"codeword": codeword}, capabilities={"elicitation": {}})
+    waiting = await mcp.wait_for(created["taskId"], lambda t: t["status"] == "input_required")
+    assert codeword in json.dumps(waiting["inputRequests"])
+    # The memo (questions, status) and the running tool's heartbeat, as a client without the key sees them.
+    stored, _ = await _raw_history(encrypted.temporal, created["taskId"])
+    assert codeword.encode() not in stored
+    await mcp.cancel(created["taskId"])
+    assert (await mcp.wait_for(created["taskId"]))["status"] == "cancelled"
+
+
+async def test_a_tools_error_message_stays_out_of_the_history(encrypted: Stack, http: httpx.AsyncClient) -> None:
+    secret = f"ledger{uuid.uuid4().hex}"
+    mcp = TaskCalls(HttpMcp(encrypted.url, http))
+    created = await mcp.start("protocol_error", {"code": -32042, "message": f"refused account {secret}"})
+    failed = await mcp.wait_for(created["taskId"])
+    assert failed["status"] == "failed" and failed["error"]["code"] == -32042
+    assert secret in failed["error"]["message"]
+    stored, _ = await _raw_history(encrypted.temporal, created["taskId"])
+    assert secret.encode() not in stored
+
+
+async def test_a_front_server_without_the_key_answers_a_json_rpc_error(
+    encrypted: Stack, http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    created = await TaskCalls(HttpMcp(encrypted.url, http)).start("double", {"x": 2})
+    other_keys = tmp_path / "other-keys"
+    other_keys.write_text(new_key())
+    stranger = TaskCalls(HttpMcp(encrypted.add_front(extra=["--codec-key-file", str(other_keys)]), http))
+    reply = await stranger.get(created["taskId"])
+    assert reply.status == 200 and reply.error["code"] == -32603
+    assert "cannot decrypt" in encrypted.fronts[-1][0].log()  # the cause is in the operator's log
