@@ -6,7 +6,9 @@ test skips and says so, unless `MCP_TASKS_README_PORTS=rewrite`: then `dev`
 runs on free ports and the README's `127.0.0.1:8000` in the blocks is rewritten
 to match (the only change made to any block). `text` blocks are sample output
 and are not run; a block whose first line is `# not run by the README test:
-<why>` is left out, visibly to anyone reading the README.
+<why>` is left out, visibly to anyone reading the README. The opening block, the
+two commands that install and run the product and its tests, is left out too:
+it is what `.ci/run` and this suite's own set-up already run.
 """
 
 from __future__ import annotations
@@ -43,9 +45,13 @@ class Block:
     """Where the block's code starts in README.md (1-based)."""
     lang: str
     code: str
+    opening: bool = False
+    """The README's first block: the install-and-run and install-and-test commands."""
 
     @property
     def not_run_because(self) -> str | None:
+        if self.opening:
+            return "the opening install commands are what CI and this suite's set-up run"
         first = self.code.splitlines()[0] if self.code else ""
         match = NOT_RUN.match(first)
         return match["why"] if match else None
@@ -61,7 +67,8 @@ def readme_blocks(text: str) -> list[Block]:
             index += 1
             continue
         end = next(i for i in range(index + 1, len(lines)) if lines[i].startswith("```"))
-        blocks.append(Block(index + 2, opening["lang"], "\n".join(lines[index + 1 : end]) + "\n"))
+        code = "\n".join(lines[index + 1 : end]) + "\n"
+        blocks.append(Block(index + 2, opening["lang"], code, opening=not blocks))
         index = end + 1
     return blocks
 
