@@ -48,7 +48,7 @@ from ._common import (
     run_main,
     start_child,
 )
-from .throughput import LONG_TOOL, SHORT_TOOL, Calls, Op, interleave
+from .throughput import LONG_TOOL, Calls, Op, SlowComputeTasks, interleave
 
 DEFAULT_SAMPLES = 200
 QUICK_SAMPLES = 20
@@ -59,32 +59,16 @@ READ_TARGET = 1.0
 COMPLETED_VS_DESCRIBE_TARGET = 1.1
 CONFIRM: Final = {"filename": "bench.txt"}
 ELICITATION: Final[dict[str, Any]] = {"elicitation": {}}
-TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
 
 
 @dataclass
-class Server:
+class Server(SlowComputeTasks):
     """One MCP server under test, with a task in each state to read."""
 
-    name: str
-    mcp: TaskCalls
+    name: str = ""
     running: str = ""
     waiting: str = ""
     done: str = ""
-
-    async def create(self, arguments: dict[str, Any] = SHORT_TOOL) -> str:
-        result = (await self.mcp.call_tool("slow_compute", arguments)).result
-        if result.get("resultType") != "task":
-            raise RuntimeError(f"{self.name}: expected a CreateTaskResult, got {result}")
-        return str(result["taskId"])
-
-    async def get(self, task_id: str) -> dict[str, Any]:
-        return (await self.mcp.get(task_id)).result
-
-    async def until(self, task_id: str, done: Callable[[dict[str, Any]], bool], timeout_s: float = 60) -> None:
-        with anyio.fail_after(timeout_s):
-            while not done(await self.get(task_id)):
-                await anyio.sleep(0.05)
 
     async def prepare(self) -> None:
         """A task in each state: working (an hour-long tool), input_required, completed."""
@@ -232,11 +216,11 @@ async def run(samples: int, phase_s: float) -> Results:
         async with AsyncExitStack() as stack:
             product = await stack.enter_async_context(product_stack("bench-peers-temporal-"))
             http = await stack.enter_async_context(http_client())
-            calls = Calls(product, TaskCalls(HttpMcp(product.url, http)))
+            calls = Calls(TaskCalls(HttpMcp(product.url, http)), product)
             await calls.learn_task_settings()
-            servers = [Server("ours", calls.mcp)]
+            servers = [Server(calls.mcp, "ours")]
             for name, url in await stack.enter_async_context(peers(Path(tmp))):
-                servers.append(Server(name, TaskCalls(HttpMcp(url, http))))
+                servers.append(Server(TaskCalls(HttpMcp(url, http)), name))
             for server in servers:
                 await server.prepare()
             columns = [column(server) for server in servers]

@@ -56,6 +56,9 @@ QUICK_RUN_TIMEOUT_S = 200.0
 GET_P50_TARGET = 1.3
 COMPLETED_VS_DESCRIBE_TARGET = 1.1
 SUSTAINED_TARGET = 0.9
+CREATE_OP: Final = "tools/call -> CreateTaskResult (HTTP)"
+START_OP: Final = "raw start_workflow"
+FLOOR_OP: Final = "tools/call greet, no task (HTTP)"
 SHORT_TOOL: Final = {"seconds": 0.1, "label": "bench"}
 LONG_TOOL: Final = {"seconds": 3600, "label": "bench-running"}
 
@@ -102,11 +105,31 @@ async def interleave(ops: Sequence[Op], samples: int) -> None:
 
 
 @dataclass
-class Calls:
+class SlowComputeTasks:
+    """`slow_compute` tasks through one MCP server, ours or a peer: create one, read one, wait for a state."""
+
+    mcp: TaskCalls
+
+    async def create(self, arguments: dict[str, Any] = SHORT_TOOL) -> str:
+        result = (await self.mcp.call_tool("slow_compute", arguments)).result
+        if result.get("resultType") != "task":
+            raise RuntimeError(f"expected a CreateTaskResult, got {result}")
+        return str(result["taskId"])
+
+    async def get(self, task_id: str) -> dict[str, Any]:
+        return (await self.mcp.get(task_id)).result
+
+    async def until(self, task_id: str, done: Callable[[dict[str, Any]], bool], timeout_s: float = 60) -> None:
+        with anyio.fail_after(timeout_s):
+            while not done(await self.get(task_id)):
+                await anyio.sleep(0.05)
+
+
+@dataclass
+class Calls(SlowComputeTasks):
     """Each operation through the front, and the raw temporalio calls under it."""
 
-    stack: Stack
-    mcp: TaskCalls
+    stack: Stack | None = None
     ttl_ms: int | None = None
     poll_interval_ms: int = 1000
 
@@ -116,14 +139,14 @@ class Calls:
         self.ttl_ms, self.poll_interval_ms = result["ttlMs"], result["pollIntervalMs"]
 
     @property
-    def client(self) -> Client:
-        return self.stack.client
+    def product(self) -> Stack:
+        if self.stack is None:
+            raise RuntimeError("Calls needs the product's stack")
+        return self.stack
 
-    async def create(self, arguments: dict[str, Any] = SHORT_TOOL) -> str:
-        result = (await self.mcp.call_tool("slow_compute", arguments)).result
-        if result.get("resultType") != "task":
-            raise RuntimeError(f"expected a CreateTaskResult, got {result}")
-        return str(result["taskId"])
+    @property
+    def client(self) -> Client:
+        return self.product.client
 
     async def greet(self) -> None:
         result = (await self.mcp.call_tool("greet", {"name": "bench"})).result
@@ -145,21 +168,13 @@ class Calls:
     async def raw_start(self) -> None:
         task = self.task_input("raw")
         await self.client.start_workflow(
-            TOOL_TASK_WORKFLOW, task, id=workflow_id(task.task_id, None), task_queue=self.stack.task_queue
+            TOOL_TASK_WORKFLOW, task, id=workflow_id(task.task_id, None), task_queue=self.product.task_queue
         )
 
     async def gateway_create(self) -> None:
         """The front's own Temporal call (start + memo + ID policies + summary), made from this process."""
-        gateway = TemporalTaskGateway(self.client, task_queue=self.stack.task_queue)
+        gateway = TemporalTaskGateway(self.client, task_queue=self.product.task_queue)
         await gateway.create(self.task_input("gateway"), None)
-
-    async def get(self, task_id: str) -> dict[str, Any]:
-        return (await self.mcp.get(task_id)).result
-
-    async def until(self, task_id: str, done: Callable[[dict[str, Any]], bool], timeout_s: float = 60) -> None:
-        with anyio.fail_after(timeout_s):
-            while not done(await self.get(task_id)):
-                await anyio.sleep(0.05)
 
     async def running_count(self) -> int:
         return (await self.client.count_workflows('ExecutionStatus="Running"')).count
@@ -201,10 +216,10 @@ class Row:
 
 
 async def create_case(calls: Calls, samples: int) -> list[Row]:
-    ours = Op("tools/call -> CreateTaskResult (HTTP)", calls.create)
-    raw = Op("raw start_workflow", calls.raw_start)
+    ours = Op(CREATE_OP, calls.create)
+    raw = Op(START_OP, calls.raw_start)
     gateway = Op("gateway.create in-process", calls.gateway_create)
-    greet = Op("tools/call greet, no task (HTTP)", calls.greet)
+    greet = Op(FLOOR_OP, calls.greet)
     await interleave([ours, raw, gateway, greet], samples)
     return [
         Row("(i) create", ours, raw, notes="slow_compute seconds=0.1; ratio vs raw start_workflow"),
@@ -282,7 +297,7 @@ async def sustained_run(
     calls: Calls, phase: Phase, call: Callable[[], Awaitable[Any]], run_s: float, drain_timeout_s: float
 ) -> None:
     """One run: `phase.concurrency` clients creating back to back for `run_s`, then the drain."""
-    meter = CpuMeter(calls.stack.pids())
+    meter = CpuMeter(calls.product.pids())
     deadline = time.perf_counter() + run_s
 
     async def client() -> None:
@@ -326,11 +341,8 @@ async def sustained_cases(calls: Calls, phase_s: float, drain_timeout_s: float) 
 
 def create_verdict(rows: Sequence[Row]) -> str:
     """Creating a task costs at most what its two parts cost apart: Temporal's start and the MCP request."""
-    create = next(
-        row.op for row in rows if row.case == "(i) create" and row.baseline is not None and row.notes.startswith("slow")
-    )
-    start = next(row.op for row in rows if row.case == "(i) create" and row.baseline is None)
-    floor = next(row.op for row in rows if row.case == "(iv) floor")
+    ops = {row.op.name: row.op for row in rows}
+    create, start, floor = ops[CREATE_OP], ops[START_OP], ops[FLOOR_OP]
     limit = start.p50 + floor.p50
     verdict = "met" if create.p50 <= limit else "missed"
     return (
@@ -384,7 +396,7 @@ def cpu_table(pairs: Sequence[tuple[Phase, Phase]]) -> str:
 
 async def run(samples: int, phase_s: float, drain_timeout_s: float) -> tuple[list[Row], list[tuple[Phase, Phase]]]:
     async with product_stack("mcp-tasks-throughput-") as stack, http_client() as http:
-        calls = Calls(stack, TaskCalls(HttpMcp(stack.url, http)))
+        calls = Calls(TaskCalls(HttpMcp(stack.url, http)), stack)
         await calls.learn_task_settings()
         rows = await create_case(calls, samples)
         print(f"create samples done; drained in {await calls.drain(drain_timeout_s):.1f} s", flush=True)
