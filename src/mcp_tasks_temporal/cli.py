@@ -10,7 +10,7 @@ import sys
 from collections.abc import Generator, Sequence
 from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import uvicorn
@@ -593,12 +593,27 @@ async def _until_stopped() -> None:
             return
 
 
+def _single_cause(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one exception at the bottom of nested single-member groups, or the group itself."""
+    cause: BaseException = group
+    while True:
+        members = cast("tuple[BaseException, ...] | None", getattr(cause, "exceptions", None))
+        if members is None or len(members) != 1:
+            return cause
+        cause = members[0]
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the console script."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     try:
-        anyio.run(args.run, args)
+        try:
+            anyio.run(args.run, args)
+        except BaseExceptionGroup as group:
+            # A task group (the push hub's, the app's lifespan) wraps what stopped the command; one
+            # cause is reported as itself, on one line, like any other.
+            raise _single_cause(group) from None
     except KeyboardInterrupt:
         # Ctrl-C is how `dev`, `serve` and `worker` stop; for a client command it cut the wait short.
         if getattr(args, "client_command", False):
