@@ -1,26 +1,20 @@
-"""JSON-RPC bodies for the two HTTP answers the `mcp` SDK does not give in full.
+"""A JSON-RPC body for the HTTP answer the `mcp` SDK sends as plain text.
 
 The SDK refuses an oversized body with a plain-text 413 ("Request body too
-large"), which a JSON-RPC client cannot parse, and its -32022 lists only the
-2026-07-28 revision although this server also serves the `initialize`
-handshake revisions (statelessly, so any front server answers them). This ASGI
-wrapper rewrites just those two answers; everything else streams through
-untouched.
+large"), which a JSON-RPC client cannot parse. This ASGI wrapper rewrites just
+that answer; everything else streams through untouched. A -32022 is left as the
+SDK sends it: its `supported` list must be the `supportedVersions` that
+`server/discover` advertises (the 2026-07-28 revisions), which is what a client
+of the per-request envelope can retry with; the `initialize` handshake
+revisions are served too, and negotiated by `initialize` itself.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Final
 
-from mcp_types import INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from mcp_types import INVALID_REQUEST
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
-
-from mcp_tasks_temporal.contract import as_object
-
-SERVED_PROTOCOL_VERSIONS: Final = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
-"""Every revision a front server answers: the handshake ones through `initialize`, then 2026-07-28."""
 
 
 class JsonRpcHttpErrors:
@@ -48,7 +42,7 @@ class JsonRpcHttpErrors:
             body.extend(message.get("body", b""))
             if message.get("more_body", False):
                 return
-            rewritten = self._too_large() if held["status"] == 413 else _with_served_versions(bytes(body))
+            rewritten = self._too_large()
             headers = [
                 (k, v) for k, v in held.get("headers", []) if k.lower() not in (b"content-length", b"content-type")
             ]
@@ -68,22 +62,4 @@ class JsonRpcHttpErrors:
 
 
 def _rewritable(start: Message) -> bool:
-    status = start["status"]
-    if status == 413:
-        return True
-    content_type = dict(start.get("headers", [])).get(b"content-type", b"")
-    return status == 400 and content_type.startswith(b"application/json")
-
-
-def _with_served_versions(body: bytes) -> bytes:
-    """A -32022 names every served revision; any other 400 goes out as it came."""
-    try:
-        message: Any = json.loads(body)
-    except ValueError:
-        return body
-    error = as_object(as_object(message).get("error"))
-    if error.get("code") != UNSUPPORTED_PROTOCOL_VERSION:
-        return body
-    data = dict(as_object(error.get("data")))
-    data["supported"] = list(SERVED_PROTOCOL_VERSIONS)
-    return json.dumps({**message, "error": {**error, "data": data}}, separators=(",", ":")).encode()
+    return start["status"] == 413

@@ -71,27 +71,28 @@ async def confirm_delete(filename: str, answer: Annotated[Confirmation, Resolve(
     return f"Deleted {filename}" if answer.confirm else f"Kept {filename}"
 
 
-class Color(BaseModel):
-    color: str
+class Choice(BaseModel):
+    """The shape of the suite's answers to `multi_input` (`{name, confirm}`): answers are checked against it."""
+
+    name: str
+    confirm: bool = False
 
 
-class Size(BaseModel):
-    size: str
+def ask_first() -> Elicit[Choice]:
+    return Elicit("Which first option?", Choice)
 
 
-def ask_color() -> Elicit[Color]:
-    return Elicit("Which color?", Color)
-
-
-def ask_size() -> Elicit[Size]:
-    return Elicit("Which size?", Size)
+def ask_second() -> Elicit[Choice]:
+    return Elicit("Which second option?", Choice)
 
 
 @tasks.tool(policy="optional")
 @app.tool()
-async def multi_input(color: Annotated[Color, Resolve(ask_color)], size: Annotated[Size, Resolve(ask_size)]) -> str:
+async def multi_input(
+    first: Annotated[Choice, Resolve(ask_first)], second: Annotated[Choice, Resolve(ask_second)]
+) -> str:
     """Ask two questions at once."""
-    return f"A {size.size} {color.color} one"
+    return f"{first.name} and {second.name}"
 
 
 class UserName(BaseModel):
