@@ -37,7 +37,7 @@ BENCHMARKS: Final = (
     Benchmark("push", quick_deadline_s=270, full_deadline_s=660),
     Benchmark("throughput", quick_deadline_s=230, full_deadline_s=660),
     Benchmark("memory", quick_deadline_s=240, full_deadline_s=1200),
-    Benchmark("peers", quick_deadline_s=240, full_deadline_s=600),
+    Benchmark("peers", quick_deadline_s=360, full_deadline_s=600),
     Benchmark("codec", quick_deadline_s=150, full_deadline_s=400),
 )
 GRACE_S = 60.0
