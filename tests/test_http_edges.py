@@ -16,7 +16,6 @@ from tests.wire import HttpMcp, Reply, base_headers, envelope, request_message
 pytestmark = pytest.mark.anyio
 
 
-
 @pytest.fixture(scope="module")
 def second_front(stack: Stack) -> Iterator[str]:
     """Another front server on the shared stack's Temporal and task queue."""
