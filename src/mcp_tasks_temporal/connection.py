@@ -233,6 +233,8 @@ _CAUSES = (
     ("UnexpectedEof", "the server closed the connection in the TLS handshake: a client certificate it accepts?"),
     ("ConnectionReset", "the server reset the connection in the TLS handshake: a client certificate it accepts?"),
     ("BrokenPipe", "the server dropped the connection: does it want TLS (--tls) or a client certificate?"),
+    # A server that refuses the handshake may simply close; the client then only sees the close.
+    ("connection closed", "the server closed the connection: does it want a client certificate or TLS (--tls)?"),
     ("InvalidContentType", "the server does not speak TLS on this port: try --no-tls"),
     ("CorruptMessage", "the server does not speak TLS on this port: try --no-tls"),
     ("deadline has elapsed", "no answer in time"),
