@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import Stack
 from tests.processes import start_front
-from tests.wire import HttpMcp, Reply, base_headers, envelope, request_message
+from tests.wire import EVERY_SERVED_VERSION, HttpMcp, Reply, base_headers, envelope, request_message
 
 pytestmark = pytest.mark.anyio
 
@@ -59,7 +59,7 @@ async def test_an_oversized_streamed_body_without_a_length_is_a_json_rpc_error(
 
 
 @pytest.mark.parametrize("version", ["2099-01-01", "garbage"])
-async def test_an_unsupported_revision_is_told_the_revisions_discover_advertises(
+async def test_an_unsupported_revision_is_told_every_revision_served_as_discover_advertises_them(
     stack: Stack, http: httpx.AsyncClient, version: str
 ) -> None:
     meta = {**envelope(), "io.modelcontextprotocol/protocolVersion": version}
@@ -69,8 +69,7 @@ async def test_an_unsupported_revision_is_told_the_revisions_discover_advertises
     assert reply.status == 400
     assert reply.error["code"] == -32022
     discover = (await HttpMcp(stack.url, http).request("server/discover")).result
-    assert reply.error["data"]["supported"] == discover["supportedVersions"]
-    assert "2026-07-28" in reply.error["data"]["supported"]
+    assert reply.error["data"]["supported"] == discover["supportedVersions"] == EVERY_SERVED_VERSION
     assert reply.error["data"]["requested"] == version
 
 

@@ -12,7 +12,7 @@ from anyio.abc import Process
 
 from tests.conftest import Stack
 from tests.processes import CLI, FIXTURE_APP, REPO_ROOT, child_env
-from tests.wire import StdioMcp, TaskCalls
+from tests.wire import EVERY_SERVED_VERSION, StdioMcp, TaskCalls, envelope
 
 pytestmark = pytest.mark.anyio
 
@@ -66,6 +66,15 @@ async def test_discover_over_stdio_advertises_the_extension(stdio: TaskCalls) ->
     assert result["resultType"] == "complete"
     assert result["capabilities"]["extensions"][EXTENSION_ID] == {}
     assert "tasks" not in result["capabilities"]
+    assert result["supportedVersions"] == EVERY_SERVED_VERSION
+
+
+async def test_an_unsupported_revision_over_stdio_is_told_every_revision_served(stdio: TaskCalls) -> None:
+    await stdio.client.request("server/discover", {})  # the first request opens a 2026-07-28 connection
+    meta = {**envelope(), "io.modelcontextprotocol/protocolVersion": "2099-01-01"}
+    reply = await stdio.client.request("tools/list", {"_meta": meta})
+    assert reply.error["code"] == -32022
+    assert reply.error["data"] == {"supported": EVERY_SERVED_VERSION, "requested": "2099-01-01"}
 
 
 async def test_task_over_stdio_is_created_and_polled_to_completed_with_its_structured_result(stdio: TaskCalls) -> None:

@@ -19,6 +19,8 @@ from anyio.abc import Process
 from anyio.streams.text import TextReceiveStream
 
 PROTOCOL_VERSION: Final = "2026-07-28"
+EVERY_SERVED_VERSION: Final = ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]
+"""What a front names in `server/discover` and in every -32022: newest first, handshake revisions included."""
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 TERMINAL = {"completed", "failed", "cancelled"}
 REPLY_TIMEOUT = 30

@@ -38,6 +38,7 @@ from mcp_tasks_temporal.http_errors import JsonRpcHttpErrors
 from mcp_tasks_temporal.http_front import BearerAuth, front_app
 from mcp_tasks_temporal.metrics import FrontMetrics, RequestMetrics, install_metrics, metrics_runtime
 from mcp_tasks_temporal.ports import PortInUseError, check_ports
+from mcp_tasks_temporal.protocol_versions import AdvertiseServedVersions, run_stdio
 from mcp_tasks_temporal.search_attributes import check_namespace
 from mcp_tasks_temporal.tracing import client_interceptors, setup_tracing, shutdown_tracing
 
@@ -410,6 +411,7 @@ def _attach_front(
     metrics = FrontMetrics.from_runtime()
     # First, so it also counts what later middleware answers by itself (subscriptions/listen).
     app.middleware.insert(0, RequestMetrics(metrics))
+    app.middleware.append(AdvertiseServedVersions())
     closed_tasks = ClosedTaskCache(max_entries=args.closed_task_cache)
     gateway = TemporalTaskGateway(
         client,
@@ -537,7 +539,7 @@ async def _serve(args: argparse.Namespace) -> None:
     indexed = await check_namespace(client, address=address, namespace=client.namespace, role="serve")
     _attach_front(app, client, args, search_attributes=indexed, web_ui=args.temporal_ui)
     if args.transport == "stdio":
-        await app.run_stdio_async()
+        await run_stdio(app)
     else:
         print(
             f"mcp-tasks-temporal serve: http://{args.host}:{args.port}/mcp -> {_where(client)}",

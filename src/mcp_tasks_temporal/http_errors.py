@@ -1,20 +1,21 @@
-"""A JSON-RPC body for the HTTP answer the `mcp` SDK sends as plain text.
+"""JSON-RPC bodies for the two HTTP answers the `mcp` SDK does not give in full.
 
 The SDK refuses an oversized body with a plain-text 413 ("Request body too
-large"), which a JSON-RPC client cannot parse. This ASGI wrapper rewrites just
-that answer; everything else streams through untouched. A -32022 is left as the
-SDK sends it: its `supported` list must be the `supportedVersions` that
-`server/discover` advertises (the 2026-07-28 revisions), which is what a client
-of the per-request envelope can retry with; the `initialize` handshake
-revisions are served too, and negotiated by `initialize` itself.
+large"), which a JSON-RPC client cannot parse, and its -32022 names only the
+2026-07-28 revisions (see `protocol_versions`). This ASGI wrapper rewrites just
+those two answers; everything else streams through untouched.
 """
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from mcp_types import INVALID_REQUEST
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from mcp_tasks_temporal.contract import as_object
+from mcp_tasks_temporal.protocol_versions import with_served_versions
 
 
 class JsonRpcHttpErrors:
@@ -42,7 +43,7 @@ class JsonRpcHttpErrors:
             body.extend(message.get("body", b""))
             if message.get("more_body", False):
                 return
-            rewritten = self._too_large()
+            rewritten = self._too_large() if held["status"] == 413 else _with_served_versions(bytes(body))
             headers = [
                 (k, v) for k, v in held.get("headers", []) if k.lower() not in (b"content-length", b"content-type")
             ]
@@ -62,4 +63,21 @@ class JsonRpcHttpErrors:
 
 
 def _rewritable(start: Message) -> bool:
-    return start["status"] == 413
+    status = start["status"]
+    if status == 413:
+        return True
+    content_type = dict(start.get("headers", [])).get(b"content-type", b"")
+    return status == 400 and content_type.startswith(b"application/json")
+
+
+def _with_served_versions(body: bytes) -> bytes:
+    """A -32022 names every served revision; any other 400 goes out as it came."""
+    try:
+        message: Any = json.loads(body)
+    except ValueError:
+        return body
+    error = as_object(as_object(message).get("error"))
+    rewritten = with_served_versions(error)
+    if rewritten is error:
+        return body
+    return json.dumps({**message, "error": rewritten}, separators=(",", ":")).encode()
