@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -46,9 +47,11 @@ async def test_tasks_survive_a_dev_restart_and_ctrl_c_stops_all_three(
     running = await mcp.start("gated", {"gate": str(gate)})
     await mcp.wait_for(running["taskId"], lambda t: t.get("statusMessage") is not None)
 
+    worker = worker_pid(dev)
     dev.stop(signal.SIGINT, timeout=30)
     assert dev.popen.returncode == 0, dev.log()
     assert "stopping" in dev.log()
+    assert gone(worker), "the worker process must be gone too"
     with socket.socket() as probe:
         assert probe.connect_ex(("127.0.0.1", temporal_port)) != 0, "the embedded Temporal server must be gone too"
     assert (state / "temporal.db").exists()
@@ -117,6 +120,51 @@ def test_two_devs_never_share_a_state_directory(tmp_path: Path) -> None:
         assert first.alive
     finally:
         first.stop(signal.SIGINT, timeout=30)
+
+
+def worker_pid(dev: Process) -> int:
+    """The pid `dev`'s banner gives its worker, which must be `dev`'s own child."""
+    [pid] = [int(found) for found in re.findall(r"Worker +pid (\d+),", dev.log())]
+    children = subprocess.check_output(["pgrep", "-P", str(dev.popen.pid)]).split()
+    assert str(pid).encode() in children, dev.log()
+    return pid
+
+
+def gone(pid: int) -> bool:
+    """No such process, or only its zombie (a container's init may never reap it)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def test_dev_runs_its_worker_in_a_process_that_stops_with_it_even_on_kill_9(tmp_path: Path) -> None:
+    temporal_port = free_port()
+    dev = start_dev(tmp_path, tmp_path / "state", free_port(), temporal_port)
+    worker = worker_pid(dev)
+    try:
+        dev.stop(signal.SIGKILL)
+        started = time.monotonic()
+        wait_until(lambda: gone(worker), timeout=30, what="the worker to notice dev is gone")
+        print(f"worker stopped {time.monotonic() - started:.1f}s after dev was killed")
+    finally:
+        if not gone(worker):
+            os.kill(worker, signal.SIGKILL)
+        subprocess.run(["pkill", "-f", f"start-dev.*--port {temporal_port}"], check=False)
+
+
+def test_dev_stops_when_its_worker_dies(tmp_path: Path) -> None:
+    dev = start_dev(tmp_path, tmp_path / "state", free_port(), free_port())
+    try:
+        os.kill(worker_pid(dev), signal.SIGKILL)
+        dev.popen.wait(timeout=60)
+        assert dev.popen.returncode == 2, dev.log()
+        last = dev.log().strip().splitlines()[-1]
+        assert "worker was killed by signal 9" in last and "worker.log" in last, dev.log()
+        assert "Traceback" not in dev.log()
+    finally:
+        dev.stop(signal.SIGKILL)
 
 
 def test_dev_stops_when_its_temporal_server_dies(tmp_path: Path) -> None:

@@ -189,33 +189,31 @@ def test_return_values_map_like_an_mcp_tool_result() -> None:
     assert call_tool_result(7)["structuredContent"] == {"result": 7}
 
 
+def activity_failure(retry_state: RetryState, cause: BaseException) -> ActivityError:
+    """What a workflow sees when its activity failed with `cause` and will not be retried."""
+    failure = ActivityError(
+        "Activity task failed",
+        scheduled_event_id=1,
+        started_event_id=2,
+        identity="w",
+        activity_type="refuse",
+        activity_id="1",
+        retry_state=retry_state,
+    )
+    failure.__cause__ = cause
+    return failure
+
+
 def test_failures_map_to_a_tool_error_unless_they_carry_a_json_rpc_error() -> None:
     plain = failure_outcome(ApplicationError("out of disk"))
     assert plain.status == "completed" and plain.result is not None
     assert plain.result["isError"] is True and plain.result["content"][0]["text"] == "out of disk"
     rpc = failure_outcome(task_error(-32050, "closed", {"a": 1}))
     assert rpc.status == "failed" and rpc.error == {"code": -32050, "message": "closed", "data": {"a": 1}}
-    wrapped = ActivityError(
-        "Activity task failed",
-        scheduled_event_id=1,
-        started_event_id=2,
-        identity="w",
-        activity_type="refuse",
-        activity_id="1",
-        retry_state=RetryState.NON_RETRYABLE_FAILURE,
-    )
-    wrapped.__cause__ = task_error(-32051, "quota")
+    wrapped = activity_failure(RetryState.NON_RETRYABLE_FAILURE, task_error(-32051, "quota"))
     assert failure_outcome(wrapped).error == {"code": -32051, "message": "quota"}
-    crashed = ActivityError(
-        "Activity task failed",
-        scheduled_event_id=1,
-        started_event_id=2,
-        identity="w",
-        activity_type="refuse",
-        activity_id="1",
-        retry_state=RetryState.MAXIMUM_ATTEMPTS_REACHED,
-    )
-    crashed.__cause__ = ApplicationError("compiler crashed", type="ValueError")
+    compiler_crash = ApplicationError("compiler crashed", type="ValueError")
+    crashed = activity_failure(RetryState.MAXIMUM_ATTEMPTS_REACHED, compiler_crash)
     outcome = failure_outcome(crashed)
     assert outcome.result is not None and outcome.result["content"][0]["text"] == "compiler crashed"
 

@@ -31,6 +31,7 @@ from mcp_tasks_temporal.connection import (
     connect,
 )
 from mcp_tasks_temporal.contract import DEFAULT_NAMESPACE, ActivityPolicy
+from mcp_tasks_temporal.dev_worker import PARENT_PID_ENV, DevWorker, dev_worker, exit_error, stop_with_parent
 from mcp_tasks_temporal.embedded import EmbeddedTemporal, embedded_temporal, state_dir_lock
 from mcp_tasks_temporal.gateway import TemporalTaskGateway
 from mcp_tasks_temporal.health import health_routes
@@ -106,7 +107,7 @@ def _add_front_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--request-state-key",
         action="append",
-        default=[k for k in os.environ.get("MCP_TASKS_REQUEST_STATE_KEYS", "").split(",") if k],
+        default=_env_list("MCP_TASKS_REQUEST_STATE_KEYS"),
         metavar="SECRET",
         help="shared key sealing MRTR requestState across front servers (repeat to rotate; first seals)",
     )
@@ -137,6 +138,11 @@ def _add_front_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tool-timeout", type=float, default=None, help="seconds one tool attempt may run (6 h)")
 
 
+def _env_list(name: str) -> list[str]:
+    """A comma-separated environment variable as a list, empty items dropped."""
+    return [item for item in os.environ.get(name, "").split(",") if item]
+
+
 def _add_jwt_options(parser: argparse.ArgumentParser) -> None:
     jwt = parser.add_argument_group("JWT bearer tokens (instead of --tokens)")
     jwt.add_argument(
@@ -156,7 +162,7 @@ def _add_jwt_options(parser: argparse.ArgumentParser) -> None:
     jwt.add_argument(
         "--jwt-scope",
         action="append",
-        default=[s for s in os.environ.get("MCP_TASKS_JWT_SCOPES", "").split(",") if s],
+        default=_env_list("MCP_TASKS_JWT_SCOPES"),
         metavar="SCOPE",
         help="scope every token must carry (repeatable; HTTP 403 without it)",
     )
@@ -229,6 +235,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     dev.add_argument("--temporal-port", type=int, default=7233)
     dev.add_argument("--ui-port", type=int, default=8233, help="Temporal Web UI port (0 disables the UI)")
+    dev.add_argument(
+        "--in-process-worker",
+        action="store_true",
+        help="run the tools in dev's own process (a debugger's breakpoints in a tool then stop there) instead of "
+        "a worker process beside it, which lets the front answer faster; implied by --metrics-port, so the one "
+        "endpoint has the worker's metrics too",
+    )
     _add_observability_options(dev)
 
     serve = commands.add_parser(
@@ -271,7 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
     codec_server.add_argument(
         "--ui-origin",
         action="append",
-        default=[o for o in os.environ.get("MCP_TASKS_CODEC_UI_ORIGINS", "").split(",") if o],
+        default=_env_list("MCP_TASKS_CODEC_UI_ORIGINS"),
         metavar="URL",
         help=f"origin of a Temporal Web UI allowed to call it, e.g. https://cloud.temporal.io "
         f"(repeatable; default {', '.join(DEFAULT_UI_ORIGINS)})",
@@ -480,9 +493,21 @@ async def _dev(args: argparse.Namespace) -> None:
         client = await _connect(args, app, ConnectionOptions(address=temporal.address, namespace=temporal.namespace))
         indexed = await check_namespace(client, address=temporal.address, namespace=temporal.namespace, role="dev")
         _attach_front(app, client, args, search_attributes=indexed, web_ui=temporal.ui_url)
-        await _run_worker(stack, client, app, args)
+        worker: DevWorker | None = None
+        if args.in_process_worker or args.metrics_port:
+            await _run_worker(stack, client, app, args)
+        else:
+            worker = await stack.enter_async_context(
+                dev_worker(
+                    args,
+                    address=temporal.address,
+                    namespace=temporal.namespace,
+                    log_path=temporal.log_path.with_name("worker.log"),
+                )
+            )
         server = _http_server(app, args, client, auth)
         temporal_exit: int | None = None
+        worker_exit: int | None = None
         bind_failed = False
         async with anyio.create_task_group() as group:
 
@@ -499,23 +524,32 @@ async def _dev(args: argparse.Namespace) -> None:
                 temporal_exit = await temporal.exited()
                 server.should_exit = True
 
+            async def watch_worker(worker: DevWorker) -> None:
+                nonlocal worker_exit
+                worker_exit = await worker.exited()
+                server.should_exit = True
+
             group.start_soon(serve)
             group.start_soon(watch_temporal)
+            if worker is not None:
+                group.start_soon(watch_worker, worker)
             # The banner says the endpoint is up, so it waits until it is.
-            while not server.started and not bind_failed and temporal_exit is None:
+            while not server.started and not bind_failed and temporal_exit is None and worker_exit is None:
                 await anyio.sleep(0.02)
             if server.started:
-                _dev_banner(args, temporal)
+                _dev_banner(args, temporal, worker)
         if bind_failed:
             raise PortInUseError(args.host, args.port, "--port", "MCP endpoint")
         if temporal_exit is not None:
             raise RuntimeError(
                 f"the embedded Temporal server exited with code {temporal_exit}; see {temporal.log_path}"
             )
+        if worker is not None and worker_exit is not None:
+            raise exit_error(worker_exit, worker)
         print("mcp-tasks-temporal dev: stopping", flush=True)
 
 
-def _dev_banner(args: argparse.Namespace, temporal: EmbeddedTemporal) -> None:
+def _dev_banner(args: argparse.Namespace, temporal: EmbeddedTemporal, worker: DevWorker | None) -> None:
     print(f"mcp-tasks-temporal dev: serving {args.app}", flush=True)
     print(f"  MCP endpoint  http://{args.host}:{args.port}/mcp", flush=True)
     print(
@@ -525,6 +559,8 @@ def _dev_banner(args: argparse.Namespace, temporal: EmbeddedTemporal) -> None:
     if temporal.ui_url:
         print(f"  Temporal UI   {temporal.ui_url}", flush=True)
     print(f"  State         {temporal.db_path}", flush=True)
+    if worker is not None:
+        print(f"  Worker        pid {worker.pid}, log {worker.log_path}", flush=True)
     print("Press Ctrl-C to stop.", flush=True)
 
 
@@ -589,10 +625,26 @@ async def _codec_key(args: argparse.Namespace) -> None:
 
 
 async def _until_stopped() -> None:
-    """Wait for Ctrl-C or SIGTERM (a container stop), so shutdown runs the graceful path."""
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async for _ in signals:
-            return
+    """Wait for Ctrl-C or SIGTERM (a container stop), so shutdown runs the graceful path.
+
+    `dev`'s worker also stops when `dev` is gone, even if it was killed too hard to stop it.
+    """
+    parent = os.environ.get(PARENT_PID_ENV)
+    async with anyio.create_task_group() as group:
+
+        async def on_signal() -> None:
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    break
+            group.cancel_scope.cancel()
+
+        async def on_orphaned(parent_pid: int) -> None:
+            await stop_with_parent(parent_pid)
+            group.cancel_scope.cancel()
+
+        group.start_soon(on_signal)
+        if parent is not None and parent.isdigit():
+            group.start_soon(on_orphaned, int(parent))
 
 
 def _single_cause(group: BaseExceptionGroup[BaseException]) -> BaseException:

@@ -1,0 +1,43 @@
+"""`dev`'s worker process gets every worker option `dev` was given, and never the user's cluster settings."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from mcp_tasks_temporal.cli import build_parser
+from mcp_tasks_temporal.dev_worker import PARENT_PID_ENV, worker_command, worker_environment
+
+CONNECTION = {"address", "namespace", "api_key", "tls", "tls_ca_path", "tls_cert_path", "tls_key_path"}
+NOT_THE_WORKERS = CONNECTION | {"tls_server_name", "profile", "config_file", "metrics_port", "metrics_host", "run"}
+
+
+def test_every_worker_option_dev_was_given_reaches_its_worker(tmp_path: Path) -> None:
+    keys = tmp_path / "keys"
+    dev = build_parser().parse_args(
+        ["--log-level", "INFO", "dev", "--app", "tests.fixture_app:app", "--task-queue", "q1"]
+        + ["--max-concurrent-tools", "7", "--max-cached-workflows", "9", "--graceful-shutdown", "4.5"]
+        + ["--agent-model", "m1", "--codec-key-file", str(keys), "--otel"]
+    )
+    command = worker_command(dev, address="127.0.0.1:17233", namespace="ns1")
+    assert command[1:3] == ["-m", "mcp_tasks_temporal"]
+    worker = build_parser().parse_args(command[3:])
+    assert worker.command == "worker"
+    assert (worker.address, worker.namespace) == ("127.0.0.1:17233", "ns1")
+    shared = (set(vars(worker)) & set(vars(dev))) - NOT_THE_WORKERS - {"command"}
+    assert shared >= {"app", "task_queue", "max_concurrent_tools", "graceful_shutdown", "codec_key_file", "otel"}
+    for name in shared:
+        assert getattr(worker, name) == getattr(dev, name), name
+
+
+def test_the_worker_ignores_the_users_cluster_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TEMPORAL_ADDRESS", "cloud.example:7233")
+    monkeypatch.setenv("TEMPORAL_API_KEY", "secret")
+    monkeypatch.setenv("MCP_TASKS_CODEC_KEYS", "kept")
+    environment = worker_environment()
+    assert "TEMPORAL_ADDRESS" not in environment and "TEMPORAL_API_KEY" not in environment
+    assert environment["TEMPORAL_CONFIG_FILE"] == os.devnull
+    assert environment["MCP_TASKS_CODEC_KEYS"] == "kept"
+    assert environment[PARENT_PID_ENV] == str(os.getpid())
