@@ -1,4 +1,5 @@
-"""Run the benchmarks in sequence: reads, workflow_reads, agent_turns, push, throughput, memory, peers, codec.
+"""Run the benchmarks in sequence: reads, workflow_reads, agent_turns, push, throughput, memory, peers, codec,
+dev_layout.
 
     .venv/bin/python -m benchmarks [--quick] [--only NAME ...]
 
@@ -39,6 +40,7 @@ BENCHMARKS: Final = (
     Benchmark("memory", quick_deadline_s=240, full_deadline_s=1200),
     Benchmark("peers", quick_deadline_s=360, full_deadline_s=600),
     Benchmark("codec", quick_deadline_s=150, full_deadline_s=400),
+    Benchmark("dev_layout", quick_deadline_s=200, full_deadline_s=600),
 )
 GRACE_S = 60.0
 
