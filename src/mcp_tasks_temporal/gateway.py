@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
@@ -22,13 +22,10 @@ from typing import Any
 import anyio
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
-from temporalio.client import (
-    Client,
-    WorkflowExecutionDescription,
-    WorkflowExecutionStatus,
-    WorkflowFailureError,
-    WorkflowHandle,
-)
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.workflow.v1 import PendingActivityInfo
+from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -99,10 +96,61 @@ class WorkflowTask:
 
 
 @dataclass(frozen=True)
+class Snapshot:
+    """One `describe` of a task's workflow, decoded only as far as a task's view needs."""
+
+    namespace: str
+    workflow_id: str
+    run_id: str
+    status: WorkflowExecutionStatus | None
+    start_time_ms: int
+    history_length: int
+    memo: dict[str, Any]
+    pending_activities: Sequence[PendingActivityInfo]
+
+
+async def snapshot(client: Client, workflow_id: str) -> Snapshot:
+    """The workflow's latest run as `tasks/get` reads it: one strongly consistent `describe`.
+
+    The SDK's `WorkflowHandle.describe()` also decodes every search attribute
+    (twice: typed and untyped) and the user metadata on each call, a third of the
+    front's CPU for a read that needs none of them; this decodes the memo alone,
+    through the client's data converter, so a codec applies as before.
+
+    Raises:
+        RPCError: As `describe()` does (NOT_FOUND for an unknown workflow).
+    """
+    request = DescribeWorkflowExecutionRequest(
+        namespace=client.namespace, execution=WorkflowExecution(workflow_id=workflow_id)
+    )
+    response = await client.workflow_service.describe_workflow_execution(request)
+    info = response.workflow_execution_info
+    fields = info.memo.fields
+    values = await client.data_converter.decode(list(fields.values())) if fields else []
+    return Snapshot(
+        namespace=client.namespace,
+        workflow_id=info.execution.workflow_id,
+        run_id=info.execution.run_id,
+        status=WorkflowExecutionStatus(info.status) if info.status else None,
+        start_time_ms=info.start_time.ToMilliseconds(),
+        history_length=info.history_length,
+        memo=dict(zip(fields.keys(), values, strict=True)),
+        pending_activities=response.pending_activities,
+    )
+
+
+@dataclass(frozen=True)
 class Observed:
     handle: WorkflowHandle[Any, Any]
-    description: WorkflowExecutionDescription
-    memo: dict[str, Any]
+    snapshot: Snapshot
+
+    @property
+    def memo(self) -> dict[str, Any]:
+        return self.snapshot.memo
+
+    @property
+    def status(self) -> WorkflowExecutionStatus | None:
+        return self.snapshot.status
 
 
 class TemporalTaskGateway:
@@ -187,8 +235,8 @@ class TemporalTaskGateway:
         observed = await self.observe(task_id, principal)
         task = await self.view(task_id, observed)
         if self.web_ui:
-            description = observed.description
-            link = web_ui_link(self.web_ui, description.namespace, description.id, description.run_id)
+            seen = observed.snapshot
+            link = web_ui_link(self.web_ui, seen.namespace, seen.workflow_id, seen.run_id)
             task["_meta"] = {WEB_UI_META: link}
         if task["status"] in TERMINAL_STATUSES:
             self.closed_tasks.put(
@@ -220,7 +268,7 @@ class TemporalTaskGateway:
         if self._closed(task_id, principal) is not None:
             return
         observed = await self.observe(task_id, principal)
-        if observed.description.status != WorkflowExecutionStatus.RUNNING:
+        if observed.status != WorkflowExecutionStatus.RUNNING:
             return
         outstanding = as_object(observed.memo.get(Memo.INPUT_REQUESTS))
         accepted = {key: value for key, value in responses.items() if key in outstanding}
@@ -237,16 +285,16 @@ class TemporalTaskGateway:
             if err.status != RPCStatusCode.NOT_FOUND:
                 raise
             return
-        await self._until_answered(observed.handle, set(accepted))
+        await self._until_answered(observed.handle.id, set(accepted))
 
-    async def _until_answered(self, handle: WorkflowHandle[Any, Any], keys: set[str]) -> None:
+    async def _until_answered(self, workflow_id: str, keys: set[str]) -> None:
         delay = 0.01
         with anyio.move_on_after(self.answer_visibility_timeout_s):
             while True:
-                description = await handle.describe()
-                if description.status != WorkflowExecutionStatus.RUNNING:
+                seen = await snapshot(self.client, workflow_id)
+                if seen.status != WorkflowExecutionStatus.RUNNING:
                     return
-                pending = as_object((await description.memo()).get(Memo.INPUT_REQUESTS))
+                pending = as_object(seen.memo.get(Memo.INPUT_REQUESTS))
                 if not keys & set(pending):
                     return
                 await anyio.sleep(delay)
@@ -257,7 +305,7 @@ class TemporalTaskGateway:
         if self._closed(task_id, principal) is not None:
             return
         observed = await self.observe(task_id, principal)
-        if observed.description.status != WorkflowExecutionStatus.RUNNING:
+        if observed.status != WorkflowExecutionStatus.RUNNING:
             return
         try:
             await observed.handle.cancel()
@@ -270,33 +318,31 @@ class TemporalTaskGateway:
             raise TaskNotFoundError()
         handle = self.client.get_workflow_handle(workflow_id(task_id, principal))
         try:
-            description = await handle.describe()
+            seen = await snapshot(self.client, handle.id)
         except RPCError as err:
             if err.status == RPCStatusCode.NOT_FOUND:
                 raise TaskNotFoundError() from None
             raise
-        memo = dict(await description.memo())
+        memo = seen.memo
         if memo.get(Memo.OWNER) != owner_key(principal):
             # The workflow ID already names the owner; the memo is what audits read, and a workflow
             # started under a task's ID by anything else (an operator, another tool) is not a task.
             raise TaskNotFoundError()
+        memo.setdefault(Memo.CREATED_AT, seen.start_time_ms)
         ttl_ms = memo.get(Memo.TTL_MS)
-        created_at_ms = int(memo.get(Memo.CREATED_AT) or description.start_time.timestamp() * 1000)
-        if ttl_ms is not None and now_ms() >= created_at_ms + int(ttl_ms):
+        if ttl_ms is not None and now_ms() >= int(memo[Memo.CREATED_AT]) + int(ttl_ms):
             raise TaskExpiredError()
-        return Observed(handle, description, memo)
+        return Observed(handle, seen)
 
     async def view(self, task_id: str, observed: Observed) -> dict[str, Any]:
         """The `DetailedTask` of an observed workflow, tool task or workflow tool alike."""
-        description, memo = observed.description, observed.memo
-        memo.setdefault(Memo.CREATED_AT, int(description.start_time.timestamp() * 1000))
-        status = description.status
+        memo, status = observed.memo, observed.status
         if memo.get(Memo.KIND) == WORKFLOW_KIND:
             return await self._workflow_task_view(task_id, observed)
         heartbeat = None
         result: dict[str, Any] | None = None
         if status == WorkflowExecutionStatus.RUNNING and memo.get(Memo.STATUS, "working") == "working":
-            heartbeat = await self.latest_status(description)
+            heartbeat = await self.latest_status(observed.snapshot.pending_activities)
         elif status == WorkflowExecutionStatus.COMPLETED:
             result = await observed.handle.result()
         return task_view(task_id, memo, status, heartbeat=heartbeat, result=result)
@@ -308,7 +354,7 @@ class TemporalTaskGateway:
         lines, so they are never read as one. The result is decoded with no type
         hint: the front server does not know the workflow class.
         """
-        status = observed.description.status
+        status = observed.status
         if status not in (WorkflowExecutionStatus.COMPLETED, WorkflowExecutionStatus.FAILED):
             return task_view(task_id, observed.memo, status)
         try:
@@ -319,9 +365,9 @@ class TemporalTaskGateway:
             return task_view(task_id, observed.memo, closed, result=outcome.result, error=outcome.error)
         return task_view(task_id, observed.memo, status, result=call_tool_result(value))
 
-    async def latest_status(self, description: WorkflowExecutionDescription) -> tuple[str, int] | None:
+    async def latest_status(self, pending_activities: Sequence[PendingActivityInfo]) -> tuple[str, int] | None:
         """The newest `set_status` of the running tool, from its heartbeat details."""
-        for pending in description.raw_description.pending_activities:
+        for pending in pending_activities:
             payloads = pending.heartbeat_details.payloads
             if not payloads:
                 continue

@@ -28,7 +28,7 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError
 
 from mcp_tasks_temporal.contract import TERMINAL_STATUSES, WORKFLOW_KIND, Memo
-from mcp_tasks_temporal.gateway import Observed, TemporalTaskGateway, task_view
+from mcp_tasks_temporal.gateway import Observed, TemporalTaskGateway, snapshot, task_view
 from mcp_tasks_temporal.ids import workflow_id
 from mcp_tasks_temporal.workflow_results import call_tool_result, failure_outcome
 
@@ -137,27 +137,27 @@ class TaskWatchHub:
 
     async def _follow(self, watcher: _Watcher) -> None:
         handle = watcher.handle
-        description = await handle.describe()
-        memo = dict(await description.memo())
-        memo.setdefault(Memo.CREATED_AT, int(description.start_time.timestamp() * 1000))
-        seen = description.raw_description.workflow_execution_info.history_length
-        run_id = description.run_id
-        status = description.status
+        current = await snapshot(self._gateway.client, handle.id)
+        memo = current.memo
+        memo.setdefault(Memo.CREATED_AT, current.start_time_ms)
+        seen = current.history_length
+        run_id = current.run_id
+        status = current.status
         workflow_kind = memo.get(Memo.KIND) == WORKFLOW_KIND
         heartbeat = (
-            await self._gateway.latest_status(description)
+            await self._gateway.latest_status(current.pending_activities)
             if status == WorkflowExecutionStatus.RUNNING and not workflow_kind
             else None
         )
         if status == WorkflowExecutionStatus.RUNNING:
             watcher.publish(task_view(watcher.task_id, memo, status, heartbeat=heartbeat))
         else:
-            watcher.publish(await self._gateway.view(watcher.task_id, Observed(handle, description, memo)))
+            watcher.publish(await self._gateway.view(watcher.task_id, Observed(handle, current)))
             return
         state = _Followed(memo=memo, heartbeat=heartbeat)
         # A workflow tool's activities are the user's: their heartbeats are not status lines.
-        activities = 0 if workflow_kind else len(description.raw_description.pending_activities)
-        del description  # a watcher lives as long as its task: keep only what it needs
+        activities = 0 if workflow_kind else len(current.pending_activities)
+        del current  # a watcher lives as long as its task: keep only what it needs
         async with anyio.create_task_group() as refreshers:
             refresher: anyio.CancelScope | None = None
 
@@ -233,10 +233,10 @@ class TaskWatchHub:
 
     async def _current_heartbeat(self, watcher: _Watcher) -> tuple[str, int] | None:
         try:
-            description = await watcher.handle.describe()
+            current = await snapshot(self._gateway.client, watcher.handle.id)
         except RPCError:
             return None
-        return await self._gateway.latest_status(description)
+        return await self._gateway.latest_status(current.pending_activities)
 
     async def _refresh_status(self, watcher: _Watcher, state: _Followed, scope: anyio.CancelScope) -> None:
         """Heartbeats are not history events: poll the running tool's status line while it runs."""
@@ -244,12 +244,12 @@ class TaskWatchHub:
             while True:
                 await anyio.sleep(self._status_refresh_s)
                 try:
-                    description = await watcher.handle.describe()
+                    current = await snapshot(self._gateway.client, watcher.handle.id)
                 except RPCError:
                     continue
-                if description.status != WorkflowExecutionStatus.RUNNING:
+                if current.status != WorkflowExecutionStatus.RUNNING:
                     return  # the history stream delivers the close
-                heartbeat = await self._gateway.latest_status(description)
+                heartbeat = await self._gateway.latest_status(current.pending_activities)
                 if heartbeat is not None and heartbeat != state.heartbeat:
                     state.heartbeat = heartbeat
                     watcher.publish(task_view(watcher.task_id, state.memo, None, heartbeat=heartbeat))
