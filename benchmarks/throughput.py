@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ from ._common import (
 DEFAULT_SAMPLES = 200
 QUICK_SAMPLES = 20
 WARMUP = 5
+INTERLEAVE_SEED = 2663
 PHASE_S = 10.0
 QUICK_PHASE_S = 3.0
 CONCURRENCY: Final = (1, 8, 32)
@@ -87,17 +89,20 @@ class Op:
 
 
 async def interleave(ops: Sequence[Op], samples: int) -> None:
-    """Warm every op up, then take its samples round-robin, so drift on the machine hits all alike.
+    """Warm every op up, then take one sample of each per round, so drift on the machine hits all alike.
 
-    Each round starts with the next op, so none always runs right after the same neighbour
-    (a create leaves the worker and the dev server busy with that task for a while).
+    Each round runs the ops in a fresh (seeded) random order, so none always runs right after the
+    same neighbour: a create leaves the worker and the dev server busy with that task for a while,
+    and a rotation of one fixed order would still put the same read after it in almost every round.
     """
     for op in ops:
         for _ in range(WARMUP):
             await op.call()
-    for index in range(samples):
-        shift = index % len(ops)
-        for op in [*ops[shift:], *ops[:shift]]:
+    order = list(ops)
+    shuffler = random.Random(INTERLEAVE_SEED)
+    for _ in range(samples):
+        shuffler.shuffle(order)
+        for op in order:
             await op.take()
 
 
