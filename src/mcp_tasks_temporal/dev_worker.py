@@ -17,16 +17,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import Final
 
 import anyio
 from anyio.abc import Process
+
+from mcp_tasks_temporal.child_process import log_since, open_log, stop_gracefully
 
 PARENT_PID_ENV: Final = "MCP_TASKS_STOP_WITH_PARENT"
 """Set for `dev`'s worker: the pid whose end stops it, so a `kill -9` of `dev` leaves no worker behind."""
@@ -88,7 +89,7 @@ async def dev_worker(
 ) -> AsyncGenerator[DevWorker]:
     """Run the worker for the duration of the block; on exit it gets SIGTERM and its graceful shutdown."""
     command = worker_command(args, address=address, namespace=namespace)
-    log_file, log_start = _open_log(log_path)
+    log_file, log_start = open_log(log_path)
     with log_file:
         # Its own session: Ctrl-C in the terminal reaches `dev`, which stops the worker in order.
         process = await anyio.open_process(
@@ -96,7 +97,7 @@ async def dev_worker(
         )
         try:
             with anyio.fail_after(startup_timeout_s):
-                while READY_LINE not in _log_since(log_path, log_start):
+                while READY_LINE not in log_since(log_path, log_start):
                     if process.returncode is not None:
                         raise DevWorkerError(_exit_line(process.returncode, log_path, log_start))
                     with anyio.move_on_after(0.05):
@@ -104,7 +105,7 @@ async def dev_worker(
             yield DevWorker(process, log_path, log_start)
         finally:
             with anyio.CancelScope(shield=True):
-                await _stop(process, grace_s=float(args.graceful_shutdown) + 10)
+                await stop_gracefully(process, grace_s=float(args.graceful_shutdown) + 10)
 
 
 def exit_error(code: int, worker: DevWorker) -> DevWorkerError:
@@ -117,32 +118,10 @@ async def stop_with_parent(parent_pid: int) -> None:
         await anyio.sleep(_PARENT_CHECK_S)
 
 
-def _open_log(log_path: Path) -> tuple[BinaryIO, int]:
-    """The log opened for appending, and where this run's output starts in it."""
-    log_file = log_path.open("ab")
-    return log_file, log_file.tell()
-
-
-def _log_since(log_path: Path, start: int) -> str:
-    with log_path.open("rb") as log:
-        log.seek(start)
-        return log.read().decode(errors="replace")
-
-
 def _exit_line(code: int, log_path: Path, start: int) -> str:
     """How it ended, with the worker's own last line (it prints one line and no traceback), and its log."""
     ended = f"the worker was killed by signal {-code}" if code < 0 else f"the worker exited with code {code}"
-    lines = [line for line in _log_since(log_path, start).splitlines() if line.strip()]
+    lines = [line for line in log_since(log_path, start).splitlines() if line.strip()]
     said = [line for line in lines if not line.startswith(READY_LINE)]
     why = f": {said[-1]}" if said else ""
     return f"{ended}{why} (log: {log_path})"
-
-
-async def _stop(process: Process, *, grace_s: float) -> None:
-    if process.returncode is None:
-        process.send_signal(signal.SIGTERM)
-        with anyio.move_on_after(grace_s):
-            await process.wait()
-        if process.returncode is None:
-            process.kill()
-            await process.wait()

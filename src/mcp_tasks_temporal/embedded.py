@@ -5,7 +5,6 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
-import signal
 import sys
 import tempfile
 from collections.abc import AsyncGenerator, Generator
@@ -17,6 +16,7 @@ import anyio
 from anyio.abc import Process
 from temporalio.client import Client
 
+from mcp_tasks_temporal.child_process import log_since, open_log, stop_gracefully
 from mcp_tasks_temporal.ports import PortInUseError
 from mcp_tasks_temporal.search_attributes import dev_server_flags
 
@@ -116,8 +116,7 @@ async def embedded_temporal(
     else:
         scratch = tempfile.TemporaryDirectory(prefix="mcp-tasks-temporal-")
         log_path = Path(scratch.name) / "temporal.log"
-    log_start = log_path.stat().st_size if log_path.exists() else 0
-    log_file = log_path.open("ab")
+    log_file, log_start = open_log(log_path)
     address = f"{host}:{port}"
     command = dev_server_command(host=host, port=port, ui_port=ui_port, db_path=db_path, namespaces=[namespace])
     process = await anyio.open_process(command, stdout=log_file, stderr=log_file, start_new_session=True)
@@ -148,13 +147,7 @@ async def embedded_temporal(
         )
     finally:
         with anyio.CancelScope(shield=True):
-            if process.returncode is None:
-                process.send_signal(signal.SIGTERM)
-                with anyio.move_on_after(15):
-                    await process.wait()
-                if process.returncode is None:
-                    process.kill()
-                    await process.wait()
+            await stop_gracefully(process, grace_s=15)
             log_file.close()
             if scratch is not None:
                 scratch.cleanup()
@@ -164,9 +157,7 @@ def _startup_failure(
     code: int, log_path: Path, log_start: int, host: str, port: int, ui_port: int | None
 ) -> RuntimeError:
     """One line for a dev server that exited while starting: which port, else where its log is."""
-    with log_path.open("rb") as log:
-        log.seek(log_start)
-        output = log.read().decode(errors="replace")
+    output = log_since(log_path, log_start)
     if "address already in use" in output:
         # The CLI names the frontend port in its message; anything else it binds is the UI.
         if ui_port and f":{ui_port}" in output and f":{port}:" not in output and f":{port} " not in output:
