@@ -113,9 +113,10 @@ async def snapshot(client: Client, workflow_id: str) -> Snapshot:
     """The workflow's latest run as `tasks/get` reads it: one strongly consistent `describe`.
 
     The SDK's `WorkflowHandle.describe()` also decodes every search attribute
-    (twice: typed and untyped) and the user metadata on each call, a third of the
-    front's CPU for a read that needs none of them; this decodes the memo alone,
-    through the client's data converter, so a codec applies as before.
+    (twice: typed and untyped) and the user metadata on each call, 10-30 % of the
+    front's CPU per read (docs/performance.md), for a read that needs none of them;
+    this decodes the memo alone, through the client's data converter, so a codec
+    applies as before.
 
     Raises:
         RPCError: As `describe()` does (NOT_FOUND for an unknown workflow).
