@@ -37,7 +37,7 @@ with workflow.unsafe.imports_passed_through():
         ToolTaskInput,
         detailed_task,
     )
-    from mcp_tasks_temporal.search_attributes import MCP_STATUS, STATUS_PATCH
+    from mcp_tasks_temporal.search_attributes import upsert_status
 
 
 # Patch IDs: each guards a change to the commands the workflow issues, so histories
@@ -246,10 +246,7 @@ class ToolTaskWorkflow:
 
     def _publish(self) -> None:
         """Mirror the state into the memo so reads never need a worker, and into `McpStatus` for visibility."""
-        # Only runs started with the attribute may upsert it (the namespace has it registered), and
-        # runs recorded before the upsert existed replay without it.
-        if workflow.info().typed_search_attributes.get(MCP_STATUS) is not None and workflow.patched(STATUS_PATCH):
-            workflow.upsert_search_attributes([MCP_STATUS.value_set(self._status)])  # pyright: ignore[reportUnknownMemberType]
+        upsert_status(self._status)
         workflow.upsert_memo(
             {
                 Memo.STATUS: self._status,

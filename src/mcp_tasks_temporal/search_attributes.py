@@ -18,6 +18,7 @@ import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Final
 
+from temporalio import workflow
 from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 
 if TYPE_CHECKING:
@@ -33,6 +34,16 @@ ALL: Final = (MCP_TOOL, MCP_OWNER, MCP_STATUS)
 NAMES: Final = tuple(key.name for key in ALL)
 STATUS_PATCH: Final = "mcp-status-search-attribute"
 """`workflow.patched` ID of the `McpStatus` upserts, which older runs never recorded."""
+
+
+def upsert_status(status: str) -> None:
+    """From workflow code: keep `McpStatus` at `status`, in the runs that may carry it.
+
+    Only a run started with the attribute may upsert it (the namespace has it registered),
+    and histories recorded before the upsert existed replay without it.
+    """
+    if workflow.info().typed_search_attributes.get(MCP_STATUS) is not None and workflow.patched(STATUS_PATCH):
+        workflow.upsert_search_attributes([MCP_STATUS.value_set(status)])  # pyright: ignore[reportUnknownMemberType]
 
 
 def start_attributes(*, tool: str, owner: str, status: str = "working") -> TypedSearchAttributes:

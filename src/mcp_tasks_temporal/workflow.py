@@ -41,7 +41,7 @@ from mcp_tasks_temporal.contract import (
     Memo,
     as_object,
 )
-from mcp_tasks_temporal.search_attributes import MCP_STATUS, STATUS_PATCH
+from mcp_tasks_temporal.search_attributes import upsert_status
 
 __all__ = ["INVALID_INPUT_REQUEST", "request_input", "request_inputs", "set_status", "task_error"]
 
@@ -166,10 +166,7 @@ class _TaskState:
         self.publish()
 
     def publish(self) -> None:
-        # As in the tool task: only a run started with McpStatus (the namespace has it) may upsert it,
-        # and histories recorded before the upsert existed replay without it.
-        if workflow.info().typed_search_attributes.get(MCP_STATUS) is not None and workflow.patched(STATUS_PATCH):
-            workflow.upsert_search_attributes([MCP_STATUS.value_set(self.status)])  # pyright: ignore[reportUnknownMemberType]
+        upsert_status(self.status)
         workflow.upsert_memo(
             {
                 Memo.STATUS: self.status,
