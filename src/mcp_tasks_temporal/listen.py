@@ -33,7 +33,7 @@ from pydantic import ValidationError
 from mcp_tasks_temporal.contract import EXTENSION_ID
 from mcp_tasks_temporal.errors import TaskExpiredError, TaskNotFoundError
 from mcp_tasks_temporal.extension import declares_tasks
-from mcp_tasks_temporal.gateway import TemporalTaskGateway
+from mcp_tasks_temporal.gateway import Snapshot, TemporalTaskGateway
 from mcp_tasks_temporal.push import TaskWatchHub
 
 logger = logging.getLogger(__name__)
@@ -78,23 +78,26 @@ class TaskListen:
             raise MCPError(INVALID_REQUEST, "subscriptions/listen requires a request id")
         return await self._serve(ctx, params, task_ids)
 
-    async def _honored(self, task_ids: list[str], principal: str | None) -> list[str]:
-        """The requested tasks this caller may see; the rest are left out, indistinguishably."""
-        honored: dict[str, bool] = {}
+    async def _honored(self, task_ids: list[str], principal: str | None) -> dict[str, Snapshot]:
+        """The requested tasks this caller may see, as just read, in request order.
+
+        The rest are left out, indistinguishably. What was read is handed to the watchers,
+        so following a task starts without a second `describe` of it.
+        """
+        honored: dict[str, Snapshot] = {}
         limiter = anyio.CapacityLimiter(32)
 
         async def check(task_id: str) -> None:
             async with limiter:
                 try:
-                    await self._gateway.observe(task_id, principal)
+                    honored[task_id] = (await self._gateway.observe(task_id, principal)).snapshot
                 except (TaskNotFoundError, TaskExpiredError):
                     return
-                honored[task_id] = True
 
         async with anyio.create_task_group() as group:
             for task_id in dict.fromkeys(task_ids):
                 group.start_soon(check, task_id)
-        return [t for t in dict.fromkeys(task_ids) if t in honored]
+        return {t: honored[t] for t in dict.fromkeys(task_ids) if t in honored}
 
     async def _serve(
         self, ctx: ServerRequestContext[Any, Any], params: SubscriptionsListenRequestParams, task_ids: list[str]
@@ -109,7 +112,8 @@ class TaskListen:
             resources_list_changed=True if requested.resources_list_changed else None,
             resource_subscriptions=list(requested.resource_subscriptions) if requested.resource_subscriptions else None,
         )
-        honored_ids = await self._honored(task_ids, principal)
+        honored = await self._honored(task_ids, principal)
+        honored_ids = list(honored)
         ack = SubscriptionFilter.model_validate(
             {**core.model_dump(by_alias=True, exclude_none=True), "taskIds": honored_ids}
         )
@@ -136,7 +140,10 @@ class TaskListen:
         unsubscribe_core = bus.subscribe(on_core)
         # Subscribed before the ack goes out, so nothing that happens meanwhile is lost;
         # the ack is still first because only this task writes the stream.
-        unsubscribes = [self._hub.subscribe(t, principal, lambda task: offer("task", task)) for t in honored_ids]
+        unsubscribes = [
+            self._hub.subscribe(t, principal, lambda task: offer("task", task), seen=seen)
+            for t, seen in honored.items()
+        ]
         try:
             await ctx.session.send_notification(
                 SubscriptionsAcknowledgedNotification(

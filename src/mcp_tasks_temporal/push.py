@@ -28,7 +28,7 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError
 
 from mcp_tasks_temporal.contract import TERMINAL_STATUSES, WORKFLOW_KIND, Memo
-from mcp_tasks_temporal.gateway import Observed, TemporalTaskGateway, snapshot, task_view
+from mcp_tasks_temporal.gateway import Observed, Snapshot, TemporalTaskGateway, snapshot, task_view
 from mcp_tasks_temporal.ids import workflow_id
 from mcp_tasks_temporal.workflow_results import call_tool_result, failure_outcome
 
@@ -59,6 +59,8 @@ class _Watcher:
     last: dict[str, Any] | None = None
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     """Cancelled when the last subscriber leaves (possibly before the watcher started)."""
+    seen: Snapshot | None = None
+    """What the subscriber already read of the task, so following it starts without reading it again."""
 
     def publish(self, task: dict[str, Any]) -> None:
         if task == self.last:
@@ -96,15 +98,20 @@ class TaskWatchHub:
                 self._watchers.clear()
                 group.cancel_scope.cancel()
 
-    def subscribe(self, task_id: str, principal: str | None, listener: Listener) -> Callable[[], None]:
-        """Call `listener` with the task's current state, then with every change; returns the unsubscribe."""
+    def subscribe(
+        self, task_id: str, principal: str | None, listener: Listener, *, seen: Snapshot | None = None
+    ) -> Callable[[], None]:
+        """Call `listener` with the task's current state, then with every change; returns the unsubscribe.
+
+        `seen` is the task as the caller just read it, if it did; a new watcher starts from it.
+        """
         if self._group is None:
             raise RuntimeError("TaskWatchHub is not running: enter `hub.running()` for the life of the server")
         key = workflow_id(task_id, principal)
         watcher = self._watchers.get(key)
         if watcher is None:
             handle = self._gateway.client.get_workflow_handle(key)
-            watcher = self._watchers[key] = _Watcher(task_id, handle)
+            watcher = self._watchers[key] = _Watcher(task_id, handle, seen=seen)
             self._group.start_soon(self._run, key, watcher, name=f"watch {key}")
         if listener not in watcher.listeners:
             watcher.listeners.add(listener)
@@ -137,7 +144,8 @@ class TaskWatchHub:
 
     async def _follow(self, watcher: _Watcher) -> None:
         handle = watcher.handle
-        current = await snapshot(self._gateway.client, handle.id)
+        current = watcher.seen or await snapshot(self._gateway.client, handle.id)
+        watcher.seen = None
         memo = current.memo
         memo.setdefault(Memo.CREATED_AT, current.start_time_ms)
         seen = current.history_length
