@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +26,6 @@ import anyio
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
-from mcp.server.session import ServerSession
 from mcp.shared.dispatcher import CallOptions
 from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp.shared.transport_context import TransportContext
@@ -57,6 +56,7 @@ from mcp_tasks_temporal.contract import (
 )
 from mcp_tasks_temporal.inputs import missing_capability_error
 from mcp_tasks_temporal.progress import StatusReporter, TaskRun, bind_run, progress_message
+from mcp_tasks_temporal.sdk_compat import get_tool, lowlevel_server, task_session
 from mcp_tasks_temporal.tracing import tool_span
 
 logger = logging.getLogger(__name__)
@@ -105,21 +105,20 @@ class ToolActivities:
 
     def __init__(self, server: MCPServer[Any], lifespan_state: Any, *, keepalive_s: float = 2.0) -> None:
         self._server = server
-        self._lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]
+        self._lowlevel = lowlevel_server(server)
         self._lifespan_state = lifespan_state
         self._keepalive_s = keepalive_s
 
     @classmethod
     def lifespan(cls, server: MCPServer[Any]) -> AbstractAsyncContextManager[Any]:
-        """The app's own lifespan, entered once per worker like once per front server."""
-        lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]
-        return lowlevel.lifespan(lowlevel)
+        """The app's own lifespan (`MCPServer(lifespan=...)`), entered once per worker like once per front server."""
+        return _app_lifespan(server)
 
     @activity.defn(name=RUN_TOOL_ACTIVITY)
     async def run_tool(self, call: ToolRoundInput) -> dict[str, Any]:
         """Run one round of the tool and return its wire result (complete or input_required)."""
         info = activity.info()
-        if self._server._tool_manager.get_tool(call.tool) is None:  # pyright: ignore[reportPrivateUsage]
+        if get_tool(self._server, call.tool) is None:
             # An older worker on the app's queue during a rolling deploy: the task must wait for
             # a worker that has the tool, not complete with "Unknown tool" from this one.
             logger.warning(
@@ -193,7 +192,7 @@ class ToolActivities:
         except ValidationError:
             request_meta = None
         ctx: ServerRequestContext[Any, Any] = ServerRequestContext(
-            session=ServerSession(dctx, connection, request_meta=request_meta),  # pyright: ignore[reportArgumentType]
+            session=task_session(dctx, connection, request_meta=request_meta),
             lifespan_context=self._lifespan_state,
             protocol_version=version,
             method="tools/call",
@@ -221,6 +220,16 @@ class ToolActivities:
         while True:
             reporter.heartbeat()
             await anyio.sleep(self._keepalive_s)
+
+
+@asynccontextmanager
+async def _app_lifespan(server: MCPServer[Any]) -> AsyncGenerator[Any]:
+    lifespan = server.settings.lifespan
+    if lifespan is None:
+        yield {}  # what an app without a lifespan hands its tools, as the SDK's default lifespan does
+        return
+    async with lifespan(server) as state:
+        yield state
 
 
 async def _watch_progress(

@@ -12,6 +12,7 @@ from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 
 from mcp_tasks_temporal.contract import TASK_QUEUE_PREFIX
 from mcp_tasks_temporal.extension import TasksExtension
+from mcp_tasks_temporal.sdk_compat import server_extensions
 
 DEMO_APP = "mcp_tasks_temporal.demo:app"
 
@@ -72,10 +73,10 @@ def default_task_queue(app: MCPServer[Any]) -> str:
 def tasks_extension(app: MCPServer[Any]) -> TasksExtension:
     """The `TasksExtension` the app was built with.
 
-    `MCPServer` fixes its extensions at construction and exposes no accessor,
-    so the list is read from the one place it lives.
+    `MCPServer` fixes its extensions at construction and exposes no accessor
+    (see `sdk_compat.server_extensions`).
     """
-    for extension in app._extensions:  # pyright: ignore[reportPrivateUsage]
+    for extension in server_extensions(app):
         if isinstance(extension, TasksExtension):
             return extension
     raise ValueError(

@@ -382,7 +382,7 @@ def _bearer_auth(args: argparse.Namespace) -> BearerAuth | None:
 def _http_server(app: MCPServer[Any], args: argparse.Namespace, client: Client, auth: BearerAuth | None) -> _HttpServer:
     # Stateless for the handshake revisions too: an older client's requests may reach any front server.
     mcp_app = app.streamable_http_app(host=args.host, max_request_body_size=args.max_body_bytes, stateless_http=True)
-    http_app = front_app(mcp_app, auth=auth, extra_routes=health_routes(client))
+    http_app = front_app(mcp_app, auth=auth, extra_routes=health_routes(client), running=tasks_extension(app).running)
     wrapped = JsonRpcHttpErrors(http_app, max_body_bytes=args.max_body_bytes)
     config = uvicorn.Config(wrapped, host=args.host, port=args.port, log_level="warning", lifespan="on")
     return _HttpServer(config)
@@ -575,7 +575,8 @@ async def _serve(args: argparse.Namespace) -> None:
     indexed = await check_namespace(client, address=address, namespace=client.namespace, role="serve")
     _attach_front(app, client, args, search_attributes=indexed, web_ui=args.temporal_ui)
     if args.transport == "stdio":
-        await run_stdio(app)
+        async with tasks_extension(app).running():
+            await run_stdio(app)
     else:
         print(
             f"mcp-tasks-temporal serve: http://{args.host}:{args.port}/mcp -> {_where(client)}",

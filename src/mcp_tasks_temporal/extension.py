@@ -26,7 +26,6 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.extension import Extension, MethodBinding
 from mcp.server.mcpserver import Context, MCPServer, require_client_extension
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.mcpserver.resolve import resolve_arguments
 from mcp.server.request_state import authenticated_principal
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import decode_header_value
@@ -49,6 +48,14 @@ from mcp_tasks_temporal.errors import HeaderMismatchError
 from mcp_tasks_temporal.gateway import TemporalTaskGateway, WorkflowTask, temporal_errors
 from mcp_tasks_temporal.ids import new_task_id, owner_key
 from mcp_tasks_temporal.progress import current_run
+from mcp_tasks_temporal.push import TaskWatchHub
+from mcp_tasks_temporal.sdk_compat import (
+    get_tool,
+    has_resolvers,
+    resolve_arguments,
+    set_output_schema,
+    validate_arguments,
+)
 from mcp_tasks_temporal.tracing import tag_task
 from mcp_tasks_temporal.workflow_results import call_tool_result, failure_outcome
 from mcp_tasks_temporal.workflow_tools import WorkflowToolOptions, tool_function
@@ -125,6 +132,7 @@ class TasksExtension(Extension):
     _workflow_tools: dict[str, WorkflowToolOptions] = field(default_factory=dict[str, WorkflowToolOptions], init=False)
     _gateway: TemporalTaskGateway | None = field(default=None, init=False)
     _server: MCPServer[Any] | None = field(default=None, init=False)
+    _hub: TaskWatchHub | None = field(default=None, init=False)
     _plugins: list[Any] = field(default_factory=list[Any], init=False)
     _call_checks: dict[str, Callable[[], str | None]] = field(
         default_factory=dict[str, Callable[[], "str | None"]], init=False
@@ -295,11 +303,10 @@ class TasksExtension(Extension):
 
         The SDK never hands an extension its server, and answering `Resolve(...)`
         questions before the task exists needs the app's tool registry. Attaching
-        also installs the `subscriptions/listen` middleware that pushes task changes,
-        and runs its watchers within the app's lifespan, so a stopping server stops them.
+        also installs the `subscriptions/listen` middleware that pushes task changes;
+        its watchers run while the server is inside `running()`.
         """
         from mcp_tasks_temporal.listen import TaskListen
-        from mcp_tasks_temporal.push import TaskWatchHub
 
         if self._server is not None:
             raise RuntimeError("TasksExtension is already attached")
@@ -307,31 +314,35 @@ class TasksExtension(Extension):
         self._server = server
         for options in self._workflow_tools.values():
             self._add_workflow_tool(server, options)
-        hub = TaskWatchHub(gateway)
-        server.middleware.append(TaskListen(server, gateway, hub))
-        lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]
-        app_lifespan = lowlevel.lifespan
+        self._hub = TaskWatchHub(gateway)
+        server.middleware.append(TaskListen(server, gateway, self._hub))
 
-        @asynccontextmanager
-        async def lifespan(app: Any) -> AsyncGenerator[Any]:
-            async with hub.running(), app_lifespan(app) as state:
-                yield state
+    @asynccontextmanager
+    async def running(self) -> AsyncGenerator[None]:
+        """Run the push watchers of an attached front server; leaving stops them.
 
-        lowlevel.lifespan = lifespan
+        Whoever serves the app enters it around the transport (`serve` and `dev` do, in the
+        Starlette lifespan and around stdio), so a stopping server stops its watchers.
+        """
+        if self._hub is None:
+            raise RuntimeError("attach the extension before running it")
+        async with self._hub.running():
+            yield
 
     def _add_workflow_tool(self, server: MCPServer[Any], options: WorkflowToolOptions) -> None:
         """Give the app an ordinary tool with the workflow's arguments: `tools/list` and validation come from it."""
-        manager = server._tool_manager  # pyright: ignore[reportPrivateUsage]
-        if manager.get_tool(options.name) is not None:
+        if get_tool(server, options.name) is not None:
             raise ValueError(f"the app already has a tool named {options.name!r}")
-        tool = manager.add_tool(
+        server.add_tool(
             tool_function(options, Context, self._run_workflow_synchronously),
             name=options.name,
             description=options.description,
             structured_output=False,
         )
+        tool = get_tool(server, options.name)
+        assert tool is not None
         # Published as is: the result is mapped from the decoded return value, not validated against a model.
-        tool.fn_metadata.output_schema = options.output_schema()
+        set_output_schema(tool, options.output_schema())
 
     @property
     def gateway(self) -> TemporalTaskGateway:
@@ -409,13 +420,13 @@ class TasksExtension(Extension):
         may start: its first round replays the recorded answers and runs the body.
         """
         server = self._server
-        tool = server._tool_manager.get_tool(params.name) if server is not None else None  # pyright: ignore[reportPrivateUsage]
-        if server is None or tool is None or not tool.resolved_params:
+        tool = get_tool(server, params.name) if server is not None else None
+        if server is None or tool is None or not has_resolvers(tool):
             return None
         context = Context(request_context=ctx, mcp_server=server, input_params=params)
         try:
-            validated = tool.fn_metadata.validate_arguments(params.arguments or {})
-            resolved = await resolve_arguments(tool.resolved_params, tool.resolver_plans, validated, context)
+            validated = validate_arguments(tool, params.arguments or {})
+            resolved = await resolve_arguments(tool, validated, context)
         except MCPError:
             raise
         except (ValidationError, ToolError) as exc:
@@ -437,11 +448,11 @@ class TasksExtension(Extension):
                 require_client_extension(ctx, EXTENSION_ID)
             return await call_next(ctx)  # the app's tool: validates, then `_run_workflow_synchronously`
         server = self._server
-        tool = server._tool_manager.get_tool(params.name) if server is not None else None  # pyright: ignore[reportPrivateUsage]
+        tool = get_tool(server, params.name) if server is not None else None
         if tool is None:
             return await call_next(ctx)
         try:
-            arguments = tool.fn_metadata.validate_arguments(params.arguments or {})
+            arguments = validate_arguments(tool, params.arguments or {})
             workflow_args = options.workflow_args(arguments)
         except ValidationError as exc:
             # No task for bad arguments: the answer a synchronous call gives them.

@@ -9,8 +9,8 @@ The probes stay outside the authentication: an orchestrator has no token.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from dataclasses import dataclass
 
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
@@ -39,8 +39,17 @@ class BearerAuth:
     settings: AuthSettings | None = None
 
 
-def front_app(mcp_app: Starlette, *, auth: BearerAuth | None, extra_routes: Sequence[BaseRoute] = ()) -> Starlette:
-    """`mcp_app` (from `MCPServer.streamable_http_app`) behind `auth`, next to `extra_routes` that need none."""
+def front_app(
+    mcp_app: Starlette,
+    *,
+    auth: BearerAuth | None,
+    extra_routes: Sequence[BaseRoute] = (),
+    running: Callable[[], AbstractAsyncContextManager[None]] | None = None,
+) -> Starlette:
+    """`mcp_app` (from `MCPServer.streamable_http_app`) behind `auth`, next to `extra_routes` that need none.
+
+    `running` (the extension's push watchers) lives exactly as long as the server.
+    """
     routes: list[BaseRoute] = list(extra_routes)
     protected: ASGIApp = mcp_app
     if auth is not None:
@@ -62,7 +71,7 @@ def front_app(mcp_app: Starlette, *, auth: BearerAuth | None, extra_routes: Sequ
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncGenerator[None]:
         # The MCP app's lifespan runs its session manager; a mounted app's lifespan would not run by itself.
-        async with mcp_app.router.lifespan_context(mcp_app):
+        async with running() if running is not None else nullcontext(), mcp_app.router.lifespan_context(mcp_app):
             yield
 
     return Starlette(routes=routes, lifespan=lifespan)

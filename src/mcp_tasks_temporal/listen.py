@@ -35,6 +35,7 @@ from mcp_tasks_temporal.errors import TaskExpiredError, TaskNotFoundError
 from mcp_tasks_temporal.extension import declares_tasks
 from mcp_tasks_temporal.gateway import Snapshot, TemporalTaskGateway
 from mcp_tasks_temporal.push import TaskWatchHub
+from mcp_tasks_temporal.sdk_compat import server_info_stamp, subscription_bus
 
 logger = logging.getLogger(__name__)
 
@@ -136,7 +137,7 @@ class TaskListen:
                 offer("core", event)
 
         # The app's bus carries the core events; MCPServer exposes it to no one but its own handler.
-        bus = self._server._subscriptions  # pyright: ignore[reportPrivateUsage]
+        bus = subscription_bus(self._server)
         unsubscribe_core = bus.subscribe(on_core)
         # Subscribed before the ack goes out, so nothing that happens meanwhile is lost;
         # the ack is still first because only this task writes the stream.
@@ -164,5 +165,5 @@ class TaskListen:
                 unsubscribe()
             send.close()
         # A middleware that answers by itself owns the whole envelope.
-        stamp = self._server._lowlevel_server.server_info_stamp  # pyright: ignore[reportPrivateUsage]
+        stamp = server_info_stamp(self._server)
         return {"resultType": "complete", "_meta": {**meta, SERVER_INFO_META_KEY: stamp}}

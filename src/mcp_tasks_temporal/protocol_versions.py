@@ -25,6 +25,7 @@ from mcp_types import UNSUPPORTED_PROTOCOL_VERSION, DiscoverResult, ErrorData, J
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from mcp_tasks_temporal.contract import as_object
+from mcp_tasks_temporal.sdk_compat import lowlevel_server
 
 SERVED_PROTOCOL_VERSIONS: Final = (*reversed(MODERN_PROTOCOL_VERSIONS), *reversed(HANDSHAKE_PROTOCOL_VERSIONS))
 """Newest first, as the spec's own example lists them."""
@@ -62,7 +63,7 @@ class _MessageSink(Protocol):
 
 async def run_stdio(app: MCPServer[Any]) -> None:
     """`app.run_stdio_async()`, with its -32022 errors naming every served revision."""
-    lowlevel = app._lowlevel_server  # pyright: ignore[reportPrivateUsage]
+    lowlevel = lowlevel_server(app)
     async with stdio_server() as (read_stream, write_stream):
         options = lowlevel.create_initialization_options()
         await lowlevel.run(read_stream, ServedVersionsWriteStream(write_stream), options)

@@ -11,8 +11,8 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from mcp_tasks_temporal.activities import ToolActivities
-from mcp_tasks_temporal.extension import TasksExtension
-from mcp_tasks_temporal.workflow_tools import WorkflowToolOptions
+from mcp_tasks_temporal.sdk_compat import server_extensions
+from mcp_tasks_temporal.workflow_tools import WorkflowToolOptions, WorkflowToolRegistry
 from mcp_tasks_temporal.workflows import ToolTaskWorkflow
 
 WORKFLOWS: Sequence[type] = (ToolTaskWorkflow,)
@@ -104,7 +104,7 @@ def workflow_tools_on(
 
 
 def _workflow_tools(app: MCPServer[Any]) -> list[WorkflowToolOptions]:
-    for extension in app._extensions:  # pyright: ignore[reportPrivateUsage]
-        if isinstance(extension, TasksExtension):
+    for extension in server_extensions(app):
+        if isinstance(extension, WorkflowToolRegistry):
             return list(extension.workflow_tools.values())
     return []

@@ -15,13 +15,23 @@ import inspect
 import typing
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, Literal, Protocol, cast, runtime_checkable
 
 from pydantic import BaseModel, Field, TypeAdapter
+
+from mcp_tasks_temporal.sdk_compat import workflow_definition as sdk_workflow_definition
 
 TaskPolicy = Literal["never", "optional", "required"]
 
 _UNSTRUCTURED: tuple[Any, ...] = (None, type(None), str, Any, inspect.Signature.empty)
+
+
+@runtime_checkable
+class WorkflowToolRegistry(Protocol):
+    """What a worker reads from the app's extension: its workflow tools (the worker imports no front code)."""
+
+    @property
+    def workflow_tools(self) -> Mapping[str, WorkflowToolOptions]: ...
 
 
 @dataclass(frozen=True)
@@ -120,10 +130,8 @@ class WorkflowToolOptions:
 
 def workflow_definition(workflow_class: type) -> Any:
     """temporalio's definition of a `@workflow.defn` class (name, run method)."""
-    from temporalio.workflow import _Definition  # pyright: ignore[reportPrivateUsage]
-
     try:
-        return _Definition.must_from_class(workflow_class)
+        return sdk_workflow_definition(workflow_class)
     except ValueError:
         raise ValueError(f"{workflow_class!r} is not a @workflow.defn class") from None
 

@@ -1,0 +1,121 @@
+"""Every use of a private part of the `mcp` and `temporalio` SDKs, in one place.
+
+Each function below stands where the SDK has no public hook yet, says why it is
+needed, and has a canary in `tests/test_sdk_canaries.py` that fails loudly when
+a new SDK release moves what it reads. Nothing else in the package may touch an
+SDK's underscore names: when a public hook appears, the function changes here
+and its callers do not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mcp.server.extension import Extension
+    from mcp.server.lowlevel.server import Server
+    from mcp.server.mcpserver import Context, MCPServer
+    from mcp.server.mcpserver.tools import Tool
+    from mcp.server.session import ServerSession
+    from mcp.server.subscriptions import SubscriptionBus
+
+# -- mcp: MCPServer -----------------------------------------------------------------
+
+
+def server_extensions(server: MCPServer[Any]) -> Sequence[Extension]:
+    """The extensions an `MCPServer` was built with.
+
+    `MCPServer(extensions=[...])` keeps them and exposes no accessor; the front and
+    the worker find the app's `TasksExtension` (its task tools and workflow tools) here.
+    """
+    return tuple(server._extensions)  # pyright: ignore[reportPrivateUsage]
+
+
+def get_tool(server: MCPServer[Any], name: str) -> Tool | None:
+    """The registered tool `name` (its argument model and resolvers), or `None`.
+
+    `MCPServer` lists tools only as wire `Tool`s; validating arguments before a task
+    exists, and asking a tool's `Resolve(...)` questions on the `tools/call` itself,
+    need the registered tool behind it.
+    """
+    return server._tool_manager.get_tool(name)  # pyright: ignore[reportPrivateUsage]
+
+
+def set_output_schema(tool: Tool, schema: dict[str, Any] | None) -> None:
+    """Publish `schema` as the tool's `outputSchema` without validating results against a model.
+
+    A workflow tool's result is the workflow's decoded return value; `add_tool` can only
+    derive a schema from a Python return annotation, which a generic runner does not have.
+    """
+    tool.fn_metadata.output_schema = schema
+
+
+def validate_arguments(tool: Tool, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The tool's own argument validation (pydantic), as a synchronous `tools/call` runs it."""
+    return tool.fn_metadata.validate_arguments(dict(arguments))
+
+
+async def resolve_arguments(tool: Tool, validated: dict[str, Any], context: Context[Any, Any]) -> Any:
+    """Run the tool's `Resolve(...)` parameters (MRTR questions) the way the SDK's tool call does.
+
+    Returns the resolved arguments, or the `InputRequiredResult` that asks what is missing.
+    """
+    from mcp.server.mcpserver.resolve import resolve_arguments as sdk_resolve_arguments
+
+    return await sdk_resolve_arguments(tool.resolved_params, tool.resolver_plans, validated, context)
+
+
+def has_resolvers(tool: Tool) -> bool:
+    return bool(tool.resolved_params)
+
+
+def subscription_bus(server: MCPServer[Any]) -> SubscriptionBus:
+    """The bus the app's `ctx.notify_*` publishes core events on.
+
+    `subscriptions/listen` is answered by the extension's middleware (it adds task IDs
+    to the core filter), so it must subscribe to the same bus the SDK's own handler reads.
+    """
+    return server._subscriptions  # pyright: ignore[reportPrivateUsage]
+
+
+def lowlevel_server(server: MCPServer[Any]) -> Server[Any]:
+    """The low-level `Server` under an `MCPServer`.
+
+    Needed for three things with no `MCPServer` API: running stdio with a wrapped write
+    stream (every -32022 names the served revisions), the `serverInfo` stamp a
+    self-answering middleware must put in its result's `_meta`, and the raw `tools/call`
+    handler a worker runs a tool through.
+    """
+    return server._lowlevel_server  # pyright: ignore[reportPrivateUsage]
+
+
+def server_info_stamp(server: MCPServer[Any]) -> Any:
+    return lowlevel_server(server).server_info_stamp
+
+
+def task_session(dispatch: Any, connection: Any, *, request_meta: Any) -> ServerSession:
+    """A `ServerSession` over a dispatch context that is not a transport.
+
+    A tool running in an activity has no client connection; its session's back-channel is
+    the task (progress becomes the status, requests are refused as on the 2026-07-28 wire).
+    `ServerSession` types its first argument as the SDK's dispatch context, which only its
+    transports build, so the activity's stand-in is passed by the methods it implements.
+    """
+    from mcp.server.session import ServerSession
+
+    return ServerSession(dispatch, connection, request_meta=request_meta)
+
+
+# -- temporalio ---------------------------------------------------------------------
+
+
+def workflow_definition(workflow_class: type) -> Any:
+    """temporalio's definition of a `@workflow.defn` class: its type name and run method.
+
+    A workflow tool derives its MCP name and argument schema from the `@workflow.run`
+    parameter; temporalio exposes the definition only through this private class.
+    """
+    from temporalio.workflow import _Definition  # pyright: ignore[reportPrivateUsage]
+
+    return _Definition.must_from_class(workflow_class)

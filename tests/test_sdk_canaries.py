@@ -1,0 +1,160 @@
+"""Upgrade canaries: one per private SDK part `sdk_compat` reads.
+
+Each fails with the name of the part when an `mcp` or `temporalio` release moves it,
+before any user meets the breakage as a stalled task or a missing push.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import pytest
+from mcp.server.connection import Connection
+from mcp.server.context import ServerRequestContext
+from mcp.server.extension import Extension
+from mcp.server.lowlevel.server import Server
+from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
+from mcp.shared.subscriptions import ServerEvent
+from mcp_types import InputRequiredResult
+from pydantic import BaseModel
+from temporalio import workflow
+
+from mcp_tasks_temporal import sdk_compat
+from mcp_tasks_temporal.activities import ToolActivities
+
+pytestmark = pytest.mark.anyio
+
+
+class _Marker(Extension):
+    identifier = "com.example/canary"
+
+
+def _server(**kwargs: Any) -> MCPServer[Any]:
+    server: MCPServer[Any] = MCPServer("canary", **kwargs)
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    return server
+
+
+def test_server_extensions_are_the_ones_given() -> None:
+    marker = _Marker()
+    assert list(sdk_compat.server_extensions(_server(extensions=[marker]))) == [marker]
+
+
+def test_get_tool_finds_registered_tools_only() -> None:
+    server = _server()
+    tool = sdk_compat.get_tool(server, "add")
+    assert tool is not None and tool.name == "add"
+    assert sdk_compat.get_tool(server, "missing") is None
+
+
+def test_validate_arguments_is_the_tools_own_validation() -> None:
+    tool = sdk_compat.get_tool(_server(), "add")
+    assert tool is not None
+    assert sdk_compat.validate_arguments(tool, {"a": "1", "b": 2}) == {"a": 1, "b": 2}
+    with pytest.raises(Exception, match="a"):
+        sdk_compat.validate_arguments(tool, {"b": 2})
+
+
+async def test_set_output_schema_is_what_tools_list_publishes() -> None:
+    server = _server()
+    tool = sdk_compat.get_tool(server, "add")
+    assert tool is not None
+    schema = {"type": "object", "properties": {"result": {"type": "string"}}, "required": ["result"]}
+    sdk_compat.set_output_schema(tool, schema)
+    (listed,) = await server.list_tools()
+    assert listed.output_schema == schema
+
+
+class Confirmation(BaseModel):
+    ok: bool
+
+
+async def ask_confirmation() -> Elicit[Confirmation]:
+    return Elicit("Go ahead?", Confirmation)
+
+
+async def guarded(n: int, confirmation: Annotated[Confirmation, Resolve(ask_confirmation)]) -> int:
+    return n
+
+
+async def test_resolve_arguments_asks_a_resolvers_question() -> None:
+    server: MCPServer[Any] = MCPServer("canary")
+    server.add_tool(guarded)
+    tool = sdk_compat.get_tool(server, "guarded")
+    assert tool is not None and sdk_compat.has_resolvers(tool)
+    assert not sdk_compat.has_resolvers(sdk_compat.get_tool(_server(), "add"))  # type: ignore[arg-type]
+    validated = sdk_compat.validate_arguments(tool, {"n": 1})
+    connection = Connection.from_envelope("2026-07-28", None, {"elicitation": {}})
+    request: ServerRequestContext[Any, Any] = ServerRequestContext(
+        session=sdk_compat.task_session(_Dispatch(), connection, request_meta=None),
+        lifespan_context={},
+        protocol_version="2026-07-28",
+        method="tools/call",
+        params={"name": "guarded", "arguments": {"n": 1}},
+    )
+    resolved = await sdk_compat.resolve_arguments(tool, validated, Context(request_context=request, mcp_server=server))
+    assert isinstance(resolved, InputRequiredResult)
+
+
+def test_subscription_bus_carries_the_apps_events() -> None:
+    bus = sdk_compat.subscription_bus(_server())
+    seen: list[ServerEvent] = []
+    unsubscribe = bus.subscribe(seen.append)
+    assert callable(unsubscribe)
+    unsubscribe()
+
+
+def test_lowlevel_server_has_what_the_front_and_worker_use() -> None:
+    lowlevel = sdk_compat.lowlevel_server(_server())
+    assert isinstance(lowlevel, Server)
+    assert lowlevel.get_request_handler("tools/call") is not None
+    assert callable(lowlevel.create_initialization_options)
+    assert sdk_compat.server_info_stamp(_server()) is not None
+
+
+@dataclass
+class _Dispatch:
+    can_send_request: bool = False
+
+
+def test_task_session_accepts_a_stand_in_dispatch_context() -> None:
+    connection = Connection.from_envelope("2026-07-28", None, {"sampling": {}})
+    session = sdk_compat.task_session(_Dispatch(), connection, request_meta=None)
+    assert session.client_capabilities is not None and session.client_capabilities.sampling is not None
+
+
+async def test_app_lifespan_is_entered_from_the_public_setting() -> None:
+    entered: list[str] = []
+
+    @asynccontextmanager
+    async def lifespan(server: MCPServer[Any]) -> AsyncGenerator[dict[str, str]]:
+        entered.append(server.name)
+        yield {"db": "open"}
+
+    async with ToolActivities.lifespan(_server(lifespan=lifespan)) as state:
+        assert state == {"db": "open"}
+    assert entered == ["canary"]
+    async with ToolActivities.lifespan(_server()) as state:
+        assert state == {}
+
+
+@workflow.defn(name="CanaryWorkflow")
+class _CanaryWorkflow:
+    @workflow.run
+    async def run(self, n: int) -> int:
+        return n
+
+
+def test_workflow_definition_names_the_type_and_run_method() -> None:
+    definition = sdk_compat.workflow_definition(_CanaryWorkflow)
+    assert definition.name == "CanaryWorkflow"
+    assert definition.run_fn is _CanaryWorkflow.run
+    with pytest.raises(ValueError):
+        sdk_compat.workflow_definition(int)
