@@ -41,7 +41,7 @@ from mcp_tasks_temporal.metrics import FrontMetrics, RequestMetrics, install_met
 from mcp_tasks_temporal.ports import PortInUseError, check_ports
 from mcp_tasks_temporal.protocol_versions import AdvertiseServedVersions, run_stdio
 from mcp_tasks_temporal.search_attributes import check_namespace
-from mcp_tasks_temporal.tracing import client_interceptors, setup_tracing, shutdown_tracing
+from mcp_tasks_temporal.tracing import setup_tracing, shutdown_tracing, tracing_plugins
 
 logger = logging.getLogger("mcp_tasks_temporal")
 
@@ -410,9 +410,8 @@ async def _connect(
     return await connect(
         options or ConnectionOptions.from_args(args),
         codec=codec_from_args(args),
-        interceptors=client_interceptors(),
         runtime=metrics_runtime(),
-        plugins=tasks_extension(app).plugins,
+        plugins=[*tasks_extension(app).plugins, *tracing_plugins()],
         use_environment=options is None,  # TEMPORAL_* describe the user's cluster, not a server started here
         require_namespace=require_namespace,
     )

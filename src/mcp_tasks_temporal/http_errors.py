@@ -8,13 +8,9 @@ those two answers; everything else streams through untouched.
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
-from mcp_types import INVALID_REQUEST
+from mcp_types import INVALID_REQUEST, ErrorData, JSONRPCError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mcp_tasks_temporal.contract import as_object
 from mcp_tasks_temporal.protocol_versions import with_served_versions
 
 
@@ -54,12 +50,9 @@ class JsonRpcHttpErrors:
         await self.app(scope, receive, send_or_rewrite)
 
     def _too_large(self) -> bytes:
-        error = {
-            "code": INVALID_REQUEST,
-            "message": "Request body too large",
-            "data": {"maxBodyBytes": self.max_body_bytes},
-        }
-        return json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
+        limit = {"maxBodyBytes": self.max_body_bytes}
+        error = ErrorData(code=INVALID_REQUEST, message="Request body too large", data=limit)
+        return JSONRPCError(jsonrpc="2.0", id=None, error=error).model_dump_json(by_alias=True).encode()
 
 
 def _rewritable(start: Message) -> bool:
@@ -73,11 +66,12 @@ def _rewritable(start: Message) -> bool:
 def _with_served_versions(body: bytes) -> bytes:
     """A -32022 names every served revision; any other 400 goes out as it came."""
     try:
-        message: Any = json.loads(body)
+        message = JSONRPCError.model_validate_json(body)
     except ValueError:
         return body
-    error = as_object(as_object(message).get("error"))
+    error = message.error.model_dump(mode="json", by_alias=True, exclude_unset=True)
     rewritten = with_served_versions(error)
     if rewritten is error:
         return body
-    return json.dumps({**message, "error": rewritten}, separators=(",", ":")).encode()
+    updated = message.model_copy(update={"error": ErrorData.model_validate(rewritten)})
+    return updated.model_dump_json(by_alias=True, exclude_unset=True).encode()

@@ -3,12 +3,14 @@
 Switched on by the standard variables (`OTEL_EXPORTER_OTLP_ENDPOINT`,
 `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, `OTEL_TRACES_EXPORTER`) or `--otel`;
 `OTEL_SDK_DISABLED=true` wins over both. The mcp SDK already opens a span for
-every request; this module gives it a tracer provider and hands Temporal's
-`TracingInterceptor` to every client, which carries the context through the
-workflow start into the workflow and each activity (and on to workers, which
-take their client's interceptors). The exporter, its endpoint, headers,
-batching and the resource (`OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`)
-all follow the OpenTelemetry environment specification.
+every request; this module gives it temporalio's replay-safe tracer provider and
+hands temporalio's `OpenTelemetryPlugin` to every client, which carries the
+context through the workflow start into the workflow and each activity (and on
+to workers, which take their client's plugins). Exporters are the ones
+OpenTelemetry packages register under the `opentelemetry_traces_exporter` entry
+point, chosen by `OTEL_TRACES_EXPORTER` as the OpenTelemetry environment
+specification says; their endpoint, headers, batching and the resource
+(`OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`) follow it too.
 
 The SDK and the OTLP exporter come with the `otel` extra; without them, asking
 for tracing is a start-up error rather than silently no traces.
@@ -16,14 +18,13 @@ for tracing is a start-up error rather than silently no traces.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 from collections.abc import Generator, Sequence
 from contextlib import contextmanager
+from importlib.metadata import entry_points
 from typing import Any, Final
 
-import temporalio.client
 from opentelemetry import trace
 
 logger = logging.getLogger(__name__)
@@ -67,12 +68,13 @@ def setup_tracing(service_name: str, *, flag: bool = False) -> bool:
         return False
     try:
         from opentelemetry.sdk.resources import Resource
-        from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        from temporalio.contrib.opentelemetry import create_tracer_provider
     except ImportError:
         raise ValueError("tracing needs the OpenTelemetry SDK: pip install 'mcp-tasks-temporal[otel]'") from None
     attributes = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": service_name}
-    provider = TracerProvider(resource=Resource.create(attributes))
+    # Replay-safe: a workflow replayed on another worker does not emit its spans twice.
+    provider = create_tracer_provider(resource=Resource.create(attributes))
     for exporter in _exporters(_exporter_names() or ["otlp"]):
         # Batching parameters come from OTEL_BSP_*.
         provider.add_span_processor(BatchSpanProcessor(exporter))
@@ -83,48 +85,46 @@ def setup_tracing(service_name: str, *, flag: bool = False) -> bool:
 
 
 def _exporters(names: Sequence[str]) -> list[Any]:
-    exporters: list[Any] = []
-    for name in names:
-        if name == "none":
-            continue
-        if name == "console":
-            from opentelemetry.sdk.trace.export import ConsoleSpanExporter
-
-            exporters.append(ConsoleSpanExporter())
-        elif name == "otlp":
-            exporters.append(_otlp_exporter())
-        else:
-            raise ValueError(f"OTEL_TRACES_EXPORTER: unsupported exporter {name!r} (otlp, console or none)")
-    return exporters
+    return [_exporter(name) for name in names if name != "none"]
 
 
-def _otlp_exporter() -> Any:
-    protocol = (
-        os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL") or ""
-    ).strip()
-    # http/protobuf is the default the OpenTelemetry specification recommends.
-    transport = "grpc" if protocol == "grpc" else "http"
-    try:
-        module = importlib.import_module(f"opentelemetry.exporter.otlp.proto.{transport}.trace_exporter")
-    except ImportError:
-        package = "opentelemetry-exporter-otlp-proto-grpc" if protocol == "grpc" else "mcp-tasks-temporal[otel]"
-        over = protocol or "http/protobuf"
-        raise ValueError(f"OTLP trace export over {over} needs: pip install '{package}'") from None
+def _exporter(name: str) -> Any:
+    """The exporter an installed OpenTelemetry package registers as `name`.
+
+    `otlp` means OTLP over the protocol `OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL` names,
+    http/protobuf by default (the specification's recommendation), as the SDK's own
+    auto-configuration resolves it.
+    """
+    registered = name
+    if name == "otlp":
+        protocol = (
+            os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL") or ""
+        ).strip()
+        registered = "otlp_proto_grpc" if protocol == "grpc" else "otlp_proto_http"
+    found = entry_points(group="opentelemetry_traces_exporter", name=registered)
+    if not found:
+        if name == "otlp":
+            grpc = registered.endswith("grpc")
+            package = "opentelemetry-exporter-otlp-proto-grpc" if grpc else "mcp-tasks-temporal[otel]"
+            over = "grpc" if grpc else "http/protobuf"
+            raise ValueError(f"OTLP trace export over {over} needs: pip install '{package}'")
+        available = sorted({"otlp", "none", *(e.name for e in entry_points(group="opentelemetry_traces_exporter"))})
+        raise ValueError(f"OTEL_TRACES_EXPORTER: unsupported exporter {name!r} ({', '.join(available)})")
     # Endpoint, headers, certificates, compression and timeout: all from OTEL_EXPORTER_OTLP_*.
-    return module.OTLPSpanExporter()
+    return next(iter(found)).load()()
 
 
-def client_interceptors() -> list[temporalio.client.Interceptor]:
+def tracing_plugins() -> list[Any]:
     """What every Temporal client of this process takes, so its workflows and activities join the caller's trace.
 
     Empty until `setup_tracing` has turned tracing on. A worker built on the
-    client picks the interceptor up too.
+    client applies the plugin too.
     """
     if not _installed:
         return []
-    from temporalio.contrib.opentelemetry import TracingInterceptor
+    from temporalio.contrib.opentelemetry import OpenTelemetryPlugin
 
-    return [TracingInterceptor()]
+    return [OpenTelemetryPlugin(add_temporal_spans=True)]
 
 
 def shutdown_tracing() -> None:
