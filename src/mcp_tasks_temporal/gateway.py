@@ -41,13 +41,13 @@ from mcp_tasks_temporal.contract import (
     Memo,
     ToolTaskInput,
     as_object,
-    detailed_task,
 )
 from mcp_tasks_temporal.errors import InvalidInputResponseError, TaskExpiredError, TaskNotFoundError
 from mcp_tasks_temporal.ids import is_task_id, owner_key, workflow_id
 from mcp_tasks_temporal.inputs import response_problem
 from mcp_tasks_temporal.metrics import FrontMetrics
 from mcp_tasks_temporal.search_attributes import start_attributes
+from mcp_tasks_temporal.task_wire import DetailedTask
 from mcp_tasks_temporal.web_ui import web_ui_link
 from mcp_tasks_temporal.workflow_results import call_tool_result, failure_outcome
 
@@ -380,6 +380,11 @@ class TemporalTaskGateway:
         return None
 
 
+def _task(**fields: Any) -> dict[str, Any]:
+    """A `DetailedTask` on the wire, built and checked by the model the client reads it with."""
+    return DetailedTask.build(**fields).wire()
+
+
 def _initial_memo(
     task_id: str, tool: str, principal: str | None, created_at_ms: int, ttl_ms: int | None, poll_interval_ms: int
 ) -> dict[str, Any]:
@@ -396,7 +401,7 @@ def _initial_memo(
 
 
 def _created(task_id: str, created_at_ms: int, ttl_ms: int | None, poll_interval_ms: int) -> dict[str, Any]:
-    return detailed_task(
+    return _task(
         task_id=task_id,
         status="working",
         created_at_ms=created_at_ms,
@@ -434,15 +439,15 @@ def task_view(
         if memo_status == "working" and heartbeat is not None:
             fields["status_message"] = heartbeat[0]
             fields["last_updated_at_ms"] = max(fields["last_updated_at_ms"], heartbeat[1])
-        return detailed_task(
+        return _task(
             status=memo_status, input_requests=memo.get(Memo.INPUT_REQUESTS), error=memo.get(Memo.ERROR), **fields
         )
     if status == WorkflowExecutionStatus.COMPLETED:
-        return detailed_task(status="completed", result=result, **fields)
+        return _task(status="completed", result=result, **fields)
     if status == WorkflowExecutionStatus.CANCELED:
-        return detailed_task(status="cancelled", **fields)
+        return _task(status="cancelled", **fields)
     if status == WorkflowExecutionStatus.FAILED and (error or memo.get(Memo.ERROR)):
-        return detailed_task(status="failed", error=error or memo[Memo.ERROR], **fields)
+        return _task(status="failed", error=error or memo[Memo.ERROR], **fields)
     # Terminated or timed out by an operator or a backstop: no workflow code ran to say why.
     fields["status_message"] = "Task stopped by the Temporal service"
-    return detailed_task(status="failed", error={"code": INTERNAL_ERROR_CODE, "message": "Task stopped"}, **fields)
+    return _task(status="failed", error={"code": INTERNAL_ERROR_CODE, "message": "Task stopped"}, **fields)
