@@ -41,6 +41,7 @@ from mcp_tasks_temporal.metrics import FrontMetrics, RequestMetrics, install_met
 from mcp_tasks_temporal.ports import PortInUseError, check_ports
 from mcp_tasks_temporal.protocol_versions import AdvertiseServedVersions, run_stdio
 from mcp_tasks_temporal.search_attributes import check_namespace
+from mcp_tasks_temporal.settings import apply_environment
 from mcp_tasks_temporal.tracing import setup_tracing, shutdown_tracing, tracing_plugins
 
 logger = logging.getLogger("mcp_tasks_temporal")
@@ -66,14 +67,14 @@ def _ttl(value: str) -> int | None:
 def _add_app_options(parser: argparse.ArgumentParser, *, default_app: str | None) -> None:
     parser.add_argument(
         "--app",
-        default=os.environ.get("MCP_TASKS_APP", default_app),
-        required=default_app is None and "MCP_TASKS_APP" not in os.environ,
+        default=default_app,
+        required=default_app is None,
         help="the MCPServer to serve, as MODULE:ATTR"
         + (f" (default: the built-in demo, {default_app})" if default_app else ""),
     )
     parser.add_argument(
         "--task-queue",
-        default=os.environ.get("MCP_TASKS_TASK_QUEUE") or None,
+        default=None,
         help="Temporal task queue of the app's tasks (default: mcp-tasks/<the MCPServer's name>; "
         "front servers and workers of one app must use the same)",
     )
@@ -82,13 +83,13 @@ def _add_app_options(parser: argparse.ArgumentParser, *, default_app: str | None
         default=None,
         metavar="NAME",
         help="model of the app's sub-agents, served by the OpenAI-compatible endpoint at OPENAI_BASE_URL "
-        "(env MCP_TASKS_AGENT_MODEL; needs the agent extra)",
+        "(needs the agent extra)",
     )
 
 
 def _add_front_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--host", default=os.environ.get("MCP_TASKS_HOST", "127.0.0.1"))
-    parser.add_argument("--port", type=int, default=int(os.environ.get("MCP_TASKS_PORT", "8000")))
+    parser.add_argument("--host", default="127.0.0.1", help="address the MCP endpoint binds")
+    parser.add_argument("--port", type=int, default=8000, help="port of the MCP endpoint")
     parser.add_argument(
         "--ttl-ms",
         type=_ttl,
@@ -100,27 +101,27 @@ def _add_front_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--closed-task-cache",
         type=int,
-        default=int(os.environ.get("MCP_TASKS_CLOSED_TASK_CACHE", str(DEFAULT_MAX_ENTRIES))),
+        default=DEFAULT_MAX_ENTRIES,
         metavar="ENTRIES",
         help="closed tasks this front serves from memory, without a Temporal call (0 disables)",
     )
     parser.add_argument(
         "--request-state-key",
         action="append",
-        default=_env_list("MCP_TASKS_REQUEST_STATE_KEYS"),
+        default=[],
         metavar="SECRET",
         help="shared key sealing MRTR requestState across front servers (repeat to rotate; first seals)",
     )
     parser.add_argument(
         "--max-body-bytes",
         type=int,
-        default=int(os.environ.get("MCP_TASKS_MAX_BODY_BYTES", str(1024 * 1024))),
+        default=1024 * 1024,
         help="largest request body accepted (HTTP 413 beyond); keeps task inputs under Temporal's 2 MB payload limit",
     )
     parser.add_argument(
         "--tokens",
         type=Path,
-        default=os.environ.get("MCP_TASKS_TOKENS") or None,
+        default=None,
         metavar="FILE",
         help="require bearer tokens from FILE ('TOKEN PRINCIPAL' per line); tasks bind to the principal",
     )
@@ -138,37 +139,32 @@ def _add_front_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tool-timeout", type=float, default=None, help="seconds one tool attempt may run (6 h)")
 
 
-def _env_list(name: str) -> list[str]:
-    """A comma-separated environment variable as a list, empty items dropped."""
-    return [item for item in os.environ.get(name, "").split(",") if item]
-
-
 def _add_jwt_options(parser: argparse.ArgumentParser) -> None:
     jwt = parser.add_argument_group("JWT bearer tokens (instead of --tokens)")
     jwt.add_argument(
         "--jwt-jwks",
-        default=os.environ.get("MCP_TASKS_JWT_JWKS") or None,
+        default=None,
         metavar="FILE|URL",
         help="verify bearer JWTs against this JWKS (a file, re-read when it changes, or the identity provider's URL)",
     )
-    jwt.add_argument("--jwt-issuer", default=os.environ.get("MCP_TASKS_JWT_ISSUER"), help="required `iss`")
-    jwt.add_argument("--jwt-audience", default=os.environ.get("MCP_TASKS_JWT_AUDIENCE"), help="required `aud`")
+    jwt.add_argument("--jwt-issuer", default=None, help="required `iss`")
+    jwt.add_argument("--jwt-audience", default=None, help="required `aud`")
     jwt.add_argument(
         "--jwt-principal-claim",
-        default=os.environ.get("MCP_TASKS_JWT_PRINCIPAL_CLAIM", "sub"),
+        default="sub",
         metavar="CLAIM",
         help="claim naming the principal tasks bind to (default: sub)",
     )
     jwt.add_argument(
         "--jwt-scope",
         action="append",
-        default=_env_list("MCP_TASKS_JWT_SCOPES"),
+        default=[],
         metavar="SCOPE",
         help="scope every token must carry (repeatable; HTTP 403 without it)",
     )
     jwt.add_argument(
         "--public-url",
-        default=os.environ.get("MCP_TASKS_PUBLIC_URL") or None,
+        default=None,
         metavar="URL",
         help="this server's MCP endpoint as clients reach it; with JWTs, publishes RFC 9728 metadata naming the issuer",
     )
@@ -178,19 +174,19 @@ def _add_observability_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--otel",
         action="store_true",
-        default=os.environ.get("MCP_TASKS_OTEL", "").lower() in ("1", "true"),
+        default=False,
         help="export OpenTelemetry traces (also on when the standard OTEL_EXPORTER_OTLP_* variables are set)",
     )
     parser.add_argument(
         "--metrics-port",
         type=int,
-        default=int(os.environ.get("MCP_TASKS_METRICS_PORT", "0")) or None,
+        default=None,
         metavar="PORT",
         help="serve Prometheus metrics (Temporal SDK and this process's) at http://HOST:PORT/metrics",
     )
     parser.add_argument(
         "--metrics-host",
-        default=os.environ.get("MCP_TASKS_METRICS_HOST", "127.0.0.1"),
+        default="127.0.0.1",
         help="address the metrics endpoint binds (0.0.0.0 in a container)",
     )
 
@@ -215,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=__doc__,
         epilog="`mcp-tasks-temporal COMMAND --help` shows each command's options and exit statuses.",
     )
-    parser.add_argument("--log-level", default=os.environ.get("MCP_TASKS_LOG_LEVEL", "WARNING"))
+    parser.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING or ERROR")
     commands = parser.add_subparsers(dest="command", required=True)
 
     dev = commands.add_parser(
@@ -258,7 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_observability_options(serve)
     serve.add_argument(
         "--temporal-ui",
-        default=os.environ.get("TEMPORAL_UI_ADDRESS") or None,
+        default=None,
         metavar="URL",
         help="Temporal Web UI address; tasks/get then links each task's page in its _meta",
     )
@@ -279,12 +275,12 @@ def build_parser() -> argparse.ArgumentParser:
         "codec-server", help="decrypt payloads for the Temporal Web UI and CLI (their remote codec endpoint)"
     )
     add_codec_options(codec_server)
-    codec_server.add_argument("--host", default=os.environ.get("MCP_TASKS_CODEC_HOST", "127.0.0.1"))
-    codec_server.add_argument("--port", type=int, default=int(os.environ.get("MCP_TASKS_CODEC_PORT", "8081")))
+    codec_server.add_argument("--host", default="127.0.0.1", help="address the codec server binds")
+    codec_server.add_argument("--port", type=int, default=8081, help="port of the codec server")
     codec_server.add_argument(
         "--ui-origin",
         action="append",
-        default=_env_list("MCP_TASKS_CODEC_UI_ORIGINS"),
+        default=[],
         metavar="URL",
         help=f"origin of a Temporal Web UI allowed to call it, e.g. https://cloud.temporal.io "
         f"(repeatable; default {', '.join(DEFAULT_UI_ORIGINS)})",
@@ -292,7 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
     codec_server.add_argument(
         "--tokens",
         type=Path,
-        default=os.environ.get("MCP_TASKS_CODEC_TOKENS") or None,
+        default=None,
         metavar="FILE",
         help="require a bearer token from FILE ('TOKEN PRINCIPAL' per line) on every call",
     )
@@ -303,6 +299,9 @@ def build_parser() -> argparse.ArgumentParser:
     worker.set_defaults(run=_worker)
     codec_server.set_defaults(run=_codec_server)
     codec_key.set_defaults(run=_codec_key)
+    apply_environment(parser, "")
+    for name, command in (("dev", dev), ("serve", serve), ("worker", worker), ("codec-server", codec_server)):
+        apply_environment(command, name)
     from mcp_tasks_temporal.client._cli import add_commands
 
     add_commands(commands)
