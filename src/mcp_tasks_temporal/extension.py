@@ -47,8 +47,10 @@ from mcp_tasks_temporal.contract import EXTENSION_ID, ActivityPolicy, ToolTaskIn
 from mcp_tasks_temporal.errors import HeaderMismatchError
 from mcp_tasks_temporal.gateway import TemporalTaskGateway, WorkflowTask, temporal_errors
 from mcp_tasks_temporal.ids import new_task_id, owner_key
+from mcp_tasks_temporal.listen import TaskListen
 from mcp_tasks_temporal.progress import current_run
 from mcp_tasks_temporal.push import TaskWatchHub
+from mcp_tasks_temporal.request_capabilities import declares_tasks
 from mcp_tasks_temporal.sdk_compat import (
     get_tool,
     has_resolvers,
@@ -306,8 +308,6 @@ class TasksExtension(Extension):
         also installs the `subscriptions/listen` middleware that pushes task changes;
         its watchers run while the server is inside `running()`.
         """
-        from mcp_tasks_temporal.listen import TaskListen
-
         if self._server is not None:
             raise RuntimeError("TasksExtension is already attached")
         self._gateway = gateway
@@ -533,14 +533,6 @@ class TasksExtension(Extension):
         with temporal_errors():
             await self.gateway.cancel(params.task_id, authenticated_principal(ctx))
         return {}
-
-
-def declares_tasks(ctx: ServerRequestContext[Any, Any]) -> bool:
-    """Did *this* request declare the extension? Earlier requests never count."""
-    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-        return False
-    caps = ctx.session.client_capabilities
-    return bool(caps is not None and caps.extensions and EXTENSION_ID in caps.extensions)
 
 
 def _admit(ctx: ServerRequestContext[Any, Any], task_id: str) -> None:

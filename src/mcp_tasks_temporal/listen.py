@@ -32,9 +32,9 @@ from pydantic import ValidationError
 
 from mcp_tasks_temporal.contract import EXTENSION_ID
 from mcp_tasks_temporal.errors import TaskExpiredError, TaskNotFoundError
-from mcp_tasks_temporal.extension import declares_tasks
 from mcp_tasks_temporal.gateway import Snapshot, TemporalTaskGateway
 from mcp_tasks_temporal.push import TaskWatchHub
+from mcp_tasks_temporal.request_capabilities import declares_tasks
 from mcp_tasks_temporal.sdk_compat import server_info_stamp, subscription_bus
 
 logger = logging.getLogger(__name__)
