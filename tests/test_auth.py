@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +11,8 @@ import httpx
 import pytest
 
 from tests.conftest import Stack
-from tests.test_push import ELICIT, collect_until_terminal, http_listen, listen_message
-from tests.wire import HttpMcp, Reply, TaskCalls, base_headers, envelope
+from tests.test_push import ELICIT, SUB, collect_until_terminal, http_listen, listen_message
+from tests.wire import TERMINAL, HttpMcp, Reply, TaskCalls, base_headers, envelope
 
 pytestmark = pytest.mark.anyio
 
@@ -79,6 +80,45 @@ async def test_listen_leaves_out_another_principals_tasks(secured: str, http: ht
     async with http_listen(secured, http, listen_message([mine, theirs])) as frames:
         ack = await anext(frames)
     assert ack["params"]["notifications"]["taskIds"] == [mine]
+
+
+async def test_two_listens_on_one_front_each_get_only_their_own_tasks_changes(
+    secured: str, http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    gates = {token: tmp_path / f"gate-{token}" for token in (ALICE, BOB)}
+    tasks: dict[str, str] = {}
+    for token, gate in gates.items():
+        gate.mkdir()
+        tasks[token] = (await TaskCalls(BearerMcp(secured, http, token)).start("gated", {"gate": str(gate)}))["taskId"]
+    seen: dict[str, list[dict[str, Any]]] = {token: [] for token in gates}
+    finished = {token: anyio.Event() for token in gates}
+
+    async def follow(token: str, frames: AsyncIterator[dict[str, Any]]) -> None:
+        async for frame in frames:
+            seen[token].append(frame["params"])
+            if frame["params"].get("taskId") == tasks[token] and frame["params"]["status"] in TERMINAL:
+                finished[token].set()
+                return
+
+    # Both principals ask for both tasks, each on a subscription of its own on this one front.
+    both = list(tasks.values())
+    async with (
+        http_listen(secured, http, listen_message(both, request_id=1), token=ALICE) as alice_frames,
+        http_listen(secured, http, listen_message(both[::-1], request_id=2), token=BOB) as bob_frames,
+    ):
+        assert (await anext(alice_frames))["params"]["notifications"]["taskIds"] == [tasks[ALICE]]
+        assert (await anext(bob_frames))["params"]["notifications"]["taskIds"] == [tasks[BOB]]
+        with anyio.fail_after(WAIT * 2):
+            async with anyio.create_task_group() as group:
+                group.start_soon(follow, ALICE, alice_frames)
+                group.start_soon(follow, BOB, bob_frames)
+                # One task after the other, so each one's changes happen while the other stream is open.
+                for token, gate in gates.items():
+                    (gate / "release").write_text("1")
+                    await finished[token].wait()
+    for token, subscription in ((ALICE, 1), (BOB, 2)):
+        assert {note["taskId"] for note in seen[token]} == {tasks[token]}, "a stream carried another task"
+        assert {note["_meta"][SUB] for note in seen[token]} == {subscription}
 
 
 async def test_a_closed_task_the_front_remembers_is_still_invisible_to_another_principal(

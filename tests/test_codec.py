@@ -48,6 +48,8 @@ class Rot13Codec(PayloadCodec):
 
 
 rot13 = Rot13Codec()
+NONCE_BYTES = 12
+"""GCM's 96-bit nonce, which the codec writes in front of the ciphertext."""
 
 
 def plain(text: str) -> Payload:
@@ -79,6 +81,19 @@ async def test_rotation_encrypts_with_the_first_key_and_decrypts_with_any() -> N
     assert await rotated.decode([before, after]) == [plain("before rotation"), plain("after rotation")]
     with pytest.raises(CodecError, match=key_id(old)):
         await AesGcmCodec([new]).decode([before])  # the old key was dropped too early
+
+
+async def test_every_encryption_draws_a_fresh_nonce() -> None:
+    # GCM under one key with a repeated nonce gives away the keystream and the authentication key:
+    # the same payload sealed twice, or by two processes sharing the key, must never share a nonce.
+    key = secrets.token_bytes(32)
+    front, worker = AesGcmCodec([key]), AesGcmCodec([key])
+    same = plain("the same answer, sent again")
+    sealed = [*await front.encode([same, same]), *await front.encode([same]), *await worker.encode([same])]
+    nonces = [payload.data[:NONCE_BYTES] for payload in sealed]
+    assert len(set(nonces)) == len(sealed), "a nonce was used twice under one key"
+    assert len({payload.data[NONCE_BYTES:] for payload in sealed}) == len(sealed)
+    assert await front.decode(sealed) == [same] * len(sealed)
 
 
 async def test_a_tampered_payload_is_refused() -> None:

@@ -5,11 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
+from mcp_tasks_temporal.ids import workflow_id
 from tests.conftest import Stack
+from tests.direct_signals import signal_answers
 from tests.processes import free_port
 from tests.wire import HttpMcp, TaskCalls
 
@@ -160,6 +163,34 @@ async def test_request_input_midway_continues_without_redoing_the_work(mcp: Task
 async def test_request_input_outside_a_task_is_a_clear_capability_error(mcp: TaskCalls) -> None:
     reply = await mcp.call_tool("ask_one_midway", tasks=False, capabilities=ELICIT)
     assert reply.error["code"] == -32021
+
+
+async def until_file(path: Path, *, timeout: float = 30) -> None:
+    with anyio.fail_after(timeout):
+        while not path.exists():
+            await anyio.sleep(0.05)
+
+
+async def test_answers_signalled_to_temporal_before_the_question_are_ignored(
+    mcp: TaskCalls, temporal_client: Client, gate: Path
+) -> None:
+    created = await mcp.start("survey", {"gate": str(gate)}, capabilities=ELICIT)
+    task_id = created["taskId"]
+    await until_file(gate / "attempts")  # the round runs; it asks nothing until `go`
+    early = {"color": accept(approve=True), "size": accept(approve=True), "never-asked": accept(approve=True)}
+    await signal_answers(temporal_client.get_workflow_handle(workflow_id(task_id, None)), early)
+    (gate / "go").write_text("1")
+    asked = await mcp.wait_for(task_id, lambda t: t["status"] != "working")
+    assert asked["status"] == "input_required", asked
+    # Under the tool's own keys: an early answer taken as given would have pushed them aside (`r0/...`).
+    assert set(asked["inputRequests"]) == {"color", "size"}
+    assert not (gate / "answered").exists(), "the next round ran on answers nobody gave to a question"
+    await mcp.update(task_id, {"color": accept(approve=True), "size": accept(approve=False)})
+    await until_file(gate / "answered")
+    (gate / "release").write_text("1")
+    done = await mcp.wait_for(task_id)
+    assert done["status"] == "completed" and done["result"]["content"][0]["text"] == "done"
+    assert (gate / "attempts").read_text() == "1"
 
 
 async def signals_of(temporal_client: Client, task_id: str) -> list[Any]:

@@ -161,6 +161,23 @@ async def test_a_verifier_binds_the_configured_claim(tmp_path: Path, signer: Sig
     assert await verifier.verify_token(signer.token("opaque-id-1")) is None, "a token without the claim is refused"
 
 
+async def test_the_verifier_itself_refuses_expired_and_not_yet_valid_tokens(tmp_path: Path, signer: Signer) -> None:
+    # The SDK's bearer middleware checks `expires_at` again, which hides an expiry bug from every
+    # HTTP test; the codec server or another transport calls the verifier and trusts its answer alone.
+    path = tmp_path / "jwks.json"
+    write_jwks(path, signer)
+    verifier = JwtVerifier(JwtSettings(jwks=str(path), issuer=ISSUER, audience=AUDIENCE, leeway_s=30))
+    now = int(time.time())
+    assert await verifier.verify_token(signer.token("alice")) is not None
+    refused = {
+        "expired beyond the leeway": signer.token("alice", iat=now - 3600, exp=now - 600),
+        "not valid for another ten minutes": signer.token("alice", nbf=now + 600),
+        "no expiry at all": signer.token("alice", exp=None),
+    }
+    for reason, token in refused.items():
+        assert await verifier.verify_token(token) is None, reason
+
+
 async def test_a_required_scope_is_enforced(tmp_path: Path, signer: Signer) -> None:
     path = tmp_path / "jwks.json"
     write_jwks(path, signer)

@@ -8,6 +8,7 @@ from typing import Any
 import anyio
 import pytest
 from temporalio.api.enums.v1 import EventType
+from temporalio.api.failure.v1 import Failure
 from temporalio.client import Client
 
 from mcp_tasks_temporal.contract import TOOL_HUNG
@@ -17,6 +18,8 @@ from tests.wire import TaskCalls
 pytestmark = pytest.mark.anyio
 
 ELICIT: dict[str, Any] = {"elicitation": {}}
+HANGS_ONCE_PROGRESS_TIMEOUT_S = 1.5
+"""`hangs_once`'s progress timeout; the bound on noticing its silence adds what a loaded machine takes to retry."""
 
 
 async def activity_started_events(temporal_client: Client, task_id: str) -> list[Any]:
@@ -28,11 +31,39 @@ async def activity_started_events(temporal_client: Client, task_id: str) -> list
     ]
 
 
+async def until_file(path: Path, *, timeout: float = 30) -> None:
+    with anyio.fail_after(timeout):
+        while not path.exists():
+            await anyio.sleep(0.05)
+
+
+async def first_attempt_failure(temporal_client: Client, task_id: str, *, within: float) -> Failure:
+    """How the tool's first attempt ended, read from Temporal as soon as it has ended.
+
+    A retried attempt leaves no event until the activity closes, so the failure is read from
+    the pending activity while the retry runs, or from the closing attempt's started event.
+    """
+    handle = temporal_client.get_workflow_handle(workflow_id(task_id, None))
+    with anyio.move_on_after(within):
+        while True:
+            for pending in (await handle.describe()).raw_description.pending_activities:
+                if pending.attempt > 1 or pending.HasField("last_failure"):
+                    return pending.last_failure
+            for started in await activity_started_events(temporal_client, task_id):
+                if started.attempt > 1:
+                    return started.last_failure
+            await anyio.sleep(0.1)
+    pytest.fail(f"the silent attempt was still running {within:g} s after it went silent: no watchdog stopped it")
+
+
 async def test_a_silent_tool_loses_its_attempt_and_the_next_attempt_finishes(
     mcp: TaskCalls, temporal_client: Client, gate: Path
 ) -> None:
     created = await mcp.start("hangs_once", {"gate": str(gate)})
-    done = await mcp.wait_for(created["taskId"], timeout=90)
+    await until_file(gate / "attempts")  # attempt 1 has started, reported once, and gone silent
+    failure = await first_attempt_failure(temporal_client, created["taskId"], within=HANGS_ONCE_PROGRESS_TIMEOUT_S + 10)
+    assert failure.application_failure_info.type == TOOL_HUNG
+    done = await mcp.wait_for(created["taskId"])
     assert done["status"] == "completed", done
     assert done["result"]["content"][0]["text"] == "finished on attempt 2"
     assert (gate / "attempts").read_text() == "2"

@@ -41,12 +41,18 @@ def listen_message(task_ids: list[str], request_id: int = 77, *, tasks: bool = T
 
 @asynccontextmanager
 async def http_listen(
-    url: str, http: httpx.AsyncClient, message: dict[str, Any], *, timeout: float = LISTEN_TIMEOUT
+    url: str,
+    http: httpx.AsyncClient,
+    message: dict[str, Any],
+    *,
+    timeout: float = LISTEN_TIMEOUT,
+    token: str | None = None,
 ) -> AsyncGenerator[AsyncIterator[dict[str, Any]]]:
+    headers = base_headers("subscriptions/listen")
+    if token is not None:
+        headers["authorization"] = f"Bearer {token}"
     with anyio.fail_after(timeout):
-        async with http.stream(
-            "POST", url, content=json.dumps(message), headers=base_headers("subscriptions/listen")
-        ) as response:
+        async with http.stream("POST", url, content=json.dumps(message), headers=headers) as response:
             assert response.status_code == 200, await response.aread()
             assert response.headers["content-type"].startswith("text/event-stream")
             yield sse_frames(response)

@@ -26,6 +26,7 @@ from mcp_tasks_temporal.connection import connect_temporal
 from mcp_tasks_temporal.contract import CLIENT_CAPABILITIES_META_KEY, WORKFLOW_KIND, Memo
 from mcp_tasks_temporal.ids import owner_key, workflow_id
 from tests.conftest import Stack
+from tests.direct_signals import signal_answers
 from tests.processes import CLI, REPO_ROOT, Process, child_env, free_port, start_front, start_worker, wait_until
 from tests.test_auth import ALICE, BOB, BearerMcp
 from tests.test_push import http_listen, listen_message
@@ -185,6 +186,26 @@ async def test_declined_approval_means_not_deployed(wf: TaskCalls, effects: Path
     await wf.update(task_id, {"approve": {"action": "decline"}})
     done = await wf.wait_for(task_id)
     assert done["result"]["structuredContent"]["deployed"] is False
+    assert runs(effects, "deploy") == 0
+
+
+async def test_an_approval_signalled_to_temporal_before_the_question_deploys_nothing(
+    wf: TaskCalls, effects: Path, temporal_client: Client
+) -> None:
+    request = {"ref": "v3", "effects": str(effects), "gate_step": "test", "approve_before": "deploy"}
+    task_id = (await wf.start("release", request, capabilities=ELICIT))["taskId"]
+    await until_file(effects / "ran-test")  # held in its third step, before it asks
+    handle = temporal_client.get_workflow_handle(workflow_id(task_id, None))
+    await signal_answers(handle, {"approve": YES, "never-asked": YES})
+    release(effects, "test")
+    asked = await wf.wait_for(task_id, lambda t: t["status"] != "working")
+    assert asked["status"] == "input_required", asked
+    assert asked["inputRequests"] == {"approve": APPROVE}
+    assert asked["statusMessage"] == "test (3/4)", "the pipeline went on past its question"
+    assert runs(effects, "deploy") == 0
+    await wf.update(task_id, {"approve": {"action": "decline"}})
+    done = await wf.wait_for(task_id)
+    assert done["result"]["structuredContent"] == {"ref": "v3", "steps": PIPELINE[:3], "deployed": False}
     assert runs(effects, "deploy") == 0
 
 
