@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +52,11 @@ def gate(tmp_path: Path) -> Path:
     return folder
 
 
-def status_is(text: str) -> Any:
-    return lambda task: task.get("statusMessage") == text or task["status"] not in ("working", "input_required")
+def status_is(text: str) -> Callable[[dict[str, Any]], bool]:
+    def shown(task: dict[str, Any]) -> bool:
+        return task.get("statusMessage") == text or task["status"] not in ("working", "input_required")
+
+    return shown
 
 
 async def test_one_file_app_runs_its_workflow(calls: TaskCalls) -> None:
