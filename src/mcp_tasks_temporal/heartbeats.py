@@ -101,13 +101,21 @@ async def _beat(latest: _LatestDetails, interval_s: float) -> None:
 class WarnWithoutHeartbeatTimeout(WorkflowOutboundInterceptor):
     """Logs once per workflow and activity type when a workflow tool starts an activity with no heartbeat timeout."""
 
-    def __init__(self, next: WorkflowOutboundInterceptor, workflow_types: frozenset[str]) -> None:
+    def __init__(
+        self, next: WorkflowOutboundInterceptor, workflow_types: frozenset[str], activity_types: frozenset[str]
+    ) -> None:
         super().__init__(next)
         self._workflow_types = workflow_types
+        # Only the activities the worker heartbeats for: a plugin's own (pydantic-ai's) set their own timeouts.
+        self._activity_types = activity_types
 
     def start_activity(self, input: StartActivityInput) -> workflow.ActivityHandle[Any]:
         workflow_type = workflow.info().workflow_type
-        if input.heartbeat_timeout is None and workflow_type in self._workflow_types:
+        if (
+            input.heartbeat_timeout is None
+            and workflow_type in self._workflow_types
+            and input.activity in self._activity_types
+        ):
             _warn_once(workflow_type, input.activity, input.start_to_close_timeout)
         return super().start_activity(input)
 

@@ -37,11 +37,11 @@ class TaskInterceptor(Interceptor):
         return _FlushStatus(HeartbeatingActivity(next, self._activity_types))
 
     def workflow_interceptor_class(self, input: WorkflowInterceptorClassInput) -> type[WorkflowInboundInterceptor]:
-        workflow_types = self._workflow_types
+        workflow_types, activity_types = self._workflow_types, self._activity_types
 
         class _WorkflowTask(WorkflowInboundInterceptor):
             def init(self, outbound: WorkflowOutboundInterceptor) -> None:
-                super().init(WarnWithoutHeartbeatTimeout(outbound, workflow_types))
+                super().init(WarnWithoutHeartbeatTimeout(outbound, workflow_types, activity_types))
 
             async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:
                 # Registering handlers issues no command: histories recorded without them replay unchanged.
