@@ -18,7 +18,10 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from mcp_tasks_temporal.agent import worker_plugins
+from mcp_tasks_temporal.sandbox import workflow_runner
+from mcp_tasks_temporal.task_interceptor import TaskInterceptor
 from mcp_tasks_temporal.worker import WORKFLOWS
+from mcp_tasks_temporal.workflow_tools import workflow_definition
 from mcp_tasks_temporal.workflows.review_code import ReviewCode
 from tests.histories import record
 from tests.test_workflow_helpers import FIXTURE_WORKFLOWS
@@ -32,11 +35,20 @@ COMMITTED = sorted(HISTORIES.rglob("*.json"))
 def replayer_for(folder: str) -> Replayer:
     """The workflow code each folder's tasks run on: tool tasks, the workflow-tool fixtures, the sub-agent."""
     if folder == "workflow_tools":
-        return Replayer(workflows=FIXTURE_WORKFLOWS, data_converter=pydantic_data_converter)
+        # As `dev` and `worker` run them: with the workflow-tool interceptor, in the project's sandbox.
+        interceptor = TaskInterceptor([workflow_definition(w).name for w in FIXTURE_WORKFLOWS], [])
+        return Replayer(
+            workflows=FIXTURE_WORKFLOWS,
+            data_converter=pydantic_data_converter,
+            interceptors=[interceptor],
+            workflow_runner=workflow_runner(),
+        )
     if folder == "sub_agent":
         return Replayer(workflows=[ReviewCode], plugins=worker_plugins())
     assert folder == ".", f"no workflow code known for histories in {folder}/: add it here"
-    return Replayer(workflows=list(WORKFLOWS), data_converter=pydantic_data_converter)
+    return Replayer(
+        workflows=list(WORKFLOWS), data_converter=pydantic_data_converter, workflow_runner=workflow_runner()
+    )
 
 
 @pytest.mark.parametrize("path", COMMITTED, ids=lambda p: str(p.relative_to(HISTORIES).with_suffix("")))
