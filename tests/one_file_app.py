@@ -1,7 +1,8 @@
 """A whole app in one module, as a newcomer writes it first: activity, workflow and server together.
 
-The workflow's module imports `mcp` (for the server) and uses the package-level
-`set_status` and `request_input` in both the workflow and the activity.
+The workflow's module imports `mcp` (for the server), `httpx` and `uvicorn`, none
+of which loads in the workflow sandbox, and uses the package-level `set_status`
+and `request_input` in the workflow, the activity and a tool.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
+import httpx
+import uvicorn
 from mcp.server.mcpserver import MCPServer
 from temporalio import activity, workflow
 
@@ -39,7 +42,7 @@ class Job:
 @activity.defn
 async def shout(job: Job) -> str:
     set_status(f"shouting {job.text}")
-    loud = job.text.upper()
+    loud = httpx.URL(f"https://example.com/{job.text.upper()}").path.strip("/")
     if job.ask:
         answer = await request_input("loud", CONFIRM)
         if not answer.get("content", {}).get("go"):
@@ -85,3 +88,7 @@ async def whisper(text: str, gate: str = "", ask: bool = False) -> str:
         while not (Path(gate) / "go").exists():
             await asyncio.sleep(0.05)
     return text.lower()
+
+
+if __name__ == "__main__":
+    uvicorn.run(app.streamable_http_app(), port=8000)

@@ -142,3 +142,13 @@ def test_a_workflow_the_sandbox_refuses_names_its_cause_and_the_fix_on_one_line(
     assert "tests/one_file_broken_app.py" in line and "datetime.now()" in line
     assert "fix:" in line
     assert "Traceback" not in done.stderr
+
+
+def test_only_a_module_that_holds_the_server_gets_its_imports_passed_through() -> None:
+    from mcp_tasks_temporal.sandbox import app_module_passthrough
+    from tests.docs_release_workflow import ReleaseWorkflow
+    from tests.one_file_app import OneFile
+
+    assert {"httpx", "mcp", "uvicorn"} <= set(app_module_passthrough([OneFile]))
+    assert not {"datetime", "asyncio", "tests"} & set(app_module_passthrough([OneFile]))
+    assert app_module_passthrough([ReleaseWorkflow]) == ()

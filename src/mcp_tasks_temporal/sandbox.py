@@ -23,6 +23,7 @@ import sys
 import traceback
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Final
 
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
@@ -56,6 +57,39 @@ def passthrough_modules() -> tuple[str, ...]:
         if module.name not in _SANDBOXED_SUBPACKAGES and not module.name.startswith("__")
     ]
     return (*_PASSED_THROUGH, *own)
+
+
+def app_module_passthrough(workflows: Iterable[type]) -> tuple[str, ...]:
+    """The third-party packages a one-file app's module imports, for a workflow that lives in the app's module.
+
+    A module that also holds the server imports what the server and the activities need (an HTTP client,
+    `uvicorn`), much of which does not load in the sandbox. Its workflow code shares the module, not the
+    calls, so those packages are passed through. A workflow in a module of its own keeps the strict sandbox:
+    there an import of such a package is a mistake worth stopping the worker for. The standard library and
+    the app's own package are never passed through (the sandbox is what keeps them deterministic).
+    """
+    found: set[str] = set()
+    for workflow_class in workflows:
+        module = sys.modules.get(workflow_class.__module__)
+        if module is None:
+            continue
+        own = workflow_class.__module__.partition(".")[0]
+        tops = {_top_package(value) for value in vars(module).values()} - {None, own}
+        if "mcp" not in tops:
+            continue
+        found |= {top for top in tops if top is not None and top not in sys.stdlib_module_names}
+    # This package is passed through module by module (`passthrough_modules`), temporalio by Temporal itself.
+    return tuple(sorted(found - {"builtins", "__main__", "mcp_tasks_temporal", "temporalio"}))
+
+
+def _top_package(value: object) -> str | None:
+    if isinstance(value, ModuleType):
+        name = value.__name__
+    else:
+        name = getattr(value, "__module__", None)
+        if not isinstance(name, str) or isinstance(value, (str, bytes, int, float)):
+            return None
+    return name.partition(".")[0]
 
 
 def workflow_runner(extra_passthrough: Iterable[str] = ()) -> SandboxedWorkflowRunner:

@@ -13,7 +13,7 @@ from temporalio.worker import Worker
 from mcp_tasks_temporal.activities import ToolActivities
 from mcp_tasks_temporal.contract import RUN_TOOL_ACTIVITY
 from mcp_tasks_temporal.extension import TasksExtension
-from mcp_tasks_temporal.sandbox import WorkflowSandboxError, explain, workflow_runner
+from mcp_tasks_temporal.sandbox import WorkflowSandboxError, app_module_passthrough, explain, workflow_runner
 from mcp_tasks_temporal.task_interceptor import TaskInterceptor
 from mcp_tasks_temporal.workflow_tools import WorkflowToolOptions, workflow_definition
 from mcp_tasks_temporal.workflows import ToolTaskWorkflow
@@ -124,7 +124,7 @@ def _worker(
             client,
             workflows=workflows,
             activities=activities,
-            workflow_runner=workflow_runner(),
+            workflow_runner=workflow_runner(app_module_passthrough(tools)),
             interceptors=[interceptor],
             **options,
         )
