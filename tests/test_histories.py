@@ -19,7 +19,10 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from mcp_tasks_temporal.agent import worker_plugins
+from mcp_tasks_temporal.sandbox import workflow_runner
+from mcp_tasks_temporal.task_interceptor import TaskInterceptor
 from mcp_tasks_temporal.worker import WORKFLOWS
+from mcp_tasks_temporal.workflow_tools import workflow_definition
 from mcp_tasks_temporal.workflows.review_code import ReviewCode
 from tests.histories import record
 from tests.test_workflow_helpers import FIXTURE_WORKFLOWS
@@ -41,11 +44,24 @@ switch that turns the detector off; the sandbox stays on. Live workers keep the 
 def replayer_for(folder: str) -> Replayer:
     """The workflow code each folder's tasks run on: tool tasks, the workflow-tool fixtures, the sub-agent."""
     if folder == "workflow_tools":
-        return Replayer(workflows=FIXTURE_WORKFLOWS, data_converter=pydantic_data_converter, **REPLAY_OPTIONS)
+        # As `dev` and `worker` run them: with the workflow-tool interceptor, in the project's sandbox.
+        interceptor = TaskInterceptor([workflow_definition(w).name for w in FIXTURE_WORKFLOWS], [])
+        return Replayer(
+            workflows=FIXTURE_WORKFLOWS,
+            data_converter=pydantic_data_converter,
+            interceptors=[interceptor],
+            workflow_runner=workflow_runner(),
+            **REPLAY_OPTIONS,
+        )
     if folder == "sub_agent":
         return Replayer(workflows=[ReviewCode], plugins=worker_plugins(), **REPLAY_OPTIONS)
     assert folder == ".", f"no workflow code known for histories in {folder}/: add it here"
-    return Replayer(workflows=list(WORKFLOWS), data_converter=pydantic_data_converter, **REPLAY_OPTIONS)
+    return Replayer(
+        workflows=list(WORKFLOWS),
+        data_converter=pydantic_data_converter,
+        workflow_runner=workflow_runner(),
+        **REPLAY_OPTIONS,
+    )
 
 
 @pytest.mark.parametrize("path", COMMITTED, ids=lambda p: str(p.relative_to(HISTORIES).with_suffix("")))

@@ -20,7 +20,7 @@ from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
 from mcp.shared.subscriptions import ServerEvent
 from mcp_types import InputRequiredResult
 from pydantic import BaseModel
-from temporalio import workflow
+from temporalio import activity, workflow
 
 from mcp_tasks_temporal import sdk_compat
 from mcp_tasks_temporal.activities import ToolActivities
@@ -158,3 +158,13 @@ def test_workflow_definition_names_the_type_and_run_method() -> None:
     assert definition.run_fn is _CanaryWorkflow.run
     with pytest.raises(ValueError):
         sdk_compat.workflow_definition(int)
+
+
+@activity.defn(name="canary_activity")
+async def _canary_activity() -> None:
+    return None
+
+
+def test_activity_name_is_the_registered_name() -> None:
+    assert sdk_compat.activity_name(_canary_activity) == "canary_activity"
+    assert sdk_compat.activity_name(len) is None

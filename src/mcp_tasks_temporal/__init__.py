@@ -16,9 +16,9 @@ _EXPORTS = {
     "TasksExtension": "mcp_tasks_temporal.extension",
     "TaskPolicy": "mcp_tasks_temporal.extension",
     "ToolTaskOptions": "mcp_tasks_temporal.extension",
-    "request_input": "mcp_tasks_temporal.inputs",
-    "request_inputs": "mcp_tasks_temporal.inputs",
-    "set_status": "mcp_tasks_temporal.progress",
+    "request_input": "mcp_tasks_temporal.task_context",
+    "request_inputs": "mcp_tasks_temporal.task_context",
+    "set_status": "mcp_tasks_temporal.task_context",
 }
 
 __all__ = [
@@ -35,8 +35,7 @@ __all__ = [
 if TYPE_CHECKING:
     from mcp_tasks_temporal.contract import ActivityPolicy
     from mcp_tasks_temporal.extension import TaskPolicy, TasksExtension, ToolTaskOptions
-    from mcp_tasks_temporal.inputs import request_input, request_inputs
-    from mcp_tasks_temporal.progress import set_status
+    from mcp_tasks_temporal.task_context import request_input, request_inputs, set_status
 
 
 def __getattr__(name: str) -> Any:

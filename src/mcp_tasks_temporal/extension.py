@@ -58,6 +58,7 @@ from mcp_tasks_temporal.sdk_compat import (
     set_output_schema,
     validate_arguments,
 )
+from mcp_tasks_temporal.task_context import tool_call
 from mcp_tasks_temporal.tracing import tag_task
 from mcp_tasks_temporal.workflow_results import call_tool_result, failure_outcome
 from mcp_tasks_temporal.workflow_tools import WorkflowToolOptions, tool_function
@@ -364,6 +365,12 @@ class TasksExtension(Extension):
     # -- tools/call ---------------------------------------------------------------
 
     async def intercept_tool_call(
+        self, params: CallToolRequestParams, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        with tool_call():  # where `set_status` outside a task is a no-op rather than a mistake
+            return await self._route_tool_call(params, ctx, call_next)
+
+    async def _route_tool_call(
         self, params: CallToolRequestParams, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
         check = self._call_checks.get(params.name)

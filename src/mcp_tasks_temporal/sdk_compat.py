@@ -9,7 +9,7 @@ and its callers do not.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -119,3 +119,15 @@ def workflow_definition(workflow_class: type) -> Any:
     from temporalio.workflow import _Definition  # pyright: ignore[reportPrivateUsage]
 
     return _Definition.must_from_class(workflow_class)
+
+
+def activity_name(fn: Callable[..., Any]) -> str | None:
+    """The name `@activity.defn` registered `fn` under (`None` for a plain function).
+
+    A worker's interceptor heartbeats for a workflow tool's activities by type name; temporalio
+    keeps the name on the function under a private attribute and has no public reader.
+    """
+    from temporalio.activity import _Definition  # pyright: ignore[reportPrivateUsage]
+
+    definition = _Definition.from_callable(fn)  # pyright: ignore[reportUnknownMemberType]
+    return definition.name if definition is not None else None

@@ -11,8 +11,11 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from mcp_tasks_temporal.activities import ToolActivities
-from mcp_tasks_temporal.sdk_compat import server_extensions
-from mcp_tasks_temporal.workflow_tools import WorkflowToolOptions, WorkflowToolRegistry
+from mcp_tasks_temporal.contract import RUN_TOOL_ACTIVITY
+from mcp_tasks_temporal.sandbox import WorkflowSandboxError, app_module_passthrough, explain, workflow_runner
+from mcp_tasks_temporal.sdk_compat import activity_name, server_extensions
+from mcp_tasks_temporal.task_interceptor import TaskInterceptor
+from mcp_tasks_temporal.workflow_tools import WorkflowToolOptions, WorkflowToolRegistry, workflow_definition
 from mcp_tasks_temporal.workflows import ToolTaskWorkflow
 
 WORKFLOWS: Sequence[type] = (ToolTaskWorkflow,)
@@ -45,7 +48,7 @@ def build_worker(
     """
     activities = ToolActivities(app, lifespan_state, keepalive_s=keepalive_s)
     workflows, own_activities = workflow_tools_on(app, task_queue, default_queue=task_queue)
-    return Worker(
+    return _worker(
         client,
         task_queue=task_queue,
         workflows=[*WORKFLOWS, *workflows],
@@ -74,13 +77,16 @@ def workflow_tool_workers(
     for queue in sorted(q for q in queues if q is not None):
         workflows, activities = workflow_tools_on(app, queue, default_queue=task_queue)
         workers.append(
-            Worker(
+            _worker(
                 client,
                 task_queue=queue,
                 workflows=workflows,
                 activities=activities,
                 max_concurrent_activities=max_concurrent_activities,
                 sticky_queue_schedule_to_start_timeout=timedelta(seconds=3),
+                # As on the app's queue: a cancel reaches a heartbeating activity within about a second.
+                max_heartbeat_throttle_interval=timedelta(seconds=1),
+                default_heartbeat_throttle_interval=timedelta(seconds=1),
                 graceful_shutdown_timeout=timedelta(seconds=graceful_shutdown_s),
             )
         )
@@ -101,6 +107,36 @@ def workflow_tools_on(
         # Two tools may share an activity; a worker refuses the same activity twice.
         activities.extend(fn for fn in options.activities if fn not in activities)
     return workflows, activities
+
+
+def _worker(
+    client: Client, *, workflows: Sequence[type], activities: Sequence[Callable[..., Any]], **options: Any
+) -> Worker:
+    """A worker whose workflow tools load in the sandbox as written, or that says on one line why not."""
+    tools = [w for w in workflows if w not in WORKFLOWS]
+    interceptor = TaskInterceptor(
+        workflow_types=[workflow_definition(w).name for w in tools],
+        # The tool activity heartbeats by itself, with the tool's status as details.
+        activity_types=[name for name in map(_activity_name, activities) if name != RUN_TOOL_ACTIVITY],
+    )
+    try:
+        return Worker(
+            client,
+            workflows=workflows,
+            activities=activities,
+            workflow_runner=workflow_runner(app_module_passthrough(tools)),
+            interceptors=[interceptor],
+            **options,
+        )
+    except RuntimeError as err:
+        explained = explain(err, workflows)
+        if explained is None:
+            raise
+        raise WorkflowSandboxError(explained) from err
+
+
+def _activity_name(fn: Callable[..., Any]) -> str:
+    return activity_name(fn) or getattr(fn, "__name__", "")
 
 
 def _workflow_tools(app: MCPServer[Any]) -> list[WorkflowToolOptions]:

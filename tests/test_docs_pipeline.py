@@ -1,0 +1,101 @@
+"""docs/workflows.md's pipeline, written from that page alone, against kill -9 and `tasks/cancel`.
+
+Its activities never heartbeat themselves; the worker heartbeats for them and
+the workflow starts them with a `heartbeat_timeout`, as the page teaches. A
+step interrupted by a crash is retried after the heartbeat timeout (seconds),
+not after its two-hour `start_to_close_timeout`, and a cancel reaches it.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from tests.conftest import Stack
+from tests.processes import start_front, start_worker
+from tests.wire import HttpMcp, TaskCalls
+
+pytestmark = pytest.mark.anyio
+
+APP = "tests.docs_release_app:app"
+START_TO_CLOSE_S = 2 * 3600
+
+
+@pytest.fixture
+def effects(tmp_path: Path) -> Path:
+    folder = tmp_path / f"effects-{uuid.uuid4().hex[:8]}"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
+def pipeline(workdir: Path, temporal: str) -> Iterator[Stack]:
+    stack = Stack(workdir, temporal, task_queue=f"docs-{uuid.uuid4()}")
+    try:
+        stack.workers.append(start_worker(workdir, temporal, stack.task_queue, app=APP))
+        stack.fronts.append(start_front(workdir, temporal, stack.task_queue, app=APP))
+        yield stack
+    finally:
+        stack.stop()
+
+
+def attempts(effects: Path) -> list[str]:
+    marks = effects / "ran-build"
+    return marks.read_text().split() if marks.exists() else []
+
+
+async def until(predicate: Any, *, timeout: float) -> None:
+    with anyio.fail_after(timeout):
+        while not predicate():
+            await anyio.sleep(0.05)
+
+
+async def test_a_step_interrupted_by_kill_9_resumes_within_seconds(
+    pipeline: Stack, http: httpx.AsyncClient, effects: Path
+) -> None:
+    calls = TaskCalls(HttpMcp(pipeline.url, http))
+    created = await calls.start("release", {"ref": "v1", "effects": str(effects)})
+    await until(lambda: attempts(effects) == ["1"], timeout=60)
+    pipeline.workers[0].kill()
+    killed_at = time.monotonic()
+    pipeline.workers.append(start_worker(pipeline.workdir, pipeline.temporal, pipeline.task_queue, app=APP))
+    # Bounded far below the step's start_to_close_timeout: without heartbeat_timeout this waits two hours.
+    await until(lambda: len(attempts(effects)) == 2, timeout=90)
+    resumed_s = time.monotonic() - killed_at
+    print(f"step retried {resumed_s:.1f} s after kill -9 (heartbeat_timeout 10 s)")
+    assert resumed_s < START_TO_CLOSE_S / 60
+    (effects / "release-build").write_text("1")
+    done = await calls.wait_for(created["taskId"], timeout=60)
+    assert done["status"] == "completed", done
+    assert done["result"]["content"][0]["text"] == "v1.tar.gz deployed"
+
+
+async def test_cancel_reaches_a_running_step(pipeline: Stack, http: httpx.AsyncClient, effects: Path) -> None:
+    calls = TaskCalls(HttpMcp(pipeline.url, http))
+    created = await calls.start("release", {"ref": "v2", "effects": str(effects)})
+    await until(lambda: attempts(effects) == ["1"], timeout=60)
+    cancelled_at = time.monotonic()
+    assert "error" not in (await calls.cancel(created["taskId"])).body
+    await until((effects / "cancelled-build").exists, timeout=30)
+    print(f"the step saw the cancel {time.monotonic() - cancelled_at:.2f} s after tasks/cancel")
+    assert (await calls.wait_for(created["taskId"]))["status"] == "cancelled"
+
+
+async def test_a_step_without_heartbeat_timeout_is_warned_about_once(
+    pipeline: Stack, http: httpx.AsyncClient, effects: Path
+) -> None:
+    calls = TaskCalls(HttpMcp(pipeline.url, http))
+    for ref in ("v3", "v4"):
+        await calls.start("release", {"ref": ref, "effects": str(effects), "heartbeat_s": 0})
+    await until(lambda: len(attempts(effects)) == 2, timeout=60)
+    warnings = [line for line in pipeline.workers[0].log().splitlines() if "without heartbeat_timeout" in line]
+    assert len(warnings) == 1, pipeline.workers[0].log()
+    assert "ReleaseWorkflow starts activity build" in warnings[0]
+    (effects / "release-build").write_text("1")
