@@ -121,6 +121,9 @@ class TasksExtension(Extension):
     default_ttl_ms: int | None = DAY_MS
     default_poll_interval_ms: int = 1000
     default_activity: ActivityPolicy = field(default_factory=ActivityPolicy)
+    require_mcp_name: bool = False
+    """Reject `tasks/*` over HTTP without an `Mcp-Name` header (-32020). Off by default because
+    FastMCP's and pydantic-ai's task clients send none; a header that names another task is always refused."""
     _tools: dict[str, ToolTaskOptions] = field(default_factory=dict[str, ToolTaskOptions], init=False)
     _workflow_tools: dict[str, WorkflowToolOptions] = field(default_factory=dict[str, WorkflowToolOptions], init=False)
     _gateway: TemporalTaskGateway | None = field(default=None, init=False)
@@ -507,18 +510,18 @@ class TasksExtension(Extension):
     # -- tasks/* ------------------------------------------------------------------
 
     async def _tasks_get(self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams) -> dict[str, Any]:
-        _admit(ctx, params.task_id)
+        _admit(ctx, params.task_id, require_mcp_name=self.require_mcp_name)
         with temporal_errors():
             return await self.gateway.get(params.task_id, authenticated_principal(ctx))
 
     async def _tasks_update(self, ctx: ServerRequestContext[Any, Any], params: UpdateTaskParams) -> dict[str, Any]:
-        _admit(ctx, params.task_id)
+        _admit(ctx, params.task_id, require_mcp_name=self.require_mcp_name)
         with temporal_errors():
             await self.gateway.update(params.task_id, authenticated_principal(ctx), params.input_responses)
         return {}
 
     async def _tasks_cancel(self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams) -> dict[str, Any]:
-        _admit(ctx, params.task_id)
+        _admit(ctx, params.task_id, require_mcp_name=self.require_mcp_name)
         with temporal_errors():
             await self.gateway.cancel(params.task_id, authenticated_principal(ctx))
         return {}
@@ -532,17 +535,20 @@ def declares_tasks(ctx: ServerRequestContext[Any, Any]) -> bool:
     return bool(caps is not None and caps.extensions and EXTENSION_ID in caps.extensions)
 
 
-def _admit(ctx: ServerRequestContext[Any, Any], task_id: str) -> None:
+def _admit(ctx: ServerRequestContext[Any, Any], task_id: str, *, require_mcp_name: bool) -> None:
     """The checks every tasks/* request passes before any task is looked up.
 
     Routing headers first (a load balancer may already have acted on them), then
     the per-request capability gate, so a bogus ID never reaches Temporal from a
-    client that could not use the answer.
+    client that could not use the answer. A missing `Mcp-Name` routes nowhere
+    wrong, so it passes unless the deployment requires the header.
     """
     tag_task(task_id)
     headers = getattr(ctx.request, "headers", None)
-    if headers is not None and decode_header_value(headers.get("mcp-name")) != task_id:
-        raise HeaderMismatchError()
+    if headers is not None:
+        name = headers.get("mcp-name")
+        if (name is not None or require_mcp_name) and decode_header_value(name) != task_id:
+            raise HeaderMismatchError()
     if not declares_tasks(ctx):
         require_client_extension(ctx, EXTENSION_ID)
 
