@@ -44,6 +44,7 @@ from pydantic import Field, ValidationError
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
+from mcp_tasks_temporal.capabilities import check_asks, undeclared_asks
 from mcp_tasks_temporal.contract import EXTENSION_ID, ActivityPolicy, ToolTaskInput
 from mcp_tasks_temporal.errors import HeaderMismatchError
 from mcp_tasks_temporal.gateway import TemporalTaskGateway, WorkflowTask, temporal_errors
@@ -54,6 +55,9 @@ from mcp_tasks_temporal.workflow_results import call_tool_result, failure_outcom
 from mcp_tasks_temporal.workflow_tools import WorkflowToolOptions, tool_function
 
 DAY_MS: Final = 24 * 3600 * 1000
+
+Asks = Literal["elicitation", "sampling", "roots"]
+"""A client capability a tool's questions need (`elicitation/create`, `sampling/createMessage`, `roots/list`)."""
 
 TaskPolicy = Literal["never", "optional", "required"]
 """`never`: always synchronous. `optional`: a task when the request declares the extension,
@@ -90,8 +94,12 @@ class ToolTaskOptions:
     """Seconds the tool may go without `set_status` or `ctx.report_progress` before its attempt
     counts as hung and is retried (waiting for an answer does not count); overrides the
     activity policy's `progress_timeout_s`. `None`: only a dead worker ends an attempt early."""
+    asks: tuple[Asks, ...] = ()
+    """What the tool will ask the client for; a `tools/call` from a client that did not
+    declare one of these capabilities gets -32021 before anything runs."""
 
     def __post_init__(self) -> None:
+        check_asks(self.asks)
         if self.policy not in ("never", "optional", "required"):
             raise ValueError(f"policy must be 'never', 'optional' or 'required', not {self.policy!r}")
         if isinstance(self.ttl_ms, int) and self.ttl_ms <= 0:
@@ -126,6 +134,7 @@ class TasksExtension(Extension):
     FastMCP's and pydantic-ai's task clients send none; a header that names another task is always refused."""
     _tools: dict[str, ToolTaskOptions] = field(default_factory=dict[str, ToolTaskOptions], init=False)
     _workflow_tools: dict[str, WorkflowToolOptions] = field(default_factory=dict[str, WorkflowToolOptions], init=False)
+    _workflow_asks: dict[str, tuple[Asks, ...]] = field(default_factory=dict[str, tuple[Asks, ...]], init=False)
     _gateway: TemporalTaskGateway | None = field(default=None, init=False)
     _server: MCPServer[Any] | None = field(default=None, init=False)
     _plugins: list[Any] = field(default_factory=list[Any], init=False)
@@ -145,6 +154,7 @@ class TasksExtension(Extension):
         activity: ActivityPolicy | _Inherit = INHERIT,
         resolve_inputs_first: bool = False,
         progress_timeout: float | None = None,
+        asks: Sequence[Asks] = (),
     ) -> Callable[[_Fn], _Fn]:
         """Decorator: run this tool as a task. Stack it on either side of `@mcp.tool()`.
 
@@ -157,6 +167,7 @@ class TasksExtension(Extension):
             activity=activity,
             resolve_inputs_first=resolve_inputs_first,
             progress_timeout=progress_timeout,
+            asks=tuple(asks),
         )
 
         def decorate(target: _Fn) -> _Fn:
@@ -202,6 +213,7 @@ class TasksExtension(Extension):
         ttl_ms: int | None | _Inherit = INHERIT,
         poll_interval_ms: int | _Inherit = INHERIT,
         activities: Sequence[Callable[..., Any]] = (),
+        asks: Sequence[Asks] = (),
     ) -> _Workflow: ...
 
     @overload
@@ -216,6 +228,7 @@ class TasksExtension(Extension):
         ttl_ms: int | None | _Inherit = INHERIT,
         poll_interval_ms: int | _Inherit = INHERIT,
         activities: Sequence[Callable[..., Any]] = (),
+        asks: Sequence[Asks] = (),
     ) -> Callable[[_Workflow], _Workflow]: ...
 
     def workflow_tool(
@@ -229,6 +242,7 @@ class TasksExtension(Extension):
         ttl_ms: int | None | _Inherit = INHERIT,
         poll_interval_ms: int | _Inherit = INHERIT,
         activities: Sequence[Callable[..., Any]] = (),
+        asks: Sequence[Asks] = (),
     ) -> _Workflow | Callable[[_Workflow], _Workflow]:
         """Expose a `@workflow.defn` class as an MCP tool whose task **is** a run of that workflow.
 
@@ -237,9 +251,10 @@ class TasksExtension(Extension):
         the `@workflow.run` parameter (a dataclass or pydantic model), its result the
         workflow's return value. `task_queue` defaults to the app's; `activities` are
         registered next to the workflow by `dev` and `worker` (a team running its own
-        workers registers them there instead).
+        workers registers them there instead). `asks` names what the workflow will ask
+        the client for (see `ToolTaskOptions.asks`).
         """
-        ToolTaskOptions(policy=policy, ttl_ms=ttl_ms, poll_interval_ms=poll_interval_ms)  # the same checks
+        checked = ToolTaskOptions(policy=policy, ttl_ms=ttl_ms, poll_interval_ms=poll_interval_ms, asks=tuple(asks))
 
         def register(target: _Workflow) -> _Workflow:
             options = WorkflowToolOptions.of(
@@ -257,6 +272,8 @@ class TasksExtension(Extension):
             if self._server is not None:
                 raise RuntimeError("register workflow tools before the extension is attached (serve/dev do that)")
             self._workflow_tools[options.name] = options
+            if checked.asks:
+                self._workflow_asks[options.name] = checked.asks
             return target
 
         return register if workflow_class is None else register(workflow_class)
@@ -358,6 +375,8 @@ class TasksExtension(Extension):
     async def intercept_tool_call(
         self, params: CallToolRequestParams, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
+        if current_run() is None:
+            self._check_asks(params.name, ctx)
         check = self._call_checks.get(params.name)
         refusal = check() if check is not None and current_run() is None else None
         if refusal is not None:
@@ -402,6 +421,17 @@ class TasksExtension(Extension):
         with temporal_errors():
             created = await self.gateway.create(task, principal)
         return {"resultType": "task", **created}
+
+    def _check_asks(self, tool_name: str, ctx: ServerRequestContext[Any, Any]) -> None:
+        """-32021 for a client that cannot answer what the tool declared it asks."""
+        tool_options = self._tools.get(tool_name)
+        asks = tool_options.asks if tool_options is not None else self._workflow_asks.get(tool_name, ())
+        capabilities = ctx.session.client_capabilities
+        if not asks or capabilities is None:
+            return  # nothing declared, or a handshake client whose capabilities this stateless front never saw
+        refusal = undeclared_asks(asks, capabilities.model_dump(by_alias=True, exclude_none=True))
+        if refusal is not None:
+            raise MCPError(code=refusal.code, message=refusal.message, data=refusal.data)
 
     async def _resolve_before_task(
         self, params: CallToolRequestParams, ctx: ServerRequestContext[Any, Any]
