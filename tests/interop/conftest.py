@@ -15,7 +15,7 @@ from tests.conftest import Stack
 from tests.processes import start_front, start_worker
 
 WORKFLOW_APP = "tests.workflow_fixture_app:app"
-YES = {"approve": True}
+YES: dict[str, str | int | float | bool | list[str] | None] = {"approve": True}
 """The content every question of the fixture apps accepts (their schemas ask for `approve`)."""
 
 
