@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Stack
+from tests.interop.node import NodeClients, node_clients
 from tests.processes import start_front, start_worker
 
 WORKFLOW_APP = "tests.workflow_fixture_app:app"
@@ -29,3 +30,9 @@ def wf_stack(workdir: Path, temporal: str) -> Iterator[Stack]:
         yield shared
     finally:
         shared.stop()
+
+
+@pytest.fixture(scope="session")
+def node() -> NodeClients:
+    """The pinned JavaScript clients, installed with npm on first use."""
+    return node_clients()
