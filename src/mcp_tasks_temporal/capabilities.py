@@ -87,6 +87,7 @@ def undeclared_asks(asks: Iterable[str], capabilities: object) -> Refusal | None
     names = " and ".join(repr(name) for name in required)
     return Refusal(
         MISSING_CAPABILITY_CODE,
-        f"Client did not declare the {names} capability this tool asks for",
+        f"Client did not declare the {names} {'capability' if len(required) == 1 else 'capabilities'} "
+        "this tool asks for",
         {"requiredCapabilities": required},
     )
