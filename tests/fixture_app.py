@@ -263,6 +263,16 @@ async def _ask_two() -> tuple[dict[str, object], dict[str, object]]:
     return answers["left"], answers["right"]
 
 
+@tasks.tool(policy="optional", asks=["elicitation"])
+@app.tool()
+async def approve_step(gate: str) -> str:
+    """Declares that it asks: a client without `elicitation` is refused before the step runs."""
+    _bump(Path(gate), "work-runs")
+    answer = await request_input("approve", _approval("Go on?"))
+    content: dict[str, object] = answer.get("content") or {}  # pyright: ignore[reportAssignmentType]
+    return "approved" if answer.get("action") == "accept" and content.get("approve") else "declined"
+
+
 @tasks.tool(policy="required")
 @app.tool()
 async def ask_one_midway() -> str:

@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from tests.conftest import Stack
+from tests.processes import start_front
 from tests.wire import HttpMcp, Reply, TaskCalls, base_headers, envelope
 
 pytestmark = pytest.mark.anyio
@@ -148,10 +149,40 @@ async def test_tasks_get_with_mismatched_mcp_name_is_header_mismatch_with_http_4
     _assert_error(reply, HEADER_MISMATCH, 400)
 
 
-async def test_tasks_get_without_mcp_name_is_header_mismatch_with_http_400(mcp: TaskCalls) -> None:
+@pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
+async def test_tasks_methods_without_mcp_name_are_served_by_default(mcp: TaskCalls, method: str) -> None:
+    # FastMCP's and pydantic-ai's task clients send no Mcp-Name: a missing header routes nowhere wrong.
     created = await mcp.start("double", {"x": 1})
-    reply = await mcp.get(created["taskId"], headers={"mcp-name": None})
+    reply = await mcp.client.request(method, _params(method, created["taskId"]), headers={"mcp-name": None})
+    assert reply.status == 200, reply.body
+    assert "error" not in reply.body
+
+
+async def test_tasks_get_with_an_empty_mcp_name_is_header_mismatch(mcp: TaskCalls) -> None:
+    created = await mcp.start("double", {"x": 1})
+    reply = await mcp.get(created["taskId"], headers={"mcp-name": ""})
     _assert_error(reply, HEADER_MISMATCH, 400)
+
+
+@pytest.mark.parametrize("how", ["flag", "environment"])
+async def test_a_front_that_requires_mcp_name_refuses_tasks_methods_without_it(
+    stack: Stack, http: httpx.AsyncClient, how: str
+) -> None:
+    if how == "flag":
+        url = stack.add_front(extra=["--require-mcp-name"])
+    else:
+        process, url = start_front(
+            stack.workdir, stack.temporal, stack.task_queue, env={"MCP_TASKS_REQUIRE_MCP_NAME": "1"}
+        )
+        stack.fronts.append((process, url))
+    strict = TaskCalls(HttpMcp(url, http))
+    created = await strict.start("double", {"x": 1})
+    for method in ("tasks/get", "tasks/update", "tasks/cancel"):
+        reply = await strict.client.request(method, _params(method, created["taskId"]), headers={"mcp-name": None})
+        _assert_error(reply, HEADER_MISMATCH, 400)
+    reply = await strict.get(created["taskId"], headers={"mcp-name": created["taskId"]})
+    assert reply.status == 200
+    assert reply.result["taskId"] == created["taskId"]
 
 
 @pytest.mark.parametrize("method", ["tasks/update", "tasks/cancel"])

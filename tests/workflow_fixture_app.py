@@ -28,6 +28,7 @@ tasks.workflow_tool(PipelineWorkflow, name="release", activities=[run_step])
 tasks.workflow_tool(FailingWorkflow, name="fail", activities=[refuse, run_step])
 tasks.workflow_tool(LoopingWorkflow, name="loop", activities=[run_step])
 tasks.workflow_tool(QuestionsWorkflow, name="questions")
+tasks.workflow_tool(QuestionsWorkflow, name="declared_questions", asks=["elicitation", "sampling"])
 tasks.workflow_tool(NothingWorkflow, name="nothing", policy="required")
 tasks.workflow_tool(FailingWorkflow, name="short_lived", ttl_ms=2000, activities=[refuse, run_step])
 # A queue of its own, served by a second worker in the same `worker` process.

@@ -6,7 +6,7 @@ sandboxed workflow code (`mcp_tasks_temporal.workflow`) all apply the same rule.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -54,5 +54,40 @@ def missing_capability(request: Mapping[str, Any], capabilities: object) -> Refu
     return Refusal(
         MISSING_CAPABILITY_CODE,
         f"Client did not declare the {capability!r} capability this task needs",
+        {"requiredCapabilities": required},
+    )
+
+
+ASKABLE: Final = {capability: method for method, capability in CAPABILITY_OF_METHOD.items()}
+"""What a tool may declare it asks for, and the request method that asks it."""
+
+
+def check_asks(asks: Iterable[str]) -> tuple[str, ...]:
+    """`asks` as a tuple, or ValueError naming what a tool cannot declare."""
+    declared = tuple(asks)
+    unknown = [item for item in declared if item not in ASKABLE]
+    if isinstance(asks, str) or unknown:
+        raise ValueError(f"asks takes some of {sorted(ASKABLE)}, not {asks!r}")
+    return declared
+
+
+def undeclared_asks(asks: Iterable[str], capabilities: object) -> Refusal | None:
+    """-32021 naming every capability in `asks` the client did not declare (None when it declared them all).
+
+    Checked when the tool is called, so a client that could never answer learns it
+    before any step runs, instead of from a task that fails at its first question.
+    """
+    required: dict[str, Any] = {}
+    for capability in asks:
+        refusal = missing_capability({"method": ASKABLE[capability]}, capabilities)
+        if refusal is not None and refusal.data is not None:
+            required.update(refusal.data["requiredCapabilities"])
+    if not required:
+        return None
+    names = " and ".join(repr(name) for name in required)
+    return Refusal(
+        MISSING_CAPABILITY_CODE,
+        f"Client did not declare the {names} {'capability' if len(required) == 1 else 'capabilities'} "
+        "this tool asks for",
         {"requiredCapabilities": required},
     )

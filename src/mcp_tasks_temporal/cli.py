@@ -125,6 +125,13 @@ def _add_front_options(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="require bearer tokens from FILE ('TOKEN PRINCIPAL' per line); tasks bind to the principal",
     )
+    parser.add_argument(
+        "--require-mcp-name",
+        action="store_true",
+        default=False,
+        help="refuse tasks/* requests without an Mcp-Name header (-32020), for proxies that route by it "
+        "(a header naming another task is always refused)",
+    )
     _add_jwt_options(parser)
     # Activity policy is recorded with each task when it is created, so it is the front's to choose.
     parser.add_argument(
@@ -327,6 +334,8 @@ def _configure(app: MCPServer[Any], args: argparse.Namespace) -> None:
         extension.default_ttl_ms = args.ttl_ms
     if getattr(args, "poll_interval_ms", None):
         extension.default_poll_interval_ms = args.poll_interval_ms
+    if getattr(args, "require_mcp_name", False):
+        extension.require_mcp_name = True
     policy = extension.default_activity
     overrides: dict[str, Any] = {}
     if getattr(args, "heartbeat_timeout", None):

@@ -43,6 +43,7 @@ from pydantic import Field, ValidationError
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
+from mcp_tasks_temporal.capabilities import check_asks, undeclared_asks
 from mcp_tasks_temporal.contract import EXTENSION_ID, ActivityPolicy, ToolTaskInput
 from mcp_tasks_temporal.errors import HeaderMismatchError
 from mcp_tasks_temporal.gateway import TemporalTaskGateway, WorkflowTask, temporal_errors
@@ -64,6 +65,9 @@ from mcp_tasks_temporal.workflow_results import call_tool_result, failure_outcom
 from mcp_tasks_temporal.workflow_tools import WorkflowToolOptions, tool_function
 
 DAY_MS: Final = 24 * 3600 * 1000
+
+Asks = Literal["elicitation", "sampling", "roots"]
+"""A client capability a tool's questions need (`elicitation/create`, `sampling/createMessage`, `roots/list`)."""
 
 TaskPolicy = Literal["never", "optional", "required"]
 """`never`: always synchronous. `optional`: a task when the request declares the extension,
@@ -100,8 +104,12 @@ class ToolTaskOptions:
     """Seconds the tool may go without `set_status` or `ctx.report_progress` before its attempt
     counts as hung and is retried (waiting for an answer does not count); overrides the
     activity policy's `progress_timeout_s`. `None`: only a dead worker ends an attempt early."""
+    asks: tuple[Asks, ...] = ()
+    """What the tool will ask the client for; a `tools/call` from a client that did not
+    declare one of these capabilities gets -32021 before anything runs."""
 
     def __post_init__(self) -> None:
+        check_asks(self.asks)
         if self.policy not in ("never", "optional", "required"):
             raise ValueError(f"policy must be 'never', 'optional' or 'required', not {self.policy!r}")
         if isinstance(self.ttl_ms, int) and self.ttl_ms <= 0:
@@ -131,8 +139,12 @@ class TasksExtension(Extension):
     default_ttl_ms: int | None = DAY_MS
     default_poll_interval_ms: int = 1000
     default_activity: ActivityPolicy = field(default_factory=ActivityPolicy)
+    require_mcp_name: bool = False
+    """Reject `tasks/*` over HTTP without an `Mcp-Name` header (-32020). Off by default because
+    FastMCP's and pydantic-ai's task clients send none; a header that names another task is always refused."""
     _tools: dict[str, ToolTaskOptions] = field(default_factory=dict[str, ToolTaskOptions], init=False)
     _workflow_tools: dict[str, WorkflowToolOptions] = field(default_factory=dict[str, WorkflowToolOptions], init=False)
+    _workflow_asks: dict[str, tuple[Asks, ...]] = field(default_factory=dict[str, tuple[Asks, ...]], init=False)
     _gateway: TemporalTaskGateway | None = field(default=None, init=False)
     _server: MCPServer[Any] | None = field(default=None, init=False)
     _hub: TaskWatchHub | None = field(default=None, init=False)
@@ -153,6 +165,7 @@ class TasksExtension(Extension):
         activity: ActivityPolicy | _Inherit = INHERIT,
         resolve_inputs_first: bool = False,
         progress_timeout: float | None = None,
+        asks: Sequence[Asks] = (),
     ) -> Callable[[_Fn], _Fn]:
         """Decorator: run this tool as a task. Stack it on either side of `@mcp.tool()`.
 
@@ -165,6 +178,7 @@ class TasksExtension(Extension):
             activity=activity,
             resolve_inputs_first=resolve_inputs_first,
             progress_timeout=progress_timeout,
+            asks=tuple(asks),
         )
 
         def decorate(target: _Fn) -> _Fn:
@@ -210,6 +224,7 @@ class TasksExtension(Extension):
         ttl_ms: int | None | _Inherit = INHERIT,
         poll_interval_ms: int | _Inherit = INHERIT,
         activities: Sequence[Callable[..., Any]] = (),
+        asks: Sequence[Asks] = (),
     ) -> _Workflow: ...
 
     @overload
@@ -224,6 +239,7 @@ class TasksExtension(Extension):
         ttl_ms: int | None | _Inherit = INHERIT,
         poll_interval_ms: int | _Inherit = INHERIT,
         activities: Sequence[Callable[..., Any]] = (),
+        asks: Sequence[Asks] = (),
     ) -> Callable[[_Workflow], _Workflow]: ...
 
     def workflow_tool(
@@ -237,6 +253,7 @@ class TasksExtension(Extension):
         ttl_ms: int | None | _Inherit = INHERIT,
         poll_interval_ms: int | _Inherit = INHERIT,
         activities: Sequence[Callable[..., Any]] = (),
+        asks: Sequence[Asks] = (),
     ) -> _Workflow | Callable[[_Workflow], _Workflow]:
         """Expose a `@workflow.defn` class as an MCP tool whose task **is** a run of that workflow.
 
@@ -245,9 +262,10 @@ class TasksExtension(Extension):
         the `@workflow.run` parameter (a dataclass or pydantic model), its result the
         workflow's return value. `task_queue` defaults to the app's; `activities` are
         registered next to the workflow by `dev` and `worker` (a team running its own
-        workers registers them there instead).
+        workers registers them there instead). `asks` names what the workflow will ask
+        the client for (see `ToolTaskOptions.asks`).
         """
-        ToolTaskOptions(policy=policy, ttl_ms=ttl_ms, poll_interval_ms=poll_interval_ms)  # the same checks
+        checked = ToolTaskOptions(policy=policy, ttl_ms=ttl_ms, poll_interval_ms=poll_interval_ms, asks=tuple(asks))
 
         def register(target: _Workflow) -> _Workflow:
             options = WorkflowToolOptions.of(
@@ -265,6 +283,8 @@ class TasksExtension(Extension):
             if self._server is not None:
                 raise RuntimeError("register workflow tools before the extension is attached (serve/dev do that)")
             self._workflow_tools[options.name] = options
+            if checked.asks:
+                self._workflow_asks[options.name] = checked.asks
             return target
 
         return register if workflow_class is None else register(workflow_class)
@@ -373,6 +393,8 @@ class TasksExtension(Extension):
     async def _route_tool_call(
         self, params: CallToolRequestParams, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
+        if current_run() is None:
+            self._check_asks(params.name, ctx)
         check = self._call_checks.get(params.name)
         refusal = check() if check is not None and current_run() is None else None
         if refusal is not None:
@@ -417,6 +439,17 @@ class TasksExtension(Extension):
         with temporal_errors():
             created = await self.gateway.create(task, principal)
         return {"resultType": "task", **created}
+
+    def _check_asks(self, tool_name: str, ctx: ServerRequestContext[Any, Any]) -> None:
+        """-32021 for a client that cannot answer what the tool declared it asks."""
+        tool_options = self._tools.get(tool_name)
+        asks = tool_options.asks if tool_options is not None else self._workflow_asks.get(tool_name, ())
+        capabilities = ctx.session.client_capabilities
+        if not asks or capabilities is None:
+            return  # nothing declared, or a handshake client whose capabilities this stateless front never saw
+        refusal = undeclared_asks(asks, capabilities.model_dump(by_alias=True, exclude_none=True))
+        if refusal is not None:
+            raise MCPError(code=refusal.code, message=refusal.message, data=refusal.data)
 
     async def _resolve_before_task(
         self, params: CallToolRequestParams, ctx: ServerRequestContext[Any, Any]
@@ -525,34 +558,37 @@ class TasksExtension(Extension):
     # -- tasks/* ------------------------------------------------------------------
 
     async def _tasks_get(self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams) -> dict[str, Any]:
-        _admit(ctx, params.task_id)
+        _admit(ctx, params.task_id, require_mcp_name=self.require_mcp_name)
         with temporal_errors():
             return await self.gateway.get(params.task_id, authenticated_principal(ctx))
 
     async def _tasks_update(self, ctx: ServerRequestContext[Any, Any], params: UpdateTaskParams) -> dict[str, Any]:
-        _admit(ctx, params.task_id)
+        _admit(ctx, params.task_id, require_mcp_name=self.require_mcp_name)
         with temporal_errors():
             await self.gateway.update(params.task_id, authenticated_principal(ctx), params.input_responses)
         return {}
 
     async def _tasks_cancel(self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams) -> dict[str, Any]:
-        _admit(ctx, params.task_id)
+        _admit(ctx, params.task_id, require_mcp_name=self.require_mcp_name)
         with temporal_errors():
             await self.gateway.cancel(params.task_id, authenticated_principal(ctx))
         return {}
 
 
-def _admit(ctx: ServerRequestContext[Any, Any], task_id: str) -> None:
+def _admit(ctx: ServerRequestContext[Any, Any], task_id: str, *, require_mcp_name: bool) -> None:
     """The checks every tasks/* request passes before any task is looked up.
 
     Routing headers first (a load balancer may already have acted on them), then
     the per-request capability gate, so a bogus ID never reaches Temporal from a
-    client that could not use the answer.
+    client that could not use the answer. A missing `Mcp-Name` routes nowhere
+    wrong, so it passes unless the deployment requires the header.
     """
     tag_task(task_id)
     headers = getattr(ctx.request, "headers", None)
-    if headers is not None and decode_header_value(headers.get("mcp-name")) != task_id:
-        raise HeaderMismatchError()
+    if headers is not None:
+        name = headers.get("mcp-name")
+        if (name is not None or require_mcp_name) and decode_header_value(name) != task_id:
+            raise HeaderMismatchError()
     if not declares_tasks(ctx):
         require_client_extension(ctx, EXTENSION_ID)
 

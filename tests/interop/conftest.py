@@ -1,0 +1,38 @@
+"""Live stacks for the interop suite: the tool fixture app (`stack`) and the workflow fixture app.
+
+Each client is driven against real front servers and workers, as its users run it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Stack
+from tests.interop.node import NodeClients, node_clients
+from tests.processes import start_front, start_worker
+
+WORKFLOW_APP = "tests.workflow_fixture_app:app"
+YES: dict[str, str | int | float | bool | list[str] | None] = {"approve": True}
+"""The content every question of the fixture apps accepts (their schemas ask for `approve`)."""
+
+
+@pytest.fixture(scope="session")
+def wf_stack(workdir: Path, temporal: str) -> Iterator[Stack]:
+    """Front and worker of the workflow fixture app, shared by every client of the suite."""
+    shared = Stack(workdir, temporal, task_queue=f"interop-wf-{uuid.uuid4()}")
+    try:
+        shared.workers.append(start_worker(workdir, temporal, shared.task_queue, app=WORKFLOW_APP))
+        shared.fronts.append(start_front(workdir, temporal, shared.task_queue, app=WORKFLOW_APP))
+        yield shared
+    finally:
+        shared.stop()
+
+
+@pytest.fixture(scope="session")
+def node() -> NodeClients:
+    """The pinned JavaScript clients, installed with npm on first use."""
+    return node_clients()

@@ -1,0 +1,104 @@
+"""The `mcp` SDK's own `Client` with `TasksClientExtension`, against live front servers.
+
+`extensions=[TasksClientExtension()]` declares the tasks extension and claims the
+`CreateTaskResult` a task tool answers with, so `call_tool` returns the final
+`CallToolResult`; `session.call_tool(..., allow_claimed=True)` hands over the task
+instead. `advertise("io.modelcontextprotocol/tasks")` only declares the extension
+and claims nothing: the SDK then reads the task as a `CallToolResult` and fails
+with a `ValidationError`, which is why it is not the way.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client
+from mcp.client.extension import advertise
+from mcp.client.session import ClientRequestContext
+from pydantic import ValidationError
+
+from mcp_tasks_temporal.client import EXTENSION_ID, TaskCreated, TaskFailedError, TasksClientExtension
+from tests.conftest import Stack
+from tests.interop.conftest import YES
+
+pytestmark = pytest.mark.anyio
+
+questions: list[str] = []
+
+
+async def approve(context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
+    questions.append(params.message)
+    return types.ElicitResult(action="accept", content=YES)
+
+
+def text(result: types.CallToolResult) -> str:
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    return block.text
+
+
+async def test_a_plain_call_of_a_task_tool_returns_its_result(stack: Stack) -> None:
+    async with Client(stack.url, extensions=[TasksClientExtension()]) as client:
+        assert text(await client.call_tool("echo", {"text": "plain"})) == "plain"
+        result = await client.call_tool("double", {"x": 21})
+    assert result.structured_content == {"value": 42}
+
+
+async def test_advertise_alone_claims_no_task_result(stack: Stack) -> None:
+    async with Client(stack.url, extensions=[advertise(EXTENSION_ID)]) as client:
+        with pytest.raises(ValidationError):
+            await client.call_tool("needs_task", {"x": 1})
+
+
+async def test_an_explicit_task_is_driven_through_a_handle(stack: Stack) -> None:
+    extension = TasksClientExtension()
+    async with Client(stack.url, extensions=[extension]) as client:
+        created = await client.session.call_tool("needs_task", {"x": 5}, allow_claimed=True)
+        assert isinstance(created, TaskCreated)
+        handle = extension.handle(client.session, created.task_id)
+        result = await handle.result()
+        assert (await handle.get()).status == "completed"
+    assert text(result) == "15"
+
+
+async def test_a_question_is_answered_through_the_elicitation_callback(stack: Stack, gate: Path) -> None:
+    questions.clear()
+    async with Client(stack.url, extensions=[TasksClientExtension()], elicitation_callback=approve) as client:
+        result = await client.call_tool("approve_step", {"gate": str(gate)})
+    assert text(result) == "approved"
+    assert questions == ["Go on?"]
+
+
+async def test_cancel_stops_the_task(stack: Stack, gate: Path) -> None:
+    extension = TasksClientExtension()
+    async with Client(stack.url, extensions=[extension]) as client:
+        created = await client.session.call_tool("gated", {"gate": str(gate)}, allow_claimed=True)
+        assert isinstance(created, TaskCreated)
+        handle = extension.handle(client.session, created.task_id)
+        with anyio.fail_after(60):
+            while not (gate / "started").exists():
+                await anyio.sleep(0.1)
+        await handle.cancel()
+        with anyio.fail_after(60):
+            assert (await handle.wait()).status == "cancelled"
+
+
+async def test_a_failing_tool_is_an_error_result_or_a_failed_task(stack: Stack) -> None:
+    async with Client(stack.url, extensions=[TasksClientExtension()]) as client:
+        assert (await client.call_tool("tool_error", {})).is_error is True
+        with pytest.raises(TaskFailedError) as failed:
+            await client.call_tool("protocol_error", {})
+    assert failed.value.code == -32042
+
+
+async def test_a_workflow_tool_with_questions(wf_stack: Stack) -> None:
+    questions.clear()
+    async with Client(wf_stack.url, extensions=[TasksClientExtension()], elicitation_callback=approve) as client:
+        result = await client.call_tool("questions", {})
+    assert sorted(questions) == ["Deploy?", "Reviewer?"]
+    answers: dict[str, Any] = result.structured_content or {}
+    assert answers["approve"] == {"action": "accept", "content": YES}

@@ -1,0 +1,120 @@
+"""Tools that declare what they ask (`asks=`): a client that cannot answer is refused at `tools/call`.
+
+The refusal is -32021 with the capabilities it lacks, before any step runs: no
+task, no activity, no workflow. Over real front servers and workers.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from mcp_tasks_temporal import TasksExtension
+from mcp_tasks_temporal.capabilities import undeclared_asks
+from mcp_tasks_temporal.extension import ToolTaskOptions
+from tests.conftest import Stack
+from tests.processes import start_front, start_worker
+from tests.wire import HttpMcp, TaskCalls
+from tests.workflow_fixture_workflows import QuestionsWorkflow
+
+MISSING_CAPABILITY = -32021
+WF_APP = "tests.workflow_fixture_app:app"
+YES = {"action": "accept", "content": {"approve": True}}
+
+
+# -- the rule ------------------------------------------------------------------------------------
+
+
+def test_declared_capabilities_pass_and_each_missing_one_is_named() -> None:
+    asks = ("elicitation", "sampling", "roots")
+    assert undeclared_asks(asks, {"elicitation": {}, "sampling": {}, "roots": {}}) is None
+    refusal = undeclared_asks(asks, {"sampling": {}})
+    assert refusal is not None
+    assert refusal.code == MISSING_CAPABILITY
+    assert refusal.data == {"requiredCapabilities": {"elicitation": {}, "roots": {}}}
+
+
+def test_a_url_only_elicitation_capability_does_not_cover_form_questions() -> None:
+    refusal = undeclared_asks(["elicitation"], {"elicitation": {"url": {}}})
+    assert refusal is not None
+    assert refusal.data == {"requiredCapabilities": {"elicitation": {"form": {}}}}
+    assert undeclared_asks(["elicitation"], {"elicitation": {"form": {}}}) is None
+
+
+@pytest.mark.parametrize("asks", [["elicit"], "elicitation", ["tasks"]])
+def test_asks_takes_only_known_capabilities(asks: Any) -> None:
+    with pytest.raises(ValueError):
+        ToolTaskOptions(asks=asks)
+    with pytest.raises(ValueError):
+        TasksExtension().tool(asks=asks)
+    with pytest.raises(ValueError):
+        TasksExtension().workflow_tool(QuestionsWorkflow, asks=asks)
+
+
+# -- tool tasks ----------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("tasks", [True, False])
+async def test_a_tool_that_asks_is_refused_to_a_client_without_elicitation_before_it_runs(
+    mcp: TaskCalls, gate: Path, tasks: bool
+) -> None:
+    reply = await mcp.call_tool("approve_step", {"gate": str(gate)}, tasks=tasks, capabilities={"sampling": {}})
+    error = reply.error
+    assert error["code"] == MISSING_CAPABILITY, reply.body
+    assert error["data"]["requiredCapabilities"] == {"elicitation": {}}
+    assert not (gate / "work-runs").exists(), "the step must not have run"
+
+
+@pytest.mark.anyio
+async def test_a_tool_that_asks_runs_for_a_client_that_declared_elicitation(mcp: TaskCalls, gate: Path) -> None:
+    created = await mcp.start("approve_step", {"gate": str(gate)}, capabilities={"elicitation": {}})
+    task = await mcp.wait_for(created["taskId"], {"input_required"})
+    await mcp.update(created["taskId"], dict.fromkeys(task["inputRequests"], YES))
+    done = await mcp.wait_for(created["taskId"])
+    assert done["status"] == "completed", done
+    assert done["result"]["content"][0]["text"] == "approved"
+    assert (gate / "work-runs").read_text() == "1"
+
+
+# -- workflow tools --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def wf_stack(workdir: Path, temporal: str) -> Iterator[Stack]:
+    shared = Stack(workdir, temporal, task_queue=f"asks-{uuid.uuid4()}")
+    try:
+        shared.workers.append(start_worker(workdir, temporal, shared.task_queue, app=WF_APP))
+        shared.fronts.append(start_front(workdir, temporal, shared.task_queue, app=WF_APP))
+        yield shared
+    finally:
+        shared.stop()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("tasks", [True, False])
+async def test_a_workflow_tool_that_asks_is_refused_to_a_client_without_what_it_asks(
+    wf_stack: Stack, http: httpx.AsyncClient, tasks: bool
+) -> None:
+    wf = TaskCalls(HttpMcp(wf_stack.url, http))
+    reply = await wf.call_tool("declared_questions", {}, tasks=tasks, capabilities={"elicitation": {}})
+    error = reply.error
+    assert error["code"] == MISSING_CAPABILITY, reply.body
+    assert error["data"]["requiredCapabilities"] == {"sampling": {}}
+
+
+@pytest.mark.anyio
+async def test_a_workflow_tool_that_asks_runs_for_a_client_that_declared_it(
+    wf_stack: Stack, http: httpx.AsyncClient
+) -> None:
+    wf = TaskCalls(HttpMcp(wf_stack.url, http))
+    created = await wf.start("declared_questions", {}, capabilities={"elicitation": {}, "sampling": {}})
+    task = await wf.wait_for(created["taskId"], {"input_required"})
+    assert set(task["inputRequests"]) == {"approve", "reviewer"}
+    await wf.cancel(created["taskId"])
+    assert (await wf.wait_for(created["taskId"]))["status"] == "cancelled"
