@@ -298,6 +298,7 @@ class TasksExtension(Extension):
         also installs the `subscriptions/listen` middleware that pushes task changes,
         and runs its watchers within the app's lifespan, so a stopping server stops them.
         """
+        from mcp_tasks_temporal.legacy_tasks import LegacyTasks
         from mcp_tasks_temporal.listen import TaskListen
         from mcp_tasks_temporal.push import TaskWatchHub
 
@@ -309,6 +310,7 @@ class TasksExtension(Extension):
             self._add_workflow_tool(server, options)
         hub = TaskWatchHub(gateway)
         server.middleware.append(TaskListen(server, gateway, hub))
+        server.middleware.append(LegacyTasks(self, hub))
         lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]
         app_lifespan = lowlevel.lifespan
 
@@ -376,6 +378,35 @@ class TasksExtension(Extension):
             answered_now = await self._resolve_before_task(params, ctx)
             if answered_now is not None:
                 return answered_now
+        created = await self._create_tool_task(options, params, ctx, _envelope(ctx))
+        return {"resultType": "task", **created}
+
+    async def create_task(
+        self, params: CallToolRequestParams, ctx: ServerRequestContext[Any, Any], envelope: dict[str, Any]
+    ) -> dict[str, Any] | CallToolResult | None:
+        """Start the task of a task tool's call, whatever the request's revision declared.
+
+        Returns the created task's fields, the tool error a call with bad arguments
+        gets, or `None` when `params` names no tool that may run as a task.
+        `envelope` is the `_meta` the tool will see (its client and capabilities).
+        """
+        workflow_options = self._workflow_tools.get(params.name)
+        if workflow_options is not None:
+            if workflow_options.policy == "never":
+                return None
+            return await self._create_workflow_tool_task(workflow_options, params, ctx, envelope)
+        options = self.options_for(params.name)
+        if options is None or options.policy == "never":
+            return None
+        return await self._create_tool_task(options, params, ctx, envelope)
+
+    async def _create_tool_task(
+        self,
+        options: ToolTaskOptions,
+        params: CallToolRequestParams,
+        ctx: ServerRequestContext[Any, Any],
+        envelope: dict[str, Any],
+    ) -> dict[str, Any]:
         principal = authenticated_principal(ctx)
         created_at_ms = int(time.time() * 1000)
         assert not isinstance(options.ttl_ms, _Inherit)
@@ -385,7 +416,7 @@ class TasksExtension(Extension):
             task_id=new_task_id(),
             tool=params.name,
             arguments=dict(params.arguments or {}),
-            meta=_envelope(ctx),
+            meta=envelope,
             created_at_ms=created_at_ms,
             owner=owner_key(principal),
             ttl_ms=options.ttl_ms,
@@ -397,8 +428,7 @@ class TasksExtension(Extension):
         )
         tag_task(task.task_id)
         with temporal_errors():
-            created = await self.gateway.create(task, principal)
-        return {"resultType": "task", **created}
+            return await self.gateway.create(task, principal)
 
     async def _resolve_before_task(
         self, params: CallToolRequestParams, ctx: ServerRequestContext[Any, Any]
@@ -436,10 +466,24 @@ class TasksExtension(Extension):
             if options.policy == "required":
                 require_client_extension(ctx, EXTENSION_ID)
             return await call_next(ctx)  # the app's tool: validates, then `_run_workflow_synchronously`
+        created = await self._create_workflow_tool_task(options, params, ctx, _envelope(ctx))
+        if created is None:
+            return await call_next(ctx)
+        if isinstance(created, CallToolResult):
+            return created
+        return {"resultType": "task", **created}
+
+    async def _create_workflow_tool_task(
+        self,
+        options: WorkflowToolOptions,
+        params: CallToolRequestParams,
+        ctx: ServerRequestContext[Any, Any],
+        envelope: dict[str, Any],
+    ) -> dict[str, Any] | CallToolResult | None:
         server = self._server
         tool = server._tool_manager.get_tool(params.name) if server is not None else None  # pyright: ignore[reportPrivateUsage]
         if tool is None:
-            return await call_next(ctx)
+            return None
         try:
             arguments = tool.fn_metadata.validate_arguments(params.arguments or {})
             workflow_args = options.workflow_args(arguments)
@@ -450,13 +494,12 @@ class TasksExtension(Extension):
             )
         principal = authenticated_principal(ctx)
         with temporal_errors():
-            created = await self.gateway.create_workflow_task(
-                self._workflow_task(options, workflow_args, ctx), principal
+            return await self.gateway.create_workflow_task(
+                self._workflow_task(options, workflow_args, envelope), principal
             )
-        return {"resultType": "task", **created}
 
     def _workflow_task(
-        self, options: WorkflowToolOptions, workflow_args: list[Any], ctx: ServerRequestContext[Any, Any]
+        self, options: WorkflowToolOptions, workflow_args: list[Any], envelope: dict[str, Any]
     ) -> WorkflowTask:
         ttl_ms = self.default_ttl_ms if isinstance(options.ttl_ms, _Inherit) else options.ttl_ms
         poll_ms = (
@@ -470,7 +513,7 @@ class TasksExtension(Extension):
             workflow=options.workflow_name,
             args=workflow_args,
             task_queue=options.task_queue,
-            envelope=_envelope(ctx),
+            envelope=envelope,
             created_at_ms=int(time.time() * 1000),
             ttl_ms=ttl_ms,
             poll_interval_ms=poll_ms,
@@ -485,7 +528,7 @@ class TasksExtension(Extension):
         only nobody is given its ID; a question it asks fails it with -32021.
         """
         ctx = context.request_context
-        task = self._workflow_task(options, options.workflow_args(arguments), ctx)
+        task = self._workflow_task(options, options.workflow_args(arguments), _envelope(ctx))
         with temporal_errors():
             handle = await self.gateway.start_workflow_task(task, authenticated_principal(ctx))
             try:

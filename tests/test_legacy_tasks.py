@@ -1,0 +1,173 @@
+"""2025-11-25 tasks (SEP-1686) on the wire: the handshake revision's clients get the same workflows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from tests.conftest import Stack
+from tests.legacy_wire import RELATED_TASK, LegacyMcp
+from tests.wire import HttpMcp
+
+pytestmark = pytest.mark.anyio
+
+WAIT = 60
+
+
+@pytest.fixture
+def legacy(stack: Stack, http: httpx.AsyncClient) -> LegacyMcp:
+    return LegacyMcp(stack.url, http)
+
+
+async def _task(legacy: LegacyMcp, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    created = (
+        await legacy.request("tools/call", {"name": name, "arguments": arguments, "task": {"ttl": 60000}})
+    ).result
+    task: dict[str, Any] = created["task"]
+    return task
+
+
+async def _until(legacy: LegacyMcp, task_id: str, statuses: set[str]) -> dict[str, Any]:
+    with anyio.fail_after(WAIT):
+        while True:
+            task = (await legacy.request("tasks/get", {"taskId": task_id})).result
+            if task["status"] in statuses:
+                return task
+            await anyio.sleep(0.1)
+
+
+async def test_initialize_advertises_tasks_and_tools_their_task_support(legacy: LegacyMcp) -> None:
+    init = (await legacy.initialize({"tasks": {"requests": {}}})).result
+    assert init["protocolVersion"] == "2025-11-25"
+    assert init["capabilities"]["tasks"] == {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+    tools = {tool["name"]: tool for tool in (await legacy.request("tools/list")).result["tools"]}
+    assert tools["double"]["execution"]["taskSupport"] == "optional"
+    assert tools["needs_task"]["execution"]["taskSupport"] == "required"
+    assert tools["never_task"]["execution"]["taskSupport"] == "forbidden"
+    assert "taskSupport" not in (tools["echo"].get("execution") or {})
+
+
+async def test_older_handshake_revisions_get_no_tasks_capability(legacy: LegacyMcp) -> None:
+    init = (
+        await legacy.request(
+            "initialize",
+            {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}},
+        )
+    ).result
+    assert init["protocolVersion"] == "2025-06-18"
+    assert "tasks" not in init["capabilities"]
+
+
+async def test_a_task_is_created_read_and_its_result_is_the_call_tool_result(legacy: LegacyMcp) -> None:
+    task = await _task(legacy, "double", {"x": 21})
+    assert task["status"] == "working"
+    assert task["ttl"] == 24 * 3600 * 1000  # the tool's lifetime, whatever was asked for
+    assert {"taskId", "createdAt", "lastUpdatedAt", "pollInterval"} <= set(task)
+    result = (await legacy.request("tasks/result", {"taskId": task["taskId"]})).result
+    assert result["structuredContent"] == {"value": 42}
+    assert result["isError"] is False
+    assert result["_meta"][RELATED_TASK] == {"taskId": task["taskId"]}
+    done = (await legacy.request("tasks/get", {"taskId": task["taskId"]})).result
+    assert done["status"] == "completed"
+    assert "result" not in done
+
+
+async def test_a_task_of_a_forbidden_tool_is_refused(legacy: LegacyMcp) -> None:
+    reply = await legacy.request("tools/call", {"name": "never_task", "arguments": {"x": 1}, "task": {}})
+    assert reply.error["code"] == -32601
+    reply = await legacy.request("tools/call", {"name": "echo", "arguments": {"text": "a"}, "task": {}})
+    assert reply.error["code"] == -32601
+
+
+async def test_tasks_result_waits_and_streams_status(legacy: LegacyMcp, gate: Path) -> None:
+    task = await _task(legacy, "gated", {"gate": str(gate)})
+    statuses: list[str] = []
+    async with legacy.stream("tasks/result", {"taskId": task["taskId"]}) as frames:
+        with anyio.fail_after(WAIT):
+            async for frame in frames:
+                if frame.get("method") == "notifications/tasks/status":
+                    statuses.append(frame["params"]["status"])
+                    assert frame["params"]["taskId"] == task["taskId"]
+                    if frame["params"]["status"] == "working" and not (gate / "release").exists():
+                        (gate / "release").write_text("1")
+                elif "result" in frame:
+                    assert frame["result"]["_meta"][RELATED_TASK] == {"taskId": task["taskId"]}
+                    break
+    assert statuses[0] == "working"
+    assert statuses[-1] == "completed"
+
+
+async def test_failing_tools(legacy: LegacyMcp) -> None:
+    task = await _task(legacy, "protocol_error", {"code": -32042, "message": "backend refused"})
+    reply = await legacy.request("tasks/result", {"taskId": task["taskId"]})
+    assert reply.error["code"] == -32042
+    failed = (await legacy.request("tasks/get", {"taskId": task["taskId"]})).result
+    assert failed["status"] == "failed"
+    assert "backend refused" in failed["statusMessage"]
+    task = await _task(legacy, "tool_error", {"reason": "nope"})
+    result = (await legacy.request("tasks/result", {"taskId": task["taskId"]})).result
+    assert result["isError"] is True
+
+
+async def test_cancel(legacy: LegacyMcp, gate: Path) -> None:
+    task = await _task(legacy, "gated", {"gate": str(gate)})
+    cancelled = (await legacy.request("tasks/cancel", {"taskId": task["taskId"]})).result
+    assert cancelled["taskId"] == task["taskId"]
+    assert (await _until(legacy, task["taskId"], {"cancelled"}))["status"] == "cancelled"
+    again = await legacy.request("tasks/cancel", {"taskId": task["taskId"]})
+    assert again.error["code"] == -32602
+
+
+async def test_list_pages_through_the_callers_tasks(legacy: LegacyMcp) -> None:
+    made = {(await _task(legacy, "double", {"x": n}))["taskId"] for n in range(3)}
+    with anyio.fail_after(WAIT):
+        while True:
+            seen: set[str] = set()
+            cursor: str | None = None
+            while True:
+                page = (await legacy.request("tasks/list", {"cursor": cursor} if cursor else {})).result
+                seen |= {task["taskId"] for task in page["tasks"]}
+                assert all({"taskId", "status", "createdAt"} <= set(task) for task in page["tasks"])
+                cursor = page.get("nextCursor")
+                if cursor is None:
+                    break
+            if made <= seen:
+                break
+            await anyio.sleep(0.2)  # visibility is eventually consistent
+    bad = await legacy.request("tasks/list", {"cursor": "%%%"})
+    assert bad.error["code"] == -32602
+
+
+async def test_unknown_tasks(legacy: LegacyMcp) -> None:
+    for method in ("tasks/get", "tasks/result", "tasks/cancel"):
+        reply = await legacy.request(method, {"taskId": "00000000-0000-4000-8000-000000000000"})
+        assert reply.error["code"] == -32602
+
+
+async def test_modern_requests_still_lack_list_and_result(stack: Stack, http: httpx.AsyncClient) -> None:
+    modern = HttpMcp(stack.url, http)
+    assert (await modern.request("tasks/list", {})).error["code"] == -32601
+    reply = await modern.request("tasks/result", {"taskId": "00000000-0000-4000-8000-000000000000"})
+    assert reply.error["code"] == -32601
+
+
+async def test_a_question_is_asked_on_tasks_result_and_answered_through_any_front(
+    stack: Stack, legacy: LegacyMcp
+) -> None:
+    task = await _task(legacy, "ask_one_midway", {})
+    await _until(legacy, task["taskId"], {"input_required"})
+    async with legacy.stream("tasks/result", {"taskId": task["taskId"]}) as frames:
+        with anyio.fail_after(WAIT):
+            async for frame in frames:
+                if frame.get("method") == "elicitation/create":
+                    assert frame["params"]["_meta"][RELATED_TASK] == {"taskId": task["taskId"]}
+                    assert frame["params"]["message"] == "Go?"
+                    status = await legacy.answer(frame["id"], {"action": "accept", "content": {"approve": True}})
+                    assert status == 202
+                elif "result" in frame:
+                    assert frame["result"]["content"][0]["text"] == "accept"
+                    break
