@@ -171,3 +171,75 @@ async def test_a_question_is_asked_on_tasks_result_and_answered_through_any_fron
                 elif "result" in frame:
                     assert frame["result"]["content"][0]["text"] == "accept"
                     break
+
+
+# -- questions on a plain tools/call, for hosts without tasks ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def second_front(stack: Stack) -> str:
+    """Another front server of the shared stack: replies must not need the front that asked."""
+    return stack.add_front()
+
+
+async def _initialized(legacy: LegacyMcp, capabilities: dict[str, Any]) -> LegacyMcp:
+    reply = await legacy.http.post(
+        legacy.url,
+        json={
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": capabilities,
+                "clientInfo": {"name": "host-without-tasks", "version": "1"},
+            },
+        },
+        headers=legacy._headers(),  # pyright: ignore[reportPrivateUsage]
+    )
+    session = reply.headers.get("mcp-session-id")
+    assert session is not None
+    legacy.extra_headers["mcp-session-id"] = session
+    return legacy
+
+
+async def test_a_plain_call_asks_on_its_own_stream_and_any_front_takes_the_answer(
+    legacy: LegacyMcp, second_front: str
+) -> None:
+    host = await _initialized(legacy, {"elicitation": {}})
+    asked: list[dict[str, Any]] = []
+    async with host.stream("tools/call", {"name": "numbered_steps", "arguments": {"steps": 1, "pause": 0}}) as frames:
+        with anyio.fail_after(WAIT):
+            async for frame in frames:
+                if frame.get("method") == "elicitation/create":
+                    asked.append(frame)
+                    assert RELATED_TASK not in (frame["params"].get("_meta") or {})
+                    yes = {"action": "accept", "content": {"approve": True}}
+                    assert await host.answer(frame["id"], yes, url=second_front) == 202
+                elif "result" in frame or "error" in frame:
+                    result = frame["result"]
+                    break
+    assert [frame["params"]["message"] for frame in asked] == ["Go on?"]
+    assert result["content"][0]["text"] == "accept after 1 steps"
+    assert RELATED_TASK not in (result.get("_meta") or {})
+
+
+async def test_a_refused_question_ends_the_call_with_an_error(legacy: LegacyMcp) -> None:
+    host = await _initialized(legacy, {"elicitation": {}})
+    async with host.stream("tools/call", {"name": "numbered_steps", "arguments": {"steps": 1, "pause": 0}}) as frames:
+        with anyio.fail_after(WAIT):
+            async for frame in frames:
+                if frame.get("method") == "elicitation/create":
+                    assert await host.refuse(frame["id"], -32601, "Method not found") == 202
+                elif "result" in frame or "error" in frame:
+                    assert frame["error"]["code"] == -32603
+                    break
+
+
+async def test_a_host_without_elicitation_is_served_as_before(legacy: LegacyMcp) -> None:
+    host = await _initialized(legacy, {})
+    assert (await host.request("tools/call", {"name": "double", "arguments": {"x": 3}})).result[
+        "structuredContent"
+    ] == {"value": 6}
+    reply = await host.request("tools/call", {"name": "numbered_steps", "arguments": {"steps": 1, "pause": 0}})
+    assert reply.error["code"] == -32021

@@ -34,6 +34,7 @@ from mcp_tasks_temporal.contract import DEFAULT_NAMESPACE, ActivityPolicy
 from mcp_tasks_temporal.dev_worker import PARENT_PID_ENV, DevWorker, dev_worker, exit_error, stop_with_parent
 from mcp_tasks_temporal.embedded import EmbeddedTemporal, embedded_temporal, state_dir_lock
 from mcp_tasks_temporal.gateway import TemporalTaskGateway
+from mcp_tasks_temporal.handshake_echo import HandshakeEcho
 from mcp_tasks_temporal.health import health_routes
 from mcp_tasks_temporal.http_errors import JsonRpcHttpErrors
 from mcp_tasks_temporal.http_front import BearerAuth, front_app
@@ -385,6 +386,8 @@ def _http_server(app: MCPServer[Any], args: argparse.Namespace, client: Client, 
     mcp_app = app.streamable_http_app(host=args.host, max_request_body_size=args.max_body_bytes, stateless_http=True)
     # Replies to the questions a front asked on a request's stream may reach any front: each takes them.
     mcp_app.add_middleware(LegacyAnswers, extension=tasks_extension(app))
+    # The handshake revisions' capabilities reach every front through the session ID the client echoes.
+    mcp_app.add_middleware(HandshakeEcho)
     http_app = front_app(mcp_app, auth=auth, extra_routes=health_routes(client))
     wrapped = JsonRpcHttpErrors(http_app, max_body_bytes=args.max_body_bytes)
     config = uvicorn.Config(wrapped, host=args.host, port=args.port, log_level="warning", lifespan="on")

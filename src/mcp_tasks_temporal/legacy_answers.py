@@ -20,10 +20,11 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import principal_components
 from mcp.server.request_state import compact_json
 from mcp.shared.exceptions import MCPError
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_tasks_temporal.contract import as_object
 from mcp_tasks_temporal.extension import TasksExtension
+from mcp_tasks_temporal.handshake_echo import read_body, replay
 from mcp_tasks_temporal.legacy_tasks import ANSWER_ID_PREFIX, parse_answer_id
 
 logger = logging.getLogger(__name__)
@@ -42,18 +43,12 @@ class LegacyAnswers:
         if scope["type"] != "http" or scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
-        chunks: list[bytes] = []
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
+        body, complete = await read_body(receive)
+        if not complete:
+            return
         reply = _reply(body) if _MARKER in body else None
         if reply is None:
-            await self.app(scope, _replay(body, receive), send)
+            await self.app(scope, replay(body, receive), send)
             return
         status = await self._deliver(*reply)
         await send({"type": "http.response.start", "status": status, "headers": [(b"content-length", b"0")]})
@@ -92,17 +87,3 @@ def _reply(body: bytes) -> tuple[str, str, dict[str, Any]] | None:
     if parsed is None:
         return None
     return parsed[0], parsed[1], dict(response)
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """A `receive` that hands the already-read body back once, then defers to the real one."""
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay

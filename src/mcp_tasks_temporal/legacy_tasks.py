@@ -40,13 +40,15 @@ from mcp_types import (
     CallToolResult,
     RequestParams,
 )
-from mcp_types.version import LATEST_MODERN_VERSION
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_MODERN_VERSION
 from pydantic import BaseModel, ValidationError
 from temporalio.api.workflowservice.v1 import ListWorkflowExecutionsRequest
 from temporalio.client import WorkflowExecutionStatus
 
 from mcp_tasks_temporal.contract import EXTENSION_ID, TERMINAL_STATUSES, as_object
 from mcp_tasks_temporal.gateway import task_view, temporal_errors
+from mcp_tasks_temporal.handshake_echo import SESSION_HEADER, Handshake
+from mcp_tasks_temporal.handshake_echo import decode as decode_handshake
 from mcp_tasks_temporal.ids import WORKFLOW_ID_PREFIX, owner_key
 from mcp_tasks_temporal.outbound_requests import send_request_on_stream
 from mcp_tasks_temporal.tracing import tag_task
@@ -71,9 +73,8 @@ ANSWER_ID_PREFIX: Final = "mcp-tasks-temporal/answer/"
 so whichever front server it reaches can hand it to the workflow."""
 
 ASKED_CAPABILITIES: Final[dict[str, Any]] = {"elicitation": {"form": {}}, "sampling": {}, "roots": {}}
-"""What a 2025-11-25 client is taken to be able to answer. A stateless front never sees the
-`initialize` that declared its capabilities; a question it cannot answer comes back as an
-error, which ends the task (`legacy_answers`)."""
+"""What a 2025-11-25 tasks client that does not echo its handshake is taken to be able to answer;
+a question it cannot answer comes back as an error, which ends the task (`legacy_answers`)."""
 
 
 class _TaskIdParams(RequestParams):
@@ -121,19 +122,28 @@ def legacy_task(task: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def handshake(ctx: ServerRequestContext[Any, Any]) -> Handshake | None:
+    """What the client declared at its `initialize`, from the session ID it echoes (see `handshake_echo`)."""
+    headers = getattr(ctx.request, "headers", None)
+    return decode_handshake(headers.get(SESSION_HEADER)) if headers is not None else None
+
+
 def legacy_envelope(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
-    """The `_meta` a 2025-11-25 client's task runs with: a tasks client of the current revision.
+    """The `_meta` a handshake-revision client's task runs with: a tasks client of the current revision.
 
     The tool then asks its questions as task questions (they wait in the workflow),
-    whichever revision will relay them.
+    whichever revision will relay them, and only those the client declared it can answer.
     """
     raw = as_object((ctx.params or {}).get("_meta"))
     meta = {key: value for key, value in raw.items() if key != "progressToken"}
-    client_params = ctx.session.client_params
-    client_info = client_params.client_info.model_dump(mode="json", exclude_none=True) if client_params else None
+    declared = handshake(ctx)
+    capabilities = dict(declared.capabilities) if declared is not None else dict(ASKED_CAPABILITIES)
+    capabilities.pop("tasks", None)
+    capabilities.pop("experimental", None)
     meta[PROTOCOL_VERSION_META_KEY] = LATEST_MODERN_VERSION
-    meta[CLIENT_INFO_META_KEY] = client_info or {"name": "2025-11-25 client", "version": "0"}
-    meta[CLIENT_CAPABILITIES_META_KEY] = {**ASKED_CAPABILITIES, "extensions": {EXTENSION_ID: {}}}
+    client_info = dict(declared.client_info) if declared is not None else {}
+    meta[CLIENT_INFO_META_KEY] = client_info or {"name": "handshake-revision client", "version": "0"}
+    meta[CLIENT_CAPABILITIES_META_KEY] = {**capabilities, "extensions": {EXTENSION_ID: {}}}
     return meta
 
 
@@ -147,6 +157,10 @@ class LegacyTasks:
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         if ctx.method == "initialize":
             return _with_tasks_capability(await call_next(ctx))
+        if ctx.method == "tools/call" and ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
+            params = ctx.params or {}
+            if not isinstance(params.get("task"), Mapping) and self._held(ctx):
+                return await self._held_call(ctx)
         if ctx.protocol_version != LEGACY_TASKS_VERSION:
             return await call_next(ctx)
         if ctx.method == "tools/list":
@@ -194,6 +208,49 @@ class LegacyTasks:
             # Bad arguments: no task, the tool error a plain call gets.
             raise MCPError(code=INVALID_PARAMS, message=_text(created))
         return {"task": legacy_task(created)}
+
+    def _held(self, ctx: ServerRequestContext[Any, Any]) -> bool:
+        """Whether a plain call runs as a task held open on its own stream, to ask its questions there.
+
+        That takes a task tool the client may call without a task, an HTTP request (whose
+        response stream carries the questions) and a client that declared `elicitation`.
+        Otherwise the call runs as it always did.
+        """
+        name = (ctx.params or {}).get("name")
+        if not isinstance(name, str) or ctx.request is None:
+            return False
+        workflow_tool = self._extension.workflow_tools.get(name)
+        tool = self._extension.options_for(name)
+        policy = workflow_tool.policy if workflow_tool is not None else tool.policy if tool is not None else None
+        declared = handshake(ctx)
+        return policy == "optional" and declared is not None and "elicitation" in declared.capabilities
+
+    async def _held_call(self, ctx: ServerRequestContext[Any, Any]) -> HandlerResult:
+        """A plain `tools/call` served by a task: its questions go out on this call's stream, the result ends it.
+
+        The client has no task ID, so a call it abandons cancels the task.
+        """
+        params = _params(CallToolRequestParams, ctx)
+        created = await self._extension.create_task(params, ctx, legacy_envelope(ctx))
+        if created is None:
+            raise MCPError(code=METHOD_NOT_FOUND, message=f"Tool {params.name!r} does not run as a task")
+        if isinstance(created, CallToolResult):
+            return created
+        task_id = str(created["taskId"])
+        principal = authenticated_principal(ctx)
+        finished = False
+        try:
+            task = await follow_task(ctx, self._hub, task_id, principal, related=False)
+            finished = True
+        finally:
+            if not finished:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                    await self._extension.gateway.cancel(task_id, principal)
+        payload = task_payload(task)
+        meta = dict(as_object(payload.get("_meta")))
+        meta.pop(RELATED_TASK_META_KEY, None)
+        payload["_meta"] = meta
+        return payload
 
     async def _get(self, ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
         params = _params(_TaskIdParams, ctx)
