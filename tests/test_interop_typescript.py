@@ -67,6 +67,12 @@ def test_plain_call(tool_report: dict[str, Any]) -> None:
     assert _flow(tool_report, "plain")["structuredContent"] == {"value": 4}
 
 
+def test_question_on_a_plain_call(tool_report: dict[str, Any]) -> None:
+    seen = _flow(tool_report, "plainQuestion")
+    assert seen["result"]["content"][0]["text"] == "accept after 1 steps"
+    assert seen["elicitations"] == [{"message": "Go on?", "relatedTask": None}]
+
+
 def test_explicit_task(tool_report: dict[str, Any]) -> None:
     seen = _flow(tool_report, "task")
     assert seen["types"][0] == "taskCreated"
@@ -105,6 +111,9 @@ def test_required_task_tool_is_not_called_plainly(tool_report: dict[str, Any]) -
 
 def test_workflow_tools(workflow_report: dict[str, Any]) -> None:
     assert _flow(workflow_report, "plain")["content"][0]["text"] == "Hello, Ada!"
+    plain = _flow(workflow_report, "plainQuestion")
+    assert plain["result"]["structuredContent"]["approve"] == {"action": "accept", "content": {"approve": True}}
+    assert {e["message"] for e in plain["elicitations"]} == {"Deploy?", "Reviewer?"}
     asked = _flow(workflow_report, "question")
     assert asked["error"] is None, asked
     answers = asked["result"]["structuredContent"]

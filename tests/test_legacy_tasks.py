@@ -208,6 +208,7 @@ async def test_a_plain_call_asks_on_its_own_stream_and_any_front_takes_the_answe
 ) -> None:
     host = await _initialized(legacy, {"elicitation": {}})
     asked: list[dict[str, Any]] = []
+    result: dict[str, Any] = {}
     async with host.stream("tools/call", {"name": "numbered_steps", "arguments": {"steps": 1, "pause": 0}}) as frames:
         with anyio.fail_after(WAIT):
             async for frame in frames:

@@ -81,6 +81,11 @@ async function toolFlows(report) {
     report.taskSupport = Object.fromEntries(tools.tools.map(tool => [tool.name, tool.execution?.taskSupport ?? null]));
 
     await flow(report, 'plain', async () => client.callTool({ name: 'double', arguments: { x: 2 } }));
+    await flow(report, 'plainQuestion', async () => {
+        elicitations.length = 0;
+        const result = await client.callTool({ name: 'numbered_steps', arguments: { steps: 1, pause: 0 } });
+        return { result, elicitations: [...elicitations] };
+    });
     await flow(report, 'task', async () => {
         const seen = await callTask(client, 'double', { x: 21 });
         seen.get = await client.experimental.tasks.getTask(seen.taskId);
@@ -127,7 +132,13 @@ async function workflowFlows(report) {
     const elicitations = [];
     const client = await connect(elicitations);
     await flow(report, 'plain', async () => client.callTool({ name: 'greet', arguments: { name: 'Ada' } }));
+    await flow(report, 'plainQuestion', async () => {
+        elicitations.length = 0;
+        const result = await client.callTool({ name: 'questions', arguments: { kinds: ['elicitation'] } });
+        return { result, elicitations: [...elicitations] };
+    });
     await flow(report, 'question', async () => {
+        elicitations.length = 0;
         const seen = await callTask(client, 'questions', { kinds: ['elicitation'] });
         seen.elicitations = [...elicitations];
         return seen;
