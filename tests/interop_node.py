@@ -54,3 +54,25 @@ def run_node(script: str, *args: str, timeout: float = 300) -> dict[str, Any]:
     report: dict[str, Any] = json.loads(lines[-1])
     assert "fatal" not in report, report["fatal"]
     return report
+
+
+INSPECTOR = INTEROP_DIR / "node_modules" / "@modelcontextprotocol" / "inspector" / "clients" / "launcher" / "build"
+
+
+def run_inspector(url: str, *args: str, era: str = "legacy", timeout: float = 120) -> tuple[int, dict[str, Any]]:
+    """One `inspector --cli` call in JSON format: its exit status and the JSON object it printed.
+
+    A result comes on stdout, an error envelope (`{"error": {...}}`) on stderr.
+    """
+    node = ensure_installed()
+    env = {**os.environ, "PATH": f"{node.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    command = [str(node), str(INSPECTOR / "index.js"), "--cli", url, "--protocol-era", era, "--format", "json", *args]
+    done = subprocess.run(
+        command, cwd=INTEROP_DIR, capture_output=True, text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL
+    )
+    for stream in (done.stdout, done.stderr):
+        lines = [line for line in stream.splitlines() if line.startswith("{")]
+        if lines:
+            report: dict[str, Any] = json.loads(lines[0])
+            return done.returncode, report
+    raise AssertionError(f"inspector printed no JSON (exit {done.returncode}):\n{done.stdout}\n{done.stderr}")
