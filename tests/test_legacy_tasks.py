@@ -244,3 +244,38 @@ async def test_a_host_without_elicitation_is_served_as_before(legacy: LegacyMcp)
     ] == {"value": 6}
     reply = await host.request("tools/call", {"name": "numbered_steps", "arguments": {"steps": 1, "pause": 0}})
     assert reply.error["code"] == -32021
+
+
+# -- principals ---------------------------------------------------------------------------------
+
+ALICE, BOB = "alice-legacy-5c1e", "bob-legacy-93ad"
+
+
+@pytest.fixture
+def secured(stack_factory: Any, stack: Stack, tmp_path: Path) -> str:
+    """A front with bearer tokens on the shared stack's task queue (its worker runs the tasks)."""
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{ALICE} alice@example.com\n{BOB} bob@example.com\n")
+    private = stack_factory()
+    private.task_queue = stack.task_queue
+    return private.add_front(extra=["--tokens", str(tokens)])
+
+
+async def test_a_task_and_its_questions_belong_to_their_principal(secured: str, http: httpx.AsyncClient) -> None:
+    alice = LegacyMcp(secured, http, headers={"authorization": f"Bearer {ALICE}"})
+    bob = LegacyMcp(secured, http, headers={"authorization": f"Bearer {BOB}"})
+    task = await _task(alice, "ask_one_midway", {})
+    await _until(alice, task["taskId"], {"input_required"})
+    for method in ("tasks/get", "tasks/result", "tasks/cancel"):
+        assert (await bob.request(method, {"taskId": task["taskId"]})).error["code"] == -32602
+    with anyio.fail_after(WAIT):
+        while task["taskId"] not in {t["taskId"] for t in (await alice.request("tasks/list")).result["tasks"]}:
+            await anyio.sleep(0.2)
+    assert task["taskId"] not in {t["taskId"] for t in (await bob.request("tasks/list")).result["tasks"]}
+    # Bob cannot answer Alice's question, even knowing its ID: the reply is not taken.
+    answer_id = f"mcp-tasks-temporal/answer/{task['taskId']}/b25seQ"  # the key "only"
+    assert await bob.answer(answer_id, {"action": "accept", "content": {"approve": True}}) == 400
+    assert (await alice.request("tasks/get", {"taskId": task["taskId"]})).result["status"] == "input_required"
+    assert await alice.answer(answer_id, {"action": "decline"}) == 202
+    result = (await alice.request("tasks/result", {"taskId": task["taskId"]})).result
+    assert result["content"][0]["text"] == "decline"
