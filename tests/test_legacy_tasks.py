@@ -225,6 +225,19 @@ async def test_a_plain_call_asks_on_its_own_stream_and_any_front_takes_the_answe
     assert RELATED_TASK not in (result.get("_meta") or {})
 
 
+async def test_a_resolved_argument_is_asked_on_the_plain_calls_stream(legacy: LegacyMcp) -> None:
+    host = await _initialized(legacy, {"elicitation": {}})
+    async with host.stream("tools/call", {"name": "greet_someone", "arguments": {}}) as frames:
+        with anyio.fail_after(WAIT):
+            async for frame in frames:
+                if frame.get("method") == "elicitation/create":
+                    assert frame["params"]["message"] == "What is your name?"
+                    assert await host.answer(frame["id"], {"action": "accept", "content": {"name": "Ada"}}) == 202
+                elif "result" in frame or "error" in frame:
+                    assert frame["result"]["content"][0]["text"] == "Hello, Ada!"
+                    break
+
+
 async def test_a_refused_question_ends_the_call_with_an_error(legacy: LegacyMcp) -> None:
     host = await _initialized(legacy, {"elicitation": {}})
     async with host.stream("tools/call", {"name": "numbered_steps", "arguments": {"steps": 1, "pause": 0}}) as frames:
