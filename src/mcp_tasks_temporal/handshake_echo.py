@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import base64
 import json
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_tasks_temporal.contract import as_object
@@ -38,6 +40,7 @@ class Handshake:
 def encode(initialize_params: Mapping[str, Any]) -> str | None:
     """The session ID for an `initialize` request's params, or `None` when it would not fit a header."""
     declared = {
+        "n": secrets.token_hex(8),  # one ID per handshake, as the spec asks of session IDs
         "v": str(initialize_params.get("protocolVersion", "")),
         "c": dict(as_object(initialize_params.get("capabilities"))),
         "i": dict(as_object(initialize_params.get("clientInfo"))),
@@ -76,7 +79,7 @@ class HandshakeEcho:
         body, complete = await read_body(receive)
         if not complete:
             return  # the client went away
-        session_id = _session_id_for(body) if b'"initialize"' in body else None
+        session_id = _session_id_for(body) if b'"initialize"' in body and _handshake_era(scope) else None
         if session_id is None:
             await self.app(scope, replay(body, receive), send)
             return
@@ -88,6 +91,12 @@ class HandshakeEcho:
             await send(message)
 
         await self.app(scope, replay(body, receive), send_with_session)
+
+
+def _handshake_era(scope: Scope) -> bool:
+    """An `initialize` of a handshake revision: no version header yet, or one of those revisions."""
+    versions = [value for key, value in scope.get("headers", []) if key == b"mcp-protocol-version"]
+    return not versions or versions[0].decode("latin-1") in HANDSHAKE_PROTOCOL_VERSIONS
 
 
 def _session_id_for(body: bytes) -> str | None:
