@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
+from mcp_tasks_temporal import handshake_echo
 from tests.conftest import Stack
 from tests.processes import start_front
 from tests.wire import EVERY_SERVED_VERSION, HttpMcp, Reply, base_headers, envelope, request_message
@@ -93,7 +94,10 @@ class OlderClient:
         message = {"jsonrpc": "2.0", "id": next(self.ids), "method": "initialize", "params": params}
         headers = {k: v for k, v in self.headers().items() if k != "mcp-protocol-version"}
         response = await self.http.post(url, content=json.dumps(message), headers=headers)
-        assert "mcp-session-id" not in response.headers, "a stateless front hands out no session"
+        # A stateless front keeps no session: the ID it hands out is the handshake itself, echoed by the client.
+        echoed = handshake_echo.decode(response.headers.get("mcp-session-id"))
+        assert echoed is not None
+        assert (echoed.protocol_version, echoed.client_info) == (self.version, params["clientInfo"])
         return Reply.of(response)
 
     async def notify_initialized(self, url: str) -> int:

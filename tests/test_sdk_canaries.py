@@ -168,3 +168,35 @@ async def _canary_activity() -> None:
 def test_activity_name_is_the_registered_name() -> None:
     assert sdk_compat.activity_name(_canary_activity) == "canary_activity"
     assert sdk_compat.activity_name(len) is None
+
+
+def test_request_outbound_is_the_dispatch_context_a_session_serves() -> None:
+    dispatch = _Dispatch()
+    session = sdk_compat.task_session(dispatch, Connection.from_envelope("2025-11-25", None, None), request_meta=None)
+    assert sdk_compat.request_outbound(session) is dispatch
+
+
+async def test_write_on_request_stream_reaches_the_dispatchers_raw_write() -> None:
+    from mcp.shared import jsonrpc_dispatcher
+    from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
+    from mcp.shared.message import ServerMessageMetadata
+    from mcp_types import JSONRPCRequest
+
+    assert callable(getattr(JSONRPCDispatcher, "_write", None)), "JSONRPCDispatcher._write is gone"
+    context = getattr(jsonrpc_dispatcher, "_JSONRPCDispatchContext")  # noqa: B009
+    assert "_dispatcher" in context.__annotations__, "a request's dispatch context no longer holds its dispatcher"
+    written: list[tuple[object, object]] = []
+
+    class Dispatcher:
+        async def _write(self, message: object, metadata: object) -> None:
+            written.append((message, metadata))
+
+    @dataclass
+    class Outbound:
+        _dispatcher: Dispatcher
+        request_id: int = 1
+
+    message = JSONRPCRequest(jsonrpc="2.0", id="q1", method="elicitation/create", params={})
+    metadata = ServerMessageMetadata(related_request_id=1)
+    await sdk_compat.write_on_request_stream(Outbound(Dispatcher()), message, metadata)
+    assert written == [(message, metadata)]

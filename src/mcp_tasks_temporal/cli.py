@@ -34,9 +34,11 @@ from mcp_tasks_temporal.contract import DEFAULT_NAMESPACE, ActivityPolicy
 from mcp_tasks_temporal.dev_worker import PARENT_PID_ENV, DevWorker, dev_worker, exit_error, stop_with_parent
 from mcp_tasks_temporal.embedded import EmbeddedTemporal, embedded_temporal, state_dir_lock
 from mcp_tasks_temporal.gateway import TemporalTaskGateway
+from mcp_tasks_temporal.handshake_echo import HandshakeEcho
 from mcp_tasks_temporal.health import health_routes
 from mcp_tasks_temporal.http_errors import JsonRpcHttpErrors
 from mcp_tasks_temporal.http_front import BearerAuth, front_app
+from mcp_tasks_temporal.legacy_answers import LegacyAnswers
 from mcp_tasks_temporal.metrics import FrontMetrics, RequestMetrics, install_metrics, metrics_runtime
 from mcp_tasks_temporal.ports import PortInUseError, check_ports
 from mcp_tasks_temporal.protocol_versions import AdvertiseServedVersions, run_stdio
@@ -390,6 +392,10 @@ def _bearer_auth(args: argparse.Namespace) -> BearerAuth | None:
 def _http_server(app: MCPServer[Any], args: argparse.Namespace, client: Client, auth: BearerAuth | None) -> _HttpServer:
     # Stateless for the handshake revisions too: an older client's requests may reach any front server.
     mcp_app = app.streamable_http_app(host=args.host, max_request_body_size=args.max_body_bytes, stateless_http=True)
+    # Replies to the questions a front asked on a request's stream may reach any front: each takes them.
+    mcp_app.add_middleware(LegacyAnswers, extension=tasks_extension(app))
+    # The handshake revisions' capabilities reach every front through the session ID the client echoes.
+    mcp_app.add_middleware(HandshakeEcho)
     http_app = front_app(mcp_app, auth=auth, extra_routes=health_routes(client), running=tasks_extension(app).running)
     wrapped = JsonRpcHttpErrors(http_app, max_body_bytes=args.max_body_bytes)
     config = uvicorn.Config(wrapped, host=args.host, port=args.port, log_level="warning", lifespan="on")

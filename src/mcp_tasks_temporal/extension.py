@@ -329,6 +329,8 @@ class TasksExtension(Extension):
         also installs the `subscriptions/listen` middleware that pushes task changes;
         its watchers run while the server is inside `running()`.
         """
+        from mcp_tasks_temporal.legacy_tasks import LegacyTasks
+
         if self._server is not None:
             raise RuntimeError("TasksExtension is already attached")
         self._gateway = gateway
@@ -337,6 +339,7 @@ class TasksExtension(Extension):
             self._add_workflow_tool(server, options)
         self._hub = TaskWatchHub(gateway)
         server.middleware.append(TaskListen(server, gateway, self._hub))
+        server.middleware.append(LegacyTasks(self, self._hub))
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[None]:
@@ -416,6 +419,35 @@ class TasksExtension(Extension):
             answered_now = await self._resolve_before_task(params, ctx)
             if answered_now is not None:
                 return answered_now
+        created = await self._create_tool_task(options, params, ctx, _envelope(ctx))
+        return {"resultType": "task", **created}
+
+    async def create_task(
+        self, params: CallToolRequestParams, ctx: ServerRequestContext[Any, Any], envelope: dict[str, Any]
+    ) -> dict[str, Any] | CallToolResult | None:
+        """Start the task of a task tool's call, whatever the request's revision declared.
+
+        Returns the created task's fields, the tool error a call with bad arguments
+        gets, or `None` when `params` names no tool that may run as a task.
+        `envelope` is the `_meta` the tool will see (its client and capabilities).
+        """
+        workflow_options = self._workflow_tools.get(params.name)
+        if workflow_options is not None:
+            if workflow_options.policy == "never":
+                return None
+            return await self._create_workflow_tool_task(workflow_options, params, ctx, envelope)
+        options = self.options_for(params.name)
+        if options is None or options.policy == "never":
+            return None
+        return await self._create_tool_task(options, params, ctx, envelope)
+
+    async def _create_tool_task(
+        self,
+        options: ToolTaskOptions,
+        params: CallToolRequestParams,
+        ctx: ServerRequestContext[Any, Any],
+        envelope: dict[str, Any],
+    ) -> dict[str, Any]:
         principal = authenticated_principal(ctx)
         created_at_ms = int(time.time() * 1000)
         assert not isinstance(options.ttl_ms, _Inherit)
@@ -425,7 +457,7 @@ class TasksExtension(Extension):
             task_id=new_task_id(),
             tool=params.name,
             arguments=dict(params.arguments or {}),
-            meta=_envelope(ctx),
+            meta=envelope,
             created_at_ms=created_at_ms,
             owner=owner_key(principal),
             ttl_ms=options.ttl_ms,
@@ -437,8 +469,7 @@ class TasksExtension(Extension):
         )
         tag_task(task.task_id)
         with temporal_errors():
-            created = await self.gateway.create(task, principal)
-        return {"resultType": "task", **created}
+            return await self.gateway.create(task, principal)
 
     def _check_asks(self, tool_name: str, ctx: ServerRequestContext[Any, Any]) -> None:
         """-32021 for a client that cannot answer what the tool declared it asks."""
@@ -487,10 +518,24 @@ class TasksExtension(Extension):
             if options.policy == "required":
                 require_client_extension(ctx, EXTENSION_ID)
             return await call_next(ctx)  # the app's tool: validates, then `_run_workflow_synchronously`
+        created = await self._create_workflow_tool_task(options, params, ctx, _envelope(ctx))
+        if created is None:
+            return await call_next(ctx)
+        if isinstance(created, CallToolResult):
+            return created
+        return {"resultType": "task", **created}
+
+    async def _create_workflow_tool_task(
+        self,
+        options: WorkflowToolOptions,
+        params: CallToolRequestParams,
+        ctx: ServerRequestContext[Any, Any],
+        envelope: dict[str, Any],
+    ) -> dict[str, Any] | CallToolResult | None:
         server = self._server
         tool = get_tool(server, params.name) if server is not None else None
         if tool is None:
-            return await call_next(ctx)
+            return None
         try:
             arguments = validate_arguments(tool, params.arguments or {})
             workflow_args = options.workflow_args(arguments)
@@ -501,13 +546,12 @@ class TasksExtension(Extension):
             )
         principal = authenticated_principal(ctx)
         with temporal_errors():
-            created = await self.gateway.create_workflow_task(
-                self._workflow_task(options, workflow_args, ctx), principal
+            return await self.gateway.create_workflow_task(
+                self._workflow_task(options, workflow_args, envelope), principal
             )
-        return {"resultType": "task", **created}
 
     def _workflow_task(
-        self, options: WorkflowToolOptions, workflow_args: list[Any], ctx: ServerRequestContext[Any, Any]
+        self, options: WorkflowToolOptions, workflow_args: list[Any], envelope: dict[str, Any]
     ) -> WorkflowTask:
         ttl_ms = self.default_ttl_ms if isinstance(options.ttl_ms, _Inherit) else options.ttl_ms
         poll_ms = (
@@ -521,7 +565,7 @@ class TasksExtension(Extension):
             workflow=options.workflow_name,
             args=workflow_args,
             task_queue=options.task_queue,
-            envelope=_envelope(ctx),
+            envelope=envelope,
             created_at_ms=int(time.time() * 1000),
             ttl_ms=ttl_ms,
             poll_interval_ms=poll_ms,
@@ -536,7 +580,7 @@ class TasksExtension(Extension):
         only nobody is given its ID; a question it asks fails it with -32021.
         """
         ctx = context.request_context
-        task = self._workflow_task(options, options.workflow_args(arguments), ctx)
+        task = self._workflow_task(options, options.workflow_args(arguments), _envelope(ctx))
         with temporal_errors():
             handle = await self.gateway.start_workflow_task(task, authenticated_principal(ctx))
             try:

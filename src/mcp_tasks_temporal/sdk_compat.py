@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver.tools import Tool
     from mcp.server.session import ServerSession
     from mcp.server.subscriptions import SubscriptionBus
+    from mcp.shared.message import ServerMessageMetadata
+    from mcp_types import JSONRPCMessage
 
 # -- mcp: MCPServer -----------------------------------------------------------------
 
@@ -105,6 +107,25 @@ def task_session(dispatch: Any, connection: Any, *, request_meta: Any) -> Server
     from mcp.server.session import ServerSession
 
     return ServerSession(dispatch, connection, request_meta=request_meta)
+
+
+def request_outbound(session: ServerSession) -> Any:
+    """The dispatch context of the request a session serves: its stream back to the client.
+
+    A 2025-11-25 task's questions go out on the `tasks/result` request's own stream; the
+    session keeps that context but exposes only `send_request`, which waits for a reply
+    a stateless front never receives (the client POSTs it to any front).
+    """
+    return session._request_outbound  # pyright: ignore[reportPrivateUsage]
+
+
+async def write_on_request_stream(outbound: Any, message: JSONRPCMessage, metadata: ServerMessageMetadata) -> None:
+    """Write `message` on the response stream of the request `outbound` serves, awaiting no reply.
+
+    The JSON-RPC dispatcher's `notify` writes only notifications and its `send_raw_request`
+    waits for the reply; a request whose reply another front takes needs the raw write.
+    """
+    await outbound._dispatcher._write(message, metadata)  # pyright: ignore[reportPrivateUsage]
 
 
 # -- temporalio ---------------------------------------------------------------------
