@@ -31,8 +31,15 @@ from mcp_tasks_temporal.connection import (
     connect,
 )
 from mcp_tasks_temporal.contract import DEFAULT_NAMESPACE, ActivityPolicy
-from mcp_tasks_temporal.dev_worker import PARENT_PID_ENV, DevWorker, dev_worker, exit_error, stop_with_parent
-from mcp_tasks_temporal.embedded import EmbeddedTemporal, embedded_temporal, state_dir_lock
+from mcp_tasks_temporal.dev_worker import (
+    PARENT_PID_ENV,
+    DevWorker,
+    DevWorkerError,
+    SupervisedWorker,
+    dev_worker,
+    stop_with_parent,
+)
+from mcp_tasks_temporal.embedded import EmbeddedTemporal, embedded_temporal
 from mcp_tasks_temporal.gateway import TemporalTaskGateway
 from mcp_tasks_temporal.health import health_routes
 from mcp_tasks_temporal.http_errors import JsonRpcHttpErrors
@@ -41,6 +48,7 @@ from mcp_tasks_temporal.metrics import FrontMetrics, RequestMetrics, install_met
 from mcp_tasks_temporal.ports import PortInUseError, check_ports
 from mcp_tasks_temporal.protocol_versions import AdvertiseServedVersions, run_stdio
 from mcp_tasks_temporal.search_attributes import check_namespace
+from mcp_tasks_temporal.state_dir import StateDirLock, state_dir_lock
 from mcp_tasks_temporal.tracing import client_interceptors, setup_tracing, shutdown_tracing
 
 logger = logging.getLogger("mcp_tasks_temporal")
@@ -463,6 +471,14 @@ async def _run_worker(stack: AsyncExitStack, client: Client, app: MCPServer[Any]
 
 
 async def _dev(args: argparse.Namespace) -> None:
+    async with AsyncExitStack() as stack:
+        # The state directory first: a Temporal server a killed `dev` left running there still holds
+        # its ports, and is stopped before they are checked.
+        lock = stack.enter_context(state_dir_lock(args.state_dir)) if args.state_dir is not None else None
+        await _run_dev(stack, lock, args)
+
+
+async def _run_dev(stack: AsyncExitStack, lock: StateDirLock | None, args: argparse.Namespace) -> None:
     # Every port is checked before anything starts or prints: a second `dev` must not come up
     # half-way, and above all must not find the first one's Temporal on "its" port and use it.
     wanted = [
@@ -478,75 +494,71 @@ async def _dev(args: argparse.Namespace) -> None:
     _configure(app, args)
     _start_telemetry(args, "dev")
     auth = _bearer_auth(args)  # a bad key set or token file stops the start, before anything runs
-    async with AsyncExitStack() as stack:
-        if args.state_dir is not None:
-            stack.enter_context(state_dir_lock(args.state_dir))
-        temporal = await stack.enter_async_context(
-            embedded_temporal(
-                state_dir=args.state_dir,
-                host=_DEV_TEMPORAL_HOST,
-                port=args.temporal_port,
-                ui_port=args.ui_port or None,
-                namespace=args.namespace,
+    temporal = await stack.enter_async_context(
+        embedded_temporal(
+            state_dir=args.state_dir,
+            lock=lock,
+            host=_DEV_TEMPORAL_HOST,
+            port=args.temporal_port,
+            ui_port=args.ui_port or None,
+            namespace=args.namespace,
+        )
+    )
+    client = await _connect(args, app, ConnectionOptions(address=temporal.address, namespace=temporal.namespace))
+    indexed = await check_namespace(client, address=temporal.address, namespace=temporal.namespace, role="dev")
+    _attach_front(app, client, args, search_attributes=indexed, web_ui=temporal.ui_url)
+    worker: SupervisedWorker | None = None
+    if args.in_process_worker or args.metrics_port:
+        await _run_worker(stack, client, app, args)
+    else:
+        worker = await stack.enter_async_context(
+            dev_worker(
+                args,
+                address=temporal.address,
+                namespace=temporal.namespace,
+                log_path=temporal.log_path.with_name("worker.log"),
             )
         )
-        client = await _connect(args, app, ConnectionOptions(address=temporal.address, namespace=temporal.namespace))
-        indexed = await check_namespace(client, address=temporal.address, namespace=temporal.namespace, role="dev")
-        _attach_front(app, client, args, search_attributes=indexed, web_ui=temporal.ui_url)
-        worker: DevWorker | None = None
-        if args.in_process_worker or args.metrics_port:
-            await _run_worker(stack, client, app, args)
-        else:
-            worker = await stack.enter_async_context(
-                dev_worker(
-                    args,
-                    address=temporal.address,
-                    namespace=temporal.namespace,
-                    log_path=temporal.log_path.with_name("worker.log"),
-                )
-            )
-        server = _http_server(app, args, client, auth)
-        temporal_exit: int | None = None
-        worker_exit: int | None = None
-        bind_failed = False
-        async with anyio.create_task_group() as group:
+    server = _http_server(app, args, client, auth)
+    temporal_exit: int | None = None
+    worker_error: DevWorkerError | None = None
+    bind_failed = False
+    async with anyio.create_task_group() as group:
 
-            async def serve() -> None:
-                nonlocal bind_failed
-                try:
-                    await server.serve()
-                except SystemExit:  # uvicorn's answer to a port taken since the check
-                    bind_failed = True
-                group.cancel_scope.cancel()
+        async def serve() -> None:
+            nonlocal bind_failed
+            try:
+                await server.serve()
+            except SystemExit:  # uvicorn's answer to a port taken since the check
+                bind_failed = True
+            group.cancel_scope.cancel()
 
-            async def watch_temporal() -> None:
-                nonlocal temporal_exit
-                temporal_exit = await temporal.exited()
-                server.should_exit = True
+        async def watch_temporal() -> None:
+            nonlocal temporal_exit
+            temporal_exit = await temporal.exited()
+            server.should_exit = True
 
-            async def watch_worker(worker: DevWorker) -> None:
-                nonlocal worker_exit
-                worker_exit = await worker.exited()
-                server.should_exit = True
+        async def watch_worker(worker: SupervisedWorker) -> None:
+            nonlocal worker_error
+            worker_error = await worker.keep_running(lambda line: print(f"mcp-tasks-temporal dev: {line}", flush=True))
+            server.should_exit = True
 
-            group.start_soon(serve)
-            group.start_soon(watch_temporal)
-            if worker is not None:
-                group.start_soon(watch_worker, worker)
-            # The banner says the endpoint is up, so it waits until it is.
-            while not server.started and not bind_failed and temporal_exit is None and worker_exit is None:
-                await anyio.sleep(0.02)
-            if server.started:
-                _dev_banner(args, temporal, worker)
-        if bind_failed:
-            raise PortInUseError(args.host, args.port, "--port", "MCP endpoint")
-        if temporal_exit is not None:
-            raise RuntimeError(
-                f"the embedded Temporal server exited with code {temporal_exit}; see {temporal.log_path}"
-            )
-        if worker is not None and worker_exit is not None:
-            raise exit_error(worker_exit, worker)
-        print("mcp-tasks-temporal dev: stopping", flush=True)
+        group.start_soon(serve)
+        group.start_soon(watch_temporal)
+        if worker is not None:
+            group.start_soon(watch_worker, worker)
+        # The banner says the endpoint is up, so it waits until it is.
+        while not server.started and not bind_failed and temporal_exit is None and worker_error is None:
+            await anyio.sleep(0.02)
+        if server.started:
+            _dev_banner(args, temporal, worker.current if worker is not None else None)
+    if bind_failed:
+        raise PortInUseError(args.host, args.port, "--port", "MCP endpoint")
+    if temporal_exit is not None:
+        raise RuntimeError(f"the embedded Temporal server exited with code {temporal_exit}; see {temporal.log_path}")
+    if worker_error is not None:
+        raise worker_error
+    print("mcp-tasks-temporal dev: stopping", flush=True)
 
 
 def _dev_banner(args: argparse.Namespace, temporal: EmbeddedTemporal, worker: DevWorker | None) -> None:
