@@ -300,6 +300,7 @@ class TasksExtension(Extension):
         """
         from mcp_tasks_temporal.listen import TaskListen
         from mcp_tasks_temporal.push import TaskWatchHub
+        from mcp_tasks_temporal.unicode_params import RejectLoneSurrogates
 
         if self._server is not None:
             raise RuntimeError("TasksExtension is already attached")
@@ -308,6 +309,7 @@ class TasksExtension(Extension):
         for options in self._workflow_tools.values():
             self._add_workflow_tool(server, options)
         hub = TaskWatchHub(gateway)
+        server.middleware.append(RejectLoneSurrogates())
         server.middleware.append(TaskListen(server, gateway, hub))
         lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]
         app_lifespan = lowlevel.lifespan
