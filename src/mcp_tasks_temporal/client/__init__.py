@@ -31,6 +31,7 @@ _EXPORTS = {
     "TasksClient": "mcp_tasks_temporal.client._client",
     "ToolCall": "mcp_tasks_temporal.client._client",
     "AuthenticationError": "mcp_tasks_temporal.client._errors",
+    "InputDeferred": "mcp_tasks_temporal.client._errors",
     "ServerUnreachableError": "mcp_tasks_temporal.client._errors",
     "TaskCancelledError": "mcp_tasks_temporal.client._errors",
     "TaskFailedError": "mcp_tasks_temporal.client._errors",
@@ -56,6 +57,7 @@ __all__ = [
     "TERMINAL_STATUSES",
     "AuthenticationError",
     "DetailedTask",
+    "InputDeferred",
     "Journal",
     "JournalEntry",
     "OnChange",
@@ -77,6 +79,7 @@ if TYPE_CHECKING:
     from mcp_tasks_temporal.client._client import TasksClient, ToolCall
     from mcp_tasks_temporal.client._errors import (
         AuthenticationError,
+        InputDeferred,
         ServerUnreachableError,
         TaskCancelledError,
         TaskFailedError,

@@ -15,6 +15,7 @@ line on stderr, with the JSON-RPC code when there is one, and an exit status
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -22,7 +23,7 @@ import shlex
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 import anyio
 import mcp_types as types
@@ -39,6 +40,7 @@ from mcp_tasks_temporal.client._commands import (
     EXIT_UNEXPECTED,
     EXIT_UNREACHABLE,
     EXIT_USAGE,
+    TOKEN_ENV,
 )
 from mcp_tasks_temporal.client._errors import (
     AuthenticationError,
@@ -47,9 +49,19 @@ from mcp_tasks_temporal.client._errors import (
     TaskFailedError,
 )
 from mcp_tasks_temporal.client._handle import TaskHandle
-from mcp_tasks_temporal.client._journal import Journal
-from mcp_tasks_temporal.client._models import DetailedTask
-from mcp_tasks_temporal.client._terminal import StatusLine, TerminalPrompter, describe_task, format_age, render_result
+from mcp_tasks_temporal.client._journal import Journal, JournalEntry
+from mcp_tasks_temporal.client._models import TERMINAL_STATUSES, DetailedTask
+from mcp_tasks_temporal.client._terminal import (
+    CANCEL,
+    DECLINE,
+    StatusLine,
+    TerminalPrompter,
+    as_object,
+    convert,
+    describe_task,
+    format_age,
+    render_result,
+)
 
 _PROG = "mcp-tasks-temporal"
 logger = logging.getLogger(__name__)
@@ -101,17 +113,22 @@ async def run_get(args: argparse.Namespace) -> None:
 
 async def run_cancel(args: argparse.Namespace) -> None:
     async with _client(args, _server_for(args)) as client:
-        await client.task(args.task_id).cancel()
+        handle = client.task(args.task_id)
+        # The server acks a cancel of an ended task, as the spec asks; the person asking wants to know.
+        task = await handle.get()
+        ended = task.status if task.terminal else None
+        if ended is None:
+            await handle.cancel()
+            task = await handle.get()  # what the journal, and so `tasks`, shows from now on
+    if ended is not None:
+        _fail(args, EXIT_USAGE, f"task {args.task_id} already ended ({ended}); there is nothing to cancel")
     if args.json:
-        _print_json({"taskId": args.task_id, "cancelRequested": True})
+        _print_json({"taskId": args.task_id, "cancelRequested": True, "status": task.status})
     else:
-        print(f"cancellation requested for {args.task_id}")
+        print(f"cancellation requested for {args.task_id} (now {task.status})")
 
 
 async def run_answer(args: argparse.Namespace) -> None:
-    response = _json_arg(args.response, "JSON")
-    if not isinstance(response, dict):
-        raise ValueError('the answer must be a JSON object, e.g. {"action": "accept", "content": {...}}')
     async with _client(args, _server_for(args)) as client:
         handle = client.task(args.task_id)
         # The server acks answers to keys that are not open and drops them, as the spec asks; a
@@ -119,7 +136,9 @@ async def run_answer(args: argparse.Namespace) -> None:
         task = await handle.get()
         open_keys = sorted(task.input_requests or {})
         if args.key in open_keys:
-            await handle.update({args.key: response})  # pyright: ignore[reportUnknownArgumentType]
+            response = answer_response(args.response, (task.input_requests or {})[args.key])
+            await handle.update({args.key: response})
+            await handle.get()  # the journal, and so `tasks`, shows the task as the answer left it
     if args.key not in open_keys:
         if open_keys:
             problem = f"has no open question {args.key!r}; open: {', '.join(open_keys)}"
@@ -134,8 +153,11 @@ async def run_answer(args: argparse.Namespace) -> None:
 
 async def run_tasks(args: argparse.Namespace) -> None:
     journal = Journal(args.journal)
-    entries = journal.entries(finished=args.all)
-    journal.close()
+    try:
+        await _refresh(journal, journal.entries(finished=args.all))
+        entries = journal.entries(finished=args.all)
+    finally:
+        journal.close()
     if args.json:
         _print_json(
             [
@@ -161,6 +183,68 @@ async def run_tasks(args: argparse.Namespace) -> None:
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[4])
+
+
+_REFRESH_S = 10.0
+"""How long `tasks` waits for its servers before it shows what the journal last saw."""
+
+
+async def _refresh(journal: Journal, entries: list[JournalEntry]) -> None:
+    """Read each unfinished task's status from its HTTP server into the journal, all servers at once.
+
+    The journal holds what this client last saw; an answer or a cancel from elsewhere (another
+    client, an operator) moves a task on without it. A stdio server is not started just to list;
+    an unreachable server or one that wants a token leaves its tasks as the journal saw them.
+    """
+    by_server: dict[str, list[str]] = {}
+    for entry in entries:
+        if entry.status not in TERMINAL_STATUSES and not entry.server.startswith("stdio:"):
+            by_server.setdefault(entry.server, []).append(entry.task_id)
+    token = os.environ.get(TOKEN_ENV)
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+
+    async def refresh(server: str, task_ids: list[str]) -> None:
+        with anyio.move_on_after(_REFRESH_S):
+            try:
+                async with TasksClient(server, journal=journal, push=False, headers=headers) as client:
+                    for task_id in task_ids:
+                        with contextlib.suppress(MCPError):  # expired or unknown: the journal forgets it
+                            await client.task(task_id).get()
+            except Exception:  # unreachable, or a token it wants: the journal's word stands
+                logger.debug("cannot refresh the tasks of %s", server, exc_info=True)
+
+    async with anyio.create_task_group() as group:
+        for server, task_ids in by_server.items():
+            group.start_soon(refresh, server, task_ids)
+
+
+def answer_response(text: str, request: Any) -> dict[str, Any]:
+    """The `tasks/update` answer a person typed: JSON, or plain words where the question makes them unambiguous.
+
+    `yes` answers a question with a single boolean field, `42` one with a single number, any text one with a
+    single string field; `!decline` and `!cancel` refuse, as at the prompt.
+    """
+    stripped = text.strip()
+    if stripped in (DECLINE, CANCEL):
+        return {"action": stripped.removeprefix("!")}
+    try:
+        parsed = json.loads(stripped)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        return cast("dict[str, Any]", parsed)
+    schema = as_object(as_object(as_object(request).get("params")).get("requestedSchema"))
+    fields = as_object(schema.get("properties"))
+    if len(fields) != 1:
+        example = '{"action": "accept", "content": {...}}'
+        kind = f"{len(fields)} fields" if fields else "no form"
+        raise ValueError(f"this question has {kind}: answer with a JSON object, e.g. '{example}'")
+    [(name, field)] = fields.items()
+    try:
+        value = convert(text, as_object(field))
+    except ValueError as problem:
+        raise ValueError(f"{problem} (the answer to {name!r}), or give the whole answer as JSON") from None
+    return {"action": "accept", "content": {name: value}}
 
 
 # -- following a task ----------------------------------------------------------------------

@@ -24,7 +24,7 @@ EXIT_UNEXPECTED = 70
 EXIT_STATUSES = """exit status:
   0   done (for call/watch: the task completed)
   1   the tool reported an error (its result has isError: true)
-  2   usage: bad arguments, a task ID no journal entry names (pass --url), a key that is not an open question
+  2   usage: bad arguments, an unknown task ID (pass --url), a key not open or a bad answer, a cancel of an ended task
   3   a JSON-RPC error: unknown or expired task, the task failed (-32603, ...), a request the server refused
   4   the task was cancelled
   5   authentication failed (HTTP 401/403): check --token or $MCP_TASKS_TOKEN
@@ -95,7 +95,12 @@ def add_commands(commands: _Subparsers) -> None:
     answer = command("answer", [connection, common], "answer a task's input request")
     answer.add_argument("task_id", metavar="ID")
     answer.add_argument("key", help="the key of an open input request, as `get` shows it")
-    answer.add_argument("response", metavar="JSON", help='the answer, e.g. \'{"action": "accept", "content": {...}}\'')
+    answer.add_argument(
+        "response",
+        metavar="VALUE|JSON",
+        help="the answer: a plain value when the question has one field (yes, 42, some text; !decline, !cancel), "
+        'else JSON, e.g. \'{"action": "accept", "content": {...}}\'',
+    )
     answer.set_defaults(run=_lazy("run_answer"))
 
     watch = command("watch", [connection, common], "follow a task until it ends")
