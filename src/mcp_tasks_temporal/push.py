@@ -279,18 +279,19 @@ class TaskWatchHub:
     ) -> dict[str, Any]:
         """The task as its close event leaves it: what `tasks/get` answers from now on."""
         converter = self._gateway.client.data_converter
+        closed_at = event.event_time.ToMilliseconds()  # as `describe` reports the close time
         if closed == WorkflowExecutionStatus.COMPLETED:
             payloads = event.workflow_execution_completed_event_attributes.result.payloads
             value = (await converter.decode(payloads))[0] if payloads else None
             if memo.get(Memo.KIND) == WORKFLOW_KIND:
-                return task_view(task_id, memo, closed, result=call_tool_result(value))
-            return task_view(task_id, memo, closed, result=value)
+                return task_view(task_id, memo, closed, result=call_tool_result(value), closed_at_ms=closed_at)
+            return task_view(task_id, memo, closed, result=value, closed_at_ms=closed_at)
         if closed == WorkflowExecutionStatus.FAILED and memo.get(Memo.KIND) == WORKFLOW_KIND:
             failure = await converter.decode_failure(event.workflow_execution_failed_event_attributes.failure)
             outcome = failure_outcome(failure)
             shown = WorkflowExecutionStatus.COMPLETED if outcome.status == "completed" else closed
-            return task_view(task_id, memo, shown, result=outcome.result, error=outcome.error)
-        return task_view(task_id, memo, closed)
+            return task_view(task_id, memo, shown, result=outcome.result, error=outcome.error, closed_at_ms=closed_at)
+        return task_view(task_id, memo, closed, closed_at_ms=closed_at)
 
     async def _apply_upsert(self, event: HistoryEvent, state: _Followed) -> None:
         fields = event.workflow_properties_modified_event_attributes.upserted_memo.fields
