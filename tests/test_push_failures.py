@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 from temporalio.client import Client
 from temporalio.service import RetryConfig
@@ -17,8 +18,9 @@ from mcp_tasks_temporal.contract import ToolTaskInput
 from mcp_tasks_temporal.gateway import TemporalTaskGateway
 from mcp_tasks_temporal.ids import new_task_id
 from mcp_tasks_temporal.push import TaskWatchHub
-from tests.processes import start_temporal
-from tests.wire import envelope
+from tests.processes import start_front, start_temporal, start_worker
+from tests.test_push import http_listen, listen_message
+from tests.wire import HttpMcp, TaskCalls, envelope
 
 pytestmark = pytest.mark.anyio
 
@@ -88,4 +90,34 @@ async def test_a_watcher_whose_temporal_goes_away_ends_its_subscribers_with_a_re
         assert any(m.startswith(f"stopped watching task {task.task_id}") for m in messages), messages
         assert not any(r.exc_info for r in caplog.records), "one line, no traceback"
     finally:
+        server.kill()
+
+
+async def test_a_listen_whose_task_cannot_be_followed_ends_with_an_error_naming_it(
+    tmp_path: Path, http: httpx.AsyncClient, gate: Path
+) -> None:
+    """Temporal goes away under a front that pushes: the stream ends with -32603 and the task's ID, not silence."""
+    server, address = start_temporal(tmp_path, db_path=tmp_path / "temporal.db")
+    queue = f"push-failures-{new_task_id()}"
+    worker = start_worker(tmp_path, address, queue)
+    front, url = start_front(tmp_path, address, queue, env={"MCP_TASKS_PUSH_GIVE_UP_S": "2"})
+    try:
+        task_id = (await TaskCalls(HttpMcp(url, http)).start("gated", {"gate": str(gate)}))["taskId"]
+        async with http_listen(url, http, listen_message([task_id]), timeout=180) as frames:
+            ack = await anext(frames)
+            assert ack["params"]["notifications"]["taskIds"] == [task_id]
+            assert (await anext(frames))["params"]["status"] == "working"
+            worker.kill()
+            server.kill()
+            ending = await anext(frames)
+            while "error" not in ending:  # a change that raced the kill
+                ending = await anext(frames)
+        assert ending["id"] == 77 and ending["error"]["code"] == -32603, ending
+        assert ending["error"]["data"] == {"taskIds": [task_id]}
+        log = front.log()
+        assert log.count(f"following the history of task {task_id} is failing") == 1, log
+        assert "Traceback" not in log
+    finally:
+        front.stop()
+        worker.kill()
         server.kill()
