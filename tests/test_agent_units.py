@@ -8,10 +8,11 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from temporalio.plugin import SimplePlugin
 
 from mcp_tasks_temporal import agent
-from mcp_tasks_temporal.cli import _configure, build_parser  # pyright: ignore[reportPrivateUsage]
+from mcp_tasks_temporal.cli import build_parser
 from mcp_tasks_temporal.demo import app as demo_app
 from mcp_tasks_temporal.demo import tasks as demo_tasks
 from mcp_tasks_temporal.extension import TasksExtension
+from mcp_tasks_temporal.server_commands import configure
 
 
 @pytest.fixture(autouse=True)
@@ -61,8 +62,8 @@ def test_the_demo_registers_review_code_with_what_a_worker_needs() -> None:
 @pytest.mark.parametrize("command", ["dev", "serve", "worker"])
 def test_agent_model_flag_configures_the_process(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
     args = build_parser().parse_args([command, "--app", "mcp_tasks_temporal.demo:app", "--agent-model", "qwen3"])
-    _configure(demo_app, args)
+    configure(demo_app, args)
     assert agent.configured_model_name() == "qwen3"
     monkeypatch.delenv(agent.AGENT_MODEL_ENV)
-    _configure(demo_app, build_parser().parse_args([command, "--app", "mcp_tasks_temporal.demo:app"]))
+    configure(demo_app, build_parser().parse_args([command, "--app", "mcp_tasks_temporal.demo:app"]))
     assert agent.configured_model_name() is None

@@ -384,6 +384,10 @@ async def test_audit_and_verify_of_a_workflow_task(
         await mcp.update(task_id, {"approve": YES})
         assert (await mcp.wait_for(task_id, timeout=60))["status"] == "completed"
 
+        without_app = await run_cli("audit", task_id, "--verify", "--temporal", temporal, check=False)
+        assert without_app.returncode == 2, without_app.stderr
+        [line] = without_app.stderr.decode().strip().splitlines()
+        assert "--app" in line and "INCOMPATIBLE" not in line, line
         done = await run_cli("audit", task_id, "--format", "json", "--verify", "--app", APP, "--temporal", temporal)
         assert b"verify: compatible" in done.stderr
         story = json.loads(done.stdout)

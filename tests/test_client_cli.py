@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import subprocess
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,7 +133,7 @@ async def test_cancel_then_watch_reports_the_cancellation(cli: Any, stack: Stack
     await wait_for_file(gate / "started")
     cancelled = await cli("cancel", task_id, "--json")
     assert cancelled.code == 0, cancelled.err
-    assert cancelled.json() == {"taskId": task_id, "cancelRequested": True}
+    assert {k: v for k, v in cancelled.json().items() if k != "status"} == {"taskId": task_id, "cancelRequested": True}
     watched = await cli("watch", task_id)
     assert watched.code == 4, watched.err
     assert "cancelled" in watched.err
@@ -303,3 +304,71 @@ async def test_the_status_line_never_goes_backwards(cli: Any, stack: Stack) -> N
     shown = [int(number) for number in re.findall(r": working - step (\d+)", run.err)]
     assert shown and shown == sorted(shown), f"the status went backwards: {shown}\n{run.err}"
     assert "input_required" in run.err
+
+
+async def test_cancel_of_a_finished_task_says_so_and_exits_2(cli: Any, stack: Stack) -> None:
+    started = await cli("call", "double", "--url", stack.url, "--args", '{"x": 3}', "--json")
+    task_id = started.json()["taskId"]
+    late = await cli("cancel", task_id)
+    assert late.code == 2, late.err
+    assert "already ended (completed)" in assert_one_line(late)
+    assert late.out == "", "nothing may claim a cancellation was requested"
+
+
+async def test_tasks_shows_statuses_changed_elsewhere(cli: Any, stack: Stack, mcp: TaskCalls, gate: Path) -> None:
+    asked = (await cli("call", "ask_one_midway", "--url", stack.url, "--detach")).out.strip()
+    gated = await cli("call", "gated", "--url", stack.url, "--args", json.dumps({"gate": str(gate)}), "--detach")
+    gated_id = gated.out.strip()
+    await mcp.wait_for(asked, ["input_required"])
+    await wait_for_file(gate / "started")
+    listed = {e["taskId"]: e["status"] for e in (await cli("tasks", "--json")).json()}
+    assert listed == {asked: "input_required", gated_id: "working"}, listed
+
+    await mcp.update(asked, {"only": {"action": "accept", "content": {"approve": True}}})  # another client answers
+    await mcp.cancel(gated_id)  # and another cancels
+    await mcp.wait_for(asked)
+    await mcp.wait_for(gated_id)
+    assert (await cli("tasks", "--json")).json() == [], "both ended, whoever ended them"
+    ended = {e["taskId"]: e["status"] for e in (await cli("tasks", "--all", "--json")).json()}
+    assert ended == {asked: "completed", gated_id: "cancelled"}, ended
+
+
+async def test_answer_takes_plain_words_where_the_question_has_one_field(
+    cli: Any, stack: Stack, mcp: TaskCalls
+) -> None:
+    task_id = (await cli("call", "ask_one_midway", "--url", stack.url, "--detach")).out.strip()
+    await mcp.wait_for(task_id, ["input_required"])
+    unclear = await cli("answer", task_id, "only", "maybe")
+    assert unclear.code == 2
+    line = assert_one_line(unclear)
+    assert "approve" in line and "JSON is not valid JSON" not in line, line
+    assert (await mcp.get(task_id)).result["status"] == "input_required"
+    said = await cli("answer", task_id, "only", "yes")
+    assert said.code == 0, said.err
+    done = await mcp.wait_for(task_id)
+    assert done["result"]["content"][0]["text"] == "accept"
+    assert (await cli("tasks", "--all", "--json")).json()[0]["status"] == "completed", "the journal saw the answer"
+
+
+async def test_call_without_a_terminal_leaves_the_question_open_and_says_how_to_answer(
+    cli: Any, stack: Stack, journal: Path
+) -> None:
+    environment = {**child_env(), "MCP_TASKS_JOURNAL": str(journal)}
+    environment.pop("MCP_TASKS_TOKEN", None)
+    command = [*CLI, "call", "ask_one_midway", "--url", stack.url]
+    async with await anyio.open_process(command, cwd=REPO_ROOT, env=environment, stdin=subprocess.DEVNULL) as call:
+        assert call.stderr is not None and call.stdout is not None
+        err = b""
+        with anyio.fail_after(60):
+            while b"mcp-tasks-temporal answer" not in err:
+                err += await call.stderr.receive()
+        [hint] = [line for line in err.decode().splitlines() if "mcp-tasks-temporal answer" in line]
+        task_id = re.findall(r"answer (\S+) only", hint)[0]
+        assert (await cli("get", task_id, "--json")).json()["status"] == "input_required", "not cancelled for us"
+        answered = await cli("answer", task_id, "only", "yes")
+        assert answered.code == 0, answered.err
+        with anyio.fail_after(60):
+            code = await call.wait()
+            out = b"".join([chunk async for chunk in call.stdout])
+    assert code == 0, err.decode()
+    assert out.decode() == "accept\n"

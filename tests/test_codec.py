@@ -268,6 +268,9 @@ async def test_an_operators_audit_with_the_key_reads_what_the_history_hides(
     for text in (codeword, passphrase, f"opened {codeword}-result"):
         assert text in story
     assert codeword not in sealed.stdout.decode() + sealed.stderr.decode(), "without the key nothing is readable"
+    assert sealed.returncode == 2, sealed.stderr.decode()
+    [line] = sealed.stderr.decode().strip().splitlines()
+    assert "encrypted" in line and "--codec-key-file" in line, line
 
 
 async def test_a_running_tasks_question_and_status_are_encrypted_at_rest(

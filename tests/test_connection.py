@@ -180,7 +180,7 @@ def _fails_cleanly(command: str, env: dict[str, str]) -> str:
         text=True,
         timeout=120,
     )
-    assert done.returncode == 6, done.stderr
+    assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("mcp-tasks-temporal: "), done.stderr
     assert "Traceback" not in done.stderr

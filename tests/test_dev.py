@@ -7,6 +7,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -15,15 +16,16 @@ import anyio
 import httpx
 import pytest
 
+from mcp_tasks_temporal.dev_worker import SupervisedWorker
 from tests.processes import CLI, REPO_ROOT, Process, child_env, free_port, wait_until
 from tests.wire import HttpMcp, TaskCalls
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
-def start_dev(tmp_path: Path, state: Path, port: int, temporal_port: int) -> Process:
+def start_dev(tmp_path: Path, state: Path, port: int, temporal_port: int, *, extra: list[str] | None = None) -> Process:
     command = [*CLI, "dev", "--app", "tests.fixture_app:app", "--state-dir", str(state), "--port", str(port)]
-    command += ["--temporal-port", str(temporal_port), "--ui-port", "0"]
+    command += ["--temporal-port", str(temporal_port), "--ui-port", "0", *(extra or [])]
     process = Process(f"dev-{port}", command, tmp_path / f"dev-{port}-{free_port()}.log").start()
     wait_until(lambda: "Press Ctrl-C to stop." in process.log() or not process.alive, timeout=60, what="dev")
     assert process.alive, process.log()
@@ -139,25 +141,143 @@ def gone(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
 
-def test_dev_runs_its_worker_in_a_process_that_stops_with_it_even_on_kill_9(tmp_path: Path) -> None:
-    temporal_port = free_port()
-    dev = start_dev(tmp_path, tmp_path / "state", free_port(), temporal_port)
-    worker = worker_pid(dev)
+def temporal_pid(dev: Process) -> int:
+    """The pid of `dev`'s Temporal server, which must be `dev`'s own child."""
+    [pid] = [
+        int(pid) for pid in subprocess.check_output(["pgrep", "-P", str(dev.popen.pid), "-f", "start-dev"]).split()
+    ]
+    return pid
+
+
+def port_closed(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) != 0
+
+
+async def start_task(mcp: TaskCalls, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Start a task on a `dev` that has just printed its banner (uvicorn binds right after it)."""
+    with anyio.fail_after(30):
+        while True:
+            try:
+                return await mcp.start(tool, arguments)
+            except httpx.TransportError:
+                await anyio.sleep(0.1)
+
+
+async def test_kill_9_of_dev_stops_its_worker_and_temporal_and_a_restart_loses_nothing(
+    tmp_path: Path, http: httpx.AsyncClient, gate: Path
+) -> None:
+    state, port, temporal_port = tmp_path / "state", free_port(), free_port()
+    dev = start_dev(tmp_path, state, port, temporal_port, extra=["--heartbeat-timeout", "3"])
+    mcp = TaskCalls(HttpMcp(f"http://127.0.0.1:{port}/mcp", http))
+    running = await start_task(mcp, "gated", {"gate": str(gate)})
+    await mcp.wait_for(running["taskId"], lambda t: t.get("statusMessage") is not None)
+    worker, server = worker_pid(dev), temporal_pid(dev)
+
+    dev.stop(signal.SIGKILL)
+    started = time.monotonic()
+    wait_until(lambda: gone(worker) and gone(server), timeout=60, what="dev's children to end with it")
+    print(f"worker and Temporal gone {time.monotonic() - started:.1f}s after dev was killed")
+    assert port_closed(temporal_port)
+
+    dev = start_dev(tmp_path, state, port, temporal_port, extra=["--heartbeat-timeout", "3"])
     try:
-        dev.stop(signal.SIGKILL)
-        started = time.monotonic()
-        wait_until(lambda: gone(worker), timeout=30, what="the worker to notice dev is gone")
-        print(f"worker stopped {time.monotonic() - started:.1f}s after dev was killed")
+        (gate / "release").write_text("1")
+        resumed: dict[str, Any] = await mcp.wait_for(running["taskId"], timeout=60)
+        assert resumed["status"] == "completed", resumed
     finally:
-        if not gone(worker):
-            os.kill(worker, signal.SIGKILL)
-        subprocess.run(["pkill", "-f", f"start-dev.*--port {temporal_port}"], check=False)
+        dev.stop(signal.SIGINT, timeout=30)
+    assert "left running" not in dev.log(), "nothing may have survived the first dev"
 
 
-def test_dev_stops_when_its_worker_dies(tmp_path: Path) -> None:
+def _leave_a_survivor(state: Path, temporal_port: int, log: Path) -> int:
+    """What a `dev` killed before the kernel could stop its server leaves: the server, holding the lock.
+
+    A helper process takes the lock as `dev` does, starts the server with the lock, unwrapped, and exits.
+    """
+    script = f"""
+import subprocess, sys
+from pathlib import Path
+from mcp_tasks_temporal.embedded import dev_server_command
+from mcp_tasks_temporal.state_dir import state_dir_lock
+state = Path({str(state)!r})
+with state_dir_lock(state) as lock:
+    command = dev_server_command(host="127.0.0.1", port={temporal_port}, ui_port=None,
+                                 db_path=state / "temporal.db", namespaces=["default"])
+    log = open({str(log)!r}, "ab")
+    server = subprocess.Popen(command, stdout=log, stderr=log, pass_fds=(lock.fd,), start_new_session=True)
+    lock.record(temporal_pid=server.pid)
+    print(server.pid)
+"""
+    output = subprocess.check_output([sys.executable, "-c", script], cwd=REPO_ROOT, env=child_env(), timeout=60)
+    return int(output.split()[-1])
+
+
+def test_a_restart_replaces_a_temporal_server_a_killed_dev_left_running(tmp_path: Path) -> None:
+    state, temporal_port = tmp_path / "state", free_port()
+    survivor = _leave_a_survivor(state, temporal_port, tmp_path / "survivor.log")
+    try:
+        wait_until(lambda: not port_closed(temporal_port), timeout=60, what="the left-behind server")
+        dev = start_dev(tmp_path, state, free_port(), temporal_port)
+        try:
+            assert f"stopping the Temporal server (pid {survivor})" in dev.log(), dev.log()
+            assert gone(survivor)
+            assert temporal_pid(dev) != survivor
+        finally:
+            dev.stop(signal.SIGINT, timeout=30)
+    finally:
+        if not gone(survivor):
+            os.kill(survivor, signal.SIGKILL)
+
+
+def test_a_live_dev_is_never_replaced(tmp_path: Path) -> None:
+    """The lock's holder is alive: a second `dev` on the same ports is refused, and the first keeps its server."""
+    state, port, temporal_port = tmp_path / "state", free_port(), free_port()
+    first = start_dev(tmp_path, state, port, temporal_port)
+    try:
+        server = temporal_pid(first)
+        line, _ = _refused(tmp_path, _dev_command(state, port, temporal_port))
+        assert str(state) in line and "--state-dir" in line, line
+        assert not gone(server) and first.alive
+    finally:
+        first.stop(signal.SIGINT, timeout=30)
+
+
+async def test_dev_restarts_a_worker_that_dies_and_its_tasks_carry_on(
+    tmp_path: Path, http: httpx.AsyncClient, gate: Path
+) -> None:
+    port = free_port()
+    dev = start_dev(tmp_path, tmp_path / "state", port, free_port(), extra=["--heartbeat-timeout", "3"])
+    mcp = TaskCalls(HttpMcp(f"http://127.0.0.1:{port}/mcp", http))
+    try:
+        running = await start_task(mcp, "gated", {"gate": str(gate)})
+        await mcp.wait_for(running["taskId"], lambda t: t.get("statusMessage") is not None)
+        first = worker_pid(dev)
+        os.kill(first, signal.SIGKILL)
+        wait_until(lambda: "restarted it" in dev.log(), timeout=90, what="the worker's restart")
+        [line] = [line for line in dev.log().splitlines() if "restarted it" in line]
+        assert "worker was killed by signal 9" in line and "worker.log" in line, dev.log()
+        assert dev.alive and (await http.get(f"http://127.0.0.1:{port}/healthz")).status_code == 200
+        (gate / "release").write_text("1")
+        done: dict[str, Any] = await mcp.wait_for(running["taskId"], timeout=60)
+        assert done["status"] == "completed", done
+        assert "Traceback" not in dev.log()
+    finally:
+        dev.stop(signal.SIGINT, timeout=30)
+    assert dev.popen.returncode == 0, dev.log()
+
+
+def test_dev_stops_with_one_line_when_its_worker_keeps_dying(tmp_path: Path) -> None:
     dev = start_dev(tmp_path, tmp_path / "state", free_port(), free_port())
     try:
-        os.kill(worker_pid(dev), signal.SIGKILL)
+        for restarts in range(SupervisedWorker.MAX_RESTARTS):
+            os.kill(current_worker_pid(dev), signal.SIGKILL)
+            wait_until(
+                lambda restarts=restarts: dev.log().count("restarted it") > restarts or not dev.alive,
+                timeout=90,
+                what="the worker's restart",
+            )
+        os.kill(current_worker_pid(dev), signal.SIGKILL)
         dev.popen.wait(timeout=60)
         assert dev.popen.returncode == 2, dev.log()
         last = dev.log().strip().splitlines()[-1]
@@ -167,14 +287,22 @@ def test_dev_stops_when_its_worker_dies(tmp_path: Path) -> None:
         dev.stop(signal.SIGKILL)
 
 
-def test_dev_stops_when_its_temporal_server_dies(tmp_path: Path) -> None:
-    temporal_port = free_port()
-    dev = start_dev(tmp_path, tmp_path / "state", free_port(), temporal_port)
+def current_worker_pid(dev: Process) -> int:
+    """The worker's pid from the banner or the last restart line."""
+    return int(re.findall(r"(?:Worker +pid|restarted it \(pid) (\d+)", dev.log())[-1])
+
+
+async def test_dev_stops_when_its_temporal_server_dies_and_a_restart_loses_nothing(
+    tmp_path: Path, http: httpx.AsyncClient
+) -> None:
+    state, port, temporal_port = tmp_path / "state", free_port(), free_port()
+    dev = start_dev(tmp_path, state, port, temporal_port)
+    mcp = TaskCalls(HttpMcp(f"http://127.0.0.1:{port}/mcp", http))
     try:
-        [server_pid] = [
-            int(pid) for pid in subprocess.check_output(["pgrep", "-P", str(dev.popen.pid), "-f", "start-dev"]).split()
-        ]
-        os.kill(server_pid, signal.SIGKILL)
+        finished = await start_task(mcp, "double", {"x": 4})
+        await mcp.wait_for(finished["taskId"])
+        worker = worker_pid(dev)
+        os.kill(temporal_pid(dev), signal.SIGKILL)
         started = time.monotonic()
         dev.popen.wait(timeout=60)
         print(f"dev stopped {time.monotonic() - started:.1f}s after its Temporal server died")
@@ -182,5 +310,12 @@ def test_dev_stops_when_its_temporal_server_dies(tmp_path: Path) -> None:
         last = dev.log().strip().splitlines()[-1]
         assert "embedded Temporal server exited" in last and "temporal.log" in last, dev.log()
         assert "Traceback" not in dev.log()
+        assert gone(worker)
     finally:
         dev.stop(signal.SIGKILL)
+    dev = start_dev(tmp_path, state, port, temporal_port)
+    try:
+        done = (await mcp.get(finished["taskId"])).result
+        assert done["status"] == "completed" and done["result"]["structuredContent"] == {"value": 8}
+    finally:
+        dev.stop(signal.SIGINT, timeout=30)

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import Stack
-from tests.wire import HttpMcp, TaskCalls, base_headers, envelope
+from tests.wire import HttpMcp, TaskCalls, base_headers, envelope, request_message
 
 # Codes a JSON-RPC answer from this server may carry; anything else is a bug.
 KNOWN_CODES = {-32700, -32600, -32601, -32602, -32603, -32020, -32021, -32022}
@@ -164,3 +164,28 @@ async def test_the_server_and_worker_still_work_after_the_barrage(stack: Stack, 
     for process, _ in stack.fronts:
         assert process.alive
     assert all(worker.alive for worker in stack.workers)
+
+
+LONE = "bad \ud800 text"
+"""A lone UTF-16 surrogate: valid in JSON (`"\\ud800"`), not encodable as UTF-8."""
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("where", ["arguments", "_meta", "inputResponses"])
+async def test_a_lone_surrogate_is_invalid_params(
+    stack: Stack, mcp: TaskCalls, http: httpx.AsyncClient, where: str
+) -> None:
+    if where == "inputResponses":
+        task_id = (await mcp.start("double", {"x": 1}))["taskId"]
+        params: dict[str, Any] = {"taskId": task_id, "inputResponses": {"k": {"action": "accept", "content": LONE}}}
+        message = request_message(1, "tasks/update", params)
+        headers = base_headers("tasks/update", task_id)
+    else:
+        meta = {**envelope(), "note": LONE} if where == "_meta" else envelope()
+        arguments = {"x": 1, "label": LONE} if where == "arguments" else {"x": 1}
+        message = request_message(1, "tools/call", {"name": "double", "arguments": arguments, "_meta": meta})
+        headers = base_headers("tools/call", "double")
+    reply = await HttpMcp(stack.url, http).post(message, headers)
+    assert reply.status is not None and reply.status < 500
+    assert reply.error["code"] == -32602, reply.error
+    assert "Traceback" not in json.dumps(reply.error) and "\\ud800" not in json.dumps(reply.error)

@@ -10,7 +10,10 @@ from typing import Any
 
 import anyio
 import pytest
+from temporalio.client import Client
 
+from mcp_tasks_temporal.contract import to_iso
+from mcp_tasks_temporal.ids import workflow_id
 from tests.wire import TaskCalls
 
 pytestmark = pytest.mark.anyio
@@ -70,6 +73,22 @@ async def test_progress_shows_as_status_message_while_the_tool_runs(mcp: TaskCal
     task = await mcp.wait_for(created["taskId"])
     assert task["status"] == "completed"
     assert task["result"]["content"][0]["text"] == f"released {gate.name}"
+
+
+async def test_a_completed_task_was_last_updated_when_it_completed_and_shows_no_step(
+    mcp: TaskCalls, gate: Path, temporal_client: Client
+) -> None:
+    created = await mcp.start("gated", {"gate": str(gate)})
+    task_id = created["taskId"]
+    working = await mcp.wait_for(task_id, lambda t: t.get("statusMessage") == "waiting for the release file")
+    (gate / "release").write_text("1")
+    done = await mcp.wait_for(task_id)
+    assert done["status"] == "completed"
+    assert "statusMessage" not in done, "the last step's status line no longer describes the task"
+    description = await temporal_client.get_workflow_handle(workflow_id(task_id, None)).describe()
+    closed = description.raw_description.workflow_execution_info.close_time
+    assert done["lastUpdatedAt"] == to_iso(closed.ToMilliseconds())
+    assert done["lastUpdatedAt"] > working["lastUpdatedAt"]
 
 
 async def test_cancel_reaches_the_running_tool_and_settles_cancelled(mcp: TaskCalls, gate: Path) -> None:

@@ -20,8 +20,6 @@ from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 from mcp_tasks_temporal.contract import TERMINAL_STATUSES, Memo, as_object, to_iso
 from mcp_tasks_temporal.ids import WORKFLOW_ID_PREFIX
 
-TASK_STATUSES: Final = ("working", "input_required", "completed", "failed", "cancelled")
-
 _CLOSED_AS: Final = {
     WorkflowExecutionStatus.COMPLETED: "completed",
     WorkflowExecutionStatus.CANCELED: "cancelled",

@@ -30,11 +30,10 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadCodec
 
+from mcp_tasks_temporal.cli_options import KEYS_ENV
+
 ENCODING = b"binary/encrypted"
 KEY_ID_METADATA = "encryption-key-id"
-KEYS_ENV = "MCP_TASKS_CODEC_KEYS"
-KEY_FILE_ENV = "MCP_TASKS_CODEC_KEY_FILE"
-CODEC_ENV = "MCP_TASKS_CODEC"
 _NONCE_BYTES = 12
 
 
@@ -110,27 +109,6 @@ class AesGcmCodec(PayloadCodec):
         decoded = Payload()
         decoded.ParseFromString(plain)
         return decoded
-
-
-def add_codec_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group(
-        "Payload encryption",
-        f"AES-256-GCM with the keys in --codec-key-file or ${KEYS_ENV} (base64, 32 bytes each; the first "
-        "encrypts, all decrypt), or any PayloadCodec with --codec. Every process of a deployment needs the same.",
-    )
-    group.add_argument(
-        "--codec-key-file",
-        type=Path,
-        default=os.environ.get(KEY_FILE_ENV) or None,
-        metavar="FILE",
-        help=f"AES-256-GCM keys, one per line, newest first (${KEY_FILE_ENV})",
-    )
-    group.add_argument(
-        "--codec",
-        default=os.environ.get(CODEC_ENV) or None,
-        metavar="MODULE:ATTR",
-        help=f"a PayloadCodec instance, or a callable returning one (${CODEC_ENV})",
-    )
 
 
 def codec_from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> PayloadCodec | None:

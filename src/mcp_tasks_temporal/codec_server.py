@@ -25,11 +25,11 @@ from starlette.routing import Route
 from temporalio.api.common.v1 import Payloads
 from temporalio.converter import PayloadCodec
 
+from mcp_tasks_temporal.cli_options import DEFAULT_UI_ORIGINS
 from mcp_tasks_temporal.codec import CodecError
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_UI_ORIGINS = ("http://localhost:8233", "http://127.0.0.1:8233")
 MAX_BODY_BYTES = 16 * 1024 * 1024  # a batch of payloads, each at most Temporal's 2 MB
 
 

@@ -33,9 +33,8 @@ from temporalio.envconfig import ClientConfigProfile, ClientConfigTLS
 from temporalio.runtime import Runtime
 from temporalio.service import RPCError, RPCStatusCode
 
+from mcp_tasks_temporal.cli_options import DEFAULT_ADDRESS
 from mcp_tasks_temporal.contract import DEFAULT_NAMESPACE
-
-DEFAULT_ADDRESS = "127.0.0.1:7233"
 
 logger = logging.getLogger(__name__)
 
@@ -63,43 +62,6 @@ class ConnectionOptions:
     def from_args(cls, args: argparse.Namespace) -> ConnectionOptions:
         values = vars(args)
         return cls(**{f.name: values.get(f.name) for f in dataclasses.fields(cls)})
-
-
-def add_connection_options(parser: argparse.ArgumentParser) -> None:
-    """The `temporal` CLI's connection flags; each defaults to its `TEMPORAL_*` variable or profile."""
-    group = parser.add_argument_group(
-        "Temporal connection",
-        "Unset flags come from the TEMPORAL_* environment variables and the temporal.toml profile, "
-        "as for the temporal CLI.",
-    )
-    group.add_argument(
-        "--address",
-        "--temporal",
-        dest="address",
-        metavar="HOST:PORT",
-        help=f"Temporal frontend ($TEMPORAL_ADDRESS, default {DEFAULT_ADDRESS})",
-    )
-    group.add_argument("--namespace", help=f"($TEMPORAL_NAMESPACE, default {DEFAULT_NAMESPACE!r})")
-    group.add_argument(
-        "--api-key", help="Temporal Cloud API key; prefer $TEMPORAL_API_KEY, which `ps` does not show (implies TLS)"
-    )
-    group.add_argument(
-        "--tls", action=argparse.BooleanOptionalAction, default=None, help="TLS with the system CAs ($TEMPORAL_TLS)"
-    )
-    group.add_argument(
-        "--tls-ca-path", type=Path, metavar="PEM", help="CA that signed the server ($TEMPORAL_TLS_SERVER_CA_CERT_PATH)"
-    )
-    group.add_argument(
-        "--tls-cert-path", type=Path, metavar="PEM", help="client certificate, mTLS ($TEMPORAL_TLS_CLIENT_CERT_PATH)"
-    )
-    group.add_argument(
-        "--tls-key-path", type=Path, metavar="PEM", help="client private key, mTLS ($TEMPORAL_TLS_CLIENT_KEY_PATH)"
-    )
-    group.add_argument("--tls-server-name", help="name expected in the server certificate ($TEMPORAL_TLS_SERVER_NAME)")
-    group.add_argument("--profile", help="profile of the config file ($TEMPORAL_PROFILE, default 'default')")
-    group.add_argument(
-        "--config-file", type=Path, metavar="TOML", help="($TEMPORAL_CONFIG_FILE, default the temporal CLI's)"
-    )
 
 
 def connect_config(

@@ -16,6 +16,7 @@ from typing import Any, Final, cast
 EXTENSION_ID: Final = "io.modelcontextprotocol/tasks"
 
 TERMINAL_STATUSES: Final = frozenset({"completed", "failed", "cancelled"})
+TASK_STATUSES: Final = ("working", "input_required", "completed", "failed", "cancelled")
 
 TOOL_TASK_WORKFLOW: Final = "mcp_tasks.ToolTask"
 RUN_TOOL_ACTIVITY: Final = "mcp_tasks.run_tool"

@@ -6,11 +6,12 @@ ms p50 with the worker in its own process against 22.1 ms in one process, a
 create 19.9 against 23.8 ms, and a short task was done end to end in 496
 against 664 ms (docs/performance.md). So `dev` starts `mcp-tasks-temporal
 worker` on its embedded Temporal with the worker options it was given, and
-stops with one line if that worker exits.
+restarts it, with one line, if that worker dies.
 
 The child ignores the `TEMPORAL_*` variables and the temporal CLI's config
 file, which describe the user's cluster, not the server `dev` started; and it
-stops by itself if `dev` is killed without a chance to stop it.
+stops by itself if `dev` is killed without a chance to stop it (the kernel's
+parent-death signal where there is one, and its own check of its parent).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import AsyncGenerator
+import time
+from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +30,7 @@ import anyio
 from anyio.abc import Process
 
 from mcp_tasks_temporal.child_process import log_since, open_log, stop_gracefully
+from mcp_tasks_temporal.parent_death import stopped_with_parent
 
 PARENT_PID_ENV: Final = "MCP_TASKS_STOP_WITH_PARENT"
 """Set for `dev`'s worker: the pid whose end stops it, so a `kill -9` of `dev` leaves no worker behind."""
@@ -83,29 +86,99 @@ def worker_environment() -> dict[str, str]:
     return environment
 
 
-@asynccontextmanager
-async def dev_worker(
-    args: argparse.Namespace, *, address: str, namespace: str, log_path: Path, startup_timeout_s: float = 60.0
-) -> AsyncGenerator[DevWorker]:
-    """Run the worker for the duration of the block; on exit it gets SIGTERM and its graceful shutdown."""
-    command = worker_command(args, address=address, namespace=namespace)
+async def _start(
+    command: list[str], log_path: Path, *, startup_timeout_s: float, graceful_shutdown_s: float
+) -> DevWorker:
+    """A worker process, once it polls its task queues; stopped again if it cannot get there."""
     log_file, log_start = open_log(log_path)
     with log_file:
         # Its own session: Ctrl-C in the terminal reaches `dev`, which stops the worker in order.
         process = await anyio.open_process(
-            command, stdout=log_file, stderr=log_file, env=worker_environment(), start_new_session=True
+            stopped_with_parent(command),
+            stdout=log_file,
+            stderr=log_file,
+            env=worker_environment(),
+            start_new_session=True,
         )
-        try:
-            with anyio.fail_after(startup_timeout_s):
-                while READY_LINE not in log_since(log_path, log_start):
-                    if process.returncode is not None:
-                        raise DevWorkerError(_exit_line(process.returncode, log_path, log_start))
-                    with anyio.move_on_after(0.05):
-                        await process.wait()
-            yield DevWorker(process, log_path, log_start)
-        finally:
-            with anyio.CancelScope(shield=True):
-                await stop_gracefully(process, grace_s=float(args.graceful_shutdown) + 10)
+    try:
+        with anyio.fail_after(startup_timeout_s):
+            while READY_LINE not in log_since(log_path, log_start):
+                if process.returncode is not None:
+                    raise DevWorkerError(_exit_line(process.returncode, log_path, log_start))
+                with anyio.move_on_after(0.05):
+                    await process.wait()
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await stop_gracefully(process, grace_s=graceful_shutdown_s)
+        raise
+    return DevWorker(process, log_path, log_start)
+
+
+class SupervisedWorker:
+    """`dev`'s worker, restarted when it dies, unless it keeps dying.
+
+    A worker killed in the middle of a tool loses nothing: Temporal retries the
+    tool on the next worker once its heartbeat is missed, so restarting is all
+    it takes for tasks to carry on while the endpoint stays up. A worker that
+    dies again and again (a tool that crashes the process, a broken deployment)
+    is not restarted forever: past `MAX_RESTARTS` within `RESTART_WINDOW_S`,
+    `dev` stops with the line that says why.
+    """
+
+    MAX_RESTARTS: Final = 3
+    RESTART_WINDOW_S: Final = 60.0
+
+    def __init__(self, args: argparse.Namespace, *, address: str, namespace: str, log_path: Path) -> None:
+        self._command = worker_command(args, address=address, namespace=namespace)
+        self._log_path = log_path
+        self._grace_s = float(args.graceful_shutdown) + 10
+        self._restarts: list[float] = []
+        self.current: DevWorker | None = None
+
+    async def start(self, *, startup_timeout_s: float = 60.0) -> DevWorker:
+        self.current = await _start(
+            self._command, self._log_path, startup_timeout_s=startup_timeout_s, graceful_shutdown_s=self._grace_s
+        )
+        return self.current
+
+    async def keep_running(self, on_restart: Callable[[str], None]) -> DevWorkerError:
+        """Restart the worker each time it dies; the reason to stop once it should not be restarted."""
+        while True:
+            worker = self.current
+            assert worker is not None, "start() first"
+            code = await worker.exited()
+            ended = exit_error(code, worker)
+            now = time.monotonic()
+            self._restarts = [at for at in self._restarts if now - at < self.RESTART_WINDOW_S]
+            if len(self._restarts) >= self.MAX_RESTARTS:
+                return DevWorkerError(
+                    f"{ended}; it died {self.MAX_RESTARTS + 1} times within {self.RESTART_WINDOW_S:.0f}s"
+                )
+            self._restarts.append(now)
+            self.current = None
+            try:
+                restarted = await self.start()
+            except DevWorkerError as failed:
+                return DevWorkerError(f"{ended}; restarting it failed: {failed}")
+            on_restart(f"{ended}; restarted it (pid {restarted.pid})")
+
+    async def stop(self) -> None:
+        if self.current is not None:
+            await stop_gracefully(self.current.process, grace_s=self._grace_s)
+
+
+@asynccontextmanager
+async def dev_worker(
+    args: argparse.Namespace, *, address: str, namespace: str, log_path: Path, startup_timeout_s: float = 60.0
+) -> AsyncGenerator[SupervisedWorker]:
+    """Run the worker for the duration of the block; on exit it gets SIGTERM and its graceful shutdown."""
+    supervised = SupervisedWorker(args, address=address, namespace=namespace, log_path=log_path)
+    await supervised.start(startup_timeout_s=startup_timeout_s)
+    try:
+        yield supervised
+    finally:
+        with anyio.CancelScope(shield=True):
+            await supervised.stop()
 
 
 def exit_error(code: int, worker: DevWorker) -> DevWorkerError:

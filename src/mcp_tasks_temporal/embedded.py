@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import sys
 import tempfile
-from collections.abc import AsyncGenerator, Generator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,8 +16,10 @@ from anyio.abc import Process
 from temporalio.client import Client
 
 from mcp_tasks_temporal.child_process import log_since, open_log, stop_gracefully
+from mcp_tasks_temporal.parent_death import stopped_with_parent
 from mcp_tasks_temporal.ports import PortInUseError
 from mcp_tasks_temporal.search_attributes import dev_server_flags
+from mcp_tasks_temporal.state_dir import StateDirLock
 
 
 def temporal_cli() -> str:
@@ -71,31 +72,11 @@ def dev_server_command(
     return command
 
 
-@contextmanager
-def state_dir_lock(state_dir: Path) -> Generator[None]:
-    """Hold `state_dir` for one `dev`: two Temporal servers on one SQLite file would corrupt it.
-
-    An advisory `flock`, released by the kernel when the process ends however it ends.
-    """
-    state_dir.mkdir(parents=True, exist_ok=True)
-    with (state_dir / "dev.lock").open("a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise RuntimeError(
-                f"the state directory {state_dir} is in use by another `mcp-tasks-temporal dev`; "
-                "choose another with --state-dir DIR"
-            ) from None
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 @asynccontextmanager
 async def embedded_temporal(
     *,
     state_dir: Path | None,
+    lock: StateDirLock | None = None,
     host: str = "127.0.0.1",
     port: int = 7233,
     ui_port: int | None = 8233,
@@ -105,7 +86,9 @@ async def embedded_temporal(
     """Run a Temporal dev server for the duration of the block.
 
     With a `state_dir` the server keeps its SQLite file there, so tasks survive
-    a restart; without one everything lives in memory.
+    a restart; without one everything lives in memory. The server inherits
+    `lock`, the state directory's, so it is held for as long as the server runs,
+    and the server ends with this process, even if this process is killed.
     """
     db_path = None
     scratch: tempfile.TemporaryDirectory[str] | None = None
@@ -119,7 +102,16 @@ async def embedded_temporal(
     log_file, log_start = open_log(log_path)
     address = f"{host}:{port}"
     command = dev_server_command(host=host, port=port, ui_port=ui_port, db_path=db_path, namespaces=[namespace])
-    process = await anyio.open_process(command, stdout=log_file, stderr=log_file, start_new_session=True)
+    # Its own session: Ctrl-C in the terminal reaches `dev`, which stops the server after the worker.
+    process = await anyio.open_process(
+        stopped_with_parent(command),
+        stdout=log_file,
+        stderr=log_file,
+        start_new_session=True,
+        pass_fds=(lock.fd,) if lock is not None else (),
+    )
+    if lock is not None:
+        lock.record(temporal_pid=process.pid)
     try:
         with anyio.fail_after(startup_timeout_s):
             while True:

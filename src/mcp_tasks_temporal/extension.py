@@ -16,6 +16,7 @@ extension steps aside.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -128,6 +129,9 @@ class UpdateTaskParams(RequestParams):
     task_id: str
     # Values stay raw: entries under keys that are not outstanding must be acked, whatever they hold.
     input_responses: dict[str, Any] = Field(default_factory=dict[str, Any])
+
+
+PUSH_GIVE_UP_ENV = "MCP_TASKS_PUSH_GIVE_UP_S"
 
 
 @dataclass
@@ -330,6 +334,7 @@ class TasksExtension(Extension):
         its watchers run while the server is inside `running()`.
         """
         from mcp_tasks_temporal.legacy_tasks import LegacyTasks
+        from mcp_tasks_temporal.unicode_params import RejectLoneSurrogates
 
         if self._server is not None:
             raise RuntimeError("TasksExtension is already attached")
@@ -337,7 +342,10 @@ class TasksExtension(Extension):
         self._server = server
         for options in self._workflow_tools.values():
             self._add_workflow_tool(server, options)
-        self._hub = TaskWatchHub(gateway)
+        # How long a front retries a task's history before ending its listeners' streams (`docs/operations.md`).
+        give_up = float(os.environ.get(PUSH_GIVE_UP_ENV) or 300)
+        self._hub = TaskWatchHub(gateway, give_up_after_s=give_up)
+        server.middleware.append(RejectLoneSurrogates())
         server.middleware.append(TaskListen(server, gateway, self._hub))
         server.middleware.append(LegacyTasks(self, self._hub))
 

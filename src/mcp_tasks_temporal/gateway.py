@@ -107,6 +107,8 @@ class Snapshot:
     history_length: int
     memo: dict[str, Any]
     pending_activities: Sequence[PendingActivityInfo]
+    close_time_ms: int | None = None
+    """When the run closed, if it has."""
 
 
 async def snapshot(client: Client, workflow_id: str) -> Snapshot:
@@ -137,6 +139,7 @@ async def snapshot(client: Client, workflow_id: str) -> Snapshot:
         history_length=info.history_length,
         memo=dict(zip(fields.keys(), values, strict=True)),
         pending_activities=response.pending_activities,
+        close_time_ms=info.close_time.ToMilliseconds() if info.HasField("close_time") else None,
     )
 
 
@@ -346,7 +349,8 @@ class TemporalTaskGateway:
             heartbeat = await self.latest_status(observed.snapshot.pending_activities)
         elif status == WorkflowExecutionStatus.COMPLETED:
             result = await observed.handle.result()
-        return task_view(task_id, memo, status, heartbeat=heartbeat, result=result)
+        closed_at = observed.snapshot.close_time_ms
+        return task_view(task_id, memo, status, heartbeat=heartbeat, result=result, closed_at_ms=closed_at)
 
     async def _workflow_task_view(self, task_id: str, observed: Observed) -> dict[str, Any]:
         """A workflow tool's task: its status lives in the memo, its outcome in the close event.
@@ -356,15 +360,18 @@ class TemporalTaskGateway:
         hint: the front server does not know the workflow class.
         """
         status = observed.status
+        closed_at = observed.snapshot.close_time_ms
         if status not in (WorkflowExecutionStatus.COMPLETED, WorkflowExecutionStatus.FAILED):
-            return task_view(task_id, observed.memo, status)
+            return task_view(task_id, observed.memo, status, closed_at_ms=closed_at)
         try:
             value = await observed.handle.result()
         except WorkflowFailureError as failure:
             outcome = failure_outcome(failure.cause)
             closed = WorkflowExecutionStatus.COMPLETED if outcome.status == "completed" else status
-            return task_view(task_id, observed.memo, closed, result=outcome.result, error=outcome.error)
-        return task_view(task_id, observed.memo, status, result=call_tool_result(value))
+            return task_view(
+                task_id, observed.memo, closed, result=outcome.result, error=outcome.error, closed_at_ms=closed_at
+            )
+        return task_view(task_id, observed.memo, status, result=call_tool_result(value), closed_at_ms=closed_at)
 
     async def latest_status(self, pending_activities: Sequence[PendingActivityInfo]) -> tuple[str, int] | None:
         """The newest `set_status` of the running tool, from its heartbeat details."""
@@ -419,11 +426,14 @@ def task_view(
     heartbeat: tuple[str, int] | None = None,
     result: dict[str, Any] | None = None,
     error: dict[str, Any] | None = None,
+    closed_at_ms: int | None = None,
 ) -> dict[str, Any]:
     """The `DetailedTask` of a workflow, from its memo, its Temporal status and what only a read can add.
 
     `tasks/get` and push notifications both go through here, so a notification
-    is exactly what a `tasks/get` at that moment returns.
+    is exactly what a `tasks/get` at that moment returns. A closed task was last
+    updated when its run closed (`closed_at_ms`), whatever its memo last said;
+    a completed one has no status line left: the last one described a step.
     """
     created_at_ms = int(memo.get(Memo.CREATED_AT) or 0)
     fields: dict[str, Any] = {
@@ -442,7 +452,10 @@ def task_view(
         return _task(
             status=memo_status, input_requests=memo.get(Memo.INPUT_REQUESTS), error=memo.get(Memo.ERROR), **fields
         )
+    if closed_at_ms is not None:
+        fields["last_updated_at_ms"] = max(fields["last_updated_at_ms"], closed_at_ms)
     if status == WorkflowExecutionStatus.COMPLETED:
+        fields["status_message"] = None
         return _task(status="completed", result=result, **fields)
     if status == WorkflowExecutionStatus.CANCELED:
         return _task(status="cancelled", **fields)

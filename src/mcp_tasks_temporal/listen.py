@@ -18,6 +18,7 @@ from mcp.server.request_state import authenticated_principal
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY, ServerEvent, event_matches, event_to_notification
 from mcp_types import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     SERVER_INFO_META_KEY,
@@ -142,7 +143,13 @@ class TaskListen:
         # Subscribed before the ack goes out, so nothing that happens meanwhile is lost;
         # the ack is still first because only this task writes the stream.
         unsubscribes = [
-            self._hub.subscribe(t, principal, lambda task: offer("task", task), seen=seen)
+            self._hub.subscribe(
+                t,
+                principal,
+                lambda task: offer("task", task),
+                seen=seen,
+                on_lost=lambda reason, t=t: offer("lost", (t, reason)),
+            )
             for t, seen in honored.items()
         ]
         try:
@@ -154,6 +161,8 @@ class TaskListen:
             )
             async with receive:
                 async for kind, item in receive:
+                    if kind == "lost":
+                        raise _lost_error(*item)
                     if kind == "core":
                         note: Any = event_to_notification(item, meta)
                     else:
@@ -167,3 +176,15 @@ class TaskListen:
         # A middleware that answers by itself owns the whole envelope.
         stamp = server_info_stamp(self._server)
         return {"resultType": "complete", "_meta": {**meta, SERVER_INFO_META_KEY: stamp}}
+
+
+def _lost_error(task_id: str, reason: str) -> MCPError:
+    """Ends a listen whose task can no longer be followed: the client listens again, or polls `tasks/get`.
+
+    Silently dropping the task from the stream would leave the client waiting for changes that never come.
+    """
+    return MCPError(
+        code=INTERNAL_ERROR,
+        message=f"Stopped following task {task_id}: {reason}; listen again or poll tasks/get",
+        data={"taskIds": [task_id]},
+    )

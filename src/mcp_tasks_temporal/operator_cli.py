@@ -9,7 +9,7 @@ reachable over MCP; whoever runs them needs the namespace's credentials.
     mcp-tasks-temporal admin cancel --tool build --older-than 2d --yes
 
 Exit statuses: 0 done, 1 `--verify` found the code incompatible with the
-history, 2 usage or an unknown task, 3 the operator declined `admin cancel`.
+history, 2 usage or an unknown task, 3 the operator declined `admin cancel`, 6 Temporal unreachable.
 """
 
 from __future__ import annotations
@@ -17,21 +17,21 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
-import os
 import socket
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from mcp.server.request_state import compact_json
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from mcp_tasks_temporal.admin import TASK_STATUSES, ListedTask, TaskFilter, list_tasks, parse_duration
+from mcp_tasks_temporal.admin import ListedTask, TaskFilter, list_tasks
 from mcp_tasks_temporal.audit import TaskNotFound, TaskRuns, build_story, load_runs, verify
 from mcp_tasks_temporal.audit_render import render_markdown, render_text
-from mcp_tasks_temporal.codec import add_codec_options, codec_from_args
-from mcp_tasks_temporal.connection import ConnectionOptions, add_connection_options
+from mcp_tasks_temporal.cli_options import KEYS_ENV
+from mcp_tasks_temporal.codec import ENCODING, codec_from_args
+from mcp_tasks_temporal.connection import ConnectionOptions
 from mcp_tasks_temporal.connection import connect as connect_temporal_client
 from mcp_tasks_temporal.ids import WORKFLOW_ID_PREFIX, is_task_id, owner_key, workflow_id
 from mcp_tasks_temporal.web_ui import web_ui_link
@@ -39,23 +39,6 @@ from mcp_tasks_temporal.web_ui import web_ui_link
 EXIT_INCOMPATIBLE = 1
 EXIT_USAGE = 2
 EXIT_DECLINED = 3
-UI_ENV = "TEMPORAL_UI_ADDRESS"
-
-
-class _Subparsers(Protocol):
-    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser: ...
-
-
-def add_temporal_options(parser: argparse.ArgumentParser) -> None:
-    """The Temporal connection and payload codec options, as `serve` and `worker` take them."""
-    add_connection_options(parser)
-    add_codec_options(parser)
-    parser.add_argument(
-        "--temporal-ui",
-        default=os.environ.get(UI_ENV) or None,
-        metavar="URL",
-        help=f"Temporal Web UI address, for links to the task (default ${UI_ENV})",
-    )
 
 
 async def connect(args: argparse.Namespace) -> Client:
@@ -72,47 +55,6 @@ async def connect(args: argparse.Namespace) -> Client:
     return client
 
 
-def add_operator_commands(commands: _Subparsers) -> None:
-    audit = commands.add_parser("audit", help="a task's whole story from its Temporal history (operators)")
-    audit.add_argument("task", metavar="TASK_ID", help="a task ID, or the task's workflow ID")
-    audit.add_argument("--principal", metavar="NAME", help="the principal that created the task")
-    audit.add_argument("--format", choices=("text", "json", "markdown"), default="text")
-    audit.add_argument(
-        "--verify", action="store_true", help="replay the history against the workflow code installed here"
-    )
-    audit.add_argument(
-        "--app",
-        default=os.environ.get("MCP_TASKS_APP"),
-        metavar="MODULE:ATTR",
-        help="the app whose workflow tools --verify should include",
-    )
-    add_temporal_options(audit)
-    audit.set_defaults(run=_exit_status(_audit), one_shot_temporal=True)
-
-    admin = commands.add_parser("admin", help="list or cancel tasks from Temporal visibility (operators)")
-    admin.set_defaults(one_shot_temporal=True)
-    actions = admin.add_subparsers(dest="action", required=True)
-    filters = argparse.ArgumentParser(add_help=False)
-    add_temporal_options(filters)
-    filters.add_argument("--owner", metavar="PRINCIPAL", help="tasks created by this principal")
-    filters.add_argument("--tool", metavar="NAME", help="tasks of this tool")
-    filters.add_argument("--status", choices=TASK_STATUSES, help="tasks in this status")
-    filters.add_argument("--older-than", type=_duration, metavar="DURATION", help="created longer ago than, e.g. 7d")
-    filters.add_argument("--json", action="store_true", help="one JSON document on stdout")
-    tasks = actions.add_parser("tasks", parents=[filters], help="list the matching tasks")
-    tasks.set_defaults(run=_exit_status(_admin_tasks))
-    cancel = actions.add_parser("cancel", parents=[filters], help="cancel the matching running tasks")
-    cancel.add_argument("--yes", action="store_true", help="do not ask before cancelling")
-    cancel.set_defaults(run=_exit_status(_admin_cancel))
-
-
-def _duration(text: str) -> Any:
-    try:
-        return parse_duration(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-
-
 class _Exit(Exception):
     def __init__(self, code: int) -> None:
         self.code = code
@@ -123,7 +65,7 @@ def _fail(message: str, code: int = EXIT_USAGE) -> _Exit:
     return _Exit(code)
 
 
-def _exit_status(
+def exit_status(
     command: Callable[[argparse.Namespace], Awaitable[None]],
 ) -> Callable[[argparse.Namespace], Awaitable[None]]:
     """Leave the exit status in `args.exit_status` for `main`.
@@ -155,13 +97,21 @@ def principal_of(name: str) -> str:
 # -- audit ---------------------------------------------------------------------------------
 
 
-async def _audit(args: argparse.Namespace) -> None:
+async def run_audit(args: argparse.Namespace) -> None:
     client = await connect(args)
-    runs = await _find_task(client, args.task, args.principal)
-    if runs is None:
-        raise _fail(f"no task {args.task}" + ("" if args.principal else " (for another owner, pass --principal)"))
-    link = web_ui_link(args.temporal_ui, args.namespace, runs.workflow_id) if args.temporal_ui else None
-    story = await build_story(runs, client.data_converter, web_ui=link)
+    try:
+        runs = await _find_task(client, args.task, args.principal)
+        if runs is None:
+            raise _fail(f"no task {args.task}" + ("" if args.principal else " (for another owner, pass --principal)"))
+        link = web_ui_link(args.temporal_ui, args.namespace, runs.workflow_id) if args.temporal_ui else None
+        story = await build_story(runs, client.data_converter, web_ui=link)
+    except KeyError as err:
+        # The data converter's word for a payload it has no codec for.
+        if f"encoding {ENCODING.decode()}" not in str(err):
+            raise
+        raise _fail(
+            f"task {args.task} is encrypted; give its keys with --codec-key-file FILE or ${KEYS_ENV} (or --codec)"
+        ) from None
     if args.format == "json":
         print(json.dumps(story, indent=2, ensure_ascii=False), flush=True)
     elif args.format == "markdown":
@@ -169,8 +119,16 @@ async def _audit(args: argparse.Namespace) -> None:
     else:
         print(render_text(story), flush=True)
     if args.verify:
+        workflows, plugins = _installed_workflows(args.app)
+        missing = _missing_workflow_types(runs, workflows)
+        if missing:
+            hint = (
+                "pass the app that defines it with --app MODULE:ATTR"
+                if not args.app
+                else f"{args.app} does not define it"
+            )
+            raise _fail(f"cannot verify: the task runs workflow {missing}, which is not installed here; {hint}")
         try:
-            workflows, plugins = _installed_workflows(args.app)
             await verify(runs, workflows, client.data_converter, plugins=plugins)
         except Exception as err:  # the replayer reports incompatibility as any of several error types
             print(f"verify: INCOMPATIBLE with the workflow code installed here: {err}", file=sys.stderr, flush=True)
@@ -193,6 +151,16 @@ def _installed_workflows(app_spec: str | None) -> tuple[list[type], list[Any]]:
                 workflows.append(options.workflow_class)
         plugins = list(tasks_extension(app).plugins)
     return workflows, plugins
+
+
+def _missing_workflow_types(runs: TaskRuns, workflows: list[type]) -> str | None:
+    """The task's workflow type if no class here defines it (a workflow tool of an app not given)."""
+    installed = {getattr(cls, "__temporal_workflow_definition").name for cls in workflows}
+    for history in runs.histories:
+        started = history.events[0].workflow_execution_started_event_attributes
+        if started.workflow_type.name not in installed:
+            return started.workflow_type.name
+    return None
 
 
 async def _find_task(client: Client, task: str, principal: str | None) -> TaskRuns | None:
@@ -245,7 +213,7 @@ def _print_tasks(tasks: Sequence[ListedTask], args: argparse.Namespace) -> None:
         print(f"Web UI: {web_ui_link(args.temporal_ui, args.namespace, tasks[0].workflow_id)} ...", flush=True)
 
 
-async def _admin_tasks(args: argparse.Namespace) -> None:
+async def run_admin_tasks(args: argparse.Namespace) -> None:
     client = await connect(args)
     tasks = [task async for task in list_tasks(client, _filter(args))]
     if args.json:
@@ -254,7 +222,7 @@ async def _admin_tasks(args: argparse.Namespace) -> None:
         _print_tasks(tasks, args)
 
 
-async def _admin_cancel(args: argparse.Namespace) -> None:
+async def run_admin_cancel(args: argparse.Namespace) -> None:
     client = await connect(args)
     tasks = [task async for task in list_tasks(client, _filter(args, running_only=True))]
     if not args.json:

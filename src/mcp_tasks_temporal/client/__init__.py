@@ -22,17 +22,34 @@ A plain `mcp.Client` gets transparent task results from `TasksClientExtension`.
 The same features are on the command line: `mcp-tasks-temporal call|get|cancel|answer|watch|tasks`.
 """
 
-from mcp_tasks_temporal.client._client import TasksClient, ToolCall
-from mcp_tasks_temporal.client._errors import (
-    AuthenticationError,
-    ServerUnreachableError,
-    TaskCancelledError,
-    TaskFailedError,
-)
-from mcp_tasks_temporal.client._extension import TasksClientExtension
-from mcp_tasks_temporal.client._handle import OnChange, TaskHandle, WaitOptions, WaitStats
-from mcp_tasks_temporal.client._journal import JOURNAL_ENV, Journal, JournalEntry, default_journal_path
-from mcp_tasks_temporal.client._models import EXTENSION_ID, TERMINAL_STATUSES, DetailedTask, TaskCreated, TaskStatus
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "TasksClient": "mcp_tasks_temporal.client._client",
+    "ToolCall": "mcp_tasks_temporal.client._client",
+    "AuthenticationError": "mcp_tasks_temporal.client._errors",
+    "InputDeferred": "mcp_tasks_temporal.client._errors",
+    "ServerUnreachableError": "mcp_tasks_temporal.client._errors",
+    "TaskCancelledError": "mcp_tasks_temporal.client._errors",
+    "TaskFailedError": "mcp_tasks_temporal.client._errors",
+    "TasksClientExtension": "mcp_tasks_temporal.client._extension",
+    "OnChange": "mcp_tasks_temporal.client._handle",
+    "TaskHandle": "mcp_tasks_temporal.client._handle",
+    "WaitOptions": "mcp_tasks_temporal.client._handle",
+    "WaitStats": "mcp_tasks_temporal.client._handle",
+    "JOURNAL_ENV": "mcp_tasks_temporal.client._journal",
+    "Journal": "mcp_tasks_temporal.client._journal",
+    "JournalEntry": "mcp_tasks_temporal.client._journal",
+    "default_journal_path": "mcp_tasks_temporal.client._journal",
+    "EXTENSION_ID": "mcp_tasks_temporal.client._models",
+    "TERMINAL_STATUSES": "mcp_tasks_temporal.client._models",
+    "DetailedTask": "mcp_tasks_temporal.client._models",
+    "TaskCreated": "mcp_tasks_temporal.client._models",
+    "TaskStatus": "mcp_tasks_temporal.client._models",
+}
 
 __all__ = [
     "EXTENSION_ID",
@@ -40,6 +57,7 @@ __all__ = [
     "TERMINAL_STATUSES",
     "AuthenticationError",
     "DetailedTask",
+    "InputDeferred",
     "Journal",
     "JournalEntry",
     "OnChange",
@@ -56,3 +74,25 @@ __all__ = [
     "WaitStats",
     "default_journal_path",
 ]
+
+if TYPE_CHECKING:
+    from mcp_tasks_temporal.client._client import TasksClient, ToolCall
+    from mcp_tasks_temporal.client._errors import (
+        AuthenticationError,
+        InputDeferred,
+        ServerUnreachableError,
+        TaskCancelledError,
+        TaskFailedError,
+    )
+    from mcp_tasks_temporal.client._extension import TasksClientExtension
+    from mcp_tasks_temporal.client._handle import OnChange, TaskHandle, WaitOptions, WaitStats
+    from mcp_tasks_temporal.client._journal import JOURNAL_ENV, Journal, JournalEntry, default_journal_path
+    from mcp_tasks_temporal.client._models import EXTENSION_ID, TERMINAL_STATUSES, DetailedTask, TaskCreated, TaskStatus
+
+
+def __getattr__(name: str) -> Any:
+    # Lazily, like the package root: the command line imports this package for `--help`, which needs none of it.
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mcp_tasks_temporal.client' has no attribute {name!r}")
+    return getattr(import_module(module), name)

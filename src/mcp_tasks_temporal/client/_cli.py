@@ -15,6 +15,7 @@ line on stderr, with the JSON-RPC code when there is one, and an exit status
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -22,7 +23,7 @@ import shlex
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, NoReturn, Protocol
+from typing import Any, NoReturn, cast
 
 import anyio
 import mcp_types as types
@@ -31,6 +32,16 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from mcp_tasks_temporal.client._client import TasksClient
+from mcp_tasks_temporal.client._commands import (
+    EXIT_AUTH,
+    EXIT_CANCELLED,
+    EXIT_PROTOCOL,
+    EXIT_TOOL_ERROR,
+    EXIT_UNEXPECTED,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    TOKEN_ENV,
+)
 from mcp_tasks_temporal.client._errors import (
     AuthenticationError,
     ServerUnreachableError,
@@ -38,101 +49,30 @@ from mcp_tasks_temporal.client._errors import (
     TaskFailedError,
 )
 from mcp_tasks_temporal.client._handle import TaskHandle
-from mcp_tasks_temporal.client._journal import Journal, default_journal_path
-from mcp_tasks_temporal.client._models import DetailedTask
-from mcp_tasks_temporal.client._terminal import StatusLine, TerminalPrompter, describe_task, format_age, render_result
+from mcp_tasks_temporal.client._journal import Journal, JournalEntry
+from mcp_tasks_temporal.client._models import TERMINAL_STATUSES, DetailedTask
+from mcp_tasks_temporal.client._terminal import (
+    CANCEL,
+    DECLINE,
+    StatusLine,
+    TerminalPrompter,
+    as_object,
+    convert,
+    describe_task,
+    format_age,
+    render_result,
+)
 
-EXIT_TOOL_ERROR = 1
-EXIT_USAGE = 2
-EXIT_PROTOCOL = 3
-EXIT_CANCELLED = 4
-EXIT_AUTH = 5
-EXIT_UNREACHABLE = 6
-EXIT_UNEXPECTED = 70
-
-EXIT_STATUSES = """exit status:
-  0   done (for call/watch: the task completed)
-  1   the tool reported an error (its result has isError: true)
-  2   usage: bad arguments, a task ID no journal entry names (pass --url), a key that is not an open question
-  3   a JSON-RPC error: unknown or expired task, the task failed (-32603, ...), a request the server refused
-  4   the task was cancelled
-  5   authentication failed (HTTP 401/403): check --token or $MCP_TASKS_TOKEN
-  6   the server is unreachable
-  70  an unexpected error in this client (--log-level debug shows the traceback)
-  130 interrupted (Ctrl-C); the task keeps running and `watch ID` resumes it"""
 _PROG = "mcp-tasks-temporal"
 logger = logging.getLogger(__name__)
-TOKEN_ENV = "MCP_TASKS_TOKEN"
-
-_ROOT_HELP = "offer this folder to the tool as a root (repeat)"
 
 Command = Callable[[argparse.Namespace], Awaitable[None]]
-
-
-class _Subparsers(Protocol):
-    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser: ...
-
-
-def add_commands(commands: _Subparsers) -> None:
-    """Add the client commands to the `mcp-tasks-temporal` subparsers."""
-    connection = argparse.ArgumentParser(add_help=False)
-    where = connection.add_argument_group("server")
-    where.add_argument("--url", help="Streamable HTTP endpoint (for a task ID: default from the journal)")
-    where.add_argument("--stdio", metavar="COMMAND", help="start this stdio server instead (one shell-quoted string)")
-    where.add_argument("--header", action="append", default=[], metavar="NAME:VALUE", help="extra HTTP header (repeat)")
-    where.add_argument(
-        "--token",
-        default=os.environ.get(TOKEN_ENV),
-        help=f"bearer token for the server (default ${TOKEN_ENV}); never written to the journal",
-    )
-    where.add_argument("--no-push", action="store_true", help="poll tasks/get even if the server pushes")
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-    common.add_argument("--journal", type=Path, default=None, help=f"task journal (default: {default_journal_path()})")
-
-    def command(name: str, parents: list[argparse.ArgumentParser], help: str) -> argparse.ArgumentParser:
-        parser = commands.add_parser(
-            name, parents=parents, help=help, epilog=EXIT_STATUSES, formatter_class=argparse.RawDescriptionHelpFormatter
-        )
-        parser.set_defaults(client_command=True)
-        return parser
-
-    call = command("call", [connection, common], "call a tool; wait for its task")
-    call.add_argument("tool")
-    call.add_argument("--args", default="{}", metavar="JSON", help="tool arguments as a JSON object")
-    call.add_argument("--detach", action="store_true", help="print the task ID and return at once")
-    call.add_argument("--root", action="append", default=[], metavar="PATH", help=_ROOT_HELP)
-    call.set_defaults(run=_guarded(_call))
-
-    get = command("get", [connection, common], "show a task")
-    get.add_argument("task_id", metavar="ID")
-    get.set_defaults(run=_guarded(_get))
-
-    cancel = command("cancel", [connection, common], "ask the server to cancel a task")
-    cancel.add_argument("task_id", metavar="ID")
-    cancel.set_defaults(run=_guarded(_cancel))
-
-    answer = command("answer", [connection, common], "answer a task's input request")
-    answer.add_argument("task_id", metavar="ID")
-    answer.add_argument("key", help="the key of an open input request, as `get` shows it")
-    answer.add_argument("response", metavar="JSON", help='the answer, e.g. \'{"action": "accept", "content": {...}}\'')
-    answer.set_defaults(run=_guarded(_answer))
-
-    watch = command("watch", [connection, common], "follow a task until it ends")
-    watch.add_argument("task_id", metavar="ID")
-    watch.add_argument("--no-input", action="store_true", help="do not prompt for the task's input requests")
-    watch.add_argument("--root", action="append", default=[], metavar="PATH", help=_ROOT_HELP)
-    watch.set_defaults(run=_guarded(_watch))
-
-    tasks = command("tasks", [common], "the tasks the local journal is waiting for")
-    tasks.add_argument("--all", action="store_true", help="also the finished tasks the journal still remembers")
-    tasks.set_defaults(run=_guarded(_tasks))
 
 
 # -- commands ------------------------------------------------------------------------------
 
 
-async def _call(args: argparse.Namespace) -> None:
+async def run_call(args: argparse.Namespace) -> None:
     arguments = _json_arg(args.args, "--args")
     if not isinstance(arguments, dict):
         raise ValueError("--args must be a JSON object")
@@ -150,7 +90,7 @@ async def _call(args: argparse.Namespace) -> None:
         _print_task_id(args, call)
 
 
-async def _watch(args: argparse.Namespace) -> None:
+async def run_watch(args: argparse.Namespace) -> None:
     status = StatusLine(quiet=args.json and not sys.stderr.isatty())
     async with _client(args, _server_for(args), status, prompt=not args.no_input) as client:
         handle = client.task(args.task_id)
@@ -161,7 +101,7 @@ async def _watch(args: argparse.Namespace) -> None:
     _report_task(args, task)
 
 
-async def _get(args: argparse.Namespace) -> None:
+async def run_get(args: argparse.Namespace) -> None:
     async with _client(args, _server_for(args)) as client:
         handle = client.task(args.task_id)
         task = await handle.get()
@@ -171,19 +111,24 @@ async def _get(args: argparse.Namespace) -> None:
     describe_task(task, handle.tool)
 
 
-async def _cancel(args: argparse.Namespace) -> None:
+async def run_cancel(args: argparse.Namespace) -> None:
     async with _client(args, _server_for(args)) as client:
-        await client.task(args.task_id).cancel()
+        handle = client.task(args.task_id)
+        # The server acks a cancel of an ended task, as the spec asks; the person asking wants to know.
+        task = await handle.get()
+        ended = task.status if task.terminal else None
+        if ended is None:
+            await handle.cancel()
+            task = await handle.get()  # what the journal, and so `tasks`, shows from now on
+    if ended is not None:
+        _fail(args, EXIT_USAGE, f"task {args.task_id} already ended ({ended}); there is nothing to cancel")
     if args.json:
-        _print_json({"taskId": args.task_id, "cancelRequested": True})
+        _print_json({"taskId": args.task_id, "cancelRequested": True, "status": task.status})
     else:
-        print(f"cancellation requested for {args.task_id}")
+        print(f"cancellation requested for {args.task_id} (now {task.status})")
 
 
-async def _answer(args: argparse.Namespace) -> None:
-    response = _json_arg(args.response, "JSON")
-    if not isinstance(response, dict):
-        raise ValueError('the answer must be a JSON object, e.g. {"action": "accept", "content": {...}}')
+async def run_answer(args: argparse.Namespace) -> None:
     async with _client(args, _server_for(args)) as client:
         handle = client.task(args.task_id)
         # The server acks answers to keys that are not open and drops them, as the spec asks; a
@@ -191,7 +136,9 @@ async def _answer(args: argparse.Namespace) -> None:
         task = await handle.get()
         open_keys = sorted(task.input_requests or {})
         if args.key in open_keys:
-            await handle.update({args.key: response})  # pyright: ignore[reportUnknownArgumentType]
+            response = answer_response(args.response, (task.input_requests or {})[args.key])
+            await handle.update({args.key: response})
+            await handle.get()  # the journal, and so `tasks`, shows the task as the answer left it
     if args.key not in open_keys:
         if open_keys:
             problem = f"has no open question {args.key!r}; open: {', '.join(open_keys)}"
@@ -204,10 +151,13 @@ async def _answer(args: argparse.Namespace) -> None:
         print(f"answered {args.key} of {args.task_id}")
 
 
-async def _tasks(args: argparse.Namespace) -> None:
+async def run_tasks(args: argparse.Namespace) -> None:
     journal = Journal(args.journal)
-    entries = journal.entries(finished=args.all)
-    journal.close()
+    try:
+        await _refresh(journal, journal.entries(finished=args.all))
+        entries = journal.entries(finished=args.all)
+    finally:
+        journal.close()
     if args.json:
         _print_json(
             [
@@ -233,6 +183,68 @@ async def _tasks(args: argparse.Namespace) -> None:
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[4])
+
+
+_REFRESH_S = 10.0
+"""How long `tasks` waits for its servers before it shows what the journal last saw."""
+
+
+async def _refresh(journal: Journal, entries: list[JournalEntry]) -> None:
+    """Read each unfinished task's status from its HTTP server into the journal, all servers at once.
+
+    The journal holds what this client last saw; an answer or a cancel from elsewhere (another
+    client, an operator) moves a task on without it. A stdio server is not started just to list;
+    an unreachable server or one that wants a token leaves its tasks as the journal saw them.
+    """
+    by_server: dict[str, list[str]] = {}
+    for entry in entries:
+        if entry.status not in TERMINAL_STATUSES and not entry.server.startswith("stdio:"):
+            by_server.setdefault(entry.server, []).append(entry.task_id)
+    token = os.environ.get(TOKEN_ENV)
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+
+    async def refresh(server: str, task_ids: list[str]) -> None:
+        with anyio.move_on_after(_REFRESH_S):
+            try:
+                async with TasksClient(server, journal=journal, push=False, headers=headers) as client:
+                    for task_id in task_ids:
+                        with contextlib.suppress(MCPError):  # expired or unknown: the journal forgets it
+                            await client.task(task_id).get()
+            except Exception:  # unreachable, or a token it wants: the journal's word stands
+                logger.debug("cannot refresh the tasks of %s", server, exc_info=True)
+
+    async with anyio.create_task_group() as group:
+        for server, task_ids in by_server.items():
+            group.start_soon(refresh, server, task_ids)
+
+
+def answer_response(text: str, request: Any) -> dict[str, Any]:
+    """The `tasks/update` answer a person typed: JSON, or plain words where the question makes them unambiguous.
+
+    `yes` answers a question with a single boolean field, `42` one with a single number, any text one with a
+    single string field; `!decline` and `!cancel` refuse, as at the prompt.
+    """
+    stripped = text.strip()
+    if stripped in (DECLINE, CANCEL):
+        return {"action": stripped.removeprefix("!")}
+    try:
+        parsed = json.loads(stripped)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        return cast("dict[str, Any]", parsed)
+    schema = as_object(as_object(as_object(request).get("params")).get("requestedSchema"))
+    fields = as_object(schema.get("properties"))
+    if len(fields) != 1:
+        example = '{"action": "accept", "content": {...}}'
+        kind = f"{len(fields)} fields" if fields else "no form"
+        raise ValueError(f"this question has {kind}: answer with a JSON object, e.g. '{example}'")
+    [(name, field)] = fields.items()
+    try:
+        value = convert(text, as_object(field))
+    except ValueError as problem:
+        raise ValueError(f"{problem} (the answer to {name!r}), or give the whole answer as JSON") from None
+    return {"action": "accept", "content": {name: value}}
 
 
 # -- following a task ----------------------------------------------------------------------
@@ -361,7 +373,7 @@ def _roots_callback(roots: list[Path]) -> ListRootsFnT:
 # -- output and errors ----------------------------------------------------------------------
 
 
-def _guarded(command: Command) -> Command:
+def guarded(command: Command) -> Command:
     """Turn what a command can run into a one-line error and an exit code."""
 
     async def run(args: argparse.Namespace) -> None:

@@ -30,6 +30,14 @@ class TaskCancelledError(RuntimeError):
         self.task = task
 
 
+class InputDeferred(Exception):
+    """Raised by an elicitation callback that cannot answer here (no terminal): the question stays open.
+
+    The handle then leaves that input request to be answered elsewhere (`tasks/update` from another
+    client, `mcp-tasks-temporal answer`) and keeps following the task.
+    """
+
+
 class AuthenticationError(RuntimeError):
     """The server refused the credentials (HTTP 401)."""
 

@@ -21,7 +21,7 @@ from mcp.client.session import ClientRequestContext, ClientSession
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from mcp_tasks_temporal.client._errors import TaskCancelledError, TaskFailedError
+from mcp_tasks_temporal.client._errors import InputDeferred, TaskCancelledError, TaskFailedError
 from mcp_tasks_temporal.client._journal import Journal
 from mcp_tasks_temporal.client._models import (
     AckResult,
@@ -248,8 +248,9 @@ class TaskHandle:
         return await self.get()
 
     async def _answer(self, task: DetailedTask) -> bool:
-        """Route each not-yet-answered input request to its callback; send each answer when ready."""
+        """Route each not-yet-answered input request to its callback; send each answer when ready; True if any was."""
         fresh = {key: raw for key, raw in (task.input_requests or {}).items() if key not in self._answered}
+        sent = False
         for key, raw in fresh.items():
             try:
                 request = _INPUT_REQUEST.validate_python(raw, by_name=False)
@@ -262,11 +263,16 @@ class TaskHandle:
                 request_id=key,
                 meta=request.params.meta if request.params is not None else None,
             )
-            response = await self._context.session.dispatch_input_request(context, request)
+            try:
+                response = await self._context.session.dispatch_input_request(context, request)
+            except InputDeferred:
+                self._answered.add(key)  # asked once; someone else answers it
+                continue
             if isinstance(response, types.ErrorData):
                 raise MCPError.from_error_data(response)
             await self.update({key: response})
-        return bool(fresh)
+            sent = True
+        return sent
 
     def _observe(self, task: DetailedTask) -> None:
         if self.last is not None and _older(task, self.last):

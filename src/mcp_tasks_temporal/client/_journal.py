@@ -27,7 +27,7 @@ from datetime import UTC
 from pathlib import Path
 from typing import Final
 
-from mcp_tasks_temporal.client._models import TERMINAL_STATUSES, parse_timestamp
+from mcp_tasks_temporal.contract import TERMINAL_STATUSES
 
 JOURNAL_ENV: Final = "MCP_TASKS_JOURNAL"
 FINISHED_WITHOUT_TTL_S: Final = 7 * 24 * 3600.0
@@ -80,12 +80,16 @@ class JournalEntry:
     @property
     def age_s(self) -> float:
         """Seconds since the task was created (by its `createdAt`), or since it was recorded."""
+        from mcp_tasks_temporal.client._models import parse_timestamp  # pydantic: not for `--help`
+
         created = parse_timestamp(self.created_at)
         start = created.timestamp() if created is not None else self.recorded_at
         return max(time.time() - start, 0.0)
 
 
 def _expires_at(created_at: str, ttl_ms: int | None) -> float | None:
+    from mcp_tasks_temporal.client._models import parse_timestamp  # pydantic: not for `--help`
+
     created = parse_timestamp(created_at)
     if created is None or ttl_ms is None:
         return None

@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import Any, TextIO, cast
+from typing import Any, NoReturn, TextIO, cast
 
 import anyio
 import mcp_types as types
 from mcp.client.session import ClientRequestContext
 
+from mcp_tasks_temporal.client._errors import InputDeferred
 from mcp_tasks_temporal.client._models import DetailedTask
 
 DECLINE = "!decline"
@@ -54,6 +55,11 @@ class StatusLine:
         elapsed = time.monotonic() - self.started
         message = f" - {task.status_message}" if task.status_message else ""
         return f"task {task.task_id[:8]}: {task.status}{message} ({elapsed:.1f}s)"
+
+    @property
+    def task_id(self) -> str | None:
+        """The task on the line, once one was shown."""
+        return self._task.task_id if self._task is not None else None
 
     def show(self, task: DetailedTask) -> None:
         before = self._task
@@ -109,8 +115,8 @@ class TerminalPrompter:
             self.status.suspend()
         try:
             if isinstance(params, types.ElicitRequestURLParams):
-                return await self._url(params)
-            return await self._form(params)
+                return await self._url(context, params)
+            return await self._form(context, params)
         finally:
             if self.status is not None:
                 self.status.resume()
@@ -132,16 +138,30 @@ class TerminalPrompter:
             self._say(answer)  # piped answers are not echoed by a terminal; keep the transcript readable
         return answer
 
-    async def _url(self, params: types.ElicitRequestURLParams) -> types.ElicitResult:
+    def _defer(self, context: ClientRequestContext) -> NoReturn:
+        """No one to ask (stdin ended, or is not a terminal): leave the question open and say how to answer it.
+
+        Answering `cancel` on the user's behalf would end a task nobody chose to end.
+        """
+        task_id = self.status.task_id if self.status is not None else None
+        self._say(
+            f"  no answer on stdin: the question stays open; answer it with "
+            f"`mcp-tasks-temporal answer {task_id or 'TASK_ID'} {context.request_id} VALUE|JSON`"
+        )
+        raise InputDeferred()
+
+    async def _url(self, context: ClientRequestContext, params: types.ElicitRequestURLParams) -> types.ElicitResult:
         self._say(f"? {params.message}\n  Open: {params.url}")
         answer = await self._ask(f"  Press Enter when done ({DECLINE} to refuse): ")
-        if answer is None or answer.strip() == CANCEL:
+        if answer is None:
+            self._defer(context)
+        if answer.strip() == CANCEL:
             return types.ElicitResult(action="cancel")
         if answer.strip() == DECLINE:
             return types.ElicitResult(action="decline")
         return types.ElicitResult(action="accept")
 
-    async def _form(self, params: types.ElicitRequestFormParams) -> types.ElicitResult:
+    async def _form(self, context: ClientRequestContext, params: types.ElicitRequestFormParams) -> types.ElicitResult:
         schema = params.requested_schema
         properties = as_object(schema.get("properties"))
         required = {str(name) for name in as_list(schema.get("required"))}
@@ -151,7 +171,9 @@ class TerminalPrompter:
             field = as_object(spec)
             while True:
                 answer = await self._ask(f"  {_label(name, field, name in required)}: ")
-                if answer is None or answer.strip() == CANCEL:
+                if answer is None:
+                    self._defer(context)
+                if answer.strip() == CANCEL:
                     return types.ElicitResult(action="cancel")
                 if answer.strip() == DECLINE:
                     return types.ElicitResult(action="decline")

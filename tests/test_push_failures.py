@@ -1,0 +1,123 @@
+"""A push watcher whose Temporal fails: it backs off, logs once per failure streak, and ends its subscribers."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from temporalio.client import Client
+from temporalio.service import RetryConfig
+
+from mcp_tasks_temporal.backoff import Backoff, GaveUpError
+from mcp_tasks_temporal.contract import ToolTaskInput
+from mcp_tasks_temporal.gateway import TemporalTaskGateway
+from mcp_tasks_temporal.ids import new_task_id
+from mcp_tasks_temporal.push import TaskWatchHub
+from tests.processes import start_front, start_temporal, start_worker
+from tests.test_push import http_listen, listen_message
+from tests.wire import HttpMcp, TaskCalls, envelope
+
+pytestmark = pytest.mark.anyio
+
+
+def test_backoff_doubles_up_to_its_cap() -> None:
+    backoff = Backoff("polling", logging.getLogger("test"), initial_s=1, cap_s=5)
+    assert [backoff.next_delay() for _ in range(5)] == [1, 2, 4, 5, 5]
+    backoff.succeeded()
+    assert backoff.next_delay() == 1
+
+
+async def test_backoff_logs_once_per_streak_and_gives_up(caplog: pytest.LogCaptureFixture) -> None:
+    backoff = Backoff(
+        "polling task T", logging.getLogger("test.backoff"), initial_s=0.01, cap_s=0.02, give_up_after_s=0.2
+    )
+    with caplog.at_level(logging.WARNING, logger="test.backoff"):
+        with pytest.raises(GaveUpError), anyio.fail_after(10):
+            while True:
+                await backoff.failed("UNAVAILABLE")
+    assert [r.getMessage() for r in caplog.records].count(
+        "polling task T is failing (UNAVAILABLE); retrying with backoff up to 0s"
+    ) == 1
+    assert len(caplog.records) == 1
+
+
+async def test_a_watcher_whose_temporal_goes_away_ends_its_subscribers_with_a_reason(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    server, address = start_temporal(tmp_path, db_path=tmp_path / "temporal.db")
+    try:
+        # One quick retry inside the SDK, so the watcher's own backoff is what the test sees.
+        client = await Client.connect(address, retry_config=RetryConfig(max_retries=1, max_elapsed_time_millis=1000))
+        gateway = TemporalTaskGateway(client, task_queue=f"no-worker-{new_task_id()}")
+        task = ToolTaskInput(
+            task_id=new_task_id(),
+            tool="gated",
+            arguments={},
+            meta=envelope(),
+            created_at_ms=int(time.time() * 1000),
+            ttl_ms=600_000,
+            poll_interval_ms=250,
+        )
+        await gateway.create(task, None)
+        hub = TaskWatchHub(gateway, retry_initial_s=0.2, retry_cap_s=0.5, give_up_after_s=3)
+        seen: list[dict[str, Any]] = []
+        lost = anyio.Event()
+        reasons: list[str] = []
+
+        def on_lost(reason: str) -> None:
+            reasons.append(reason)
+            lost.set()
+
+        with caplog.at_level(logging.WARNING, logger="mcp_tasks_temporal.push"):
+            async with hub.running():
+                unsubscribe = hub.subscribe(task.task_id, None, seen.append, on_lost=on_lost)
+                with anyio.fail_after(30):
+                    while not seen:
+                        await anyio.sleep(0.05)
+                server.kill()
+                with anyio.fail_after(90):
+                    await lost.wait()
+                unsubscribe()
+        assert seen[0]["status"] == "working"
+        assert reasons and "kept failing" in reasons[0], reasons
+        messages = [r.getMessage() for r in caplog.records]
+        assert sum("is failing" in m for m in messages) == 1, messages
+        assert any(m.startswith(f"stopped watching task {task.task_id}") for m in messages), messages
+        assert not any(r.exc_info for r in caplog.records), "one line, no traceback"
+    finally:
+        server.kill()
+
+
+async def test_a_listen_whose_task_cannot_be_followed_ends_with_an_error_naming_it(
+    tmp_path: Path, http: httpx.AsyncClient, gate: Path
+) -> None:
+    """Temporal goes away under a front that pushes: the stream ends with -32603 and the task's ID, not silence."""
+    server, address = start_temporal(tmp_path, db_path=tmp_path / "temporal.db")
+    queue = f"push-failures-{new_task_id()}"
+    worker = start_worker(tmp_path, address, queue)
+    front, url = start_front(tmp_path, address, queue, env={"MCP_TASKS_PUSH_GIVE_UP_S": "2"})
+    try:
+        task_id = (await TaskCalls(HttpMcp(url, http)).start("gated", {"gate": str(gate)}))["taskId"]
+        async with http_listen(url, http, listen_message([task_id]), timeout=180) as frames:
+            ack = await anext(frames)
+            assert ack["params"]["notifications"]["taskIds"] == [task_id]
+            assert (await anext(frames))["params"]["status"] == "working"
+            worker.kill()
+            server.kill()
+            ending = await anext(frames)
+            while "error" not in ending:  # a change that raced the kill
+                ending = await anext(frames)
+        assert ending["id"] == 77 and ending["error"]["code"] == -32603, ending
+        assert ending["error"]["data"] == {"taskIds": [task_id]}
+        log = front.log()
+        assert log.count(f"following the history of task {task_id} is failing") == 1, log
+        assert "Traceback" not in log
+    finally:
+        front.stop()
+        worker.kill()
+        server.kill()
