@@ -45,7 +45,7 @@ import temporalio
 from mcp_tasks_temporal.embedded import embedded_temporal
 from tests.wire import HttpMcp, TaskCalls, base_headers, request_message
 
-from ._common import find_temporal_pid, free_port
+from ._common import KEEPALIVE_EXPIRY_S, find_temporal_pid, free_port
 
 APP = "mcp_tasks_temporal.testing.conformance:app"
 TOOL = "confirm_delete"
@@ -341,7 +341,9 @@ async def run(tasks: int, sample_every: int, in_flight: int, workdir: Path, read
     started = time.monotonic()
     async with (
         embedded_temporal(state_dir=workdir / "temporal", port=port, ui_port=None) as temporal,
-        httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=in_flight * 2)) as http,
+        httpx.AsyncClient(
+            timeout=60, limits=httpx.Limits(max_connections=in_flight * 2, keepalive_expiry=KEEPALIVE_EXPIRY_S)
+        ) as http,
     ):
         children: list[Child] = []
         try:
