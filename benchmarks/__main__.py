@@ -1,7 +1,7 @@
 """Run the benchmarks in sequence: reads, workflow_reads, agent_turns, push, throughput, memory, peers, codec,
 dev_layout.
 
-    .venv/bin/python -m benchmarks [--quick] [--only NAME ...]
+    .venv/bin/python -m benchmarks [--quick | --smoke] [--only NAME ...]
 
 Each benchmark runs as its own subprocess (its own dev server, worker and front),
 bounded by a deadline. A benchmark past its deadline, or a Ctrl-C here, gets
@@ -29,8 +29,15 @@ class Benchmark:
     name: str
     quick_deadline_s: float
     full_deadline_s: float
+    smoke_deadline_s: float = 120
+
+    def deadline_s(self, mode: str | None) -> float:
+        if mode == "--smoke":
+            return self.smoke_deadline_s
+        return self.quick_deadline_s if mode == "--quick" else self.full_deadline_s
 
 
+# Smoke deadlines are several times a smoke run on a loaded 2-core machine: start-up dominates there.
 BENCHMARKS: Final = (
     Benchmark("reads", quick_deadline_s=200, full_deadline_s=300),
     Benchmark("workflow_reads", quick_deadline_s=120, full_deadline_s=200),
@@ -40,15 +47,15 @@ BENCHMARKS: Final = (
     Benchmark("memory", quick_deadline_s=240, full_deadline_s=1200),
     Benchmark("peers", quick_deadline_s=360, full_deadline_s=600),
     Benchmark("codec", quick_deadline_s=150, full_deadline_s=400),
-    Benchmark("dev_layout", quick_deadline_s=200, full_deadline_s=600),
+    Benchmark("dev_layout", quick_deadline_s=200, full_deadline_s=600, smoke_deadline_s=180),
 )
 GRACE_S = 60.0
 
 
-def run(benchmark: Benchmark, quick: bool) -> tuple[int | None, float]:
+def run(benchmark: Benchmark, mode: str | None) -> tuple[int | None, float]:
     """The benchmark's exit code (None: it ran out of time) and its run time."""
-    command = [sys.executable, "-m", f"benchmarks.{benchmark.name}", *(["--quick"] if quick else [])]
-    deadline = benchmark.quick_deadline_s if quick else benchmark.full_deadline_s
+    command = [sys.executable, "-m", f"benchmarks.{benchmark.name}", *([mode] if mode else [])]
+    deadline = benchmark.deadline_s(mode)
     print(f"\n===== {' '.join(command[1:])} (deadline {deadline:g} s) =====", flush=True)
     started = time.perf_counter()
     # Its own process group, so the terminal's Ctrl-C reaches it only through us, once.
@@ -82,7 +89,11 @@ def _terminate(signum: int, frame: object) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="each benchmark's --quick")
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument("--quick", action="store_true", help="each benchmark's --quick")
+    modes.add_argument(
+        "--smoke", action="store_true", help="each benchmark's --smoke: a tiny run proving it still works (CI)"
+    )
     parser.add_argument(
         "--only", nargs="+", choices=[b.name for b in BENCHMARKS], default=None, help="run just these, in this order"
     )
@@ -91,13 +102,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     # (a CI stop, a `kill`) takes the same way out as Ctrl-C, through `_interrupt`.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, _terminate)
+    mode = "--smoke" if args.smoke else "--quick" if args.quick else None
     chosen = [b for name in args.only for b in BENCHMARKS if b.name == name] if args.only else list(BENCHMARKS)
     print("\n".join(machine()))
     started = time.perf_counter()
     outcomes: list[tuple[str, int | None, float]] = []
     try:
         for benchmark in chosen:
-            code, seconds = run(benchmark, args.quick)
+            code, seconds = run(benchmark, mode)
             outcomes.append((benchmark.name, code, seconds))
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)

@@ -40,6 +40,8 @@ from tests.wire import base_headers, request_message
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
 CONFORMANCE_APP: Final = "mcp_tasks_temporal.testing.conformance:app"
 HOST: Final = "127.0.0.1"
+# Under uvicorn's 5 s keep-alive timeout: a connection the server is closing must not be reused (ReadError).
+KEEPALIVE_EXPIRY_S: Final = 2.0
 T = TypeVar("T")
 
 
@@ -340,7 +342,9 @@ async def _until_ready(worker: Child, front: Child, url: str, timeout_s: float =
 
 def http_client(connections: int = 64) -> httpx.AsyncClient:
     """HTTP/1.1 with keep-alive, enough connections for the most concurrent phase."""
-    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    limits = httpx.Limits(
+        max_connections=connections, max_keepalive_connections=connections, keepalive_expiry=KEEPALIVE_EXPIRY_S
+    )
     return httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(60.0), trust_env=False)
 
 

@@ -1,6 +1,6 @@
 """What durability costs a sub-agent per turn: the same agent run in a workflow against run in-process.
 
-    .venv/bin/python -m benchmarks.agent_turns [--runs N] [--turns N] [--quick]
+    .venv/bin/python -m benchmarks.agent_turns [--runs N] [--turns N] [--quick | --smoke]
 
 Self-contained: its own Temporal dev server (SQLite file in a temp dir), an
 in-process worker running the demo's `review_code`, and the scripted
@@ -113,10 +113,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--runs", type=int, default=None)
     parser.add_argument("--turns", type=int, default=None)
-    parser.add_argument("--quick", action="store_true", help="2 runs of 4 turns")
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument("--quick", action="store_true", help="2 runs of 4 turns")
+    modes.add_argument("--smoke", action="store_true", help="1 run of 2 turns: proves it runs, in seconds")
     args = parser.parse_args(argv)
-    runs = args.runs or (2 if args.quick else 6)
-    turns = args.turns or (4 if args.quick else 10)
+    runs = args.runs or (1 if args.smoke else 2 if args.quick else 6)
+    turns = args.turns or (2 if args.smoke else 4 if args.quick else 10)
     print("\n".join(machine()))
     rows = asyncio.run(run(runs, turns))
     print()

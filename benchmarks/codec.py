@@ -1,6 +1,6 @@
 """What payload encryption costs: task create and get with the AES-256-GCM codec against the same without it.
 
-    .venv/bin/python -m benchmarks.codec [--samples N] [--quick]
+    .venv/bin/python -m benchmarks.codec [--samples N] [--quick | --smoke]
 
 Self-contained: one Temporal dev server (SQLite file in a temp dir), two clients of
 this process on it, one plain and one with the codec, each behind the front's own
@@ -34,6 +34,7 @@ from ._common import free_port, machine, ms_since, percentile, positive_int, ren
 
 DEFAULT_SAMPLES = 200
 QUICK_SAMPLES = 20
+SMOKE_SAMPLES = 3
 WARMUP = 5
 RATIO_TARGET: Final = 1.15
 """Encrypted p50 at most this many times plain: AES-GCM over a few KB is microseconds against a gRPC round trip."""
@@ -112,9 +113,11 @@ async def run(samples: int) -> list[list[str]]:
 async def amain(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.codec", description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--samples", type=positive_int, default=None, help=f"default {DEFAULT_SAMPLES}")
-    parser.add_argument("--quick", action="store_true", help=f"{QUICK_SAMPLES} samples")
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument("--quick", action="store_true", help=f"{QUICK_SAMPLES} samples")
+    modes.add_argument("--smoke", action="store_true", help=f"{SMOKE_SAMPLES} samples: proves it runs, in seconds")
     args = parser.parse_args(argv)
-    samples = args.samples or (QUICK_SAMPLES if args.quick else DEFAULT_SAMPLES)
+    samples = args.samples or (SMOKE_SAMPLES if args.smoke else QUICK_SAMPLES if args.quick else DEFAULT_SAMPLES)
     print("\n".join(machine()))
     print(f"samples: {samples} per variant, interleaved; argument {len(ARGUMENT)} bytes; no worker")
     started = time.perf_counter()

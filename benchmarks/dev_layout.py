@@ -1,6 +1,6 @@
 """`dev` with its worker in a process of its own against `dev --in-process-worker`, what the front answers.
 
-    .venv/bin/python -m benchmarks.dev_layout [--rounds N] [--samples N] [--quick]
+    .venv/bin/python -m benchmarks.dev_layout [--rounds N] [--samples N] [--quick | --smoke]
 
 Each round starts `dev` once per layout, one after the other (alternating, so drift on the machine hits both),
 on the conformance fixture app. Per layout: create and `tasks/get` of a working task, sample by sample in
@@ -47,6 +47,7 @@ DEFAULT_ROUNDS, QUICK_ROUNDS = 3, 1
 DEFAULT_SAMPLES, QUICK_SAMPLES = 100, 30
 DEFAULT_PHASE_S, QUICK_PHASE_S = 5.0, 3.0
 DEFAULT_TASKS_PER_CLIENT, QUICK_TASKS_PER_CLIENT = 8, 3
+SMOKE_SAMPLES, SMOKE_PHASE_S, SMOKE_TASKS_PER_CLIENT = 3, 0.5, 1
 
 
 @dataclass
@@ -144,18 +145,25 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--rounds", type=positive_int, default=None)
     parser.add_argument("--samples", type=positive_int, default=None)
-    parser.add_argument("--quick", action="store_true", help=f"{QUICK_ROUNDS} round of {QUICK_SAMPLES} samples")
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument("--quick", action="store_true", help=f"{QUICK_ROUNDS} round of {QUICK_SAMPLES} samples")
+    modes.add_argument(
+        "--smoke", action="store_true", help=f"1 round of {SMOKE_SAMPLES} samples: proves it runs, in seconds"
+    )
     return parser.parse_args(argv)
 
 
 async def amain(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    rounds = args.rounds or (QUICK_ROUNDS if args.quick else DEFAULT_ROUNDS)
-    settings = Settings(
-        samples=args.samples or (QUICK_SAMPLES if args.quick else DEFAULT_SAMPLES),
-        phase_s=QUICK_PHASE_S if args.quick else DEFAULT_PHASE_S,
-        tasks_per_client=QUICK_TASKS_PER_CLIENT if args.quick else DEFAULT_TASKS_PER_CLIENT,
-    )
+    rounds = args.rounds or (QUICK_ROUNDS if args.quick or args.smoke else DEFAULT_ROUNDS)
+    if args.smoke:
+        settings = Settings(args.samples or SMOKE_SAMPLES, SMOKE_PHASE_S, SMOKE_TASKS_PER_CLIENT)
+    else:
+        settings = Settings(
+            samples=args.samples or (QUICK_SAMPLES if args.quick else DEFAULT_SAMPLES),
+            phase_s=QUICK_PHASE_S if args.quick else DEFAULT_PHASE_S,
+            tasks_per_client=QUICK_TASKS_PER_CLIENT if args.quick else DEFAULT_TASKS_PER_CLIENT,
+        )
     print("\n".join(machine()))
     print(f"load average before: {load_average()}")
     print(f"{rounds} round(s); {settings.samples} samples per op; {settings.phase_s:g} s sustained", flush=True)

@@ -1,6 +1,6 @@
 """Memory of a worker and a front server against the number of tasks waiting for input, and read latency.
 
-    .venv/bin/python -m benchmarks.memory [--tasks N] [--quick] [--in-flight K]
+    .venv/bin/python -m benchmarks.memory [--tasks N] [--quick | --smoke] [--in-flight K]
 
 Self-contained: it starts its own embedded Temporal dev server (SQLite file in a
 temp dir), one worker and one front server as subprocesses
@@ -45,7 +45,7 @@ import temporalio
 from mcp_tasks_temporal.embedded import embedded_temporal
 from tests.wire import HttpMcp, TaskCalls, base_headers, request_message
 
-from ._common import find_temporal_pid, free_port
+from ._common import KEEPALIVE_EXPIRY_S, find_temporal_pid, free_port
 
 APP = "mcp_tasks_temporal.testing.conformance:app"
 TOOL = "confirm_delete"
@@ -54,6 +54,10 @@ QUICK_TASKS = 1_000
 SAMPLE_EVERY = 1_000
 QUICK_SAMPLE_EVERY = 250
 READ_SAMPLES = 200
+# --smoke: every phase once on a few dozen tasks, to prove the run; its figures mean nothing.
+SMOKE_TASKS = 24
+SMOKE_SAMPLE_EVERY = 12
+SMOKE_READ_SAMPLES = 6
 WARMUP = 5
 IN_FLIGHT = 16
 TAIL = 20
@@ -330,14 +334,16 @@ def machine() -> str:
     )
 
 
-async def run(tasks: int, sample_every: int, in_flight: int, workdir: Path) -> Report:
+async def run(tasks: int, sample_every: int, in_flight: int, workdir: Path, read_samples: int = READ_SAMPLES) -> Report:
     report = Report(tasks)
     port, front_port = free_port(), free_port()
     task_queue = "benchmark-memory"
     started = time.monotonic()
     async with (
         embedded_temporal(state_dir=workdir / "temporal", port=port, ui_port=None) as temporal,
-        httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=in_flight * 2)) as http,
+        httpx.AsyncClient(
+            timeout=60, limits=httpx.Limits(max_connections=in_flight * 2, keepalive_expiry=KEEPALIVE_EXPIRY_S)
+        ) as http,
     ):
         children: list[Child] = []
         try:
@@ -380,8 +386,8 @@ async def run(tasks: int, sample_every: int, in_flight: int, workdir: Path) -> R
                     report.cpu_ms_per_task[name] = (cpu_s(pid) - cpu_before[name]) * 1000 / tasks
 
             rng = random.Random(2663)
-            chosen = rng.sample(task_ids, min(READ_SAMPLES, len(task_ids)))
-            others = [tid for tid in rng.sample(task_ids, min(READ_SAMPLES * 2, len(task_ids))) if tid not in chosen]
+            chosen = rng.sample(task_ids, min(read_samples, len(task_ids)))
+            others = [tid for tid in rng.sample(task_ids, min(read_samples * 2, len(task_ids))) if tid not in chosen]
             evicted = max(0, len(task_ids) - WORKER_CACHE) / len(task_ids)
             report.latencies.append(
                 await time_gets(
@@ -393,7 +399,7 @@ async def run(tasks: int, sample_every: int, in_flight: int, workdir: Path) -> R
             worker.stop()
             report.latencies.append(await time_gets(mcp, "closed (completed), worker stopped", chosen, "completed"))
             report.latencies.append(
-                await time_gets(mcp, "waiting, worker stopped", others[:READ_SAMPLES], "input_required")
+                await time_gets(mcp, "waiting, worker stopped", others[:read_samples], "input_required")
             )
         except BaseException:
             for child in children:
@@ -439,20 +445,28 @@ def render(report: Report) -> str:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.memory", description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--tasks", type=int, default=None, help=f"tasks to create ({DEFAULT_TASKS})")
-    parser.add_argument(
-        "--quick", action="store_true", help=f"{QUICK_TASKS} tasks, a sample every {QUICK_SAMPLE_EVERY}"
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument("--quick", action="store_true", help=f"{QUICK_TASKS} tasks, a sample every {QUICK_SAMPLE_EVERY}")
+    modes.add_argument(
+        "--smoke",
+        action="store_true",
+        help=f"{SMOKE_TASKS} tasks, {SMOKE_READ_SAMPLES} reads per case: proves it runs, in seconds",
     )
     parser.add_argument("--in-flight", type=int, default=IN_FLIGHT, help="concurrent requests while creating")
     args = parser.parse_args(argv)
-    tasks = args.tasks or (QUICK_TASKS if args.quick else DEFAULT_TASKS)
-    sample_every = QUICK_SAMPLE_EVERY if args.quick or tasks < 2 * SAMPLE_EVERY else SAMPLE_EVERY
+    tasks = args.tasks or (SMOKE_TASKS if args.smoke else QUICK_TASKS if args.quick else DEFAULT_TASKS)
+    if args.smoke:
+        sample_every = SMOKE_SAMPLE_EVERY
+    else:
+        sample_every = QUICK_SAMPLE_EVERY if args.quick or tasks < 2 * SAMPLE_EVERY else SAMPLE_EVERY
+    read_samples = SMOKE_READ_SAMPLES if args.smoke else READ_SAMPLES
     # Bounded: creates run at tens per second here; allow a slow machine several times that.
     bound_s = 180 + tasks * 0.12
 
     async def bounded() -> Report:
         with anyio.fail_after(bound_s):
             with tempfile.TemporaryDirectory(prefix="mcp-tasks-memory-") as tmp:
-                return await run(tasks, sample_every, args.in_flight, Path(tmp))
+                return await run(tasks, sample_every, args.in_flight, Path(tmp), read_samples)
 
     print(f"benchmarks.memory: {tasks} tasks, sampling every {sample_every} (bound {bound_s:.0f} s)", flush=True)
     print(render(anyio.run(bounded)))

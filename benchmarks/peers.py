@@ -1,7 +1,7 @@
 """Side by side with fastmcp-tasks (in memory and on Redis), and against the raw Temporal calls, in one run.
 
     .venv/bin/pip install -e ".[peers]"          # fastmcp-tasks; redis-server comes from the OS (apt)
-    .venv/bin/python -m benchmarks.peers [--samples N] [--quick]
+    .venv/bin/python -m benchmarks.peers [--samples N] [--quick | --smoke]
 
 Three servers answer the same HTTP requests at 2026-07-28 (`benchmarks/peer_app.py` has the peer's tools):
 ours (`serve` + `worker` on a dev server, SQLite WAL), fastmcp-tasks on its in-memory backend, and
@@ -54,6 +54,9 @@ DEFAULT_SAMPLES = 200
 QUICK_SAMPLES = 20
 PHASE_S = 10.0
 QUICK_PHASE_S = 3.0
+# --smoke: fastmcp-tasks in memory only (no Redis to start), a few samples, short phases.
+SMOKE_SAMPLES = 3
+SMOKE_PHASE_S = 0.5
 CLIENTS: Final = 10
 READ_TARGET = 1.0
 COMPLETED_VS_DESCRIBE_TARGET = 1.1
@@ -80,10 +83,13 @@ class Server(SlowComputeTasks):
         await self.until(self.waiting, lambda task: task["status"] == "input_required")
         await self.until(self.done, lambda task: task["status"] == "completed")
 
+    def held(self) -> list[str]:
+        """The tasks `prepare` leaves open until `release`."""
+        return [task_id for task_id in (self.running, self.waiting) if task_id]
+
     async def release(self) -> None:
-        for task_id in (self.running, self.waiting):
-            if task_id:
-                _ = (await self.mcp.cancel(task_id)).result
+        for task_id in self.held():
+            _ = (await self.mcp.cancel(task_id)).result
 
 
 @dataclass
@@ -175,7 +181,7 @@ async def start_peer(name: str, docket_url: str, log_dir: Path) -> tuple[Child, 
 
 
 @asynccontextmanager
-async def peers(log_dir: Path) -> AsyncGenerator[list[tuple[str, str]]]:
+async def peers(log_dir: Path, *, redis: bool = True) -> AsyncGenerator[list[tuple[str, str]]]:
     """(name, URL) of each fastmcp-tasks server that could start; reasons for the rest are printed."""
     started: list[tuple[str, str]] = []
     async with AsyncExitStack() as stack:
@@ -187,11 +193,15 @@ async def peers(log_dir: Path) -> AsyncGenerator[list[tuple[str, str]]]:
         child, url = await start_peer("fastmcp-memory", "memory://", log_dir)
         stack.push_async_callback(child.stop)
         started.append(("fastmcp-tasks memory", url))
-        redis = await start_redis(log_dir)
-        if redis is None:
+        if not redis:
+            print("fastmcp-tasks on Redis left out: --smoke runs the in-memory peer only")
+            yield started
+            return
+        redis_server = await start_redis(log_dir)
+        if redis_server is None:
             print("fastmcp-tasks on Redis left out: redis-server is not on PATH (apt-get install redis-server)")
         else:
-            redis_child, port = redis
+            redis_child, port = redis_server
             stack.push_async_callback(redis_child.stop)
             child, url = await start_peer("fastmcp-redis", f"redis://{HOST}:{port}/0", log_dir)
             stack.push_async_callback(child.stop)
@@ -211,7 +221,7 @@ class Results:
     raw_starts_per_s: float
 
 
-async def run(samples: int, phase_s: float) -> Results:
+async def run(samples: int, phase_s: float, *, redis: bool = True) -> Results:
     with tempfile.TemporaryDirectory(prefix="bench-peers-") as tmp:
         async with AsyncExitStack() as stack:
             product = await stack.enter_async_context(product_stack("bench-peers-temporal-"))
@@ -219,7 +229,7 @@ async def run(samples: int, phase_s: float) -> Results:
             calls = Calls(TaskCalls(HttpMcp(product.url, http)), product)
             await calls.learn_task_settings()
             servers = [Server(calls.mcp, "ours")]
-            for name, url in await stack.enter_async_context(peers(Path(tmp))):
+            for name, url in await stack.enter_async_context(peers(Path(tmp), redis=redis)):
                 servers.append(Server(TaskCalls(HttpMcp(url, http)), name))
             for server in servers:
                 await server.prepare()
@@ -232,9 +242,11 @@ async def run(samples: int, phase_s: float) -> Results:
             for col in columns:
                 ops += [col.create, col.get_working, col.get_waiting, col.get_done]
             await interleave(ops, samples)
+            # Ours holds two tasks open (working and input_required) until `release`: the drain leaves them.
+            held = len(servers[0].held())
             for server, col in zip(servers, columns, strict=True):
                 col.creates_per_s = await sustained(server.create, phase_s)
-                await calls.drain(60)
+                await calls.drain(60, held=held)
             raw_starts_per_s = await sustained(calls.raw_start, phase_s)
             for server in servers:
                 await server.release()
@@ -295,18 +307,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.peers", description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--samples", type=positive_int, default=None)
     parser.add_argument("--seconds", type=float, default=None, help="length of each sustained phase")
-    parser.add_argument("--quick", action="store_true", help=f"{QUICK_SAMPLES} samples, {QUICK_PHASE_S:g} s phases")
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument("--quick", action="store_true", help=f"{QUICK_SAMPLES} samples, {QUICK_PHASE_S:g} s phases")
+    modes.add_argument(
+        "--smoke",
+        action="store_true",
+        help=f"{SMOKE_SAMPLES} samples, {SMOKE_PHASE_S:g} s phases, no Redis column: proves it runs, in seconds",
+    )
     return parser.parse_args(argv)
 
 
 async def amain(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    samples = args.samples or (QUICK_SAMPLES if args.quick else DEFAULT_SAMPLES)
-    phase_s = args.seconds or (QUICK_PHASE_S if args.quick else PHASE_S)
+    samples = args.samples or (SMOKE_SAMPLES if args.smoke else QUICK_SAMPLES if args.quick else DEFAULT_SAMPLES)
+    phase_s = args.seconds or (SMOKE_PHASE_S if args.smoke else QUICK_PHASE_S if args.quick else PHASE_S)
     print("\n".join(machine()))
     print(f"load average before: {load_average()}")
     print(f"{samples} interleaved samples per op; sustained phases of {phase_s:g} s with {CLIENTS} clients", flush=True)
-    results = await run(samples, phase_s)
+    results = await run(samples, phase_s, redis=not args.smoke)
     print(report(results))
     print(f"load average after: {load_average()}")
 

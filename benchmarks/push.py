@@ -1,6 +1,6 @@
 """Push latency: `tasks/update` -> `notifications/tasks` on one listen stream holding 1,000 tasks.
 
-    .venv/bin/python -m benchmarks.push [--tasks N] [--samples M] [--quick]
+    .venv/bin/python -m benchmarks.push [--tasks N] [--samples M] [--quick | --smoke]
 
 Self-contained: it starts its own Temporal dev server (SQLite file in a temp
 dir) and runs `mcp-tasks-temporal worker` and `mcp-tasks-temporal serve` as
@@ -56,6 +56,10 @@ from ._common import (
 DEFAULT_TASKS = 1000
 DEFAULT_SAMPLES = 100
 QUICK_SAMPLES = 20
+# --smoke: a handful of tasks on the listen and a short idle window; proves the run, not the figures.
+SMOKE_TASKS = 10
+SMOKE_SAMPLES = 3
+SMOKE_IDLE_WINDOW_S = 2.0
 WARMUP = 3
 CREATE_CONCURRENCY = 16
 ELICITATION: Final[dict[str, Any]] = {"elicitation": {}}
@@ -463,16 +467,24 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--tasks",
         type=positive_int,
-        default=DEFAULT_TASKS,
+        default=None,
         help=f"tasks on the listen (default {DEFAULT_TASKS}, at most {MAX_TASK_IDS})",
     )
     parser.add_argument(
         "--samples", type=positive_int, default=None, help=f"answered tasks timed (default {DEFAULT_SAMPLES})"
     )
-    parser.add_argument(
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument(
         "--quick", action="store_true", help=f"{QUICK_SAMPLES} samples, {QUICK_IDLE_WINDOW_S:g} s idle window"
     )
+    modes.add_argument(
+        "--smoke",
+        action="store_true",
+        help=f"{SMOKE_TASKS} tasks, {SMOKE_SAMPLES} samples, {SMOKE_IDLE_WINDOW_S:g} s idle window: proves it runs",
+    )
     args = parser.parse_args(argv)
+    if args.tasks is None:
+        args.tasks = SMOKE_TASKS if args.smoke else DEFAULT_TASKS
     if args.tasks > MAX_TASK_IDS:
         parser.error(f"--tasks: the server takes at most {MAX_TASK_IDS} taskIds per listen")
     return args
@@ -480,7 +492,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 async def amain(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
-    samples = args.samples or (QUICK_SAMPLES if args.quick else DEFAULT_SAMPLES)
+    samples = args.samples or (SMOKE_SAMPLES if args.smoke else QUICK_SAMPLES if args.quick else DEFAULT_SAMPLES)
     tasks = max(args.tasks, samples + WARMUP)
     if tasks > MAX_TASK_IDS:
         raise SystemExit(f"--samples: at most {MAX_TASK_IDS - WARMUP} with {MAX_TASK_IDS} tasks per listen")
@@ -491,8 +503,10 @@ async def amain(argv: Sequence[str] | None = None) -> None:
     )
     report = Report(tasks, samples)
     started = time.perf_counter()
-    async with asyncio.timeout(QUICK_RUN_TIMEOUT_S if args.quick else RUN_TIMEOUT_S):
-        await run(report, QUICK_IDLE_WINDOW_S if args.quick else IDLE_WINDOW_S)
+    short = args.quick or args.smoke
+    idle_window_s = SMOKE_IDLE_WINDOW_S if args.smoke else QUICK_IDLE_WINDOW_S if args.quick else IDLE_WINDOW_S
+    async with asyncio.timeout(QUICK_RUN_TIMEOUT_S if short else RUN_TIMEOUT_S):
+        await run(report, idle_window_s)
     print()
     print(table(report.results, tasks))
     p50 = percentile(report.results.ours_change, 50)

@@ -1,6 +1,6 @@
 """`tasks/get` two ways: the front's describe-based read against the workflow's `mcp_tasks.state` query.
 
-    .venv/bin/python -m benchmarks.reads [--samples N] [--quick] [--history-events N]
+    .venv/bin/python -m benchmarks.reads [--samples N] [--quick | --smoke] [--history-events N]
 
 Self-contained: it starts its own Temporal dev server (SQLite file in a temp
 dir), runs in-process workers with `ToolTaskWorkflow` and a stand-in tool
@@ -52,6 +52,10 @@ WARMUP = 3
 FAILING_QUERY_SAMPLES = 5
 QUICK_FAILING_QUERY_SAMPLES = 3
 NO_WORKER_QUERY_TIMEOUT = timedelta(seconds=2)
+# --smoke: every case once, to prove the benchmark still runs; its figures mean nothing.
+SMOKE_SAMPLES = 3
+SMOKE_HISTORY_EVENTS = 30
+SMOKE_NO_WORKER_QUERY_TIMEOUT = timedelta(seconds=0.5)
 # Generous, so a query that hangs when it should answer shows up as a failure instead of stalling the run.
 QUERY_TIMEOUT = timedelta(seconds=10)
 # Sampling stops early past these, and the table shows the n actually taken.
@@ -227,6 +231,7 @@ class Bench:
     client: Client
     samples: int
     failing_samples: int
+    no_worker_query_timeout: timedelta = NO_WORKER_QUERY_TIMEOUT
 
     def gateway(self, task_queue: str) -> TemporalTaskGateway:
         # Without the closed-task memory: this benchmark compares what each read costs in Temporal.
@@ -315,24 +320,26 @@ async def compare(
 
 
 async def compare_offline(bench: Bench, case: str, task: Task, status: str) -> list[Row]:
-    """get() against a query with a 2 s deadline, for a task whose worker is gone."""
+    """get() against a query with a short deadline, for a task whose worker is gone."""
     product = await task.get()
     assert product["status"] == status, product
 
     async def query() -> dict[str, Any]:
-        return await task.query(rpc_timeout=NO_WORKER_QUERY_TIMEOUT)
+        return await task.query(rpc_timeout=bench.no_worker_query_timeout)
 
-    reads = [Read("get()", task.get, bench.samples), Read("query (rpc 2 s)", query, bench.failing_samples, True)]
-    notes = {
-        "get()": f"status {status}, no worker",
-        "query (rpc 2 s)": "n capped: each try blocks until about the deadline",
-    }
+    name = f"query (rpc {bench.no_worker_query_timeout.total_seconds():g} s)"
+    reads = [Read("get()", task.get, bench.samples), Read(name, query, bench.failing_samples, True)]
+    notes = {"get()": f"status {status}, no worker", name: "n capped: each try blocks until about the deadline"}
     return rows_for(case, await measure(reads), notes)
 
 
-async def offline_cases(bench: Bench, done: Task, working: Task, *, stopped_at: float) -> list[Row]:
+async def offline_cases(bench: Bench, done: Task, working: Task, *, stopped_at: float, smoke: bool) -> list[Row]:
     rows = await compare_offline(bench, "(e) completed, no worker", done, "completed")
     rows += await compare_offline(bench, "(f) working, no worker", working, "working")
+    if smoke:
+        # (e2) is (e) after a 20 s wait for the server's window: nothing more to prove in a smoke run.
+        print(f"(e2) left out by --smoke: it waits {POLLER_UNAVAILABLE_WINDOW_S:g} s for the server's window")
+        return rows
     await asyncio.sleep(max(0.0, stopped_at + POLLER_UNAVAILABLE_WINDOW_S + 1 - time.monotonic()))
     window = f"(e2) completed, no poll > {POLLER_UNAVAILABLE_WINDOW_S:g} s"
     return rows + await compare_offline(bench, window, done, "completed")
@@ -397,11 +404,12 @@ def worker(client: Client, task_queue: str, *, cache: bool) -> Worker:
     )
 
 
-async def run(samples: int, failing_samples: int, history_events: int) -> list[Row]:
+async def run(samples: int, failing_samples: int, history_events: int, *, smoke: bool = False) -> list[Row]:
     with tempfile.TemporaryDirectory(prefix="mcp-tasks-reads-") as state_dir:
         async with embedded_temporal(state_dir=Path(state_dir), port=free_port(), ui_port=None) as server:
             client = await connect_temporal(server.address, namespace=server.namespace)
-            bench = Bench(client, samples, failing_samples)
+            timeout = SMOKE_NO_WORKER_QUERY_TIMEOUT if smoke else NO_WORKER_QUERY_TIMEOUT
+            bench = Bench(client, samples, failing_samples, timeout)
             queue, evicting_queue = "bench-reads", "bench-reads-evicting"
             async with worker(client, queue, cache=True), worker(client, evicting_queue, cache=False):
                 rows = await online_cases(bench, queue, evicting_queue, history_events)
@@ -410,7 +418,8 @@ async def run(samples: int, failing_samples: int, history_events: int) -> list[R
                 await until(orphan_done, "completed")
                 await until(orphan_working, "working", with_message=True)
             # Both workers are shut down: nothing polls `queue` any more.
-            return rows + await offline_cases(bench, orphan_done, orphan_working, stopped_at=time.monotonic())
+            stopped_at = time.monotonic()
+            return rows + await offline_cases(bench, orphan_done, orphan_working, stopped_at=stopped_at, smoke=smoke)
 
 
 def _positive(text: str) -> int:
@@ -423,11 +432,17 @@ def _positive(text: str) -> int:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.reads", description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--samples", type=_positive, default=None, help=f"samples per read (default {DEFAULT_SAMPLES})")
-    parser.add_argument("--quick", action="store_true", help=f"{QUICK_SAMPLES} samples per read")
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument("--quick", action="store_true", help=f"{QUICK_SAMPLES} samples per read")
+    modes.add_argument(
+        "--smoke",
+        action="store_true",
+        help=f"{SMOKE_SAMPLES} samples, {SMOKE_HISTORY_EVENTS} events in (g), no (e2): proves it runs, in seconds",
+    )
     parser.add_argument(
         "--history-events",
         type=int,
-        default=DEFAULT_HISTORY_EVENTS,
+        default=None,
         help=f"minimum history length for case (g); 0 skips it (default {DEFAULT_HISTORY_EVENTS})",
     )
     return parser.parse_args(argv)
@@ -435,13 +450,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 async def amain(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
-    samples = args.samples or (QUICK_SAMPLES if args.quick else DEFAULT_SAMPLES)
-    failing = min(samples, QUICK_FAILING_QUERY_SAMPLES if args.quick else FAILING_QUERY_SAMPLES)
+    samples = args.samples or (SMOKE_SAMPLES if args.smoke else QUICK_SAMPLES if args.quick else DEFAULT_SAMPLES)
+    failing = min(samples, 1 if args.smoke else QUICK_FAILING_QUERY_SAMPLES if args.quick else FAILING_QUERY_SAMPLES)
+    history_events = args.history_events
+    if history_events is None:
+        history_events = SMOKE_HISTORY_EVENTS if args.smoke else DEFAULT_HISTORY_EVENTS
     print("\n".join(machine()))
     print("server: temporal dev server, SQLite file (WAL) in a temp dir; client and workers in this process")
     started = time.perf_counter()
     async with asyncio.timeout(RUN_TIMEOUT_S):
-        rows = await run(samples, failing, args.history_events)
+        rows = await run(samples, failing, history_events, smoke=args.smoke)
     print()
     print(render_rows(rows))
     print(f"\ntotal run time: {time.perf_counter() - started:.1f} s")

@@ -1,6 +1,6 @@
 """Create and read through the front server against the raw temporalio calls under them, and sustained creates/s.
 
-    .venv/bin/python -m benchmarks.throughput [--samples N] [--quick]
+    .venv/bin/python -m benchmarks.throughput [--samples N] [--quick | --smoke]
 
 Self-contained: it starts its own Temporal dev server (SQLite file in a temp
 dir) and runs `mcp-tasks-temporal worker` and `mcp-tasks-temporal serve` as
@@ -50,6 +50,11 @@ WARMUP = 5
 INTERLEAVE_SEED = 2663
 PHASE_S = 10.0
 QUICK_PHASE_S = 3.0
+# --smoke: every case and concurrency once, to prove the run; its figures mean nothing.
+SMOKE_SAMPLES = 3
+SMOKE_PHASE_S = 0.5
+SMOKE_CONCURRENCY: Final = (1, 8)
+SMOKE_DRAIN_TIMEOUT_S = 10.0
 CONCURRENCY: Final = (1, 8, 32)
 DRAIN_TIMEOUT_S = 60.0
 QUICK_DRAIN_TIMEOUT_S = 20.0
@@ -184,11 +189,11 @@ class Calls(SlowComputeTasks):
     async def running_count(self) -> int:
         return (await self.client.count_workflows('ExecutionStatus="Running"')).count
 
-    async def drain(self, timeout_s: float) -> float:
-        """Wait until the worker has finished every task; returns the seconds it took."""
+    async def drain(self, timeout_s: float, *, held: int = 0) -> float:
+        """Wait until the worker has finished every task but the `held` long-lived ones; the seconds it took."""
         started = time.perf_counter()
         with anyio.move_on_after(timeout_s):
-            while await self.running_count():
+            while await self.running_count() > held:
                 await anyio.sleep(0.25)
         return time.perf_counter() - started
 
@@ -329,10 +334,12 @@ async def sustained_run(
         phase.cpu_s[name] = phase.cpu_s.get(name, 0.0) + pct * wall / 100
 
 
-async def sustained_cases(calls: Calls, phase_s: float, drain_timeout_s: float) -> list[tuple[Phase, Phase]]:
+async def sustained_cases(
+    calls: Calls, phase_s: float, drain_timeout_s: float, concurrencies: Sequence[int] = CONCURRENCY
+) -> list[tuple[Phase, Phase]]:
     """Ours, raw, raw, ours (half the time each), so a drift over the pair cancels out."""
     pairs: list[tuple[Phase, Phase]] = []
-    for concurrency in CONCURRENCY:
+    for concurrency in concurrencies:
         ours, raw = Phase("tools/call (HTTP)", concurrency), Phase("raw start_workflow", concurrency)
         for phase, call in ((ours, calls.create), (raw, calls.raw_start), (raw, calls.raw_start), (ours, calls.create)):
             await sustained_run(calls, phase, call, phase_s / 2, drain_timeout_s)
@@ -399,7 +406,9 @@ def cpu_table(pairs: Sequence[tuple[Phase, Phase]]) -> str:
     return render(header, rows)
 
 
-async def run(samples: int, phase_s: float, drain_timeout_s: float) -> tuple[list[Row], list[tuple[Phase, Phase]]]:
+async def run(
+    samples: int, phase_s: float, drain_timeout_s: float, concurrencies: Sequence[int] = CONCURRENCY
+) -> tuple[list[Row], list[tuple[Phase, Phase]]]:
     async with product_stack("mcp-tasks-throughput-") as stack, http_client() as http:
         calls = Calls(TaskCalls(HttpMcp(stack.url, http)), stack)
         await calls.learn_task_settings()
@@ -407,7 +416,7 @@ async def run(samples: int, phase_s: float, drain_timeout_s: float) -> tuple[lis
         print(f"create samples done; drained in {await calls.drain(drain_timeout_s):.1f} s", flush=True)
         rows += await get_cases(calls, samples)
         print("get samples done", flush=True)
-        return rows, await sustained_cases(calls, phase_s, drain_timeout_s)
+        return rows, await sustained_cases(calls, phase_s, drain_timeout_s, concurrencies)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -417,16 +426,24 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--samples", type=positive_int, default=None, help=f"samples per op (default {DEFAULT_SAMPLES})"
     )
-    parser.add_argument(
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument(
         "--quick", action="store_true", help=f"{QUICK_SAMPLES} samples per op, {QUICK_PHASE_S:g} s sustained phases"
+    )
+    modes.add_argument(
+        "--smoke",
+        action="store_true",
+        help=f"{SMOKE_SAMPLES} samples per op, {SMOKE_PHASE_S:g} s sustained phases at {SMOKE_CONCURRENCY} clients:"
+        " proves it runs, in seconds",
     )
     return parser.parse_args(argv)
 
 
 async def amain(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
-    samples = args.samples or (QUICK_SAMPLES if args.quick else DEFAULT_SAMPLES)
-    phase_s = QUICK_PHASE_S if args.quick else PHASE_S
+    samples = args.samples or (SMOKE_SAMPLES if args.smoke else QUICK_SAMPLES if args.quick else DEFAULT_SAMPLES)
+    phase_s = SMOKE_PHASE_S if args.smoke else QUICK_PHASE_S if args.quick else PHASE_S
+    short = args.quick or args.smoke
     print("\n".join(machine()))
     print(
         "server: temporal dev server, SQLite file (WAL) in a temp dir; `mcp-tasks-temporal serve` and `worker`"
@@ -438,8 +455,10 @@ async def amain(argv: Sequence[str] | None = None) -> None:
         " this process's all compete for the same cores"
     )
     started = time.perf_counter()
-    async with asyncio.timeout(QUICK_RUN_TIMEOUT_S if args.quick else RUN_TIMEOUT_S):
-        rows, pairs = await run(samples, phase_s, QUICK_DRAIN_TIMEOUT_S if args.quick else DRAIN_TIMEOUT_S)
+    drain_timeout_s = SMOKE_DRAIN_TIMEOUT_S if args.smoke else QUICK_DRAIN_TIMEOUT_S if args.quick else DRAIN_TIMEOUT_S
+    concurrencies = SMOKE_CONCURRENCY if args.smoke else CONCURRENCY
+    async with asyncio.timeout(QUICK_RUN_TIMEOUT_S if short else RUN_TIMEOUT_S):
+        rows, pairs = await run(samples, phase_s, drain_timeout_s, concurrencies)
     print()
     print(latency_table(rows))
     print(create_verdict(rows))

@@ -1,6 +1,6 @@
 """`tasks/get` on a workflow tool's task against the same read on a tool task, as a ratio.
 
-    .venv/bin/python -m benchmarks.workflow_reads [--samples N] [--quick]
+    .venv/bin/python -m benchmarks.workflow_reads [--samples N] [--quick | --smoke]
 
 Self-contained: its own Temporal dev server (SQLite file in a temp dir) and an
 in-process worker running `ToolTaskWorkflow` with the stand-in tool of
@@ -38,6 +38,7 @@ from .reads import Bench, Task, create, free_port, stand_in_tool, until
 
 DEFAULT_SAMPLES = 200
 QUICK_SAMPLES = 30
+SMOKE_SAMPLES = 3
 QUEUE = "bench-workflow-reads"
 ENVELOPE: dict[str, Any] = {CLIENT_CAPABILITIES_META_KEY: {"elicitation": {}, "extensions": {EXTENSION_ID: {}}}}
 
@@ -123,9 +124,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         prog="python -m benchmarks.workflow_reads", description=(__doc__ or "").splitlines()[0]
     )
     parser.add_argument("--samples", type=int, default=None)
-    parser.add_argument("--quick", action="store_true", help=f"{QUICK_SAMPLES} samples per read")
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument("--quick", action="store_true", help=f"{QUICK_SAMPLES} samples per read")
+    modes.add_argument("--smoke", action="store_true", help=f"{SMOKE_SAMPLES} samples: proves it runs, in seconds")
     args = parser.parse_args(argv)
-    samples = args.samples or (QUICK_SAMPLES if args.quick else DEFAULT_SAMPLES)
+    samples = args.samples or (SMOKE_SAMPLES if args.smoke else QUICK_SAMPLES if args.quick else DEFAULT_SAMPLES)
     print("\n".join(machine()))
     rows = asyncio.run(run(samples))
     print()

@@ -7,7 +7,8 @@ the shared one stays healthy.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -92,6 +93,17 @@ def stack_factory(workdir: Path, temporal: str) -> Iterator[type[Stack] | object
 
     yield make
     for private in made:
+        private.stop()
+
+
+@contextmanager
+def module_stack(workdir: Path, temporal: str, name: str) -> Generator[Stack]:
+    """A private stack (own task queue) for a module-scoped fixture: started once, shared by tests that
+    only call it, so each test does not pay for starting its processes."""
+    private = Stack(workdir, temporal, task_queue=f"{name}-{uuid.uuid4()}")
+    try:
+        yield private
+    finally:
         private.stop()
 
 

@@ -12,6 +12,8 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -26,8 +28,8 @@ from mcp_tasks_temporal.embedded import temporal_cli
 from mcp_tasks_temporal.ids import owner_key, workflow_id
 from mcp_tasks_temporal.operator_cli import principal_of
 from mcp_tasks_temporal.worker import WORKFLOWS
-from tests.conftest import Stack
-from tests.processes import CLI, REPO_ROOT, child_env, start_front, start_temporal, start_worker
+from tests.conftest import Stack, module_stack
+from tests.processes import CLI, REPO_ROOT, Process, child_env, start_front, start_temporal, start_worker
 from tests.test_auth import BearerMcp
 from tests.variant_cli import ChangedToolTask
 from tests.wire import HttpMcp, TaskCalls
@@ -38,25 +40,75 @@ ELICIT: dict[str, Any] = {"elicitation": {}}
 ACCEPT = {"action": "accept", "content": {"approve": True}}
 
 
-class Principals:
-    """Two fresh principals with bearer tokens on a private front server and worker."""
+def fresh_names() -> dict[str, str]:
+    return {who: f"{who}-{uuid.uuid4().hex[:8]}@example.com" for who in ("alice", "bob")}
 
-    def __init__(
-        self, stack_factory: Any, tmp_path: Path, http: httpx.AsyncClient, front_flags: list[str] | None = None
-    ) -> None:
-        self.names = {who: f"{who}-{uuid.uuid4().hex[:8]}@example.com" for who in ("alice", "bob")}
+
+@dataclass
+class Principals:
+    """Two principals unique to the test, with bearer tokens, on a front server and its worker."""
+
+    names: dict[str, str]
+    stack: Stack
+    worker: Process
+    alice: TaskCalls
+    bob: TaskCalls
+
+    @classmethod
+    def private(
+        cls, stack_factory: Any, tmp_path: Path, http: httpx.AsyncClient, front_flags: list[str] | None = None
+    ) -> Principals:
+        """On a front server and worker of their own, for a test that breaks them or needs other flags."""
+        names = fresh_names()
         tokens = tmp_path / "tokens"
-        tokens.write_text("".join(f"token-{who} {name}\n" for who, name in self.names.items()))
-        self.stack: Stack = stack_factory()
-        self.worker = self.stack.add_worker()
-        url = self.stack.add_front(extra=["--tokens", str(tokens), *(front_flags or [])])
-        self.alice = TaskCalls(BearerMcp(url, http, "token-alice"))
-        self.bob = TaskCalls(BearerMcp(url, http, "token-bob"))
+        tokens.write_text("".join(f"token-{who} {name}\n" for who, name in names.items()))
+        stack: Stack = stack_factory()
+        worker = stack.add_worker()
+        url = stack.add_front(extra=["--tokens", str(tokens), *(front_flags or [])])
+        return cls(
+            names,
+            stack,
+            worker,
+            TaskCalls(BearerMcp(url, http, "token-alice")),
+            TaskCalls(BearerMcp(url, http, "token-bob")),
+        )
+
+
+@dataclass
+class SharedFront:
+    """One worker and one front for the tests that only call them, with a pool of principal pairs."""
+
+    stack: Stack
+    worker: Process
+    pairs: Iterator[tuple[int, dict[str, str]]]
+
+
+# More pairs than tests drawing from the pool; each test's names are its own, as with a private front.
+PAIRS = 8
+
+
+@pytest.fixture(scope="module")
+def shared_front(workdir: Path, temporal: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedFront]:
+    pairs = [fresh_names() for _ in range(PAIRS)]
+    tokens = tmp_path_factory.mktemp("audit") / "tokens"
+    tokens.write_text(
+        "".join(f"token-{who}-{i} {name}\n" for i, names in enumerate(pairs) for who, name in names.items())
+    )
+    with module_stack(workdir, temporal, "audit") as stack:
+        worker = stack.add_worker()
+        stack.add_front(extra=["--tokens", str(tokens)])
+        yield SharedFront(stack, worker, iter(enumerate(pairs)))
 
 
 @pytest.fixture
-def principals(stack_factory: Any, tmp_path: Path, http: httpx.AsyncClient) -> Principals:
-    return Principals(stack_factory, tmp_path, http)
+def principals(shared_front: SharedFront, http: httpx.AsyncClient) -> Principals:
+    """Fresh principals on the module's shared front: the names are unique to the test, the processes not."""
+    index, names = next(shared_front.pairs, (None, None))
+    if index is None or names is None:
+        raise RuntimeError(f"more tests draw principals than PAIRS ({PAIRS}): raise it")
+    url = shared_front.stack.url
+    alice, bob = (TaskCalls(BearerMcp(url, http, f"token-{who}-{index}")) for who in ("alice", "bob"))
+    return Principals(names, shared_front.stack, shared_front.worker, alice, bob)
 
 
 async def run_cli(*args: str, module: list[str] = CLI, check: bool = True) -> subprocess.CompletedProcess[bytes]:
@@ -85,7 +137,7 @@ async def test_json_audit_of_two_questions_a_retry_and_a_cancel(
     stack_factory: Any, tmp_path: Path, http: httpx.AsyncClient, temporal: str, gate: Path
 ) -> None:
     # A lost attempt is retried 3 s after its worker's last heartbeat.
-    principals = Principals(stack_factory, tmp_path, http, ["--heartbeat-timeout", "3"])
+    principals = Principals.private(stack_factory, tmp_path, http, ["--heartbeat-timeout", "3"])
     mcp, alice = principals.alice, principals.names["alice"]
     created = await mcp.start("survey", {"gate": str(gate)}, capabilities=ELICIT)
     task_id = created["taskId"]
@@ -314,7 +366,7 @@ async def test_get_and_watch_link_the_task_in_the_web_ui(
     stack_factory: Any, tmp_path: Path, http: httpx.AsyncClient, temporal: str
 ) -> None:
     ui = "http://ui.example:8233"
-    principals = Principals(stack_factory, tmp_path, http, ["--temporal-ui", ui])
+    principals = Principals.private(stack_factory, tmp_path, http, ["--temporal-ui", ui])
     alice = principals.names["alice"]
     task_id = (await principals.alice.start("double", {"x": 3}))["taskId"]
     done: dict[str, Any] = await principals.alice.wait_for(task_id)

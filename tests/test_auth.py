@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +10,7 @@ import anyio
 import httpx
 import pytest
 
-from tests.conftest import Stack
+from tests.conftest import Stack, module_stack
 from tests.test_push import ELICIT, SUB, collect_until_terminal, http_listen, listen_message
 from tests.wire import TERMINAL, HttpMcp, Reply, TaskCalls, base_headers, envelope
 
@@ -29,18 +29,19 @@ class BearerMcp(HttpMcp):
         return await super().post(message, {**headers, "authorization": f"Bearer {self.token}"})
 
 
-@pytest.fixture
-def tokens_file(tmp_path: Path) -> Path:
-    path = tmp_path / "tokens"
+@pytest.fixture(scope="module")
+def tokens_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("auth") / "tokens"
     path.write_text(f"# token principal\n{ALICE} alice@example.com\n\n{BOB} bob@example.com\n")
     return path
 
 
-@pytest.fixture
-def secured(stack_factory: Any, stack: Stack, tokens_file: Path) -> str:
-    private: Stack = stack_factory()
-    private.task_queue = stack.task_queue
-    return private.add_front(extra=["--tokens", str(tokens_file)])
+@pytest.fixture(scope="module")
+def secured(workdir: Path, temporal: str, stack: Stack, tokens_file: Path) -> Iterator[str]:
+    # One front for the module: every test makes its own tasks, so none sees another's.
+    with module_stack(workdir, temporal, "auth") as private:
+        private.task_queue = stack.task_queue  # the shared worker runs the tools
+        yield private.add_front(extra=["--tokens", str(tokens_file)])
 
 
 async def test_requests_without_a_valid_token_get_401(secured: str, http: httpx.AsyncClient) -> None:

@@ -7,7 +7,7 @@ import json
 import secrets
 import socket
 import uuid
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ from mcp_tasks_temporal.codec import (
     parse_keys,
 )
 from mcp_tasks_temporal.ids import workflow_id
-from tests.conftest import Stack
+from tests.conftest import Stack, module_stack
 from tests.processes import CLI, Process, child_env, free_port, wait_until
 from tests.wire import HttpMcp, TaskCalls
 
@@ -150,12 +150,12 @@ def key_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.fixture
-def encrypted(stack_factory: Any, key_file: Path) -> Stack:
-    private: Stack = stack_factory()
-    private.add_worker(extra=["--codec-key-file", str(key_file)])
-    private.add_front(extra=["--codec-key-file", str(key_file)])
-    return private
+@pytest.fixture(scope="module")
+def encrypted(workdir: Path, temporal: str, key_file: Path) -> Iterator[Stack]:
+    with module_stack(workdir, temporal, "codec") as private:
+        private.add_worker(extra=["--codec-key-file", str(key_file)])
+        private.add_front(extra=["--codec-key-file", str(key_file)])
+        yield private
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from starlette.applications import Starlette
 
 from mcp_tasks_temporal.http_front import BearerAuth, front_app
 from mcp_tasks_temporal.jwt_auth import JwtSettings, JwtVerifier
-from tests.conftest import Stack
+from tests.conftest import Stack, module_stack
 from tests.processes import CLI, FIXTURE_APP, REPO_ROOT
 from tests.test_auth import BearerMcp
 from tests.wire import TaskCalls, base_headers, request_message
@@ -60,19 +60,20 @@ def signer() -> Signer:
     return Signer()
 
 
-@pytest.fixture
-def jwks(tmp_path: Path, signer: Signer) -> Path:
-    path = tmp_path / "jwks.json"
+@pytest.fixture(scope="module")
+def jwks(tmp_path_factory: pytest.TempPathFactory, signer: Signer) -> Path:
+    path = tmp_path_factory.mktemp("jwt") / "jwks.json"
     write_jwks(path, signer)
     return path
 
 
-@pytest.fixture
-def secured(stack_factory: Any, stack: Stack, jwks: Path) -> str:
-    private: Stack = stack_factory()
-    private.task_queue = stack.task_queue  # the shared worker runs the tools
-    extra = ["--jwt-jwks", str(jwks), "--jwt-issuer", ISSUER, "--jwt-audience", AUDIENCE]
-    return private.add_front(extra=extra)
+@pytest.fixture(scope="module")
+def secured(workdir: Path, temporal: str, stack: Stack, jwks: Path) -> Iterator[str]:
+    # One front for the module. A test may add keys to the JWKS file, never remove `signer`'s.
+    with module_stack(workdir, temporal, "jwt") as private:
+        private.task_queue = stack.task_queue  # the shared worker runs the tools
+        extra = ["--jwt-jwks", str(jwks), "--jwt-issuer", ISSUER, "--jwt-audience", AUDIENCE]
+        yield private.add_front(extra=extra)
 
 
 async def discover(url: str, http: httpx.AsyncClient, token: str | None) -> httpx.Response:

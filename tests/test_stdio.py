@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -20,8 +21,8 @@ EXTENSION_ID = "io.modelcontextprotocol/tasks"
 EXIT_TIMEOUT = 10
 
 
-@pytest.fixture
-async def stdio_process(stack: Stack, tmp_path: Path) -> AsyncIterator[Process]:
+@asynccontextmanager
+async def stdio_front(stack: Stack, log_path: Path) -> AsyncGenerator[Process]:
     command = [
         *CLI,
         "serve",
@@ -35,7 +36,7 @@ async def stdio_process(stack: Stack, tmp_path: Path) -> AsyncIterator[Process]:
         FIXTURE_APP,
     ]
     assert command[0] == sys.executable
-    stderr_log = (tmp_path / "stdio-front.log").open("wb")
+    stderr_log = log_path.open("wb")
     process = await anyio.open_process(command, cwd=REPO_ROOT, env=child_env(), stderr=stderr_log)
     try:
         yield process
@@ -54,9 +55,18 @@ async def stdio_process(stack: Stack, tmp_path: Path) -> AsyncIterator[Process]:
             stderr_log.close()
 
 
+@pytest.fixture(scope="module")
+async def stdio(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[TaskCalls]:
+    """One stdio session for the module's tests: each sends its own requests and reads only their replies."""
+    async with stdio_front(stack, tmp_path_factory.mktemp("stdio") / "stdio-front.log") as process:
+        yield TaskCalls(StdioMcp(process))
+
+
 @pytest.fixture
-def stdio(stdio_process: Process) -> TaskCalls:
-    return TaskCalls(StdioMcp(stdio_process))
+async def own_stdio_process(stack: Stack, tmp_path: Path) -> AsyncIterator[Process]:
+    """A stdio child of the test's own, for a test that ends it."""
+    async with stdio_front(stack, tmp_path / "stdio-front.log") as process:
+        yield process
 
 
 async def test_discover_over_stdio_advertises_the_extension(stdio: TaskCalls) -> None:
@@ -128,9 +138,10 @@ async def test_task_methods_over_stdio_without_the_extension_are_missing_capabil
     assert reply.error["code"] == -32021
 
 
-async def test_closing_stdin_ends_the_stdio_server_cleanly(stdio: TaskCalls, stdio_process: Process) -> None:
+async def test_closing_stdin_ends_the_stdio_server_cleanly(own_stdio_process: Process) -> None:
+    stdio = TaskCalls(StdioMcp(own_stdio_process))
     assert (await stdio.client.request("server/discover", {})).result["resultType"] == "complete"
-    assert stdio_process.stdin is not None
-    await stdio_process.stdin.aclose()
+    assert own_stdio_process.stdin is not None
+    await own_stdio_process.stdin.aclose()
     with anyio.fail_after(EXIT_TIMEOUT):
-        assert await stdio_process.wait() == 0
+        assert await own_stdio_process.wait() == 0

@@ -90,7 +90,15 @@ def test_task_ids_are_uuid4_with_122_random_bits() -> None:
 
 
 @pytest.mark.parametrize(
-    "value", ["", "x", "00000000-0000-0000-0000-000000000000", str(uuid.uuid1()), str(uuid.uuid4()).upper(), "../x"]
+    "value",
+    [
+        "",
+        "x",
+        "00000000-0000-0000-0000-000000000000",
+        "82d7e09e-ef2a-11f1-bf61-02fc00000001",  # a uuid1
+        "5B3A5DD1-B9D5-4418-9EEC-0188F9120714",  # a uuid4, upper case
+        "../x",
+    ],
 )
 def test_anything_but_a_canonical_uuid4_is_not_a_task_id(value: str) -> None:
     assert not is_task_id(value)
