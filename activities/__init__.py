@@ -1,5 +1,5 @@
-"""Temporal activities of mcp-tasks-temporal (imported as `mcp_tasks_temporal.activities`)."""
+"""Temporal activities of mcp-tasks-temporal (imported as `mcp_tasks_temporal.temporal.activities`)."""
 
-from mcp_tasks_temporal.activities.tool_call import ToolActivities
+from mcp_tasks_temporal.temporal.activities.tool_call import ToolActivities
 
 __all__ = ["ToolActivities"]

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
-from mcp_tasks_temporal.duplicates import Duplicate, find_duplicates
+from mcp_tasks_temporal.demo.duplicates import Duplicate, find_duplicates
 
 REVIEW_ROOT_ENV: Final = "MCP_TASKS_REVIEW_ROOT"
 MAX_LISTED: Final = 500

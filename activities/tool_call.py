@@ -44,7 +44,8 @@ from pydantic import BaseModel, ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from mcp_tasks_temporal.contract import (
+from mcp_tasks_temporal.sdk_compat import get_tool, lowlevel_server, task_session
+from mcp_tasks_temporal.temporal.contract import (
     INTERNAL_ERROR_CODE,
     JSONRPC_ERROR,
     RUN_TOOL_ACTIVITY,
@@ -54,10 +55,9 @@ from mcp_tasks_temporal.contract import (
     ToolRoundInput,
     as_object,
 )
-from mcp_tasks_temporal.inputs import missing_capability_error
-from mcp_tasks_temporal.progress import StatusReporter, TaskRun, bind_run, progress_message
-from mcp_tasks_temporal.sdk_compat import get_tool, lowlevel_server, task_session
-from mcp_tasks_temporal.tracing import tool_span
+from mcp_tasks_temporal.temporal.inputs import missing_capability_error
+from mcp_tasks_temporal.temporal.progress import StatusReporter, TaskRun, bind_run, progress_message
+from mcp_tasks_temporal.temporal.tracing import tool_span
 
 logger = logging.getLogger(__name__)
 

@@ -33,8 +33,8 @@ import temporalio
 from anyio.abc import Process
 from temporalio.client import Client
 
-from mcp_tasks_temporal.connection import connect_temporal
-from mcp_tasks_temporal.embedded import embedded_temporal, temporal_cli
+from mcp_tasks_temporal.ops.dev.embedded_temporal import embedded_temporal, temporal_cli
+from mcp_tasks_temporal.temporal.connection import connect_temporal
 from tests.wire import base_headers, request_message
 
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent

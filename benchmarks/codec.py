@@ -23,12 +23,12 @@ from typing import Final
 
 from temporalio.api.common.v1 import Payload
 
-from mcp_tasks_temporal.codec import AesGcmCodec
-from mcp_tasks_temporal.connection import ConnectionOptions, connect
-from mcp_tasks_temporal.contract import ToolTaskInput
-from mcp_tasks_temporal.embedded import embedded_temporal
-from mcp_tasks_temporal.gateway import TemporalTaskGateway, now_ms
-from mcp_tasks_temporal.ids import new_task_id
+from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, now_ms
+from mcp_tasks_temporal.ops.dev.embedded_temporal import embedded_temporal
+from mcp_tasks_temporal.temporal.codec import AesGcmCodec
+from mcp_tasks_temporal.temporal.connection import ConnectionOptions, connect
+from mcp_tasks_temporal.temporal.contract import ToolTaskInput
+from mcp_tasks_temporal.temporal.ids import new_task_id
 
 from ._common import free_port, machine, ms_since, percentile, positive_int, render, run_main
 

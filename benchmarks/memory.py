@@ -42,7 +42,7 @@ import anyio
 import httpx
 import temporalio
 
-from mcp_tasks_temporal.embedded import embedded_temporal
+from mcp_tasks_temporal.ops.dev.embedded_temporal import embedded_temporal
 from tests.wire import HttpMcp, TaskCalls, base_headers, request_message
 
 from ._common import KEEPALIVE_EXPIRY_S, find_temporal_pid, free_port

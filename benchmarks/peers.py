@@ -31,7 +31,7 @@ from typing import Any, Final
 import anyio
 import httpx
 
-from mcp_tasks_temporal.ids import workflow_id
+from mcp_tasks_temporal.temporal.ids import workflow_id
 from tests.wire import HttpMcp, TaskCalls
 
 from ._common import (

@@ -28,9 +28,11 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 from temporalio.worker import Worker
 
-from mcp_tasks_temporal.closed_tasks import ClosedTaskCache
-from mcp_tasks_temporal.connection import connect_temporal
-from mcp_tasks_temporal.contract import (
+from mcp_tasks_temporal.front.closed_tasks import ClosedTaskCache
+from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, now_ms
+from mcp_tasks_temporal.ops.dev.embedded_temporal import embedded_temporal
+from mcp_tasks_temporal.temporal.connection import connect_temporal
+from mcp_tasks_temporal.temporal.contract import (
     RUN_TOOL_ACTIVITY,
     STATE_QUERY,
     StatusDetails,
@@ -38,10 +40,8 @@ from mcp_tasks_temporal.contract import (
     ToolTaskInput,
     as_object,
 )
-from mcp_tasks_temporal.embedded import embedded_temporal
-from mcp_tasks_temporal.gateway import TemporalTaskGateway, now_ms
-from mcp_tasks_temporal.ids import new_task_id, workflow_id
-from mcp_tasks_temporal.workflows import ToolTaskWorkflow
+from mcp_tasks_temporal.temporal.ids import new_task_id, workflow_id
+from mcp_tasks_temporal.temporal.workflows import ToolTaskWorkflow
 
 from ._common import machine, render
 

@@ -24,9 +24,9 @@ from typing import Any, Final
 import anyio
 from temporalio.client import Client
 
-from mcp_tasks_temporal.contract import STATE_QUERY, TOOL_TASK_WORKFLOW, ToolTaskInput
-from mcp_tasks_temporal.gateway import TemporalTaskGateway, now_ms
-from mcp_tasks_temporal.ids import new_task_id, workflow_id
+from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, now_ms
+from mcp_tasks_temporal.temporal.contract import STATE_QUERY, TOOL_TASK_WORKFLOW, ToolTaskInput
+from mcp_tasks_temporal.temporal.ids import new_task_id, workflow_id
 from tests.wire import HttpMcp, TaskCalls, envelope
 
 from ._common import (

@@ -14,7 +14,7 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 
 from mcp_tasks_temporal import TasksExtension, set_status
-from mcp_tasks_temporal.gateway import TemporalTaskGateway
+from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
 
 
 class NoPushTasks(TasksExtension):

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from temporalio.client import Client
 
-from mcp_tasks_temporal.connection import connect_temporal
+from mcp_tasks_temporal.temporal.connection import connect_temporal
 from tests.processes import Process, start_front, start_temporal, start_worker
 from tests.wire import HttpMcp, TaskCalls
 

@@ -13,7 +13,7 @@ import anyio
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 
-from mcp_tasks_temporal.contract import INPUT_SIGNAL
+from mcp_tasks_temporal.temporal.contract import INPUT_SIGNAL
 
 
 async def signal_answers(handle: WorkflowHandle[Any, Any], answers: dict[str, Any], *, timeout: float = 30) -> None:

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from temporalio import workflow
 
-from mcp_tasks_temporal.workflow import set_status
+from mcp_tasks_temporal.temporal.workflow_api import set_status
 
 with workflow.unsafe.imports_passed_through():
     from tests.docs_release_activities import BuildRequest, build, deploy

@@ -26,7 +26,7 @@ from mcp_types import (
 from pydantic import BaseModel
 
 from mcp_tasks_temporal import ActivityPolicy, TasksExtension, set_status
-from mcp_tasks_temporal.inputs import request_input, request_inputs
+from mcp_tasks_temporal.temporal.inputs import request_input, request_inputs
 
 tasks = TasksExtension(default_poll_interval_ms=250)
 app = MCPServer("fixture-app", version="0.0.1", extensions=[tasks])

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 
-from mcp_tasks_temporal.embedded import dev_server_command
+from mcp_tasks_temporal.ops.dev.embedded_temporal import dev_server_command
 from tests.wire import base_headers, request_message
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -7,12 +7,12 @@ from pydantic_ai.exceptions import UserError
 from pydantic_ai.models.openai import OpenAIChatModel
 from temporalio.plugin import SimplePlugin
 
-from mcp_tasks_temporal import agent
-from mcp_tasks_temporal.cli import build_parser
+from mcp_tasks_temporal.contrib.pydantic_ai import sub_agent as agent
 from mcp_tasks_temporal.demo import app as demo_app
 from mcp_tasks_temporal.demo import tasks as demo_tasks
-from mcp_tasks_temporal.extension import TasksExtension
-from mcp_tasks_temporal.server_commands import configure
+from mcp_tasks_temporal.front.extension import TasksExtension
+from mcp_tasks_temporal.ops.cli import build_parser
+from mcp_tasks_temporal.ops.server_commands import configure
 
 
 @pytest.fixture(autouse=True)
@@ -55,7 +55,7 @@ def test_the_demo_registers_review_code_with_what_a_worker_needs() -> None:
     assert "review_code" in demo_tasks.workflow_tools
     assert demo_tasks.workflow_tools["review_code"].activities  # the path check
     names = [plugin.name() for plugin in demo_tasks.plugins]
-    assert names == ["PydanticAIPlugin", "mcp_tasks_temporal.agent"]
+    assert names == ["PydanticAIPlugin", "mcp_tasks_temporal.contrib.pydantic_ai"]
     assert demo_app.name == "mcp-tasks-temporal-demo"
 
 

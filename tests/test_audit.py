@@ -23,11 +23,11 @@ import httpx
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from mcp_tasks_temporal.audit import SCHEMA_VERSION, load_runs, verify
-from mcp_tasks_temporal.embedded import temporal_cli
-from mcp_tasks_temporal.ids import owner_key, workflow_id
-from mcp_tasks_temporal.operator_cli import principal_of
-from mcp_tasks_temporal.worker import WORKFLOWS
+from mcp_tasks_temporal.ops.audit import SCHEMA_VERSION, load_runs, verify
+from mcp_tasks_temporal.ops.dev.embedded_temporal import temporal_cli
+from mcp_tasks_temporal.ops.operator_cli import principal_of
+from mcp_tasks_temporal.temporal.ids import owner_key, workflow_id
+from mcp_tasks_temporal.temporal.worker import WORKFLOWS
 from tests.conftest import Stack, module_stack
 from tests.processes import CLI, REPO_ROOT, Process, child_env, start_front, start_temporal, start_worker
 from tests.test_auth import BearerMcp
@@ -348,7 +348,7 @@ async def test_admin_cancel_cancels_exactly_the_matching_tasks(
 
 
 def test_visibility_query_of_the_filters() -> None:
-    from mcp_tasks_temporal.admin import TaskFilter, parse_duration
+    from mcp_tasks_temporal.ops.admin import TaskFilter, parse_duration
 
     now = datetime.fromisoformat("2026-01-02T03:04:05+00:00")
     query = TaskFilter(owner_key="k", status="failed", older_than=parse_duration("1h30m")).query(now)

@@ -145,7 +145,7 @@ def test_a_workflow_the_sandbox_refuses_names_its_cause_and_the_fix_on_one_line(
 
 
 def test_only_a_module_that_holds_the_server_gets_its_imports_passed_through() -> None:
-    from mcp_tasks_temporal.sandbox import app_module_passthrough
+    from mcp_tasks_temporal.temporal.sandbox import app_module_passthrough
     from tests.docs_release_workflow import ReleaseWorkflow
     from tests.one_file_app import OneFile
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from typing import Any, cast
 
-from mcp_tasks_temporal.cli import build_parser
+from mcp_tasks_temporal.ops.cli import build_parser
 from tests.processes import REPO_ROOT, child_env
 
 HEAVY = ("temporalio", "mcp", "mcp_types", "uvicorn", "starlette", "pydantic", "cryptography", "anyio")
@@ -32,7 +32,7 @@ def test_the_top_level_help_names_every_command() -> None:
 def test_parsing_any_command_line_imports_no_heavy_package() -> None:
     script = f"""
 import json, sys
-from mcp_tasks_temporal.cli import build_parser
+from mcp_tasks_temporal.ops.cli import build_parser
 parser = build_parser()
 for argv in (["dev"], ["serve", "--app", "x:y"], ["call", "tool"], ["audit", "T"], ["admin", "tasks"], ["codec-key"]):
     parser.parse_args(argv)

@@ -19,7 +19,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.converter import PayloadCodec
 
-from mcp_tasks_temporal.codec import (
+from mcp_tasks_temporal.temporal.codec import (
     ENCODING,
     KEY_ID_METADATA,
     AesGcmCodec,
@@ -29,7 +29,7 @@ from mcp_tasks_temporal.codec import (
     new_key,
     parse_keys,
 )
-from mcp_tasks_temporal.ids import workflow_id
+from mcp_tasks_temporal.temporal.ids import workflow_id
 from tests.conftest import Stack, module_stack
 from tests.processes import CLI, Process, child_env, free_port, wait_until
 from tests.wire import HttpMcp, TaskCalls

@@ -12,8 +12,8 @@ import httpx
 import pytest
 from temporalio.service import TLSConfig
 
-from mcp_tasks_temporal.cli import build_parser
-from mcp_tasks_temporal.connection import ConnectionOptions, connect_config
+from mcp_tasks_temporal.ops.cli import build_parser
+from mcp_tasks_temporal.temporal.connection import ConnectionOptions, connect_config
 from tests.processes import CLI, FIXTURE_APP, REPO_ROOT, child_env, start_front, start_worker
 from tests.tls_proxy import CertificateAuthority, Pem, TlsTerminator
 from tests.wire import HttpMcp, TaskCalls

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from mcp_tasks_temporal.cli import build_parser
+from mcp_tasks_temporal.ops.cli import build_parser
 from tests.processes import REPO_ROOT
 
 COMPOSE = REPO_ROOT / "docker-compose.yml"

@@ -16,7 +16,7 @@ import anyio
 import httpx
 import pytest
 
-from mcp_tasks_temporal.dev_worker import SupervisedWorker
+from mcp_tasks_temporal.ops.dev.worker_process import SupervisedWorker
 from tests.processes import CLI, REPO_ROOT, Process, child_env, free_port, wait_until
 from tests.wire import HttpMcp, TaskCalls
 
@@ -198,8 +198,8 @@ def _leave_a_survivor(state: Path, temporal_port: int, log: Path) -> int:
     script = f"""
 import subprocess, sys
 from pathlib import Path
-from mcp_tasks_temporal.embedded import dev_server_command
-from mcp_tasks_temporal.state_dir import state_dir_lock
+from mcp_tasks_temporal.ops.dev.embedded_temporal import dev_server_command
+from mcp_tasks_temporal.ops.dev.state_dir import state_dir_lock
 state = Path({str(state)!r})
 with state_dir_lock(state) as lock:
     command = dev_server_command(host="127.0.0.1", port={temporal_port}, ui_port=None,

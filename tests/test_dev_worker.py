@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_tasks_temporal.cli import build_parser
-from mcp_tasks_temporal.dev_worker import PARENT_PID_ENV, worker_command, worker_environment
+from mcp_tasks_temporal.ops.cli import build_parser
+from mcp_tasks_temporal.ops.dev.worker_process import PARENT_PID_ENV, worker_command, worker_environment
 
 CONNECTION = {"address", "namespace", "api_key", "tls", "tls_ca_path", "tls_cert_path", "tls_key_path"}
 NOT_THE_WORKERS = CONNECTION | {"tls_server_name", "profile", "config_file", "metrics_port", "metrics_host", "run"}

@@ -8,9 +8,9 @@ import pytest
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from mcp_tasks_temporal.heartbeats import MAX_INTERVAL_S, heartbeat_interval
-from mcp_tasks_temporal.sandbox import workflow_runner
-from mcp_tasks_temporal.task_interceptor import TaskInterceptor
+from mcp_tasks_temporal.temporal.heartbeats import MAX_INTERVAL_S, heartbeat_interval
+from mcp_tasks_temporal.temporal.sandbox import workflow_runner
+from mcp_tasks_temporal.temporal.task_interceptor import TaskInterceptor
 from tests.heartbeat_fixture import Checkpointed, checkpointed
 
 pytestmark = pytest.mark.anyio

@@ -10,7 +10,7 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from mcp_tasks_temporal.ids import workflow_id
+from mcp_tasks_temporal.temporal.ids import workflow_id
 from tests.conftest import Stack
 from tests.direct_signals import signal_answers
 from tests.processes import free_port

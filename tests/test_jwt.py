@@ -21,8 +21,8 @@ from mcp.server.auth.settings import AuthSettings
 from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
 
-from mcp_tasks_temporal.http_front import BearerAuth, front_app
-from mcp_tasks_temporal.jwt_auth import JwtSettings, JwtVerifier
+from mcp_tasks_temporal.front.http_app import BearerAuth, front_app
+from mcp_tasks_temporal.front.jwt_auth import JwtSettings, JwtVerifier
 from tests.conftest import Stack, module_stack
 from tests.processes import CLI, FIXTURE_APP, REPO_ROOT
 from tests.test_auth import BearerMcp

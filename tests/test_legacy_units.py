@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_tasks_temporal import handshake_echo
-from mcp_tasks_temporal.legacy_tasks import answer_id, legacy_task, parse_answer_id
+from mcp_tasks_temporal.front import handshake_echo
+from mcp_tasks_temporal.front.legacy_tasks import answer_id, legacy_task, parse_answer_id
 
 INIT: dict[str, Any] = {
     "protocolVersion": "2025-11-25",

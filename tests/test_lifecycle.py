@@ -12,8 +12,8 @@ import anyio
 import pytest
 from temporalio.client import Client
 
-from mcp_tasks_temporal.contract import to_iso
-from mcp_tasks_temporal.ids import workflow_id
+from mcp_tasks_temporal.temporal.contract import to_iso
+from mcp_tasks_temporal.temporal.ids import workflow_id
 from tests.wire import TaskCalls
 
 pytestmark = pytest.mark.anyio

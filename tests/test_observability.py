@@ -11,8 +11,8 @@ import anyio
 import httpx
 import pytest
 
-from mcp_tasks_temporal.contract import RUN_TOOL_ACTIVITY, TOOL_TASK_WORKFLOW
-from mcp_tasks_temporal.tracing import tracing_requested
+from mcp_tasks_temporal.temporal.contract import RUN_TOOL_ACTIVITY, TOOL_TASK_WORKFLOW
+from mcp_tasks_temporal.temporal.tracing import tracing_requested
 from tests.conftest import Stack
 from tests.otlp_collector import Collector, Span, otlp_collector
 from tests.processes import free_port, start_front, start_temporal, start_worker

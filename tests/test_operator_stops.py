@@ -25,9 +25,9 @@ from temporalio.client import (
     WorkflowHandle,
 )
 
-from mcp_tasks_temporal.contract import ToolTaskInput
-from mcp_tasks_temporal.gateway import TemporalTaskGateway
-from mcp_tasks_temporal.ids import new_task_id, workflow_id
+from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
+from mcp_tasks_temporal.temporal.contract import ToolTaskInput
+from mcp_tasks_temporal.temporal.ids import new_task_id, workflow_id
 from tests.conftest import Stack
 from tests.test_push import collect_until_terminal, http_listen, listen_message
 from tests.wire import TaskCalls, envelope

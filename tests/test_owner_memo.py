@@ -7,8 +7,8 @@ import uuid
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from mcp_tasks_temporal.contract import TOOL_TASK_WORKFLOW, Memo, ToolTaskInput
-from mcp_tasks_temporal.ids import ANONYMOUS_OWNER, owner_key, workflow_id
+from mcp_tasks_temporal.temporal.contract import TOOL_TASK_WORKFLOW, Memo, ToolTaskInput
+from mcp_tasks_temporal.temporal.ids import ANONYMOUS_OWNER, owner_key, workflow_id
 from tests.wire import TaskCalls, envelope
 
 pytestmark = pytest.mark.anyio

@@ -11,8 +11,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.failure.v1 import Failure
 from temporalio.client import Client
 
-from mcp_tasks_temporal.contract import TOOL_HUNG
-from mcp_tasks_temporal.ids import workflow_id
+from mcp_tasks_temporal.temporal.contract import TOOL_HUNG
+from mcp_tasks_temporal.temporal.ids import workflow_id
 from tests.wire import TaskCalls
 
 pytestmark = pytest.mark.anyio

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_tasks_temporal.ports import can_listen
+from mcp_tasks_temporal.ops.dev.ports import can_listen
 from tests.processes import REPO_ROOT, Process, free_port, wait_until
 from tests.processes import child_env as process_env
 

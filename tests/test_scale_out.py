@@ -28,8 +28,8 @@ import httpx
 import pytest
 from mcp_types import HEADER_MISMATCH
 
-from mcp_tasks_temporal.connection import connect_temporal
-from mcp_tasks_temporal.ids import workflow_id
+from mcp_tasks_temporal.temporal.connection import connect_temporal
+from mcp_tasks_temporal.temporal.ids import workflow_id
 from tests.processes import Process, free_port, start_front, start_temporal, start_worker
 from tests.wire import TERMINAL, HttpMcp, TaskCalls
 

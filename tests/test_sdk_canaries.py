@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from temporalio import activity, workflow
 
 from mcp_tasks_temporal import sdk_compat
-from mcp_tasks_temporal.activities import ToolActivities
+from mcp_tasks_temporal.temporal.activities import ToolActivities
 
 pytestmark = pytest.mark.anyio
 

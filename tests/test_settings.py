@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from mcp_tasks_temporal.cli import build_parser
+from mcp_tasks_temporal.ops.cli import build_parser
 
 SERVER_COMMANDS = ("dev", "serve", "worker", "codec-server")
 

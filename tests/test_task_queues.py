@@ -9,8 +9,8 @@ import httpx
 import pytest
 from temporalio.client import Client
 
-from mcp_tasks_temporal.app import default_task_queue, load_app
-from mcp_tasks_temporal.ids import workflow_id
+from mcp_tasks_temporal.front.app_loading import default_task_queue, load_app
+from mcp_tasks_temporal.temporal.ids import workflow_id
 from tests.processes import CLI, Process, free_port, wait_until
 from tests.wire import HttpMcp, TaskCalls
 

@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from mcp_tasks_temporal import TasksExtension
-from mcp_tasks_temporal.capabilities import undeclared_asks
-from mcp_tasks_temporal.extension import ToolTaskOptions
+from mcp_tasks_temporal.front.extension import ToolTaskOptions
+from mcp_tasks_temporal.temporal.capabilities import undeclared_asks
 from tests.conftest import Stack
 from tests.processes import start_front, start_worker
 from tests.wire import HttpMcp, TaskCalls

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 import mcp_tasks_temporal
-from mcp_tasks_temporal.contract import ActivityPolicy, detailed_task, to_iso
-from mcp_tasks_temporal.extension import TasksExtension, ToolTaskOptions
-from mcp_tasks_temporal.ids import ANONYMOUS_OWNER, is_task_id, new_task_id, owner_key, workflow_id
-from mcp_tasks_temporal.inputs import as_input_request, missing_capability_error, response_problem
-from mcp_tasks_temporal.progress import progress_message
+from mcp_tasks_temporal.front.extension import TasksExtension, ToolTaskOptions
+from mcp_tasks_temporal.temporal.contract import ActivityPolicy, detailed_task, to_iso
+from mcp_tasks_temporal.temporal.ids import ANONYMOUS_OWNER, is_task_id, new_task_id, owner_key, workflow_id
+from mcp_tasks_temporal.temporal.inputs import as_input_request, missing_capability_error, response_problem
+from mcp_tasks_temporal.temporal.progress import progress_message
 
 ELICIT = {"method": "elicitation/create", "params": {"message": "?", "requestedSchema": {"type": "object"}}}
 APPROVE = {

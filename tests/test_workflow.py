@@ -23,7 +23,7 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureEr
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Replayer, Worker
 
-from mcp_tasks_temporal.contract import (
+from mcp_tasks_temporal.temporal.contract import (
     INPUT_SIGNAL,
     JSONRPC_ERROR,
     RUN_TOOL_ACTIVITY,
@@ -36,7 +36,7 @@ from mcp_tasks_temporal.contract import (
     ToolTaskInput,
     to_iso,
 )
-from mcp_tasks_temporal.workflows import ToolTaskWorkflow
+from mcp_tasks_temporal.temporal.workflows import ToolTaskWorkflow
 
 pytestmark = pytest.mark.anyio
 

@@ -25,13 +25,13 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
 from mcp_tasks_temporal import TasksExtension
-from mcp_tasks_temporal.connection import connect_temporal
-from mcp_tasks_temporal.contract import CLIENT_CAPABILITIES_META_KEY, EXTENSION_ID
-from mcp_tasks_temporal.embedded import temporal_cli
-from mcp_tasks_temporal.gateway import TemporalTaskGateway, WorkflowTask
-from mcp_tasks_temporal.workflow import task_error
-from mcp_tasks_temporal.workflow_results import call_tool_result, failure_outcome
-from mcp_tasks_temporal.workflows import ToolTaskWorkflow
+from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, WorkflowTask
+from mcp_tasks_temporal.ops.dev.embedded_temporal import temporal_cli
+from mcp_tasks_temporal.temporal.connection import connect_temporal
+from mcp_tasks_temporal.temporal.contract import CLIENT_CAPABILITIES_META_KEY, EXTENSION_ID
+from mcp_tasks_temporal.temporal.tool_results import call_tool_result, failure_outcome
+from mcp_tasks_temporal.temporal.workflow_api import task_error
+from mcp_tasks_temporal.temporal.workflows import ToolTaskWorkflow
 from tests.workflow_fixture_activities import refuse, run_step
 from tests.workflow_fixture_models import LoopState, PipelineRequest
 from tests.workflow_fixture_workflows import (
@@ -271,7 +271,7 @@ def test_workflow_tool_registers_as_a_call_and_as_a_decorator() -> None:
 def test_workers_get_each_workflow_tool_on_its_queue_once() -> None:
     from mcp.server.mcpserver import MCPServer
 
-    from mcp_tasks_temporal.worker import workflow_tools_on
+    from mcp_tasks_temporal.temporal.worker import workflow_tools_on
 
     tasks = TasksExtension()
     app = MCPServer("queues", extensions=[tasks])
@@ -288,7 +288,7 @@ def test_workers_get_each_workflow_tool_on_its_queue_once() -> None:
 def test_questions_in_wire_form_or_as_mcp_types_models_are_the_same_question() -> None:
     from mcp_types import ElicitRequest, ElicitRequestFormParams
 
-    from mcp_tasks_temporal.workflow import INVALID_INPUT_REQUEST, _wire_request  # pyright: ignore[reportPrivateUsage]
+    from mcp_tasks_temporal.temporal.workflow_api import INVALID_INPUT_REQUEST, _wire_request  # pyright: ignore[reportPrivateUsage]
 
     schema: Any = APPROVE["params"]["requestedSchema"]  # pyright: ignore[reportArgumentType, reportCallIssue, reportIndexIssue]
     model = ElicitRequest(params=ElicitRequestFormParams(message="Deploy?", requested_schema=schema))

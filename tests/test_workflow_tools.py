@@ -22,9 +22,9 @@ import httpx
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from mcp_tasks_temporal.connection import connect_temporal
-from mcp_tasks_temporal.contract import CLIENT_CAPABILITIES_META_KEY, WORKFLOW_KIND, Memo
-from mcp_tasks_temporal.ids import owner_key, workflow_id
+from mcp_tasks_temporal.temporal.connection import connect_temporal
+from mcp_tasks_temporal.temporal.contract import CLIENT_CAPABILITIES_META_KEY, WORKFLOW_KIND, Memo
+from mcp_tasks_temporal.temporal.ids import owner_key, workflow_id
 from tests.conftest import Stack
 from tests.direct_signals import signal_answers
 from tests.processes import CLI, REPO_ROOT, Process, child_env, free_port, start_front, start_worker, wait_until

@@ -14,7 +14,12 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from mcp_tasks_temporal.contract import RUN_TOOL_ACTIVITY, TOOL_TASK_WORKFLOW, ToolRoundInput, ToolTaskInput
+    from mcp_tasks_temporal.temporal.contract import (
+        RUN_TOOL_ACTIVITY,
+        TOOL_TASK_WORKFLOW,
+        ToolRoundInput,
+        ToolTaskInput,
+    )
 
 
 @workflow.defn(name=TOOL_TASK_WORKFLOW)
@@ -31,7 +36,8 @@ class ChangedToolTask:
 
 
 if __name__ == "__main__":
-    from mcp_tasks_temporal import cli, worker
+    from mcp_tasks_temporal.ops import cli
+    from mcp_tasks_temporal.temporal import worker
 
     worker.WORKFLOWS = (ChangedToolTask,)
     cli.main(sys.argv[1:])

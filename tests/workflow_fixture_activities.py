@@ -7,7 +7,7 @@ from pathlib import Path
 
 from temporalio import activity
 
-from mcp_tasks_temporal.workflow import task_error
+from mcp_tasks_temporal.temporal.workflow_api import task_error
 from tests.workflow_fixture_models import StepInput
 
 

@@ -9,7 +9,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
-from mcp_tasks_temporal.workflow import request_input, request_inputs, set_status, task_error
+from mcp_tasks_temporal.temporal.workflow_api import request_input, request_inputs, set_status, task_error
 
 with workflow.unsafe.imports_passed_through():
     from tests.workflow_fixture_activities import refuse, run_step

@@ -1,5 +1,5 @@
-"""Temporal workflows of mcp-tasks-temporal (imported as `mcp_tasks_temporal.workflows`)."""
+"""Temporal workflows of mcp-tasks-temporal (imported as `mcp_tasks_temporal.temporal.workflows`)."""
 
-from mcp_tasks_temporal.workflows.tool_task import ToolTaskWorkflow
+from mcp_tasks_temporal.temporal.workflows.tool_task import ToolTaskWorkflow
 
 __all__ = ["ToolTaskWorkflow"]

@@ -14,10 +14,10 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
-from mcp_tasks_temporal.workflow import request_input, set_status
+from mcp_tasks_temporal.temporal.workflow_api import request_input, set_status
 
 with workflow.unsafe.imports_passed_through():
-    from mcp_tasks_temporal.activities.build_steps import BuildStep, build_step
+    from mcp_tasks_temporal.temporal.activities.build_steps import BuildStep, build_step
 
 PIPELINE = ("checkout", "resolve dependencies", "compile", "unit tests", "package", "publish")
 APPROVAL_STEP = "publish"

@@ -22,8 +22,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.workflow import ActivityConfig
 
-from mcp_tasks_temporal.activities import review_files
-from mcp_tasks_temporal.agent import (
+from mcp_tasks_temporal.contrib.pydantic_ai.sub_agent import (
     ASK_USER_METADATA,
     DEFAULT_MODEL,
     TaskProgress,
@@ -31,7 +30,8 @@ from mcp_tasks_temporal.agent import (
     ask_user,
     configured_model,
 )
-from mcp_tasks_temporal.workflow import set_status
+from mcp_tasks_temporal.temporal.activities import review_files
+from mcp_tasks_temporal.temporal.workflow_api import set_status
 
 DEFAULT_RULES = (
     "No block of code is duplicated in several places: each copy should be one shared function.",

@@ -21,7 +21,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, CancelledErro
 from temporalio.workflow import HandlerUnfinishedPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from mcp_tasks_temporal.contract import (
+    from mcp_tasks_temporal.temporal.contract import (
         INPUT_SIGNAL,
         INTERNAL_ERROR_CODE,
         JSONRPC_ERROR,
@@ -37,7 +37,7 @@ with workflow.unsafe.imports_passed_through():
         ToolTaskInput,
         detailed_task,
     )
-    from mcp_tasks_temporal.search_attributes import upsert_status
+    from mcp_tasks_temporal.temporal.search_attributes import upsert_status
 
 
 # Patch IDs: each guards a change to the commands the workflow issues, so histories

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "ActivityPolicy": "mcp_tasks_temporal.contract",
-    "TasksExtension": "mcp_tasks_temporal.extension",
-    "TaskPolicy": "mcp_tasks_temporal.extension",
-    "ToolTaskOptions": "mcp_tasks_temporal.extension",
-    "request_input": "mcp_tasks_temporal.task_context",
-    "request_inputs": "mcp_tasks_temporal.task_context",
-    "set_status": "mcp_tasks_temporal.task_context",
+    "ActivityPolicy": "mcp_tasks_temporal.temporal.contract",
+    "TasksExtension": "mcp_tasks_temporal.front.extension",
+    "TaskPolicy": "mcp_tasks_temporal.front.extension",
+    "ToolTaskOptions": "mcp_tasks_temporal.front.extension",
+    "request_input": "mcp_tasks_temporal.temporal.task_context",
+    "request_inputs": "mcp_tasks_temporal.temporal.task_context",
+    "set_status": "mcp_tasks_temporal.temporal.task_context",
 }
 
 __all__ = [
@@ -33,9 +33,9 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from mcp_tasks_temporal.contract import ActivityPolicy
-    from mcp_tasks_temporal.extension import TaskPolicy, TasksExtension, ToolTaskOptions
-    from mcp_tasks_temporal.task_context import request_input, request_inputs, set_status
+    from mcp_tasks_temporal.front.extension import TaskPolicy, TasksExtension, ToolTaskOptions
+    from mcp_tasks_temporal.temporal.contract import ActivityPolicy
+    from mcp_tasks_temporal.temporal.task_context import request_input, request_inputs, set_status
 
 
 def __getattr__(name: str) -> Any:

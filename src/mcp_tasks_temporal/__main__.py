@@ -1,3 +1,3 @@
-from mcp_tasks_temporal.cli import main
+from mcp_tasks_temporal.ops.cli import main
 
 main()

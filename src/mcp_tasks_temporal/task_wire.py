@@ -16,7 +16,7 @@ from mcp_types import Result
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from mcp_tasks_temporal.contract import detailed_task
+from mcp_tasks_temporal.temporal.contract import detailed_task
 
 TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
 TERMINAL_STATUSES: Final[frozenset[str]] = frozenset({"completed", "failed", "cancelled"})

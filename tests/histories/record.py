@@ -23,11 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from temporalio import activity
-from temporalio.client import Client, WorkflowHandle, WorkflowHistory
-from temporalio.exceptions import ApplicationError
-from temporalio.worker import Worker
-
 from mcp_tasks_temporal.contract import (
     INPUT_SIGNAL,
     JSONRPC_ERROR,
@@ -43,6 +38,10 @@ from mcp_tasks_temporal.contract import (
 from mcp_tasks_temporal.ids import owner_key
 from mcp_tasks_temporal.search_attributes import start_attributes
 from mcp_tasks_temporal.worker import WORKFLOWS
+from temporalio import activity
+from temporalio.client import Client, WorkflowHandle, WorkflowHistory
+from temporalio.exceptions import ApplicationError
+from temporalio.worker import Worker
 
 HERE = Path(__file__).parent
 ENVELOPE: dict[str, Any] = {
@@ -175,6 +174,7 @@ def worker(client: Client, task_queue: str) -> Worker:
 
 async def main(names: list[str]) -> None:
     from mcp_tasks_temporal.embedded import embedded_temporal
+
     from tests.processes import free_port
 
     async with embedded_temporal(state_dir=None, port=free_port(), ui_port=None) as temporal:

@@ -27,7 +27,7 @@ from datetime import UTC
 from pathlib import Path
 from typing import Final
 
-from mcp_tasks_temporal.contract import TERMINAL_STATUSES
+from mcp_tasks_temporal.temporal.contract import TERMINAL_STATUSES
 
 JOURNAL_ENV: Final = "MCP_TASKS_JOURNAL"
 FINISHED_WITHOUT_TTL_S: Final = 7 * 24 * 3600.0

@@ -15,7 +15,6 @@ from mcp_types import RequestParams, Result
 from pydantic import ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from mcp_tasks_temporal.contract import WEB_UI_META
 from mcp_tasks_temporal.task_wire import (
     TERMINAL_STATUSES,
     DetailedTask,
@@ -23,6 +22,7 @@ from mcp_tasks_temporal.task_wire import (
     TaskStatus,
     parse_timestamp,
 )
+from mcp_tasks_temporal.temporal.contract import WEB_UI_META
 
 EXTENSION_ID: Final = "io.modelcontextprotocol/tasks"
 SUBSCRIPTION_ID_META_KEY: Final = "io.modelcontextprotocol/subscriptionId"

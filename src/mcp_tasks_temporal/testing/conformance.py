@@ -16,8 +16,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, CreateMessageResult, SamplingMessage, TextContent
 from pydantic import BaseModel
 
-from mcp_tasks_temporal.extension import TasksExtension
-from mcp_tasks_temporal.progress import set_status
+from mcp_tasks_temporal.front.extension import TasksExtension
+from mcp_tasks_temporal.temporal.progress import set_status
 
 tasks = TasksExtension(default_poll_interval_ms=200)
 app = MCPServer("mcp-tasks-temporal-conformance", version="1.0.0", extensions=[tasks])

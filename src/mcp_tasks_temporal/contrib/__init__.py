@@ -1,0 +1,1 @@
+"""Optional integrations, each importable only with its extra installed."""

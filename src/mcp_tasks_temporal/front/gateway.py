@@ -1,0 +1,466 @@
+"""The front server's only door to Temporal: create, read, answer and cancel tasks.
+
+Reads use `describe` (mutable state: strongly consistent, milliseconds, and
+served with every worker down) plus the memo the workflow keeps in step with
+its state; only a completed task costs a second call, for the close event that
+holds its `CallToolResult`. The workflow's `mcp_tasks.state` query gives the
+same answer, but it needs a polling worker and replays the history of closed
+or evicted runs, so it is the tool for operators, not the hot path
+(`docs/design.md` has the measurements).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Generator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import anyio
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.workflow.v1 import PendingActivityInfo
+from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.service import RPCError, RPCStatusCode
+
+from mcp_tasks_temporal.front.closed_tasks import ClosedTaskCache
+from mcp_tasks_temporal.front.errors import InvalidInputResponseError, TaskExpiredError, TaskNotFoundError
+from mcp_tasks_temporal.task_wire import DetailedTask
+from mcp_tasks_temporal.temporal.codec import CodecError
+from mcp_tasks_temporal.temporal.contract import (
+    INPUT_SIGNAL,
+    INTERNAL_ERROR_CODE,
+    TERMINAL_STATUSES,
+    TOOL_TASK_WORKFLOW,
+    WEB_UI_META,
+    WORKFLOW_KIND,
+    Memo,
+    ToolTaskInput,
+    as_object,
+)
+from mcp_tasks_temporal.temporal.ids import is_task_id, owner_key, workflow_id
+from mcp_tasks_temporal.temporal.inputs import response_problem
+from mcp_tasks_temporal.temporal.metrics import FrontMetrics
+from mcp_tasks_temporal.temporal.search_attributes import start_attributes
+from mcp_tasks_temporal.temporal.tool_results import call_tool_result, failure_outcome
+from mcp_tasks_temporal.temporal.web_ui import web_ui_link
+
+logger = logging.getLogger(__name__)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@contextmanager
+def temporal_errors() -> Generator[None]:
+    """Turn a failed Temporal call into a JSON-RPC error the client can act on.
+
+    The front server has nothing to retry with and must not answer 500; the
+    Temporal detail goes to the log, where operators look, not to the client.
+    """
+    try:
+        yield
+    except CodecError as err:
+        # A front server without the key that sealed the task: an operator's fix, never the client's.
+        logger.error("cannot decrypt a task's payloads: %s", err)
+        raise MCPError(code=INTERNAL_ERROR, message="Task service misconfigured") from None
+    except RPCError as err:
+        if err.status == RPCStatusCode.INVALID_ARGUMENT:
+            logger.warning("Temporal refused a task request: %s", err.message)
+            raise MCPError(code=INVALID_PARAMS, message="Task request refused: too large or malformed") from None
+        logger.warning("Temporal call failed: %s %s", err.status.name if err.status else "?", err.message)
+        raise MCPError(code=INTERNAL_ERROR, message="Task service unavailable, try again") from None
+
+
+@dataclass(frozen=True)
+class WorkflowTask:
+    """A workflow tool's call, ready to start: which workflow, with what, for whom and for how long."""
+
+    task_id: str
+    tool: str
+    workflow: str
+    args: list[Any]
+    task_queue: str | None
+    envelope: dict[str, Any]
+    """The creating request's `_meta` (protocol version, client info and capabilities)."""
+    created_at_ms: int
+    ttl_ms: int | None
+    poll_interval_ms: int
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One `describe` of a task's workflow, decoded only as far as a task's view needs."""
+
+    namespace: str
+    workflow_id: str
+    run_id: str
+    status: WorkflowExecutionStatus | None
+    start_time_ms: int
+    history_length: int
+    memo: dict[str, Any]
+    pending_activities: Sequence[PendingActivityInfo]
+    close_time_ms: int | None = None
+    """When the run closed, if it has."""
+
+
+async def snapshot(client: Client, workflow_id: str) -> Snapshot:
+    """The workflow's latest run as `tasks/get` reads it: one strongly consistent `describe`.
+
+    The SDK's `WorkflowHandle.describe()` also decodes every search attribute
+    (twice: typed and untyped) and the user metadata on each call, 10-30 % of the
+    front's CPU per read (docs/performance.md), for a read that needs none of them;
+    this decodes the memo alone, through the client's data converter, so a codec
+    applies as before.
+
+    Raises:
+        RPCError: As `describe()` does (NOT_FOUND for an unknown workflow).
+    """
+    request = DescribeWorkflowExecutionRequest(
+        namespace=client.namespace, execution=WorkflowExecution(workflow_id=workflow_id)
+    )
+    response = await client.workflow_service.describe_workflow_execution(request)
+    info = response.workflow_execution_info
+    fields = info.memo.fields
+    values = await client.data_converter.decode(list(fields.values())) if fields else []
+    return Snapshot(
+        namespace=client.namespace,
+        workflow_id=info.execution.workflow_id,
+        run_id=info.execution.run_id,
+        status=WorkflowExecutionStatus(info.status) if info.status else None,
+        start_time_ms=info.start_time.ToMilliseconds(),
+        history_length=info.history_length,
+        memo=dict(zip(fields.keys(), values, strict=True)),
+        pending_activities=response.pending_activities,
+        close_time_ms=info.close_time.ToMilliseconds() if info.HasField("close_time") else None,
+    )
+
+
+@dataclass(frozen=True)
+class Observed:
+    handle: WorkflowHandle[Any, Any]
+    snapshot: Snapshot
+
+    @property
+    def memo(self) -> dict[str, Any]:
+        return self.snapshot.memo
+
+    @property
+    def status(self) -> WorkflowExecutionStatus | None:
+        return self.snapshot.status
+
+
+class TemporalTaskGateway:
+    """Maps the task operations onto one Temporal namespace and task queue."""
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        task_queue: str,
+        answer_visibility_timeout_s: float = 5.0,
+        metrics: FrontMetrics | None = None,
+        closed_tasks: ClosedTaskCache | None = None,
+        search_attributes: bool = False,
+        web_ui: str | None = None,
+    ) -> None:
+        self.client = client
+        self.task_queue = task_queue
+        self.answer_visibility_timeout_s = answer_visibility_timeout_s
+        self.metrics = metrics or FrontMetrics()
+        self.closed_tasks = closed_tasks if closed_tasks is not None else ClosedTaskCache()
+        self.search_attributes = search_attributes
+        """Start tasks with McpTool/McpOwner/McpStatus; only where the namespace has them registered."""
+        self.web_ui = web_ui
+        """Temporal Web UI address: `tasks/get` then links the task's page in its `_meta`."""
+
+    async def create(self, task: ToolTaskInput, principal: str | None) -> dict[str, Any]:
+        """Start the task's workflow; returns once Temporal has persisted it."""
+        memo = _initial_memo(task.task_id, task.tool, principal, task.created_at_ms, task.ttl_ms, task.poll_interval_ms)
+        await self.client.start_workflow(
+            TOOL_TASK_WORKFLOW,
+            task,
+            id=workflow_id(task.task_id, principal),
+            task_queue=self.task_queue,
+            memo=memo,
+            # One task ID is one run, ever: a closed task's ID must not start a fresh run.
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+            static_summary=f"MCP task: {task.tool}",
+            search_attributes=start_attributes(tool=task.tool, owner=owner_key(principal))
+            if self.search_attributes
+            else None,
+        )
+        self.metrics.task_created(task.tool)
+        return _created(task.task_id, task.created_at_ms, task.ttl_ms, task.poll_interval_ms)
+
+    async def start_workflow_task(self, task: WorkflowTask, principal: str | None) -> WorkflowHandle[Any, Any]:
+        """Start a workflow tool's task: the user's own workflow, under the task's workflow ID and memo.
+
+        The TTL is also the workflow's execution timeout, which covers its whole
+        continue-as-new chain, so Temporal itself stops an expired task.
+        """
+        memo = _initial_memo(task.task_id, task.tool, principal, task.created_at_ms, task.ttl_ms, task.poll_interval_ms)
+        memo[Memo.KIND] = WORKFLOW_KIND
+        memo[Memo.ENVELOPE] = task.envelope
+        return await self.client.start_workflow(
+            task.workflow,
+            args=task.args,
+            id=workflow_id(task.task_id, principal),
+            task_queue=task.task_queue or self.task_queue,
+            memo=memo,
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+            execution_timeout=timedelta(milliseconds=task.ttl_ms) if task.ttl_ms is not None else None,
+            static_summary=f"MCP task: {task.tool}",
+            search_attributes=start_attributes(tool=task.tool, owner=owner_key(principal))
+            if self.search_attributes
+            else None,
+        )
+
+    async def create_workflow_task(self, task: WorkflowTask, principal: str | None) -> dict[str, Any]:
+        """Start a workflow tool's task; returns its `CreateTaskResult` fields once Temporal has persisted it."""
+        await self.start_workflow_task(task, principal)
+        self.metrics.task_created(task.tool)
+        return _created(task.task_id, task.created_at_ms, task.ttl_ms, task.poll_interval_ms)
+
+    async def get(self, task_id: str, principal: str | None) -> dict[str, Any]:
+        """The task's `DetailedTask`, as `tasks/get` returns it."""
+        closed = self._closed(task_id, principal)
+        if closed is not None:
+            return closed
+        observed = await self.observe(task_id, principal)
+        task = await self.view(task_id, observed)
+        if self.web_ui:
+            seen = observed.snapshot
+            link = web_ui_link(self.web_ui, seen.namespace, seen.workflow_id, seen.run_id)
+            task["_meta"] = {WEB_UI_META: link}
+        if task["status"] in TERMINAL_STATUSES:
+            self.closed_tasks.put(
+                observed.handle.id,
+                task,
+                created_at_ms=int(observed.memo[Memo.CREATED_AT]),
+                ttl_ms=observed.memo.get(Memo.TTL_MS),
+            )
+        return task
+
+    def _closed(self, task_id: str, principal: str | None) -> dict[str, Any] | None:
+        """The task from this front's memory of closed tasks, if it is there (and not expired)."""
+        if not is_task_id(task_id):
+            raise TaskNotFoundError()
+        return self.closed_tasks.get(workflow_id(task_id, principal), now_ms())
+
+    async def update(self, task_id: str, principal: str | None, responses: Mapping[str, Any]) -> None:
+        """Deliver answers to outstanding questions, and return once the task shows them.
+
+        Entries under keys that are not outstanding are ignored, as the spec asks;
+        an answer to an outstanding question that is not its result type, or an
+        accepted form whose content does not match the `requestedSchema`, is
+        refused with -32602 before anything is delivered. The spec allows the ack to run ahead of
+        `tasks/get`, but a client that answered one of two questions should not
+        see the answered one again on its next poll, so the ack waits (bounded)
+        until the workflow has taken the answers in. With no worker running the
+        bound expires and the ack goes out anyway: the signal is durable.
+        """
+        if self._closed(task_id, principal) is not None:
+            return
+        observed = await self.observe(task_id, principal)
+        if observed.status != WorkflowExecutionStatus.RUNNING:
+            return
+        outstanding = as_object(observed.memo.get(Memo.INPUT_REQUESTS))
+        accepted = {key: value for key, value in responses.items() if key in outstanding}
+        if not accepted:
+            return
+        for key, value in accepted.items():
+            problem = response_problem(outstanding[key], value)
+            if problem is not None:
+                raise InvalidInputResponseError(key, problem)
+        try:
+            await observed.handle.signal(INPUT_SIGNAL, accepted)
+        except RPCError as err:
+            # It closed since we looked: no key is outstanding any more, which the spec says to ignore.
+            if err.status != RPCStatusCode.NOT_FOUND:
+                raise
+            return
+        await self._until_answered(observed.handle.id, set(accepted))
+
+    async def _until_answered(self, workflow_id: str, keys: set[str]) -> None:
+        delay = 0.01
+        with anyio.move_on_after(self.answer_visibility_timeout_s):
+            while True:
+                seen = await snapshot(self.client, workflow_id)
+                if seen.status != WorkflowExecutionStatus.RUNNING:
+                    return
+                pending = as_object(seen.memo.get(Memo.INPUT_REQUESTS))
+                if not keys & set(pending):
+                    return
+                await anyio.sleep(delay)
+                delay = min(delay * 2, 0.02)  # the answer usually lands within a workflow task (~40 ms)
+
+    async def cancel(self, task_id: str, principal: str | None) -> None:
+        """Request cooperative cancellation; a task that already ended keeps its outcome."""
+        if self._closed(task_id, principal) is not None:
+            return
+        observed = await self.observe(task_id, principal)
+        if observed.status != WorkflowExecutionStatus.RUNNING:
+            return
+        try:
+            await observed.handle.cancel()
+        except RPCError as err:
+            if err.status != RPCStatusCode.NOT_FOUND:
+                raise
+
+    async def observe(self, task_id: str, principal: str | None) -> Observed:
+        if not is_task_id(task_id):
+            raise TaskNotFoundError()
+        handle = self.client.get_workflow_handle(workflow_id(task_id, principal))
+        try:
+            seen = await snapshot(self.client, handle.id)
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                raise TaskNotFoundError() from None
+            raise
+        memo = seen.memo
+        if memo.get(Memo.OWNER) != owner_key(principal):
+            # The workflow ID already names the owner; the memo is what audits read, and a workflow
+            # started under a task's ID by anything else (an operator, another tool) is not a task.
+            raise TaskNotFoundError()
+        memo.setdefault(Memo.CREATED_AT, seen.start_time_ms)
+        ttl_ms = memo.get(Memo.TTL_MS)
+        if ttl_ms is not None and now_ms() >= int(memo[Memo.CREATED_AT]) + int(ttl_ms):
+            raise TaskExpiredError()
+        return Observed(handle, seen)
+
+    async def view(self, task_id: str, observed: Observed) -> dict[str, Any]:
+        """The `DetailedTask` of an observed workflow, tool task or workflow tool alike."""
+        memo, status = observed.memo, observed.status
+        if memo.get(Memo.KIND) == WORKFLOW_KIND:
+            return await self._workflow_task_view(task_id, observed)
+        heartbeat = None
+        result: dict[str, Any] | None = None
+        if status == WorkflowExecutionStatus.RUNNING and memo.get(Memo.STATUS, "working") == "working":
+            heartbeat = await self.latest_status(observed.snapshot.pending_activities)
+        elif status == WorkflowExecutionStatus.COMPLETED:
+            result = await observed.handle.result()
+        closed_at = observed.snapshot.close_time_ms
+        return task_view(task_id, memo, status, heartbeat=heartbeat, result=result, closed_at_ms=closed_at)
+
+    async def _workflow_task_view(self, task_id: str, observed: Observed) -> dict[str, Any]:
+        """A workflow tool's task: its status lives in the memo, its outcome in the close event.
+
+        Its activities are the user's, whose heartbeat details are not status
+        lines, so they are never read as one. The result is decoded with no type
+        hint: the front server does not know the workflow class.
+        """
+        status = observed.status
+        closed_at = observed.snapshot.close_time_ms
+        if status not in (WorkflowExecutionStatus.COMPLETED, WorkflowExecutionStatus.FAILED):
+            return task_view(task_id, observed.memo, status, closed_at_ms=closed_at)
+        try:
+            value = await observed.handle.result()
+        except WorkflowFailureError as failure:
+            outcome = failure_outcome(failure.cause)
+            closed = WorkflowExecutionStatus.COMPLETED if outcome.status == "completed" else status
+            return task_view(
+                task_id, observed.memo, closed, result=outcome.result, error=outcome.error, closed_at_ms=closed_at
+            )
+        return task_view(task_id, observed.memo, status, result=call_tool_result(value), closed_at_ms=closed_at)
+
+    async def latest_status(self, pending_activities: Sequence[PendingActivityInfo]) -> tuple[str, int] | None:
+        """The newest `set_status` of the running tool, from its heartbeat details."""
+        for pending in pending_activities:
+            payloads = pending.heartbeat_details.payloads
+            if not payloads:
+                continue
+            decoded = await self.client.data_converter.decode(payloads)
+            details = decoded[0] if decoded else None
+            status = as_object(details)
+            if status.get("message"):
+                return str(status["message"]), int(status.get("at_ms", 0))
+        return None
+
+
+def _task(**fields: Any) -> dict[str, Any]:
+    """A `DetailedTask` on the wire, built and checked by the model the client reads it with."""
+    return DetailedTask.build(**fields).wire()
+
+
+def _initial_memo(
+    task_id: str, tool: str, principal: str | None, created_at_ms: int, ttl_ms: int | None, poll_interval_ms: int
+) -> dict[str, Any]:
+    return {
+        Memo.TASK_ID: task_id,
+        Memo.TOOL: tool,
+        Memo.OWNER: owner_key(principal),
+        Memo.CREATED_AT: created_at_ms,
+        Memo.TTL_MS: ttl_ms,
+        Memo.POLL_INTERVAL_MS: poll_interval_ms,
+        Memo.STATUS: "working",
+        Memo.LAST_UPDATED_AT: created_at_ms,
+    }
+
+
+def _created(task_id: str, created_at_ms: int, ttl_ms: int | None, poll_interval_ms: int) -> dict[str, Any]:
+    return _task(
+        task_id=task_id,
+        status="working",
+        created_at_ms=created_at_ms,
+        last_updated_at_ms=created_at_ms,
+        ttl_ms=ttl_ms,
+        poll_interval_ms=poll_interval_ms,
+    )
+
+
+def task_view(
+    task_id: str,
+    memo: Mapping[str, Any],
+    status: WorkflowExecutionStatus | None,
+    *,
+    heartbeat: tuple[str, int] | None = None,
+    result: dict[str, Any] | None = None,
+    error: dict[str, Any] | None = None,
+    closed_at_ms: int | None = None,
+) -> dict[str, Any]:
+    """The `DetailedTask` of a workflow, from its memo, its Temporal status and what only a read can add.
+
+    `tasks/get` and push notifications both go through here, so a notification
+    is exactly what a `tasks/get` at that moment returns. A closed task was last
+    updated when its run closed (`closed_at_ms`), whatever its memo last said;
+    a completed one has no status line left: the last one described a step.
+    """
+    created_at_ms = int(memo.get(Memo.CREATED_AT) or 0)
+    fields: dict[str, Any] = {
+        "task_id": task_id,
+        "created_at_ms": created_at_ms,
+        "last_updated_at_ms": int(memo.get(Memo.LAST_UPDATED_AT) or created_at_ms),
+        "ttl_ms": memo.get(Memo.TTL_MS),
+        "poll_interval_ms": memo.get(Memo.POLL_INTERVAL_MS),
+        "status_message": memo.get(Memo.STATUS_MESSAGE),
+    }
+    if status in (None, WorkflowExecutionStatus.RUNNING):
+        memo_status = str(memo.get(Memo.STATUS) or "working")
+        if memo_status == "working" and heartbeat is not None:
+            fields["status_message"] = heartbeat[0]
+            fields["last_updated_at_ms"] = max(fields["last_updated_at_ms"], heartbeat[1])
+        return _task(
+            status=memo_status, input_requests=memo.get(Memo.INPUT_REQUESTS), error=memo.get(Memo.ERROR), **fields
+        )
+    if closed_at_ms is not None:
+        fields["last_updated_at_ms"] = max(fields["last_updated_at_ms"], closed_at_ms)
+    if status == WorkflowExecutionStatus.COMPLETED:
+        fields["status_message"] = None
+        return _task(status="completed", result=result, **fields)
+    if status == WorkflowExecutionStatus.CANCELED:
+        return _task(status="cancelled", **fields)
+    if status == WorkflowExecutionStatus.FAILED and (error or memo.get(Memo.ERROR)):
+        return _task(status="failed", error=error or memo[Memo.ERROR], **fields)
+    # Terminated or timed out by an operator or a backstop: no workflow code ran to say why.
+    fields["status_message"] = "Task stopped by the Temporal service"
+    return _task(status="failed", error={"code": INTERNAL_ERROR_CODE, "message": "Task stopped"}, **fields)

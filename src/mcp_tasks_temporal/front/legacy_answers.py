@@ -1,0 +1,89 @@
+"""Replies to the questions a front server asked on a request's stream, taken by whichever front they reach.
+
+A 2025-11-25 client answers a server-to-client request by POSTing a JSON-RPC
+response to the MCP endpoint, with no session to route it by. The questions
+this server asks carry IDs that name their task and question
+(`legacy_tasks.answer_id`), so this ASGI middleware, in front of the SDK's
+stateless transport (which would drop the reply), turns such a reply into the
+answer `tasks/update` would have delivered: a signal to the task's workflow,
+owned by the principal that POSTs it. The front still holding the client's
+request sees the task move on and carries on there.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import principal_components
+from mcp.server.request_state import compact_json
+from mcp.shared.exceptions import MCPError
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from mcp_tasks_temporal.front.extension import TasksExtension
+from mcp_tasks_temporal.front.handshake_echo import read_body, replay
+from mcp_tasks_temporal.front.legacy_tasks import ANSWER_ID_PREFIX, parse_answer_id
+from mcp_tasks_temporal.temporal.contract import as_object
+
+logger = logging.getLogger(__name__)
+
+_MARKER = ANSWER_ID_PREFIX.encode()
+
+
+class LegacyAnswers:
+    """ASGI middleware: a POSTed reply to one of this server's questions becomes the task's answer."""
+
+    def __init__(self, app: ASGIApp, extension: TasksExtension) -> None:
+        self.app = app
+        self.extension = extension
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        body, complete = await read_body(receive)
+        if not complete:
+            return
+        reply = _reply(body) if _MARKER in body else None
+        if reply is None:
+            await self.app(scope, replay(body, receive), send)
+            return
+        status = await self._deliver(*reply)
+        await send({"type": "http.response.start", "status": status, "headers": [(b"content-length", b"0")]})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def _deliver(self, task_id: str, key: str, reply: dict[str, Any]) -> int:
+        token = get_access_token()
+        principal = None if token is None else compact_json(principal_components(token))
+        gateway = self.extension.gateway
+        try:
+            if "result" in reply:
+                await gateway.update(task_id, principal, {key: as_object(reply["result"])})
+            else:
+                # The client cannot answer (no such capability, or it failed): nothing else will.
+                logger.info("task %s: the client refused question %r; the task is cancelled", task_id, key)
+                await gateway.cancel(task_id, principal)
+        except MCPError as err:
+            logger.info("task %s: reply to question %r not taken: %s", task_id, key, err.error.message)
+            return 400
+        except Exception:
+            logger.exception("task %s: could not deliver the reply to question %r", task_id, key)
+            return 503
+        return 202
+
+
+def _reply(body: bytes) -> tuple[str, str, dict[str, Any]] | None:
+    """`(task_id, key, response)` when the body is a JSON-RPC response to one of our questions."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    response = as_object(message)
+    if not response or "method" in response or not ("result" in response or "error" in response):
+        return None
+    parsed = parse_answer_id(response.get("id"))
+    if parsed is None:
+        return None
+    return parsed[0], parsed[1], dict(response)

@@ -1,0 +1,190 @@
+"""`subscriptions/listen` with `notifications.taskIds`: task changes pushed on the listen stream.
+
+The SDK's listen handler has a closed vocabulary (its ack drops `taskIds` and
+its bus carries only the core events) and a spec method cannot be rebound, so
+a server middleware serves any listen that asks for tasks, core kinds included
+(from the same bus), and leaves every other listen to the SDK.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Final, Literal
+
+import anyio
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.mcpserver import MCPServer, require_client_extension
+from mcp.server.request_state import authenticated_principal
+from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY, ServerEvent, event_matches, event_to_notification
+from mcp_types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    SERVER_INFO_META_KEY,
+    Notification,
+    SubscriptionFilter,
+    SubscriptionsAcknowledgedNotification,
+    SubscriptionsAcknowledgedNotificationParams,
+    SubscriptionsListenRequestParams,
+)
+from mcp_types import methods as wire_methods
+from pydantic import ValidationError
+
+from mcp_tasks_temporal.front.errors import TaskExpiredError, TaskNotFoundError
+from mcp_tasks_temporal.front.gateway import Snapshot, TemporalTaskGateway
+from mcp_tasks_temporal.front.request_capabilities import declares_tasks
+from mcp_tasks_temporal.front.task_watch import TaskWatchHub
+from mcp_tasks_temporal.sdk_compat import server_info_stamp, subscription_bus
+from mcp_tasks_temporal.temporal.contract import EXTENSION_ID
+
+logger = logging.getLogger(__name__)
+
+MAX_TASK_IDS: Final = 1000
+_BACKLOG: Final = 1024
+
+
+class TaskNotification(Notification[dict[str, Any], Literal["notifications/tasks"]]):
+    method: Literal["notifications/tasks"] = "notifications/tasks"
+    params: dict[str, Any]
+
+
+class TaskListen:
+    """The middleware; install with `server.middleware.append(TaskListen(...))`."""
+
+    def __init__(self, server: MCPServer[Any], gateway: TemporalTaskGateway, hub: TaskWatchHub) -> None:
+        self._server = server
+        self._gateway = gateway
+        self._hub = hub
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if ctx.method != "subscriptions/listen":
+            return await call_next(ctx)
+        notifications = (ctx.params or {}).get("notifications")
+        if not isinstance(notifications, dict) or "taskIds" not in notifications:
+            return await call_next(ctx)
+        if not declares_tasks(ctx):
+            require_client_extension(ctx, EXTENSION_ID)
+        raw_ids: list[Any] = notifications["taskIds"] if isinstance(notifications["taskIds"], list) else [None]  # pyright: ignore[reportUnknownVariableType]
+        task_ids = [t for t in raw_ids if isinstance(t, str)]
+        if len(task_ids) != len(raw_ids):
+            raise MCPError(code=INVALID_PARAMS, message="notifications.taskIds must be a list of strings")
+        if len(task_ids) > MAX_TASK_IDS:
+            raise MCPError(code=INVALID_PARAMS, message=f"At most {MAX_TASK_IDS} taskIds per subscription")
+        try:
+            wire_methods.validate_client_request("subscriptions/listen", ctx.protocol_version, ctx.params)
+            params = SubscriptionsListenRequestParams.model_validate(ctx.params, by_name=False)
+        except (KeyError, ValueError, ValidationError):
+            raise MCPError(code=INVALID_PARAMS, message="Invalid request parameters") from None
+        if ctx.request_id is None:
+            raise MCPError(INVALID_REQUEST, "subscriptions/listen requires a request id")
+        return await self._serve(ctx, params, task_ids)
+
+    async def _honored(self, task_ids: list[str], principal: str | None) -> dict[str, Snapshot]:
+        """The requested tasks this caller may see, as just read, in request order.
+
+        The rest are left out, indistinguishably. What was read is handed to the watchers,
+        so following a task starts without a second `describe` of it.
+        """
+        honored: dict[str, Snapshot] = {}
+        limiter = anyio.CapacityLimiter(32)
+
+        async def check(task_id: str) -> None:
+            async with limiter:
+                try:
+                    honored[task_id] = (await self._gateway.observe(task_id, principal)).snapshot
+                except (TaskNotFoundError, TaskExpiredError):
+                    return
+
+        async with anyio.create_task_group() as group:
+            for task_id in dict.fromkeys(task_ids):
+                group.start_soon(check, task_id)
+        return {t: honored[t] for t in dict.fromkeys(task_ids) if t in honored}
+
+    async def _serve(
+        self, ctx: ServerRequestContext[Any, Any], params: SubscriptionsListenRequestParams, task_ids: list[str]
+    ) -> dict[str, Any]:
+        subscription_id = ctx.request_id
+        assert subscription_id is not None
+        principal = authenticated_principal(ctx)
+        requested = params.notifications
+        core = SubscriptionFilter(
+            tools_list_changed=True if requested.tools_list_changed else None,
+            prompts_list_changed=True if requested.prompts_list_changed else None,
+            resources_list_changed=True if requested.resources_list_changed else None,
+            resource_subscriptions=list(requested.resource_subscriptions) if requested.resource_subscriptions else None,
+        )
+        honored = await self._honored(task_ids, principal)
+        honored_ids = list(honored)
+        ack = SubscriptionFilter.model_validate(
+            {**core.model_dump(by_alias=True, exclude_none=True), "taskIds": honored_ids}
+        )
+        uris = frozenset(core.resource_subscriptions or ())
+        meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: subscription_id}
+        send, receive = anyio.create_memory_object_stream[tuple[str, Any]](_BACKLOG)
+
+        def offer(kind: str, item: Any) -> None:
+            try:
+                send.send_nowait((kind, item))
+            except anyio.WouldBlock:
+                # A client that stopped reading: end its stream; it re-listens and tasks/get tells the rest.
+                logger.warning("listen stream %r backlog full; ending it", subscription_id)
+                send.close()
+            except anyio.ClosedResourceError:
+                pass
+
+        def on_core(event: ServerEvent) -> None:
+            if event_matches(core, uris, event):
+                offer("core", event)
+
+        # The app's bus carries the core events; MCPServer exposes it to no one but its own handler.
+        bus = subscription_bus(self._server)
+        unsubscribe_core = bus.subscribe(on_core)
+        # Subscribed before the ack goes out, so nothing that happens meanwhile is lost;
+        # the ack is still first because only this task writes the stream.
+        unsubscribes = [
+            self._hub.subscribe(
+                t,
+                principal,
+                lambda task: offer("task", task),
+                seen=seen,
+                on_lost=lambda reason, t=t: offer("lost", (t, reason)),
+            )
+            for t, seen in honored.items()
+        ]
+        try:
+            await ctx.session.send_notification(
+                SubscriptionsAcknowledgedNotification(
+                    params=SubscriptionsAcknowledgedNotificationParams(notifications=ack, _meta=meta)
+                ),
+                related_request_id=subscription_id,
+            )
+            async with receive:
+                async for kind, item in receive:
+                    if kind == "lost":
+                        raise _lost_error(*item)
+                    if kind == "core":
+                        note: Any = event_to_notification(item, meta)
+                    else:
+                        note = TaskNotification(params={**item, "_meta": meta})
+                    await ctx.session.send_notification(note, related_request_id=subscription_id)
+        finally:
+            unsubscribe_core()
+            for unsubscribe in unsubscribes:
+                unsubscribe()
+            send.close()
+        # A middleware that answers by itself owns the whole envelope.
+        stamp = server_info_stamp(self._server)
+        return {"resultType": "complete", "_meta": {**meta, SERVER_INFO_META_KEY: stamp}}
+
+
+def _lost_error(task_id: str, reason: str) -> MCPError:
+    """Ends a listen whose task can no longer be followed: the client listens again, or polls `tasks/get`.
+
+    Silently dropping the task from the stream would leave the client waiting for changes that never come.
+    """
+    return MCPError(
+        code=INTERNAL_ERROR,
+        message=f"Stopped following task {task_id}: {reason}; listen again or poll tasks/get",
+        data={"taskIds": [task_id]},
+    )

@@ -1,0 +1,349 @@
+"""Watching tasks for `notifications/tasks`: one observation per task per front server.
+
+A watcher follows its workflow's history with a long poll
+(`wait_new_event`), which costs nothing while nothing happens and adds no
+events. Every memo upsert is a state change the workflow made, so replaying
+the upserted fields in history order yields each transition, in order, none
+skipped however close together they came. Progress is the one thing that is
+not in the history (heartbeats are not events): while the tool's activity is
+running, the watcher re-reads it with `describe` every `status_refresh_s`.
+All subscribers of a task on this front share its watcher; the watchers run
+in the hub's task group, which lives as long as the server (`running`), so
+none outlives a shutdown.
+
+A failing history poll (Temporal restarting, a network blip) is retried with
+exponential backoff, logged once per failure streak. A watcher that cannot go
+on (its task was deleted, or Temporal stayed unreachable for minutes) tells
+each subscriber, whose stream then ends with an error: a stream that silently
+stops updating would leave its client waiting forever.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, cast
+
+import anyio
+from anyio.abc import TaskGroup
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
+from temporalio.service import RPCError, RPCStatusCode
+
+from mcp_tasks_temporal.front.backoff import Backoff, GaveUpError
+from mcp_tasks_temporal.front.gateway import Observed, Snapshot, TemporalTaskGateway, snapshot, task_view
+from mcp_tasks_temporal.temporal.contract import TERMINAL_STATUSES, WORKFLOW_KIND, Memo
+from mcp_tasks_temporal.temporal.ids import workflow_id
+from mcp_tasks_temporal.temporal.tool_results import call_tool_result, failure_outcome
+
+logger = logging.getLogger(__name__)
+
+Listener = Callable[[dict[str, Any]], None]
+_E = TypeVar("_E", bound=BaseException)
+Lost = Callable[[str], None]
+"""Told why, when the task can no longer be followed; the reason holds no secret."""
+
+_CLOSE_STATUS = {
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED: WorkflowExecutionStatus.COMPLETED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED: WorkflowExecutionStatus.FAILED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED: WorkflowExecutionStatus.CANCELED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED: WorkflowExecutionStatus.TERMINATED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT: WorkflowExecutionStatus.TIMED_OUT,
+}
+_ACTIVITY_CLOSED = {
+    EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
+    EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED,
+    EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT,
+    EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED,
+}
+
+
+@dataclass
+class _Watcher:
+    task_id: str
+    handle: WorkflowHandle[Any, Any]
+    listeners: set[Listener] = field(default_factory=set[Listener])
+    on_lost: dict[Listener, Lost] = field(default_factory=dict[Listener, Lost])
+    last: dict[str, Any] | None = None
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    """Cancelled when the last subscriber leaves (possibly before the watcher started)."""
+    seen: Snapshot | None = None
+    """What the subscriber already read of the task, so following it starts without reading it again."""
+
+    def publish(self, task: dict[str, Any]) -> None:
+        if task == self.last:
+            return
+        self.last = task
+        for listener in list(self.listeners):
+            listener(task)
+
+    def lose(self, reason: str) -> None:
+        for listener in list(self.listeners):
+            lost = self.on_lost.get(listener)
+            if lost is not None:
+                lost(reason)
+
+
+class TaskWatchHub:
+    """Fans one watcher per task out to every subscriber of it on this front server."""
+
+    def __init__(
+        self,
+        gateway: TemporalTaskGateway,
+        *,
+        status_refresh_s: float = 1.0,
+        retry_initial_s: float = 1.0,
+        retry_cap_s: float = 30.0,
+        give_up_after_s: float = 300.0,
+    ) -> None:
+        self._gateway = gateway
+        self._status_refresh_s = status_refresh_s
+        self._retry = {"initial_s": retry_initial_s, "cap_s": retry_cap_s, "give_up_after_s": give_up_after_s}
+        self._watchers: dict[str, _Watcher] = {}
+        self._group: TaskGroup | None = None
+
+    @asynccontextmanager
+    async def running(self) -> AsyncGenerator[None]:
+        """Own the watchers while the server runs; leaving stops every one of them.
+
+        A nested entry (the same app entered as worker and front in one process)
+        shares the outer one, which stays the owner.
+        """
+        if self._group is not None:
+            yield
+            return
+        async with anyio.create_task_group() as group:
+            self._group = group
+            try:
+                yield
+            finally:
+                self._group = None
+                self._watchers.clear()
+                group.cancel_scope.cancel()
+
+    def subscribe(
+        self,
+        task_id: str,
+        principal: str | None,
+        listener: Listener,
+        *,
+        seen: Snapshot | None = None,
+        on_lost: Lost | None = None,
+    ) -> Callable[[], None]:
+        """Call `listener` with the task's current state, then with every change; returns the unsubscribe.
+
+        `seen` is the task as the caller just read it, if it did; a new watcher starts from it.
+        `on_lost` is called instead, once, if the task can no longer be followed.
+        """
+        if self._group is None:
+            raise RuntimeError("TaskWatchHub is not running: enter `hub.running()` for the life of the server")
+        key = workflow_id(task_id, principal)
+        watcher = self._watchers.get(key)
+        if watcher is None:
+            handle = self._gateway.client.get_workflow_handle(key)
+            watcher = self._watchers[key] = _Watcher(task_id, handle, seen=seen)
+            self._group.start_soon(self._run, key, watcher, name=f"watch {key}")
+        if listener not in watcher.listeners:
+            watcher.listeners.add(listener)
+            self._gateway.metrics.subscribers_changed(+1)
+        if on_lost is not None:
+            watcher.on_lost[listener] = on_lost
+        if watcher.last is not None:
+            listener(watcher.last)
+
+        def unsubscribe() -> None:
+            if listener in watcher.listeners:
+                watcher.listeners.discard(listener)
+                watcher.on_lost.pop(listener, None)
+                self._gateway.metrics.subscribers_changed(-1)
+            if not watcher.listeners and self._watchers.get(key) is watcher:
+                del self._watchers[key]
+                watcher.scope.cancel()
+
+        return unsubscribe
+
+    async def _run(self, key: str, watcher: _Watcher) -> None:
+        reason: str | None = None
+        try:
+            with watcher.scope:
+                await self._follow(watcher)
+        # `except*`: what `_follow` raises comes through its refresher task group.
+        except* RPCError as group:
+            reason = _rpc_reason(_first(group, RPCError))
+        except* GaveUpError as group:
+            reason = str(_first(group, GaveUpError))
+        except* Exception:
+            logger.exception("watcher of task %s crashed", watcher.task_id)
+            reason = "the server's watcher of this task failed"
+        finally:
+            if reason is not None:
+                # The task id only: the workflow id (`key`) can carry the principal.
+                logger.warning("stopped watching task %s: %s", watcher.task_id, reason)
+                if self._watchers.get(key) is watcher:
+                    del self._watchers[key]  # a new listen starts a new watcher
+                watcher.lose(reason)
+            elif self._watchers.get(key) is watcher and not watcher.listeners:
+                del self._watchers[key]
+
+    async def _follow(self, watcher: _Watcher) -> None:
+        handle = watcher.handle
+        current = watcher.seen or await snapshot(self._gateway.client, handle.id)
+        watcher.seen = None
+        memo = current.memo
+        memo.setdefault(Memo.CREATED_AT, current.start_time_ms)
+        seen = current.history_length
+        run_id = current.run_id
+        status = current.status
+        workflow_kind = memo.get(Memo.KIND) == WORKFLOW_KIND
+        heartbeat = (
+            await self._gateway.latest_status(current.pending_activities)
+            if status == WorkflowExecutionStatus.RUNNING and not workflow_kind
+            else None
+        )
+        if status == WorkflowExecutionStatus.RUNNING:
+            watcher.publish(task_view(watcher.task_id, memo, status, heartbeat=heartbeat))
+        else:
+            watcher.publish(await self._gateway.view(watcher.task_id, Observed(handle, current)))
+            return
+        state = _Followed(memo=memo, heartbeat=heartbeat)
+        # A workflow tool's activities are the user's: their heartbeats are not status lines.
+        activities = 0 if workflow_kind else len(current.pending_activities)
+        del current  # a watcher lives as long as its task: keep only what it needs
+        async with anyio.create_task_group() as refreshers:
+            refresher: anyio.CancelScope | None = None
+
+            def poll_status_while_running() -> None:
+                # A started activity writes no event until it ends, so its status line must be polled.
+                nonlocal refresher
+                if activities and refresher is None:
+                    refresher = anyio.CancelScope()
+                    refreshers.start_soon(self._refresh_status, watcher, state, refresher)
+                elif not activities and refresher is not None:
+                    refresher.cancel()
+                    refresher = None
+
+            try:
+                poll_status_while_running()
+                # A workflow that continues-as-new is still one task: follow each run of the chain in turn.
+                backoff = Backoff(f"following the history of task {watcher.task_id}", logger, **self._retry)
+                while run_id:
+                    run = self._gateway.client.get_workflow_handle(handle.id, run_id=run_id)
+                    next_run = ""
+                    try:
+                        # A retry reads the run's history again from its start: what was seen is skipped.
+                        async for event in run.fetch_history_events(wait_new_event=True):
+                            backoff.succeeded()
+                            if event.event_id <= seen:
+                                continue  # already part of the state described above
+                            seen = event.event_id
+                            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+                                attributes = event.workflow_execution_continued_as_new_event_attributes
+                                next_run = attributes.new_execution_run_id
+                                break
+                            if not workflow_kind and event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+                                activities += 1
+                            elif not workflow_kind and event.event_type in _ACTIVITY_CLOSED:
+                                activities = max(activities - 1, 0)
+                                state.heartbeat = None
+                            closed = _CLOSE_STATUS.get(event.event_type)
+                            if closed is not None:
+                                watcher.publish(await self._closed_view(watcher.task_id, state.memo, closed, event))
+                                return
+                            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
+                                await self._apply_upsert(event, state)
+                                # A terminal status is upserted just before the run closes; the close event
+                                # that follows carries the result, so that is the one to publish.
+                                if state.memo.get(Memo.STATUS) not in TERMINAL_STATUSES:
+                                    if activities and state.memo.get(Memo.STATUS) == "working":
+                                        # The refresher's last read may be up to a period old: a frame built on
+                                        # it would show an older status message than a tasks/get made meanwhile.
+                                        state.heartbeat = await self._current_heartbeat(watcher) or state.heartbeat
+                                    watcher.publish(
+                                        task_view(watcher.task_id, state.memo, None, heartbeat=state.heartbeat)
+                                    )
+                            poll_status_while_running()
+                    except RPCError as err:
+                        if err.status == RPCStatusCode.NOT_FOUND:
+                            raise
+                        await backoff.failed(_rpc_reason(err))
+                        continue
+                    run_id, seen = next_run, 0
+            finally:
+                refreshers.cancel_scope.cancel()
+
+    async def _closed_view(
+        self, task_id: str, memo: dict[str, Any], closed: WorkflowExecutionStatus, event: HistoryEvent
+    ) -> dict[str, Any]:
+        """The task as its close event leaves it: what `tasks/get` answers from now on."""
+        converter = self._gateway.client.data_converter
+        closed_at = event.event_time.ToMilliseconds()  # as `describe` reports the close time
+        if closed == WorkflowExecutionStatus.COMPLETED:
+            payloads = event.workflow_execution_completed_event_attributes.result.payloads
+            value = (await converter.decode(payloads))[0] if payloads else None
+            if memo.get(Memo.KIND) == WORKFLOW_KIND:
+                return task_view(task_id, memo, closed, result=call_tool_result(value), closed_at_ms=closed_at)
+            return task_view(task_id, memo, closed, result=value, closed_at_ms=closed_at)
+        if closed == WorkflowExecutionStatus.FAILED and memo.get(Memo.KIND) == WORKFLOW_KIND:
+            failure = await converter.decode_failure(event.workflow_execution_failed_event_attributes.failure)
+            outcome = failure_outcome(failure)
+            shown = WorkflowExecutionStatus.COMPLETED if outcome.status == "completed" else closed
+            return task_view(task_id, memo, shown, result=outcome.result, error=outcome.error, closed_at_ms=closed_at)
+        return task_view(task_id, memo, closed, closed_at_ms=closed_at)
+
+    async def _apply_upsert(self, event: HistoryEvent, state: _Followed) -> None:
+        fields = event.workflow_properties_modified_event_attributes.upserted_memo.fields
+        for name, payload in fields.items():
+            [value] = await self._gateway.client.data_converter.decode([payload])
+            state.memo[name] = value
+
+    async def _current_heartbeat(self, watcher: _Watcher) -> tuple[str, int] | None:
+        try:
+            current = await snapshot(self._gateway.client, watcher.handle.id)
+        except RPCError:
+            return None
+        return await self._gateway.latest_status(current.pending_activities)
+
+    async def _refresh_status(self, watcher: _Watcher, state: _Followed, scope: anyio.CancelScope) -> None:
+        """Heartbeats are not history events: poll the running tool's status line while it runs."""
+        backoff = Backoff(f"reading the status line of task {watcher.task_id}", logger, **self._retry)
+        with scope:
+            while True:
+                await anyio.sleep(self._status_refresh_s)
+                try:
+                    current = await snapshot(self._gateway.client, watcher.handle.id)
+                except RPCError as err:
+                    # The history poll ends the watcher if this lasts: this one only waits longer each time.
+                    await backoff.failed(_rpc_reason(err))
+                    continue
+                backoff.succeeded()
+                if current.status != WorkflowExecutionStatus.RUNNING:
+                    return  # the history stream delivers the close
+                heartbeat = await self._gateway.latest_status(current.pending_activities)
+                if heartbeat is not None and heartbeat != state.heartbeat:
+                    state.heartbeat = heartbeat
+                    watcher.publish(task_view(watcher.task_id, state.memo, None, heartbeat=heartbeat))
+
+
+@dataclass
+class _Followed:
+    memo: dict[str, Any]
+    heartbeat: tuple[str, int] | None
+
+
+def _first(group: BaseExceptionGroup[_E], kind: type[_E]) -> _E:
+    """The first leaf of an `except*` group."""
+    member = group.exceptions[0]
+    while isinstance(member, BaseExceptionGroup):
+        member = cast("BaseExceptionGroup[_E]", member).exceptions[0]
+    assert isinstance(member, kind)
+    return member
+
+
+def _rpc_reason(err: RPCError) -> str:
+    """Why a Temporal call failed, without its message (which can name the workflow, so the principal)."""
+    if err.status == RPCStatusCode.NOT_FOUND:
+        return "the task no longer exists"
+    return f"Temporal answered {err.status.name}"

@@ -1,0 +1,144 @@
+"""Operator listing and bulk cancellation of tasks, from Temporal visibility (`mcp-tasks-temporal admin`).
+
+MCP has no `tasks/list`, so a client that lost its task IDs cannot find them;
+an operator can, here. The owner and age filters go into the visibility query
+(the owner is the hashed key inside every task's workflow ID); tool and task
+status are matched against the memo that comes back with each listed workflow,
+so tasks started before the search attributes were registered are found too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
+
+from mcp_tasks_temporal.temporal.contract import TERMINAL_STATUSES, Memo, as_object, to_iso
+from mcp_tasks_temporal.temporal.ids import WORKFLOW_ID_PREFIX
+
+_CLOSED_AS: Final = {
+    WorkflowExecutionStatus.COMPLETED: "completed",
+    WorkflowExecutionStatus.CANCELED: "cancelled",
+    WorkflowExecutionStatus.FAILED: "failed",
+    WorkflowExecutionStatus.TERMINATED: "failed",
+    WorkflowExecutionStatus.TIMED_OUT: "failed",
+}
+_VISIBILITY_STATUS: Final = {
+    "completed": ["Completed"],
+    "cancelled": ["Canceled"],
+    "failed": ["Failed", "Terminated", "TimedOut"],
+    "working": ["Running"],
+    "input_required": ["Running"],
+}
+_UNITS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_duration(text: str) -> timedelta:
+    """`90s`, `15m`, `2h`, `7d`, `1w` or combinations like `1h30m`."""
+    parts = re.findall(r"(\d+(?:\.\d+)?)([smhdw])", text.strip().lower())
+    if not parts or "".join(n + u for n, u in parts) != text.strip().lower():
+        raise ValueError(f"not a duration: {text!r} (use e.g. 90s, 15m, 2h, 7d, 1w, 1h30m)")
+    return timedelta(seconds=sum(float(n) * _UNITS[u] for n, u in parts))
+
+
+@dataclass(frozen=True)
+class TaskFilter:
+    owner_key: str | None = None
+    tool: str | None = None
+    status: str | None = None
+    older_than: timedelta | None = None
+    running_only: bool = False
+
+    def query(self, now: datetime) -> str:
+        """The visibility query; what visibility cannot match (tool, working vs input_required) is matched later."""
+        prefix = f"{WORKFLOW_ID_PREFIX}/{self.owner_key}/" if self.owner_key else f"{WORKFLOW_ID_PREFIX}/"
+        clauses = [f"WorkflowId STARTS_WITH {_quote(prefix)}"]
+        if self.older_than is not None:
+            clauses.append(f"StartTime < {_quote((now - self.older_than).astimezone(UTC).isoformat())}")
+        statuses = _VISIBILITY_STATUS[self.status] if self.status else None
+        if self.running_only:
+            statuses = [s for s in statuses or ["Running"] if s == "Running"]
+        if statuses is not None:
+            if not statuses:
+                return ""
+            clauses.append("(" + " OR ".join(f"ExecutionStatus = {_quote(s)}" for s in statuses) + ")")
+        return " AND ".join(clauses)
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+@dataclass(frozen=True)
+class ListedTask:
+    task_id: str
+    workflow_id: str
+    run_id: str
+    tool: str
+    status: str
+    owner: str
+    created_at: str
+    closed_at: str | None
+    kind: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "taskId": self.task_id,
+            "tool": self.tool,
+            "status": self.status,
+            "owner": self.owner,
+            "createdAt": self.created_at,
+            "closedAt": self.closed_at,
+            "kind": self.kind,
+            "workflowId": self.workflow_id,
+            "runId": self.run_id,
+        }
+
+
+async def list_tasks(
+    client: Client, task_filter: TaskFilter, *, now: datetime | None = None
+) -> AsyncIterator[ListedTask]:
+    """The tasks that match, newest first (visibility's order)."""
+    query = task_filter.query(now or datetime.now(UTC))
+    if not query:
+        return
+    async for execution in client.list_workflows(query):
+        task = await _listed(execution)
+        if task_filter.tool is not None and task.tool != task_filter.tool:
+            continue
+        if task_filter.status is not None and task.status != task_filter.status:
+            continue
+        yield task
+
+
+async def _listed(execution: WorkflowExecution) -> ListedTask:
+    memo = as_object(await execution.memo())
+    _, owner, task_id = (execution.id.split("/", 2) + ["", ""])[:3]
+    if execution.status in (None, WorkflowExecutionStatus.RUNNING):
+        status = str(memo.get(Memo.STATUS) or "working")
+    else:
+        status = _CLOSED_AS.get(execution.status, "failed")
+    created_ms = memo.get(Memo.CREATED_AT)
+    created = (
+        to_iso(int(created_ms)) if created_ms is not None else to_iso(int(execution.start_time.timestamp() * 1000))
+    )
+    closed = to_iso(int(execution.close_time.timestamp() * 1000)) if execution.close_time else None
+    return ListedTask(
+        task_id=str(memo.get(Memo.TASK_ID) or task_id),
+        workflow_id=execution.id,
+        run_id=execution.run_id,
+        tool=str(memo.get(Memo.TOOL) or execution.workflow_type),
+        status=status,
+        owner=str(memo.get(Memo.OWNER) or owner),
+        created_at=created,
+        closed_at=closed,
+        kind=str(memo.get("kind") or "tool"),
+    )
+
+
+def is_terminal(status: str) -> bool:
+    return status in TERMINAL_STATUSES

@@ -1,0 +1,1 @@
+"""`mcp-tasks-temporal dev`: the embedded Temporal dev server, the worker process, their lifetimes."""

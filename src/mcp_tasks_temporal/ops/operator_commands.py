@@ -1,0 +1,84 @@
+"""The operator commands' arguments and help (`audit`, `admin`), importable without Temporal: `--help` stays fast.
+
+What they run is in `operator_cli`, imported when one runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from mcp_tasks_temporal.ops.cli_options import add_codec_options, add_connection_options
+from mcp_tasks_temporal.temporal.contract import TASK_STATUSES
+
+UI_ENV = "TEMPORAL_UI_ADDRESS"
+
+
+class _Subparsers(Protocol):
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser: ...
+
+
+def add_temporal_options(parser: argparse.ArgumentParser) -> None:
+    """The Temporal connection and payload codec options, as `serve` and `worker` take them."""
+    add_connection_options(parser)
+    add_codec_options(parser)
+    parser.add_argument(
+        "--temporal-ui",
+        default=os.environ.get(UI_ENV) or None,
+        metavar="URL",
+        help=f"Temporal Web UI address, for links to the task (default ${UI_ENV})",
+    )
+
+
+def _lazy(name: str) -> Callable[[argparse.Namespace], Awaitable[None]]:
+    async def run(args: argparse.Namespace) -> None:
+        from mcp_tasks_temporal.ops import operator_cli
+
+        await operator_cli.exit_status(getattr(operator_cli, name))(args)
+
+    return run
+
+
+def add_operator_commands(commands: _Subparsers) -> None:
+    audit = commands.add_parser("audit", help="a task's whole story from its Temporal history (operators)")
+    audit.add_argument("task", metavar="TASK_ID", help="a task ID, or the task's workflow ID")
+    audit.add_argument("--principal", metavar="NAME", help="the principal that created the task")
+    audit.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    audit.add_argument(
+        "--verify", action="store_true", help="replay the history against the workflow code installed here"
+    )
+    audit.add_argument(
+        "--app",
+        default=os.environ.get("MCP_TASKS_APP"),
+        metavar="MODULE:ATTR",
+        help="the app whose workflow tools --verify should include",
+    )
+    add_temporal_options(audit)
+    audit.set_defaults(run=_lazy("run_audit"), one_shot_temporal=True)
+
+    admin = commands.add_parser("admin", help="list or cancel tasks from Temporal visibility (operators)")
+    admin.set_defaults(one_shot_temporal=True)
+    actions = admin.add_subparsers(dest="action", required=True)
+    filters = argparse.ArgumentParser(add_help=False)
+    add_temporal_options(filters)
+    filters.add_argument("--owner", metavar="PRINCIPAL", help="tasks created by this principal")
+    filters.add_argument("--tool", metavar="NAME", help="tasks of this tool")
+    filters.add_argument("--status", choices=TASK_STATUSES, help="tasks in this status")
+    filters.add_argument("--older-than", type=_duration, metavar="DURATION", help="created longer ago than, e.g. 7d")
+    filters.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    tasks = actions.add_parser("tasks", parents=[filters], help="list the matching tasks")
+    tasks.set_defaults(run=_lazy("run_admin_tasks"))
+    cancel = actions.add_parser("cancel", parents=[filters], help="cancel the matching running tasks")
+    cancel.add_argument("--yes", action="store_true", help="do not ask before cancelling")
+    cancel.set_defaults(run=_lazy("run_admin_cancel"))
+
+
+def _duration(text: str) -> Any:
+    from mcp_tasks_temporal.ops.admin import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None

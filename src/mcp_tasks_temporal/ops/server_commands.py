@@ -1,0 +1,402 @@
+"""What `dev`, `serve`, `worker`, `codec-server` and `codec-key` run, imported only when one of them runs."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+from collections.abc import Generator
+from contextlib import AsyncExitStack, contextmanager
+from typing import Any
+
+import anyio
+import uvicorn
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import MCPServer
+from pydantic import AnyHttpUrl
+from temporalio.client import Client
+
+from mcp_tasks_temporal.front.app_loading import default_task_queue, load_app, tasks_extension, use_request_state_keys
+from mcp_tasks_temporal.front.auth import StaticTokenVerifier, load_tokens
+from mcp_tasks_temporal.front.closed_tasks import DEFAULT_MAX_ENTRIES, ClosedTaskCache
+from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
+from mcp_tasks_temporal.front.handshake_echo import HandshakeEcho
+from mcp_tasks_temporal.front.health import health_routes
+from mcp_tasks_temporal.front.http_app import BearerAuth, front_app
+from mcp_tasks_temporal.front.http_errors import JsonRpcHttpErrors
+from mcp_tasks_temporal.front.legacy_answers import LegacyAnswers
+from mcp_tasks_temporal.front.protocol_versions import AdvertiseServedVersions, run_stdio
+from mcp_tasks_temporal.ops.cli_options import DEFAULT_UI_ORIGINS
+from mcp_tasks_temporal.ops.codec_server import codec_app
+from mcp_tasks_temporal.ops.dev.embedded_temporal import EmbeddedTemporal, embedded_temporal
+from mcp_tasks_temporal.ops.dev.ports import PortInUseError, check_ports
+from mcp_tasks_temporal.ops.dev.state_dir import StateDirLock, state_dir_lock
+from mcp_tasks_temporal.ops.dev.worker_process import (
+    PARENT_PID_ENV,
+    DevWorker,
+    DevWorkerError,
+    SupervisedWorker,
+    dev_worker,
+    stop_with_parent,
+)
+from mcp_tasks_temporal.temporal.codec import codec_from_args, new_key
+from mcp_tasks_temporal.temporal.connection import (
+    ConnectionOptions,
+    connect,
+)
+from mcp_tasks_temporal.temporal.contract import ActivityPolicy
+from mcp_tasks_temporal.temporal.metrics import FrontMetrics, RequestMetrics, install_metrics, metrics_runtime
+from mcp_tasks_temporal.temporal.search_attributes import check_namespace
+from mcp_tasks_temporal.temporal.tracing import setup_tracing, tracing_plugins
+
+logger = logging.getLogger("mcp_tasks_temporal")
+
+_DEV_TEMPORAL_HOST = "127.0.0.1"
+
+
+def configure(app: MCPServer[Any], args: argparse.Namespace) -> None:
+    extension = tasks_extension(app)
+    if not args.task_queue:
+        args.task_queue = default_task_queue(app)
+    if getattr(args, "agent_model", None):
+        try:
+            from mcp_tasks_temporal.contrib.pydantic_ai.sub_agent import configure_model
+        except ImportError:
+            raise ValueError('--agent-model needs the agent extra: pip install "mcp-tasks-temporal[agent]"') from None
+        configure_model(args.agent_model)
+    if getattr(args, "request_state_key", None):
+        use_request_state_keys(app, args.request_state_key)
+    if "ttl_ms" in vars(args):
+        extension.default_ttl_ms = args.ttl_ms
+    if getattr(args, "poll_interval_ms", None):
+        extension.default_poll_interval_ms = args.poll_interval_ms
+    if getattr(args, "require_mcp_name", False):
+        extension.require_mcp_name = True
+    policy = extension.default_activity
+    overrides: dict[str, Any] = {}
+    if getattr(args, "heartbeat_timeout", None):
+        overrides["heartbeat_timeout_s"] = args.heartbeat_timeout
+    if getattr(args, "max_attempts", None):
+        overrides["maximum_attempts"] = args.max_attempts
+    if getattr(args, "tool_timeout", None):
+        overrides["start_to_close_timeout_s"] = args.tool_timeout
+    if overrides:
+        extension.default_activity = ActivityPolicy(**{**vars(policy), **overrides})
+
+
+class _HttpServer(uvicorn.Server):
+    @contextmanager
+    def capture_signals(self) -> Generator[None]:
+        # uvicorn re-raises Ctrl-C/SIGTERM once it has stopped, as a KeyboardInterrupt that would cut
+        # short what follows: the worker's graceful shutdown and then the embedded Temporal server's.
+        with super().capture_signals():
+            yield
+            self._captured_signals.clear()  # pyright: ignore[reportPrivateUsage]
+
+
+def _bearer_auth(args: argparse.Namespace) -> BearerAuth | None:
+    if args.tokens is not None and args.jwt_jwks is not None:
+        raise ValueError("--tokens and --jwt-jwks are alternatives: choose one")
+    if args.tokens is not None:
+        return BearerAuth(StaticTokenVerifier(load_tokens(args.tokens)))
+    if args.jwt_jwks is None:
+        return None
+    from mcp_tasks_temporal.front.jwt_auth import JwtSettings, JwtVerifier
+
+    if not args.jwt_issuer or not args.jwt_audience:
+        raise ValueError("--jwt-jwks needs --jwt-issuer and --jwt-audience")
+    settings = JwtSettings(
+        jwks=args.jwt_jwks,
+        issuer=args.jwt_issuer,
+        audience=args.jwt_audience,
+        principal_claim=args.jwt_principal_claim,
+    )
+    metadata = None
+    if args.public_url:
+        # The JWT issuer does exist (it signs the tokens), so it is the authorization server clients are sent to.
+        metadata = AuthSettings(
+            issuer_url=AnyHttpUrl(args.jwt_issuer),
+            resource_server_url=AnyHttpUrl(args.public_url),
+            required_scopes=list(args.jwt_scope) or None,
+            validate_token_resource=False,  # the verifier checks `aud` itself
+        )
+    return BearerAuth(JwtVerifier(settings), required_scopes=tuple(args.jwt_scope), settings=metadata)
+
+
+def _http_server(app: MCPServer[Any], args: argparse.Namespace, client: Client, auth: BearerAuth | None) -> _HttpServer:
+    # Stateless for the handshake revisions too: an older client's requests may reach any front server.
+    mcp_app = app.streamable_http_app(host=args.host, max_request_body_size=args.max_body_bytes, stateless_http=True)
+    # Replies to the questions a front asked on a request's stream may reach any front: each takes them.
+    mcp_app.add_middleware(LegacyAnswers, extension=tasks_extension(app))
+    # The handshake revisions' capabilities reach every front through the session ID the client echoes.
+    mcp_app.add_middleware(HandshakeEcho)
+    http_app = front_app(mcp_app, auth=auth, extra_routes=health_routes(client), running=tasks_extension(app).running)
+    wrapped = JsonRpcHttpErrors(http_app, max_body_bytes=args.max_body_bytes)
+    config = uvicorn.Config(wrapped, host=args.host, port=args.port, log_level="warning", lifespan="on")
+    return _HttpServer(config)
+
+
+async def _serve_http(app: MCPServer[Any], args: argparse.Namespace, client: Client, auth: BearerAuth | None) -> None:
+    await _http_server(app, args, client, auth).serve()
+
+
+def _start_telemetry(args: argparse.Namespace, role: str) -> None:
+    """Tracing and metrics, before the first Temporal client: both are fixed when a client connects."""
+    setup_tracing(f"mcp-tasks-temporal-{role}", flag=args.otel)
+    if args.metrics_port:
+        install_metrics(f"{args.metrics_host}:{args.metrics_port}")
+
+
+async def _connect(
+    args: argparse.Namespace,
+    app: MCPServer[Any],
+    options: ConnectionOptions | None = None,
+    *,
+    require_namespace: bool = True,
+) -> Client:
+    """The command's Temporal client: its connection flags over the environment, or `options` alone."""
+    return await connect(
+        options or ConnectionOptions.from_args(args),
+        codec=codec_from_args(args),
+        runtime=metrics_runtime(),
+        plugins=[*tasks_extension(app).plugins, *tracing_plugins()],
+        use_environment=options is None,  # TEMPORAL_* describe the user's cluster, not a server started here
+        require_namespace=require_namespace,
+    )
+
+
+def _attach_front(
+    app: MCPServer[Any], client: Client, args: argparse.Namespace, *, search_attributes: bool, web_ui: str | None
+) -> None:
+    metrics = FrontMetrics.from_runtime()
+    # First, so it also counts what later middleware answers by itself (subscriptions/listen).
+    app.middleware.insert(0, RequestMetrics(metrics))
+    app.middleware.append(AdvertiseServedVersions())
+    cache_size = DEFAULT_MAX_ENTRIES if args.closed_task_cache is None else args.closed_task_cache
+    closed_tasks = ClosedTaskCache(max_entries=cache_size)
+    gateway = TemporalTaskGateway(
+        client,
+        task_queue=args.task_queue,
+        metrics=metrics,
+        closed_tasks=closed_tasks,
+        search_attributes=search_attributes,
+        web_ui=web_ui,
+    )
+    tasks_extension(app).attach(gateway, app)
+
+
+async def _run_worker(stack: AsyncExitStack, client: Client, app: MCPServer[Any], args: argparse.Namespace) -> None:
+    from mcp_tasks_temporal.temporal.activities import ToolActivities
+    from mcp_tasks_temporal.temporal.worker import build_worker, workflow_tool_workers
+
+    state = await stack.enter_async_context(ToolActivities.lifespan(app))
+    worker = build_worker(
+        client,
+        app,
+        state,
+        task_queue=args.task_queue,
+        max_concurrent_activities=args.max_concurrent_tools,
+        max_cached_workflows=args.max_cached_workflows,
+        graceful_shutdown_s=args.graceful_shutdown,
+    )
+    await stack.enter_async_context(worker)
+    for own_queue in workflow_tool_workers(
+        client,
+        app,
+        task_queue=args.task_queue,
+        max_concurrent_activities=args.max_concurrent_tools,
+        graceful_shutdown_s=args.graceful_shutdown,
+    ):
+        await stack.enter_async_context(own_queue)
+
+
+async def dev(args: argparse.Namespace) -> None:
+    async with AsyncExitStack() as stack:
+        # The state directory first: a Temporal server a killed `dev` left running there still holds
+        # its ports, and is stopped before they are checked.
+        lock = stack.enter_context(state_dir_lock(args.state_dir)) if args.state_dir is not None else None
+        await _run_dev(stack, lock, args)
+
+
+async def _run_dev(stack: AsyncExitStack, lock: StateDirLock | None, args: argparse.Namespace) -> None:
+    # Every port is checked before anything starts or prints: a second `dev` must not come up
+    # half-way, and above all must not find the first one's Temporal on "its" port and use it.
+    wanted = [
+        (args.host, args.port, "--port", "MCP endpoint"),
+        (_DEV_TEMPORAL_HOST, args.temporal_port, "--temporal-port", "Temporal"),
+    ]
+    if args.ui_port:
+        wanted.append((_DEV_TEMPORAL_HOST, args.ui_port, "--ui-port", "Temporal UI"))
+    if getattr(args, "metrics_port", None):
+        wanted.append((args.metrics_host, args.metrics_port, "--metrics-port", "metrics"))
+    check_ports(wanted)
+    app = load_app(args.app)
+    configure(app, args)
+    _start_telemetry(args, "dev")
+    auth = _bearer_auth(args)  # a bad key set or token file stops the start, before anything runs
+    temporal = await stack.enter_async_context(
+        embedded_temporal(
+            state_dir=args.state_dir,
+            lock=lock,
+            host=_DEV_TEMPORAL_HOST,
+            port=args.temporal_port,
+            ui_port=args.ui_port or None,
+            namespace=args.namespace,
+        )
+    )
+    client = await _connect(args, app, ConnectionOptions(address=temporal.address, namespace=temporal.namespace))
+    indexed = await check_namespace(client, address=temporal.address, namespace=temporal.namespace, role="dev")
+    _attach_front(app, client, args, search_attributes=indexed, web_ui=temporal.ui_url)
+    worker: SupervisedWorker | None = None
+    if args.in_process_worker or args.metrics_port:
+        await _run_worker(stack, client, app, args)
+    else:
+        worker = await stack.enter_async_context(
+            dev_worker(
+                args,
+                address=temporal.address,
+                namespace=temporal.namespace,
+                log_path=temporal.log_path.with_name("worker.log"),
+            )
+        )
+    server = _http_server(app, args, client, auth)
+    temporal_exit: int | None = None
+    worker_error: DevWorkerError | None = None
+    bind_failed = False
+    async with anyio.create_task_group() as group:
+
+        async def serve() -> None:
+            nonlocal bind_failed
+            try:
+                await server.serve()
+            except SystemExit:  # uvicorn's answer to a port taken since the check
+                bind_failed = True
+            group.cancel_scope.cancel()
+
+        async def watch_temporal() -> None:
+            nonlocal temporal_exit
+            temporal_exit = await temporal.exited()
+            server.should_exit = True
+
+        async def watch_worker(worker: SupervisedWorker) -> None:
+            nonlocal worker_error
+            worker_error = await worker.keep_running(lambda line: print(f"mcp-tasks-temporal dev: {line}", flush=True))
+            server.should_exit = True
+
+        group.start_soon(serve)
+        group.start_soon(watch_temporal)
+        if worker is not None:
+            group.start_soon(watch_worker, worker)
+        # The banner says the endpoint is up, so it waits until it is.
+        while not server.started and not bind_failed and temporal_exit is None and worker_error is None:
+            await anyio.sleep(0.02)
+        if server.started:
+            _dev_banner(args, temporal, worker.current if worker is not None else None)
+    if bind_failed:
+        raise PortInUseError(args.host, args.port, "--port", "MCP endpoint")
+    if temporal_exit is not None:
+        raise RuntimeError(f"the embedded Temporal server exited with code {temporal_exit}; see {temporal.log_path}")
+    if worker_error is not None:
+        raise worker_error
+    print("mcp-tasks-temporal dev: stopping", flush=True)
+
+
+def _dev_banner(args: argparse.Namespace, temporal: EmbeddedTemporal, worker: DevWorker | None) -> None:
+    print(f"mcp-tasks-temporal dev: serving {args.app}", flush=True)
+    print(f"  MCP endpoint  http://{args.host}:{args.port}/mcp", flush=True)
+    print(
+        f"  Temporal      {temporal.address} (namespace {temporal.namespace}, task queue {args.task_queue})",
+        flush=True,
+    )
+    if temporal.ui_url:
+        print(f"  Temporal UI   {temporal.ui_url}", flush=True)
+    print(f"  State         {temporal.db_path}", flush=True)
+    if worker is not None:
+        print(f"  Worker        pid {worker.pid}, log {worker.log_path}", flush=True)
+    print("Press Ctrl-C to stop.", flush=True)
+
+
+async def serve(args: argparse.Namespace) -> None:
+    app = load_app(args.app)
+    configure(app, args)
+    _start_telemetry(args, "front")
+    auth = _bearer_auth(args) if args.transport == "http" else None
+    # A front may come up before its namespace exists; `/readyz` reports that until it does.
+    client = await _connect(args, app, require_namespace=False)
+    address = client.service_client.config.target_host
+    indexed = await check_namespace(client, address=address, namespace=client.namespace, role="serve")
+    _attach_front(app, client, args, search_attributes=indexed, web_ui=args.temporal_ui)
+    if args.transport == "stdio":
+        async with tasks_extension(app).running():
+            await run_stdio(app)
+    else:
+        print(
+            f"mcp-tasks-temporal serve: http://{args.host}:{args.port}/mcp -> {_where(client)}",
+            file=sys.stderr,
+            flush=True,
+        )
+        await _serve_http(app, args, client, auth)
+
+
+async def worker(args: argparse.Namespace) -> None:
+    app = load_app(args.app)
+    configure(app, args)
+    _start_telemetry(args, "worker")
+    client = await _connect(args, app)
+    # The worker upserts nothing the run did not start with; this only tells the operator what is missing.
+    address = client.service_client.config.target_host
+    await check_namespace(client, address=address, namespace=client.namespace, role="worker")
+    async with AsyncExitStack() as stack:
+        await _run_worker(stack, client, app, args)
+        print(
+            f"mcp-tasks-temporal worker: {args.app} on {_where(client)}, task queue {args.task_queue}",
+            file=sys.stderr,
+            flush=True,
+        )
+        await _until_stopped()
+
+
+def _where(client: Client) -> str:
+    return f"{client.service_client.config.target_host} (namespace {client.namespace})"
+
+
+async def codec_server(args: argparse.Namespace) -> None:
+    codec = codec_from_args(args)
+    if codec is None:
+        raise ValueError("codec-server needs the codec: --codec-key-file, $MCP_TASKS_CODEC_KEYS or --codec")
+    verifier = StaticTokenVerifier(load_tokens(args.tokens)) if args.tokens is not None else None
+    # Who decrypted what is the audit trail operators want from this server, whatever the global level.
+    logging.getLogger("mcp_tasks_temporal.ops.codec_server").setLevel(logging.INFO)
+    http_app = codec_app(codec, ui_origins=args.ui_origin or DEFAULT_UI_ORIGINS, verifier=verifier)
+    config = uvicorn.Config(http_app, host=args.host, port=args.port, log_level="warning")
+    print(f"mcp-tasks-temporal codec-server: http://{args.host}:{args.port}", file=sys.stderr, flush=True)
+    await uvicorn.Server(config).serve()
+
+
+async def codec_key(args: argparse.Namespace) -> None:
+    print(new_key())
+
+
+async def _until_stopped() -> None:
+    """Wait for Ctrl-C or SIGTERM (a container stop), so shutdown runs the graceful path.
+
+    `dev`'s worker also stops when `dev` is gone, even if it was killed too hard to stop it.
+    """
+    parent = os.environ.get(PARENT_PID_ENV)
+    async with anyio.create_task_group() as group:
+
+        async def on_signal() -> None:
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    break
+            group.cancel_scope.cancel()
+
+        async def on_orphaned(parent_pid: int) -> None:
+            await stop_with_parent(parent_pid)
+            group.cancel_scope.cancel()
+
+        group.start_soon(on_signal)
+        if parent is not None and parent.isdigit():
+            group.start_soon(on_orphaned, int(parent))

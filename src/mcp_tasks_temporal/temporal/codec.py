@@ -1,0 +1,158 @@
+"""Payload encryption: what Temporal stores of a task is ciphertext unless you hold a key.
+
+The built-in codec is AES-256-GCM. A key is 32 random bytes written as base64 (one per
+line in the key file, or comma-separated in `MCP_TASKS_CODEC_KEYS`); the first key
+encrypts, every key decrypts, so a new key goes first and the old ones stay listed
+until no history that needs them is retained. Each encrypted payload names its key by
+an id derived from the key (never the key itself) in its metadata, and the whole
+original payload, metadata included, is what gets encrypted. Payloads that are not
+encrypted pass through decoding untouched, so histories from before encryption was
+switched on stay readable.
+
+`--codec MODULE:ATTR` plugs in any other `temporalio.converter.PayloadCodec`
+(a KMS-backed one, for example) instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import binascii
+import hashlib
+import os
+import secrets
+from collections.abc import Mapping, Sequence
+from importlib import import_module
+from pathlib import Path
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from temporalio.api.common.v1 import Payload
+from temporalio.converter import PayloadCodec
+
+from mcp_tasks_temporal.temporal.contract import CODEC_KEYS_ENV as KEYS_ENV
+
+ENCODING = b"binary/encrypted"
+KEY_ID_METADATA = "encryption-key-id"
+_NONCE_BYTES = 12
+
+
+class CodecError(ValueError):
+    """A payload cannot be decrypted, or the codec is misconfigured."""
+
+
+def key_id(key: bytes) -> str:
+    """A stable public name for a key: rotation needs to know which key sealed a payload."""
+    return hashlib.sha256(b"mcp-tasks-temporal/codec-key-id\x00" + key).hexdigest()[:16]
+
+
+def new_key() -> str:
+    """A fresh key in the format the key file and `MCP_TASKS_CODEC_KEYS` take."""
+    return base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+def parse_keys(text: str) -> list[bytes]:
+    """Keys from a key file or the variable: base64, one per line or comma-separated; `#` starts a comment."""
+    keys: list[bytes] = []
+    for line in text.splitlines():
+        for item in line.split("#", 1)[0].split(","):
+            item = item.strip()
+            if not item:
+                continue
+            try:
+                key = base64.b64decode(item.replace("-", "+").replace("_", "/") + "=" * (-len(item) % 4))
+            except binascii.Error:
+                raise CodecError(f"codec key #{len(keys) + 1} is not base64") from None
+            if len(key) != 32:
+                raise CodecError(f"codec key #{len(keys) + 1} is {len(key)} bytes; AES-256 needs 32")
+            keys.append(key)
+    return keys
+
+
+class AesGcmCodec(PayloadCodec):
+    """AES-256-GCM over each whole payload; the first key encrypts, any listed key decrypts."""
+
+    def __init__(self, keys: Sequence[bytes]) -> None:
+        if not keys:
+            raise CodecError("the AES-GCM codec needs at least one key")
+        self._keys = {key_id(key): AESGCM(key) for key in keys}
+        self._current = key_id(keys[0])
+
+    @property
+    def encrypting_key_id(self) -> str:
+        return self._current
+
+    async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return [self._encrypt(payload) for payload in payloads]
+
+    async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return [self._decrypt(payload) for payload in payloads]
+
+    def _encrypt(self, payload: Payload) -> Payload:
+        nonce = secrets.token_bytes(_NONCE_BYTES)
+        kid = self._current.encode()
+        sealed = self._keys[self._current].encrypt(nonce, payload.SerializeToString(), kid)
+        return Payload(metadata={"encoding": ENCODING, KEY_ID_METADATA: kid}, data=nonce + sealed)
+
+    def _decrypt(self, payload: Payload) -> Payload:
+        if payload.metadata.get("encoding") != ENCODING:
+            return payload
+        kid = payload.metadata.get(KEY_ID_METADATA, b"")
+        cipher = self._keys.get(kid.decode(errors="replace"))
+        if cipher is None:
+            raise CodecError(f"payload encrypted with key {kid.decode(errors='replace')!r}, which is not configured")
+        nonce, sealed = payload.data[:_NONCE_BYTES], payload.data[_NONCE_BYTES:]
+        try:
+            plain = cipher.decrypt(nonce, sealed, kid)
+        except InvalidTag:
+            raise CodecError(f"payload under key {kid.decode()!r} failed authentication") from None
+        decoded = Payload()
+        decoded.ParseFromString(plain)
+        return decoded
+
+
+def codec_from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> PayloadCodec | None:
+    """The codec the command line and environment ask for, if any."""
+    return load_codec(spec=args.codec, key_file=args.codec_key_file, environ=environ)
+
+
+def load_codec(
+    *, spec: str | None = None, key_file: Path | None = None, environ: Mapping[str, str] | None = None
+) -> PayloadCodec | None:
+    """`--codec MODULE:ATTR`, else AES-GCM from a key file, else from `MCP_TASKS_CODEC_KEYS`, else none.
+
+    Raises:
+        CodecError: The codec cannot be loaded or a key is malformed.
+    """
+    environ = os.environ if environ is None else environ
+    if spec and (key_file is not None or environ.get(KEYS_ENV)):
+        raise CodecError(f"--codec and AES-GCM keys (--codec-key-file, ${KEYS_ENV}) exclude each other")
+    if spec:
+        return _import_codec(spec)
+    if key_file is not None:
+        try:
+            text = key_file.read_text()
+        except OSError as err:
+            raise CodecError(f"cannot read the codec key file {key_file}: {err.strerror}") from None
+        keys = parse_keys(text)
+        if not keys:
+            raise CodecError(f"the codec key file {key_file} holds no key")
+        return AesGcmCodec(keys)
+    if environ.get(KEYS_ENV):
+        return AesGcmCodec(parse_keys(environ[KEYS_ENV]))
+    return None
+
+
+def _import_codec(spec: str) -> PayloadCodec:
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise CodecError(f"--codec takes MODULE:ATTR, not {spec!r}")
+    try:
+        target: object = getattr(import_module(module_name), attr)
+    except (ImportError, AttributeError) as err:
+        raise CodecError(f"cannot load the codec {spec}: {err}") from None
+    if not isinstance(target, PayloadCodec) and callable(target):
+        target = target()
+    if not isinstance(target, PayloadCodec):
+        raise CodecError(f"{spec} is not a temporalio PayloadCodec (got {type(target).__name__})")
+    return target

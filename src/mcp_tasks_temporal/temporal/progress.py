@@ -1,0 +1,98 @@
+"""What a tool running as a task can reach: its status line, its workflow, its client's capabilities.
+
+Progress travels as activity heartbeat details: no history event per update, and
+the front server reads the latest one with `describe`, so it stays visible with
+no worker polling. Temporal throttles heartbeats (the worker's
+`max_heartbeat_throttle_interval`), which bounds both the write rate and the
+staleness of what `tasks/get` shows.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from temporalio import activity
+
+from mcp_tasks_temporal.temporal.contract import StatusDetails
+
+
+@dataclass
+class StatusReporter:
+    """Holds the running tool's latest status and pushes it out with each heartbeat."""
+
+    current: StatusDetails | None = None
+    last_report_at: float = field(default_factory=time.monotonic)
+    """When the tool last said anything (the same status again counts): what `progress_timeout` measures."""
+    waiting: int = 0
+    """Questions the tool is waiting on: a tool waiting for its client is not hung."""
+
+    def set(self, message: str) -> None:
+        self.last_report_at = time.monotonic()
+        if self.current is not None and self.current.message == message:
+            return
+        self.current = StatusDetails(message=message, at_ms=int(time.time() * 1000))
+        self.heartbeat()
+
+    def heartbeat(self) -> None:
+        if self.current is None:
+            activity.heartbeat()
+        else:
+            activity.heartbeat(self.current)
+
+    def silent_for(self) -> float:
+        """Seconds since the tool last reported, or 0 while it waits for an answer."""
+        return 0.0 if self.waiting else time.monotonic() - self.last_report_at
+
+    @contextmanager
+    def waiting_for_input(self) -> Generator[None]:
+        self.waiting += 1
+        try:
+            yield
+        finally:
+            self.waiting -= 1
+            self.last_report_at = time.monotonic()
+
+
+@dataclass(frozen=True)
+class TaskRun:
+    """The task a tool is running for, bound for the duration of one activity attempt."""
+
+    reporter: StatusReporter = field(default_factory=StatusReporter)
+    workflow_id: str = ""
+    client_capabilities: Any = None
+    """The creating request's `clientCapabilities` (raw JSON)."""
+
+
+_run: ContextVar[TaskRun | None] = ContextVar("mcp_tasks_run", default=None)
+
+
+def current_run() -> TaskRun | None:
+    """The task this code runs for, or `None` outside a task (a synchronous call, the front server)."""
+    return _run.get()
+
+
+def bind_run(run: TaskRun) -> None:
+    """Bind `run` to this context and the tasks it spawns."""
+    _run.set(run)
+
+
+def set_status(message: str) -> None:
+    """Report what the tool is doing now; `tasks/get` shows it as `statusMessage`.
+
+    A no-op when the tool runs synchronously (not as a task), so tools can call
+    it unconditionally. The text is shown to users and models: keep secrets out.
+    """
+    run = _run.get()
+    if run is not None:
+        run.reporter.set(message)
+
+
+def progress_message(progress: float, total: float | None, message: str | None) -> str:
+    """Render an MCP progress report (`ctx.report_progress`) as a status line."""
+    amount = f"{progress:g}/{total:g}" if total else f"{progress:g}"
+    return f"{message} ({amount})" if message else f"Progress {amount}"
