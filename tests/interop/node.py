@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,9 +30,16 @@ class NodeClients:
 
     env: dict[str, str]
 
-    def run(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, *args: str, timeout: float = 180, env: Mapping[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [str(NODE_BIN / "node"), *args], cwd=JS_DIR, env=self.env, capture_output=True, text=True, timeout=timeout
+            [str(NODE_BIN / "node"), *args],
+            cwd=JS_DIR,
+            env={**self.env, **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
 
     def run_json(self, *args: str, timeout: float = 180) -> dict[str, Any]:
