@@ -7,6 +7,7 @@ import logging
 import os
 import signal
 import sys
+import tempfile
 from collections.abc import Generator, Sequence
 from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
@@ -38,6 +39,8 @@ from mcp_tasks_temporal.health import health_routes
 from mcp_tasks_temporal.http_errors import JsonRpcHttpErrors
 from mcp_tasks_temporal.http_front import BearerAuth, front_app
 from mcp_tasks_temporal.metrics import FrontMetrics, RequestMetrics, install_metrics, metrics_runtime
+from mcp_tasks_temporal.payload_limits import PayloadLimits, namespace_blob_limit
+from mcp_tasks_temporal.payload_storage import add_storage_options, open_storage, storage_from_args
 from mcp_tasks_temporal.ports import PortInUseError, check_ports
 from mcp_tasks_temporal.protocol_versions import AdvertiseServedVersions, run_stdio
 from mcp_tasks_temporal.search_attributes import check_namespace
@@ -115,7 +118,9 @@ def _add_front_options(parser: argparse.ArgumentParser) -> None:
         "--max-body-bytes",
         type=int,
         default=int(os.environ.get("MCP_TASKS_MAX_BODY_BYTES", str(1024 * 1024))),
-        help="largest request body accepted (HTTP 413 beyond); keeps task inputs under Temporal's 2 MB payload limit",
+        metavar="BYTES",
+        help="largest request body accepted, HTTP 413 beyond ($MCP_TASKS_MAX_BODY_BYTES, default 1 MiB); "
+        "arguments over Temporal's 2 MiB payload limit also need --payload-storage",
     )
     parser.add_argument(
         "--tokens",
@@ -230,6 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_worker_options(dev, graceful_shutdown_s=3)
     dev.add_argument("--namespace", default=DEFAULT_NAMESPACE, help="namespace of the embedded Temporal")
     add_codec_options(dev)
+    add_storage_options(dev, default_kind="local")
     dev.add_argument(
         "--state-dir", type=Path, default=Path(".mcp-tasks-temporal"), help="where the Temporal database lives"
     )
@@ -254,6 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_front_options(serve)
     add_connection_options(serve)
     add_codec_options(serve)
+    add_storage_options(serve)
     serve.add_argument("--transport", choices=("http", "stdio"), default="http")
     _add_observability_options(serve)
     serve.add_argument(
@@ -273,6 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_worker_options(worker, graceful_shutdown_s=30)
     add_connection_options(worker)
     add_codec_options(worker)
+    add_storage_options(worker)
     _add_observability_options(worker)
 
     codec_server = commands.add_parser(
@@ -400,16 +408,22 @@ def _start_telemetry(args: argparse.Namespace, role: str) -> None:
 
 
 async def _connect(
+    stack: AsyncExitStack,
     args: argparse.Namespace,
     app: MCPServer[Any],
     options: ConnectionOptions | None = None,
     *,
     require_namespace: bool = True,
 ) -> Client:
-    """The command's Temporal client: its connection flags over the environment, or `options` alone."""
+    """The command's Temporal client: its connection flags over the environment, or `options` alone.
+
+    Payload storage (its cloud client) stays open as long as `stack`.
+    """
+    storage = await stack.enter_async_context(open_storage(storage_from_args(args)))
     return await connect(
         options or ConnectionOptions.from_args(args),
         codec=codec_from_args(args),
+        external_storage=storage,
         interceptors=client_interceptors(),
         runtime=metrics_runtime(),
         plugins=tasks_extension(app).plugins,
@@ -418,7 +432,11 @@ async def _connect(
     )
 
 
-def _attach_front(
+async def _payload_limits(client: Client, args: argparse.Namespace) -> PayloadLimits:
+    return PayloadLimits(blob_limit=await namespace_blob_limit(client), storage=storage_from_args(args))
+
+
+async def _attach_front(
     app: MCPServer[Any], client: Client, args: argparse.Namespace, *, search_attributes: bool, web_ui: str | None
 ) -> None:
     metrics = FrontMetrics.from_runtime()
@@ -433,6 +451,7 @@ def _attach_front(
         closed_tasks=closed_tasks,
         search_attributes=search_attributes,
         web_ui=web_ui,
+        payload_limits=await _payload_limits(client, args),
     )
     tasks_extension(app).attach(gateway, app)
 
@@ -450,6 +469,7 @@ async def _run_worker(stack: AsyncExitStack, client: Client, app: MCPServer[Any]
         max_concurrent_activities=args.max_concurrent_tools,
         max_cached_workflows=args.max_cached_workflows,
         graceful_shutdown_s=args.graceful_shutdown,
+        payload_limits=await _payload_limits(client, args),
     )
     await stack.enter_async_context(worker)
     for own_queue in workflow_tool_workers(
@@ -481,6 +501,13 @@ async def _dev(args: argparse.Namespace) -> None:
     async with AsyncExitStack() as stack:
         if args.state_dir is not None:
             stack.enter_context(state_dir_lock(args.state_dir))
+        if args.payload_storage == "local" and args.payload_dir is None:
+            # Large results just work on one machine: beside the Temporal database, or for the run only.
+            args.payload_dir = (
+                args.state_dir / "payloads"
+                if args.state_dir is not None
+                else Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mcp-tasks-payloads-")))
+            )
         temporal = await stack.enter_async_context(
             embedded_temporal(
                 state_dir=args.state_dir,
@@ -490,9 +517,11 @@ async def _dev(args: argparse.Namespace) -> None:
                 namespace=args.namespace,
             )
         )
-        client = await _connect(args, app, ConnectionOptions(address=temporal.address, namespace=temporal.namespace))
+        client = await _connect(
+            stack, args, app, ConnectionOptions(address=temporal.address, namespace=temporal.namespace)
+        )
         indexed = await check_namespace(client, address=temporal.address, namespace=temporal.namespace, role="dev")
-        _attach_front(app, client, args, search_attributes=indexed, web_ui=temporal.ui_url)
+        await _attach_front(app, client, args, search_attributes=indexed, web_ui=temporal.ui_url)
         worker: DevWorker | None = None
         if args.in_process_worker or args.metrics_port:
             await _run_worker(stack, client, app, args)
@@ -559,6 +588,8 @@ def _dev_banner(args: argparse.Namespace, temporal: EmbeddedTemporal, worker: De
     if temporal.ui_url:
         print(f"  Temporal UI   {temporal.ui_url}", flush=True)
     print(f"  State         {temporal.db_path}", flush=True)
+    if args.payload_storage == "local":
+        print(f"  Payloads      {args.payload_dir} (over {args.payload_threshold} bytes)", flush=True)
     if worker is not None:
         print(f"  Worker        pid {worker.pid}, log {worker.log_path}", flush=True)
     print("Press Ctrl-C to stop.", flush=True)
@@ -569,31 +600,32 @@ async def _serve(args: argparse.Namespace) -> None:
     _configure(app, args)
     _start_telemetry(args, "front")
     auth = _bearer_auth(args) if args.transport == "http" else None
-    # A front may come up before its namespace exists; `/readyz` reports that until it does.
-    client = await _connect(args, app, require_namespace=False)
-    address = client.service_client.config.target_host
-    indexed = await check_namespace(client, address=address, namespace=client.namespace, role="serve")
-    _attach_front(app, client, args, search_attributes=indexed, web_ui=args.temporal_ui)
-    if args.transport == "stdio":
-        await run_stdio(app)
-    else:
-        print(
-            f"mcp-tasks-temporal serve: http://{args.host}:{args.port}/mcp -> {_where(client)}",
-            file=sys.stderr,
-            flush=True,
-        )
-        await _serve_http(app, args, client, auth)
+    async with AsyncExitStack() as stack:
+        # A front may come up before its namespace exists; `/readyz` reports that until it does.
+        client = await _connect(stack, args, app, require_namespace=False)
+        address = client.service_client.config.target_host
+        indexed = await check_namespace(client, address=address, namespace=client.namespace, role="serve")
+        await _attach_front(app, client, args, search_attributes=indexed, web_ui=args.temporal_ui)
+        if args.transport == "stdio":
+            await run_stdio(app)
+        else:
+            print(
+                f"mcp-tasks-temporal serve: http://{args.host}:{args.port}/mcp -> {_where(client)}",
+                file=sys.stderr,
+                flush=True,
+            )
+            await _serve_http(app, args, client, auth)
 
 
 async def _worker(args: argparse.Namespace) -> None:
     app = load_app(args.app)
     _configure(app, args)
     _start_telemetry(args, "worker")
-    client = await _connect(args, app)
-    # The worker upserts nothing the run did not start with; this only tells the operator what is missing.
-    address = client.service_client.config.target_host
-    await check_namespace(client, address=address, namespace=client.namespace, role="worker")
     async with AsyncExitStack() as stack:
+        client = await _connect(stack, args, app)
+        # The worker upserts nothing the run did not start with; this only tells the operator what is missing.
+        address = client.service_client.config.target_host
+        await check_namespace(client, address=address, namespace=client.namespace, role="worker")
         await _run_worker(stack, client, app, args)
         print(
             f"mcp-tasks-temporal worker: {args.app} on {_where(client)}, task queue {args.task_queue}",
