@@ -21,6 +21,7 @@ import os
 import socket
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack
 from typing import Any, Protocol
 
 from mcp.server.request_state import compact_json
@@ -34,6 +35,7 @@ from mcp_tasks_temporal.codec import add_codec_options, codec_from_args
 from mcp_tasks_temporal.connection import ConnectionOptions, add_connection_options
 from mcp_tasks_temporal.connection import connect as connect_temporal_client
 from mcp_tasks_temporal.ids import WORKFLOW_ID_PREFIX, is_task_id, owner_key, workflow_id
+from mcp_tasks_temporal.payload_storage import add_storage_options, open_storage, storage_from_args
 from mcp_tasks_temporal.web_ui import web_ui_link
 
 EXIT_INCOMPATIBLE = 1
@@ -42,14 +44,18 @@ EXIT_DECLINED = 3
 UI_ENV = "TEMPORAL_UI_ADDRESS"
 
 
+_storage_for_command = AsyncExitStack()
+
+
 class _Subparsers(Protocol):
     def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser: ...
 
 
 def add_temporal_options(parser: argparse.ArgumentParser) -> None:
-    """The Temporal connection and payload codec options, as `serve` and `worker` take them."""
+    """The Temporal connection, payload codec and payload storage options, as `serve` and `worker` take them."""
     add_connection_options(parser)
     add_codec_options(parser)
+    add_storage_options(parser)
     parser.add_argument(
         "--temporal-ui",
         default=os.environ.get(UI_ENV) or None,
@@ -65,8 +71,10 @@ async def connect(args: argparse.Namespace) -> Client:
     history reads as plain text here and nowhere else.
     """
     identity = f"mcp-tasks-temporal {args.command} {getpass.getuser()}@{socket.gethostname()}"
+    # Open for the rest of this one-shot command: an audit reads stored results, a replay stored activity results.
+    storage = await _storage_for_command.enter_async_context(open_storage(storage_from_args(args)))
     client = await connect_temporal_client(
-        ConnectionOptions.from_args(args), codec=codec_from_args(args), identity=identity
+        ConnectionOptions.from_args(args), codec=codec_from_args(args), external_storage=storage, identity=identity
     )
     args.namespace = client.namespace
     return client
