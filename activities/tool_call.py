@@ -57,8 +57,8 @@ from mcp_tasks_temporal.contract import (
 )
 from mcp_tasks_temporal.inputs import missing_capability_error
 from mcp_tasks_temporal.payload_limits import PayloadLimits
-from mcp_tasks_temporal.result_text import compact
 from mcp_tasks_temporal.progress import StatusReporter, TaskRun, bind_run, progress_message
+from mcp_tasks_temporal.result_text import compact
 from mcp_tasks_temporal.tracing import tool_span
 
 logger = logging.getLogger(__name__)
