@@ -56,7 +56,9 @@ from mcp_tasks_temporal.temporal.contract import (
     as_object,
 )
 from mcp_tasks_temporal.temporal.inputs import missing_capability_error
+from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits
 from mcp_tasks_temporal.temporal.progress import StatusReporter, TaskRun, bind_run, progress_message
+from mcp_tasks_temporal.temporal.result_text import compact
 from mcp_tasks_temporal.temporal.tracing import tool_span
 
 logger = logging.getLogger(__name__)
@@ -103,8 +105,16 @@ class _TaskDispatchContext:
 class ToolActivities:
     """Activities bound to one `MCPServer` and its entered lifespan state."""
 
-    def __init__(self, server: MCPServer[Any], lifespan_state: Any, *, keepalive_s: float = 2.0) -> None:
+    def __init__(
+        self,
+        server: MCPServer[Any],
+        lifespan_state: Any,
+        *,
+        keepalive_s: float = 2.0,
+        payload_limits: PayloadLimits | None = None,
+    ) -> None:
         self._server = server
+        self._payload_limits = payload_limits or PayloadLimits()
         self._lowlevel = lowlevel_server(server)
         self._lifespan_state = lifespan_state
         self._keepalive_s = keepalive_s
@@ -161,6 +171,10 @@ class ToolActivities:
                 raise ApplicationError(message, type=TOOL_HUNG)
             if result.get("resultType") == "input_required":
                 _check_requested_kinds(result.get("inputRequests") or {}, capabilities)
+            else:
+                result = compact(result)
+            # Temporal would refuse it only after this attempt, and every retry would compute it again.
+            self._payload_limits.check_result(activity.payload_converter(), result)
             return result
         except MCPError as exc:
             error = exc.error.model_dump(by_alias=True, mode="json", exclude_none=True)

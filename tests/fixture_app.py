@@ -8,6 +8,7 @@ file is the simplest event both sides can see.
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import Annotated
 
@@ -369,3 +370,32 @@ async def vault(codeword: str) -> str:
     question = ElicitRequestFormParams(message=f"Passphrase for {codeword}-question?", requested_schema=schema)  # pyright: ignore[reportArgumentType]
     answer = await request_input("passphrase", ElicitRequest(params=question))
     return f"opened {codeword}-result with {answer['content']['passphrase']}"
+
+
+# -- large payloads -------------------------------------------------------------
+
+
+def pattern(size: int, seed: str) -> str:
+    """`size` characters that differ with `seed` and position: a reordered or cut result does not match."""
+    return random.Random(seed).randbytes((size + 1) // 2).hex()[:size]
+
+
+@tasks.tool(policy="optional")
+@app.tool()
+async def large_text(size: int, seed: str = "large") -> str:
+    """A text result of `size` characters, as MCPServer returns it: content text and structuredContent."""
+    return pattern(size, seed)
+
+
+@tasks.tool(policy="optional")
+@app.tool(structured_output=False)
+async def large_blob(size: int, seed: str = "large") -> str:
+    """A text result of `size` characters in `content` only."""
+    return pattern(size, seed)
+
+
+@tasks.tool(policy="optional")
+@app.tool()
+async def text_length(text: str) -> int:
+    """The length of its argument: a tool whose arguments are what is large."""
+    return len(text)

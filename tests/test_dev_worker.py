@@ -20,6 +20,7 @@ def test_every_worker_option_dev_was_given_reaches_its_worker(tmp_path: Path) ->
         ["--log-level", "INFO", "dev", "--app", "tests.fixture_app:app", "--task-queue", "q1"]
         + ["--max-concurrent-tools", "7", "--max-cached-workflows", "9", "--graceful-shutdown", "4.5"]
         + ["--agent-model", "m1", "--codec-key-file", str(keys), "--otel"]
+        + ["--payload-dir", str(tmp_path / "payloads"), "--payload-threshold", "1000", "--payload-max-bytes", "5000"]
     )
     command = worker_command(dev, address="127.0.0.1:17233", namespace="ns1")
     assert command[1:3] == ["-m", "mcp_tasks_temporal"]
@@ -28,6 +29,7 @@ def test_every_worker_option_dev_was_given_reaches_its_worker(tmp_path: Path) ->
     assert (worker.address, worker.namespace) == ("127.0.0.1:17233", "ns1")
     shared = (set(vars(worker)) & set(vars(dev))) - NOT_THE_WORKERS - {"command"}
     assert shared >= {"app", "task_queue", "max_concurrent_tools", "graceful_shutdown", "codec_key_file", "otel"}
+    assert shared >= {"payload_storage", "payload_dir", "payload_threshold", "payload_max_bytes"}
     for name in shared:
         assert getattr(worker, name) == getattr(dev, name), name
 

@@ -37,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
         ToolTaskInput,
         detailed_task,
     )
+    from mcp_tasks_temporal.temporal.result_text import expand
     from mcp_tasks_temporal.temporal.search_attributes import upsert_status
 
 
@@ -102,7 +103,7 @@ class ToolTaskWorkflow:
             poll_interval_ms=self._task.poll_interval_ms,
             status_message=self._status_message,
             input_requests=self._input_requests,
-            result=self._result,
+            result=expand(self._result) if self._result is not None else None,
             error=self._error,
         )
 

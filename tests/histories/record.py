@@ -23,7 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from mcp_tasks_temporal.contract import (
+from temporalio import activity
+from temporalio.client import Client, WorkflowHandle, WorkflowHistory
+from temporalio.exceptions import ApplicationError
+from temporalio.worker import Worker
+
+from mcp_tasks_temporal.temporal.contract import (
     INPUT_SIGNAL,
     JSONRPC_ERROR,
     REQUEST_INPUT_UPDATE,
@@ -35,13 +40,9 @@ from mcp_tasks_temporal.contract import (
     ToolRoundInput,
     ToolTaskInput,
 )
-from mcp_tasks_temporal.ids import owner_key
-from mcp_tasks_temporal.search_attributes import start_attributes
-from mcp_tasks_temporal.worker import WORKFLOWS
-from temporalio import activity
-from temporalio.client import Client, WorkflowHandle, WorkflowHistory
-from temporalio.exceptions import ApplicationError
-from temporalio.worker import Worker
+from mcp_tasks_temporal.temporal.ids import owner_key
+from mcp_tasks_temporal.temporal.search_attributes import start_attributes
+from mcp_tasks_temporal.temporal.worker import WORKFLOWS
 
 HERE = Path(__file__).parent
 ENVELOPE: dict[str, Any] = {
@@ -173,8 +174,7 @@ def worker(client: Client, task_queue: str) -> Worker:
 
 
 async def main(names: list[str]) -> None:
-    from mcp_tasks_temporal.embedded import embedded_temporal
-
+    from mcp_tasks_temporal.ops.dev.embedded_temporal import embedded_temporal
     from tests.processes import free_port
 
     async with embedded_temporal(state_dir=None, port=free_port(), ui_port=None) as temporal:

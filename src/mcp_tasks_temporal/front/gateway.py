@@ -47,6 +47,8 @@ from mcp_tasks_temporal.temporal.contract import (
 from mcp_tasks_temporal.temporal.ids import is_task_id, owner_key, workflow_id
 from mcp_tasks_temporal.temporal.inputs import response_problem
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics
+from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits
+from mcp_tasks_temporal.temporal.result_text import expand
 from mcp_tasks_temporal.temporal.search_attributes import start_attributes
 from mcp_tasks_temporal.temporal.tool_results import call_tool_result, failure_outcome
 from mcp_tasks_temporal.temporal.web_ui import web_ui_link
@@ -170,6 +172,7 @@ class TemporalTaskGateway:
         closed_tasks: ClosedTaskCache | None = None,
         search_attributes: bool = False,
         web_ui: str | None = None,
+        payload_limits: PayloadLimits | None = None,
     ) -> None:
         self.client = client
         self.task_queue = task_queue
@@ -180,9 +183,12 @@ class TemporalTaskGateway:
         """Start tasks with McpTool/McpOwner/McpStatus; only where the namespace has them registered."""
         self.web_ui = web_ui
         """Temporal Web UI address: `tasks/get` then links the task's page in its `_meta`."""
+        self.payload_limits = payload_limits or PayloadLimits()
+        """How large arguments and answers may be: refused here, not after Temporal has taken the task."""
 
     async def create(self, task: ToolTaskInput, principal: str | None) -> dict[str, Any]:
         """Start the task's workflow; returns once Temporal has persisted it."""
+        self._check_input(task.arguments, "The tool's arguments")
         memo = _initial_memo(task.task_id, task.tool, principal, task.created_at_ms, task.ttl_ms, task.poll_interval_ms)
         await self.client.start_workflow(
             TOOL_TASK_WORKFLOW,
@@ -207,6 +213,7 @@ class TemporalTaskGateway:
         The TTL is also the workflow's execution timeout, which covers its whole
         continue-as-new chain, so Temporal itself stops an expired task.
         """
+        self._check_input(task.args, "The tool's arguments")
         memo = _initial_memo(task.task_id, task.tool, principal, task.created_at_ms, task.ttl_ms, task.poll_interval_ms)
         memo[Memo.KIND] = WORKFLOW_KIND
         memo[Memo.ENVELOPE] = task.envelope
@@ -282,6 +289,7 @@ class TemporalTaskGateway:
             problem = response_problem(outstanding[key], value)
             if problem is not None:
                 raise InvalidInputResponseError(key, problem)
+        self._check_input(accepted, "The input responses")
         try:
             await observed.handle.signal(INPUT_SIGNAL, accepted)
         except RPCError as err:
@@ -290,6 +298,9 @@ class TemporalTaskGateway:
                 raise
             return
         await self._until_answered(observed.handle.id, set(accepted))
+
+    def _check_input(self, value: Any, what: str) -> None:
+        self.payload_limits.check_input(self.client.data_converter.payload_converter, value, what)
 
     async def _until_answered(self, workflow_id: str, keys: set[str]) -> None:
         delay = 0.01
@@ -348,7 +359,7 @@ class TemporalTaskGateway:
         if status == WorkflowExecutionStatus.RUNNING and memo.get(Memo.STATUS, "working") == "working":
             heartbeat = await self.latest_status(observed.snapshot.pending_activities)
         elif status == WorkflowExecutionStatus.COMPLETED:
-            result = await observed.handle.result()
+            result = expand(await observed.handle.result())
         closed_at = observed.snapshot.close_time_ms
         return task_view(task_id, memo, status, heartbeat=heartbeat, result=result, closed_at_ms=closed_at)
 

@@ -37,6 +37,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Replayer
 
 from mcp_tasks_temporal.temporal.contract import INPUT_SIGNAL, TOOL_TASK_WORKFLOW, Memo, as_object, to_iso
+from mcp_tasks_temporal.temporal.result_text import expand
 
 SCHEMA_VERSION: Final = 1
 WORKFLOW_KIND: Final = "workflow"
@@ -88,6 +89,11 @@ async def verify(
     replayer = Replayer(workflows=list(workflows), data_converter=converter, plugins=list(plugins))
     for history in histories:
         await replayer.replay_workflow(history)
+
+
+def _as_returned(value: Any) -> Any:
+    """A tool result as the tool returned it (text stored once is put back, as `tasks/get` does)."""
+    return expand(cast(dict[str, Any], value)) if isinstance(value, dict) else value
 
 
 def _iso(event: HistoryEvent) -> str:
@@ -296,7 +302,7 @@ class _Story:
             activity["worker"] = attrs.identity
         if kind == "activity_task_completed_event_attributes":
             activity["outcome"] = "completed"
-            activity["result"] = await self.reader.first(attrs.result)
+            activity["result"] = _as_returned(await self.reader.first(attrs.result))
         elif kind == "activity_task_canceled_event_attributes":
             activity["outcome"] = "cancelled"
         else:
@@ -308,7 +314,8 @@ class _Story:
         self.times["closedAt"] = _iso(event)
         if kind == "workflow_execution_completed_event_attributes":
             attrs = event.workflow_execution_completed_event_attributes
-            self.outcome = {"status": "completed", "at": _iso(event), "result": await self.reader.first(attrs.result)}
+            result = _as_returned(await self.reader.first(attrs.result))
+            self.outcome = {"status": "completed", "at": _iso(event), "result": result}
         elif kind == "workflow_execution_failed_event_attributes":
             failure = await self.reader.failure(event.workflow_execution_failed_event_attributes.failure)
             details = failure.get("details") or [None]

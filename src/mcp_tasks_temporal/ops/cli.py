@@ -19,6 +19,7 @@ from mcp_tasks_temporal.ops.cli_options import DEFAULT_UI_ORIGINS, add_codec_opt
 from mcp_tasks_temporal.ops.operator_commands import add_operator_commands
 from mcp_tasks_temporal.ops.settings import apply_environment
 from mcp_tasks_temporal.temporal.contract import DEFAULT_NAMESPACE
+from mcp_tasks_temporal.temporal.payload_options import add_storage_options
 
 DEMO_APP = "mcp_tasks_temporal.demo:app"
 """The app `dev` serves without --app (`app.DEMO_APP`, which imports the MCP SDK)."""
@@ -95,7 +96,9 @@ def _add_front_options(parser: argparse.ArgumentParser) -> None:
         "--max-body-bytes",
         type=int,
         default=1024 * 1024,
-        help="largest request body accepted (HTTP 413 beyond); keeps task inputs under Temporal's 2 MB payload limit",
+        metavar="BYTES",
+        help="largest request body accepted, HTTP 413 beyond (default 1 MiB); "
+        "arguments over Temporal's 2 MiB payload limit also need --payload-storage",
     )
     parser.add_argument(
         "--tokens",
@@ -224,6 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_worker_options(dev, graceful_shutdown_s=3)
     dev.add_argument("--namespace", default=DEFAULT_NAMESPACE, help="namespace of the embedded Temporal")
     add_codec_options(dev)
+    add_storage_options(dev, default_kind="local")
     dev.add_argument(
         "--state-dir", type=Path, default=Path(".mcp-tasks-temporal"), help="where the Temporal database lives"
     )
@@ -248,6 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_front_options(serve)
     add_connection_options(serve)
     add_codec_options(serve)
+    add_storage_options(serve)
     serve.add_argument("--transport", choices=("http", "stdio"), default="http")
     _add_observability_options(serve)
     serve.add_argument(
@@ -267,6 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_worker_options(worker, graceful_shutdown_s=30)
     add_connection_options(worker)
     add_codec_options(worker)
+    add_storage_options(worker)
     _add_observability_options(worker)
 
     codec_server = commands.add_parser(

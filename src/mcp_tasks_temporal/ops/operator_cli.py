@@ -20,6 +20,7 @@ import json
 import socket
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack
 from typing import Any
 
 from mcp.server.request_state import compact_json
@@ -34,11 +35,14 @@ from mcp_tasks_temporal.temporal.codec import ENCODING, codec_from_args
 from mcp_tasks_temporal.temporal.connection import ConnectionOptions
 from mcp_tasks_temporal.temporal.connection import connect as connect_temporal_client
 from mcp_tasks_temporal.temporal.ids import WORKFLOW_ID_PREFIX, is_task_id, owner_key, workflow_id
+from mcp_tasks_temporal.temporal.payload_storage import open_storage, storage_from_args
 from mcp_tasks_temporal.temporal.web_ui import web_ui_link
 
 EXIT_INCOMPATIBLE = 1
 EXIT_USAGE = 2
 EXIT_DECLINED = 3
+_storage_for_command = AsyncExitStack()
+"""The payload storage client a one-shot command opens, closed when the process ends."""
 
 
 async def connect(args: argparse.Namespace) -> Client:
@@ -48,8 +52,10 @@ async def connect(args: argparse.Namespace) -> Client:
     history reads as plain text here and nowhere else.
     """
     identity = f"mcp-tasks-temporal {args.command} {getpass.getuser()}@{socket.gethostname()}"
+    # Open for the rest of this one-shot command: an audit reads stored results, a replay stored activity results.
+    storage = await _storage_for_command.enter_async_context(open_storage(storage_from_args(args)))
     client = await connect_temporal_client(
-        ConnectionOptions.from_args(args), codec=codec_from_args(args), identity=identity
+        ConnectionOptions.from_args(args), codec=codec_from_args(args), external_storage=storage, identity=identity
     )
     args.namespace = client.namespace
     return client

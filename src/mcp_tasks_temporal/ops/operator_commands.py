@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from mcp_tasks_temporal.ops.cli_options import add_codec_options, add_connection_options
 from mcp_tasks_temporal.temporal.contract import TASK_STATUSES
+from mcp_tasks_temporal.temporal.payload_options import add_storage_options
 
 UI_ENV = "TEMPORAL_UI_ADDRESS"
 
@@ -21,9 +22,10 @@ class _Subparsers(Protocol):
 
 
 def add_temporal_options(parser: argparse.ArgumentParser) -> None:
-    """The Temporal connection and payload codec options, as `serve` and `worker` take them."""
+    """The Temporal connection, payload codec and payload storage options, as `serve` and `worker` take them."""
     add_connection_options(parser)
     add_codec_options(parser)
+    add_storage_options(parser)
     parser.add_argument(
         "--temporal-ui",
         default=os.environ.get(UI_ENV) or None,

@@ -7,8 +7,10 @@ import logging
 import os
 import signal
 import sys
+import tempfile
 from collections.abc import Generator
 from contextlib import AsyncExitStack, contextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -48,6 +50,8 @@ from mcp_tasks_temporal.temporal.connection import (
 )
 from mcp_tasks_temporal.temporal.contract import ActivityPolicy
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics, RequestMetrics, install_metrics, metrics_runtime
+from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits, namespace_blob_limit
+from mcp_tasks_temporal.temporal.payload_storage import open_storage, storage_from_args
 from mcp_tasks_temporal.temporal.search_attributes import check_namespace
 from mcp_tasks_temporal.temporal.tracing import setup_tracing, tracing_plugins
 
@@ -150,16 +154,22 @@ def _start_telemetry(args: argparse.Namespace, role: str) -> None:
 
 
 async def _connect(
+    stack: AsyncExitStack,
     args: argparse.Namespace,
     app: MCPServer[Any],
     options: ConnectionOptions | None = None,
     *,
     require_namespace: bool = True,
 ) -> Client:
-    """The command's Temporal client: its connection flags over the environment, or `options` alone."""
+    """The command's Temporal client: its connection flags over the environment, or `options` alone.
+
+    Payload storage (its cloud client) stays open as long as `stack`.
+    """
+    storage = await stack.enter_async_context(open_storage(storage_from_args(args)))
     return await connect(
         options or ConnectionOptions.from_args(args),
         codec=codec_from_args(args),
+        external_storage=storage,
         runtime=metrics_runtime(),
         plugins=[*tasks_extension(app).plugins, *tracing_plugins()],
         use_environment=options is None,  # TEMPORAL_* describe the user's cluster, not a server started here
@@ -167,7 +177,11 @@ async def _connect(
     )
 
 
-def _attach_front(
+async def _payload_limits(client: Client, args: argparse.Namespace) -> PayloadLimits:
+    return PayloadLimits(blob_limit=await namespace_blob_limit(client), storage=storage_from_args(args))
+
+
+async def _attach_front(
     app: MCPServer[Any], client: Client, args: argparse.Namespace, *, search_attributes: bool, web_ui: str | None
 ) -> None:
     metrics = FrontMetrics.from_runtime()
@@ -183,6 +197,7 @@ def _attach_front(
         closed_tasks=closed_tasks,
         search_attributes=search_attributes,
         web_ui=web_ui,
+        payload_limits=await _payload_limits(client, args),
     )
     tasks_extension(app).attach(gateway, app)
 
@@ -200,6 +215,7 @@ async def _run_worker(stack: AsyncExitStack, client: Client, app: MCPServer[Any]
         max_concurrent_activities=args.max_concurrent_tools,
         max_cached_workflows=args.max_cached_workflows,
         graceful_shutdown_s=args.graceful_shutdown,
+        payload_limits=await _payload_limits(client, args),
     )
     await stack.enter_async_context(worker)
     for own_queue in workflow_tool_workers(
@@ -236,6 +252,13 @@ async def _run_dev(stack: AsyncExitStack, lock: StateDirLock | None, args: argpa
     configure(app, args)
     _start_telemetry(args, "dev")
     auth = _bearer_auth(args)  # a bad key set or token file stops the start, before anything runs
+    if args.payload_storage == "local" and args.payload_dir is None:
+        # Large results just work on one machine: beside the Temporal database, or for the run only.
+        args.payload_dir = (
+            args.state_dir / "payloads"
+            if args.state_dir is not None
+            else Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mcp-tasks-payloads-")))
+        )
     temporal = await stack.enter_async_context(
         embedded_temporal(
             state_dir=args.state_dir,
@@ -246,9 +269,9 @@ async def _run_dev(stack: AsyncExitStack, lock: StateDirLock | None, args: argpa
             namespace=args.namespace,
         )
     )
-    client = await _connect(args, app, ConnectionOptions(address=temporal.address, namespace=temporal.namespace))
+    client = await _connect(stack, args, app, ConnectionOptions(address=temporal.address, namespace=temporal.namespace))
     indexed = await check_namespace(client, address=temporal.address, namespace=temporal.namespace, role="dev")
-    _attach_front(app, client, args, search_attributes=indexed, web_ui=temporal.ui_url)
+    await _attach_front(app, client, args, search_attributes=indexed, web_ui=temporal.ui_url)
     worker: SupervisedWorker | None = None
     if args.in_process_worker or args.metrics_port:
         await _run_worker(stack, client, app, args)
@@ -313,6 +336,8 @@ def _dev_banner(args: argparse.Namespace, temporal: EmbeddedTemporal, worker: De
     if temporal.ui_url:
         print(f"  Temporal UI   {temporal.ui_url}", flush=True)
     print(f"  State         {temporal.db_path}", flush=True)
+    if args.payload_storage == "local":
+        print(f"  Payloads      {args.payload_dir} (over {args.payload_threshold} bytes)", flush=True)
     if worker is not None:
         print(f"  Worker        pid {worker.pid}, log {worker.log_path}", flush=True)
     print("Press Ctrl-C to stop.", flush=True)
@@ -323,32 +348,33 @@ async def serve(args: argparse.Namespace) -> None:
     configure(app, args)
     _start_telemetry(args, "front")
     auth = _bearer_auth(args) if args.transport == "http" else None
-    # A front may come up before its namespace exists; `/readyz` reports that until it does.
-    client = await _connect(args, app, require_namespace=False)
-    address = client.service_client.config.target_host
-    indexed = await check_namespace(client, address=address, namespace=client.namespace, role="serve")
-    _attach_front(app, client, args, search_attributes=indexed, web_ui=args.temporal_ui)
-    if args.transport == "stdio":
-        async with tasks_extension(app).running():
-            await run_stdio(app)
-    else:
-        print(
-            f"mcp-tasks-temporal serve: http://{args.host}:{args.port}/mcp -> {_where(client)}",
-            file=sys.stderr,
-            flush=True,
-        )
-        await _serve_http(app, args, client, auth)
+    async with AsyncExitStack() as stack:
+        # A front may come up before its namespace exists; `/readyz` reports that until it does.
+        client = await _connect(stack, args, app, require_namespace=False)
+        address = client.service_client.config.target_host
+        indexed = await check_namespace(client, address=address, namespace=client.namespace, role="serve")
+        await _attach_front(app, client, args, search_attributes=indexed, web_ui=args.temporal_ui)
+        if args.transport == "stdio":
+            async with tasks_extension(app).running():
+                await run_stdio(app)
+        else:
+            print(
+                f"mcp-tasks-temporal serve: http://{args.host}:{args.port}/mcp -> {_where(client)}",
+                file=sys.stderr,
+                flush=True,
+            )
+            await _serve_http(app, args, client, auth)
 
 
 async def worker(args: argparse.Namespace) -> None:
     app = load_app(args.app)
     configure(app, args)
     _start_telemetry(args, "worker")
-    client = await _connect(args, app)
-    # The worker upserts nothing the run did not start with; this only tells the operator what is missing.
-    address = client.service_client.config.target_host
-    await check_namespace(client, address=address, namespace=client.namespace, role="worker")
     async with AsyncExitStack() as stack:
+        client = await _connect(stack, args, app)
+        # The worker upserts nothing the run did not start with; this only tells the operator what is missing.
+        address = client.service_client.config.target_host
+        await check_namespace(client, address=address, namespace=client.namespace, role="worker")
         await _run_worker(stack, client, app, args)
         print(
             f"mcp-tasks-temporal worker: {args.app} on {_where(client)}, task queue {args.task_queue}",

@@ -28,7 +28,12 @@ from typing import Any
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client, Interceptor
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.converter import DataConverter, DefaultFailureConverterWithEncodedAttributes, PayloadCodec
+from temporalio.converter import (
+    DataConverter,
+    DefaultFailureConverterWithEncodedAttributes,
+    ExternalStorage,
+    PayloadCodec,
+)
 from temporalio.envconfig import ClientConfigProfile, ClientConfigTLS
 from temporalio.runtime import Runtime
 from temporalio.service import RPCError, RPCStatusCode
@@ -111,25 +116,30 @@ def connect_config(
         ) from None
 
 
-def data_converter(codec: PayloadCodec | None = None) -> DataConverter:
-    """The converter every client of the project uses: pydantic-aware JSON, then the codec if any.
+def data_converter(codec: PayloadCodec | None = None, external_storage: ExternalStorage | None = None) -> DataConverter:
+    """The converter every client of the project uses: pydantic-aware JSON, then the codec if any,
+    then external storage for payloads over its threshold (`payload_storage`).
 
     With a codec, failure messages and stack traces travel as encoded attributes too:
     an exception's text may quote the arguments the codec keeps out of the history.
     """
-    if codec is None:
-        return pydantic_data_converter
-    return dataclasses.replace(
-        pydantic_data_converter,
-        payload_codec=codec,
-        failure_converter_class=DefaultFailureConverterWithEncodedAttributes,
-    )
+    converter = pydantic_data_converter
+    if codec is not None:
+        converter = dataclasses.replace(
+            converter,
+            payload_codec=codec,
+            failure_converter_class=DefaultFailureConverterWithEncodedAttributes,
+        )
+    if external_storage is not None:
+        converter = dataclasses.replace(converter, external_storage=external_storage)
+    return converter
 
 
 async def connect(
     options: ConnectionOptions,
     *,
     codec: PayloadCodec | None = None,
+    external_storage: ExternalStorage | None = None,
     interceptors: Sequence[Interceptor] = (),
     runtime: Runtime | None = None,
     plugins: Sequence[Any] = (),
@@ -155,7 +165,7 @@ async def connect(
     try:
         client = await Client.connect(
             **config,
-            data_converter=data_converter(codec),
+            data_converter=data_converter(codec, external_storage),
             interceptors=interceptors,
             runtime=runtime,
             plugins=list(plugins),
@@ -227,6 +237,7 @@ async def connect_temporal(
     *,
     namespace: str = DEFAULT_NAMESPACE,
     codec: PayloadCodec | None = None,
+    external_storage: ExternalStorage | None = None,
     interceptors: Sequence[Interceptor] = (),
     runtime: Runtime | None = None,
     plugins: Sequence[Any] = (),
@@ -238,7 +249,7 @@ async def connect_temporal(
     return await Client.connect(
         address,
         namespace=namespace,
-        data_converter=data_converter(codec),
+        data_converter=data_converter(codec, external_storage),
         interceptors=interceptors,
         runtime=runtime,
         plugins=list(plugins),

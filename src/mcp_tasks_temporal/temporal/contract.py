@@ -42,6 +42,8 @@ TOOL_HUNG: Final = "ToolHung"
 INTERNAL_ERROR_CODE: Final = -32603
 INVALID_PARAMS_CODE: Final = -32602
 MISSING_CAPABILITY_CODE: Final = -32021
+PAYLOAD_TOO_LARGE_CODE: Final = -32040
+"""A result too large for Temporal (or for payload storage): the task fails with this, naming size and limit."""
 
 # Keys of a request's `_meta` envelope (2026-07-28), spelled out so sandboxed code needs no `mcp_types`.
 PROTOCOL_VERSION_META_KEY: Final = "io.modelcontextprotocol/protocolVersion"

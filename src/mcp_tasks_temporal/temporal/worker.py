@@ -13,6 +13,7 @@ from temporalio.worker import Worker
 from mcp_tasks_temporal.sdk_compat import activity_name, server_extensions
 from mcp_tasks_temporal.temporal.activities import ToolActivities
 from mcp_tasks_temporal.temporal.contract import RUN_TOOL_ACTIVITY
+from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits
 from mcp_tasks_temporal.temporal.sandbox import WorkflowSandboxError, app_module_passthrough, explain, workflow_runner
 from mcp_tasks_temporal.temporal.task_interceptor import TaskInterceptor
 from mcp_tasks_temporal.temporal.workflow_tools import WorkflowToolOptions, WorkflowToolRegistry, workflow_definition
@@ -32,6 +33,7 @@ def build_worker(
     keepalive_s: float = 2.0,
     status_freshness_s: float = 1.0,
     graceful_shutdown_s: float = 30.0,
+    payload_limits: PayloadLimits | None = None,
 ) -> Worker:
     """A Temporal worker for `app`'s task tools.
 
@@ -45,8 +47,9 @@ def build_worker(
         status_freshness_s: How stale a `set_status` may be when `tasks/get` reads it (heartbeat throttle).
         graceful_shutdown_s: How long running tools may finish when the worker stops.
         max_cached_workflows: Task workflows kept in memory (about 150 KB each); the rest replay on demand.
+        payload_limits: How large a tool's result may be (Temporal's default limit, no payload storage, if None).
     """
-    activities = ToolActivities(app, lifespan_state, keepalive_s=keepalive_s)
+    activities = ToolActivities(app, lifespan_state, keepalive_s=keepalive_s, payload_limits=payload_limits)
     workflows, own_activities = workflow_tools_on(app, task_queue, default_queue=task_queue)
     return _worker(
         client,

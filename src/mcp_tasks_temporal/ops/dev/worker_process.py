@@ -31,6 +31,7 @@ from anyio.abc import Process
 
 from mcp_tasks_temporal.ops.dev.child_process import log_since, open_log, stop_gracefully
 from mcp_tasks_temporal.ops.dev.parent_death import stopped_with_parent
+from mcp_tasks_temporal.temporal.payload_storage import storage_from_args
 
 PARENT_PID_ENV: Final = "MCP_TASKS_STOP_WITH_PARENT"
 """Set for `dev`'s worker: the pid whose end stops it, so a `kill -9` of `dev` leaves no worker behind."""
@@ -73,6 +74,7 @@ def worker_command(args: argparse.Namespace, *, address: str, namespace: str) ->
         command += ["--codec", args.codec]
     if args.codec_key_file is not None:
         command += ["--codec-key-file", str(args.codec_key_file.resolve())]
+    command += storage_from_args(args).worker_args()
     if args.otel:
         command.append("--otel")
     return command

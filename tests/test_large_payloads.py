@@ -1,0 +1,246 @@
+"""Large payloads: over Temporal's limit through payload storage (S3-compatible, local), an explaining error without."""
+
+from __future__ import annotations
+
+import hashlib
+import signal
+import socket
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from temporalio.api.common.v1 import Payload
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+
+from mcp_tasks_temporal.ops.cli import build_parser
+from mcp_tasks_temporal.temporal.contract import INVALID_PARAMS_CODE, PAYLOAD_TOO_LARGE_CODE
+from mcp_tasks_temporal.temporal.ids import workflow_id
+from mcp_tasks_temporal.temporal.payload_limits import DEFAULT_BLOB_LIMIT
+from mcp_tasks_temporal.temporal.result_text import TEXT_FROM_STRUCTURED, compact, expand
+from tests.conftest import Stack
+from tests.fixture_app import pattern
+from tests.processes import Process, free_port, start_front, start_worker, wait_until
+from tests.test_dev import start_dev
+from tests.wire import HttpMcp, TaskCalls
+
+pytestmark = pytest.mark.anyio
+
+LARGE = 50 * 1000 * 1000
+"""The size the storage drivers must carry end to end (50 MB)."""
+OVER = 3 * 1024 * 1024
+"""Over Temporal's 2 MiB payload limit even stored once."""
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _payloads(event: Any) -> list[Payload]:
+    """The payloads a history event carries as its result or input, for the events that matter here."""
+    if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+        return list(event.activity_task_completed_event_attributes.result.payloads)
+    if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
+        return list(event.workflow_execution_completed_event_attributes.result.payloads)
+    if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+        return list(event.workflow_execution_started_event_attributes.input.payloads)
+    return []
+
+
+async def _history_payloads(client: Client, task_id: str) -> list[Payload]:
+    history = await client.get_workflow_handle(workflow_id(task_id, None)).fetch_history()
+    return [payload for event in history.events for payload in _payloads(event)]
+
+
+async def _assert_history_holds_references(client: Client, task_id: str, size: int) -> None:
+    payloads = await _history_payloads(client, task_id)
+    assert payloads
+    assert all(payload.ByteSize() < 64 * 1024 for payload in payloads), [p.ByteSize() for p in payloads]
+    stored = [payload for payload in payloads if payload.external_payloads]
+    assert stored, "the result must be in the history as a reference to storage"
+    assert max(ref.size_bytes for payload in stored for ref in payload.external_payloads) >= size
+
+
+async def _large_result_end_to_end(mcp: TaskCalls, *, timeout: float = 600) -> dict[str, Any]:
+    seed = uuid.uuid4().hex
+    created = await mcp.start("large_blob", {"size": LARGE, "seed": seed})
+    task = await mcp.wait_for(created["taskId"], timeout=timeout)
+    assert task["status"] == "completed", {k: v for k, v in task.items() if k != "result"}
+    text = task["result"]["content"][0]["text"]
+    assert len(text) == LARGE
+    assert _digest(text) == _digest(pattern(LARGE, seed))
+    return task
+
+
+# -- without payload storage ------------------------------------------------------
+
+
+async def test_a_result_over_the_limit_fails_at_once_with_an_error_naming_size_limit_and_setting(
+    mcp: TaskCalls, temporal_client: Client
+) -> None:
+    created = await mcp.start("large_text", {"size": OVER})
+    task = await mcp.wait_for(created["taskId"], timeout=120)
+    assert task["status"] == "failed"
+    error = task["error"]
+    assert error["code"] == PAYLOAD_TOO_LARGE_CODE
+    assert error["data"]["size"] > OVER
+    assert error["data"]["limit"] < DEFAULT_BLOB_LIMIT
+    assert "--payload-storage" in error["data"]["setting"]
+    # Failed on its first attempt: a result that cannot fit is not computed again.
+    history = await temporal_client.get_workflow_handle(workflow_id(created["taskId"], None)).fetch_history()
+    attempts = [
+        event.activity_task_started_event_attributes.attempt
+        for event in history.events
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+    ]
+    assert attempts == [1]
+
+
+async def test_text_repeating_structured_content_is_stored_once_and_served_as_both(
+    mcp: TaskCalls, temporal_client: Client
+) -> None:
+    size = 1_500_000  # twice this is over the 2 MiB limit, once is not
+    created = await mcp.start("large_text", {"size": size, "seed": "once"})
+    task = await mcp.wait_for(created["taskId"], timeout=120)
+    assert task["status"] == "completed", task.get("error")
+    result = task["result"]
+    expected = pattern(size, "once")
+    assert result["content"] == [{"type": "text", "text": expected}]
+    assert result["structuredContent"] == {"result": expected}
+    assert TEXT_FROM_STRUCTURED not in result.get("_meta", {})
+    payloads = await _history_payloads(temporal_client, created["taskId"])
+    assert max(payload.ByteSize() for payload in payloads) < size * 1.1
+
+
+async def test_arguments_over_the_limit_are_refused_before_a_task_exists(
+    stack_factory: Callable[[], Stack], http: httpx.AsyncClient
+) -> None:
+    private = stack_factory()
+    url = private.add_front(extra=["--max-body-bytes", str(8 * 1024 * 1024)])  # no worker: nothing may run
+    mcp = TaskCalls(HttpMcp(url, http))
+    reply = await mcp.call_tool("text_length", {"text": "a" * OVER})
+    assert reply.error["code"] == INVALID_PARAMS_CODE
+    assert reply.error["data"]["size"] > OVER
+    assert "--payload-storage" in reply.error["data"]["setting"]
+
+
+async def test_a_body_over_max_body_bytes_is_refused_with_413(
+    stack_factory: Callable[[], Stack], http: httpx.AsyncClient
+) -> None:
+    private = stack_factory()
+    url = private.add_front(extra=["--max-body-bytes", "4096"])
+    reply = await TaskCalls(HttpMcp(url, http)).call_tool("text_length", {"text": "a" * 8192})
+    assert reply.status == 413
+
+
+# -- S3-compatible storage ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """An S3-compatible server (moto's) on a free port, with the bucket the tests store into."""
+    port = free_port()
+    workdir = tmp_path_factory.mktemp("s3")
+    moto_server = str(Path(sys.executable).parent / "moto_server")
+    process = Process("moto", [moto_server, "-H", "127.0.0.1", "-p", str(port)], workdir / "moto.log").start()
+
+    def ready() -> bool:
+        if not process.alive:
+            raise RuntimeError(f"moto_server exited:\n{process.log()}")
+        with socket.socket() as sock:
+            return sock.connect_ex(("127.0.0.1", port)) == 0
+
+    wait_until(ready, timeout=60, what="moto_server")
+    endpoint = f"http://127.0.0.1:{port}"
+    httpx.put(f"{endpoint}/payloads", timeout=30).raise_for_status()
+    yield endpoint
+    process.stop()
+
+
+S3_ENV = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1"}
+
+
+async def test_a_50_mb_result_reaches_the_client_through_s3_and_the_history_holds_a_reference(
+    stack_factory: Callable[[], Stack], http: httpx.AsyncClient, s3_endpoint: str, temporal_client: Client
+) -> None:
+    private = stack_factory()
+    storage = ["--payload-storage", "s3", "--payload-bucket", "payloads", "--payload-endpoint-url", s3_endpoint]
+    # Credentials and region reach the driver the way they reach any AWS client: the environment.
+    private.workers.append(
+        start_worker(private.workdir, private.temporal, private.task_queue, extra=storage, env=S3_ENV)
+    )
+    extra = [*storage, "--max-body-bytes", str(8 * 1024 * 1024)]
+    private.fronts.append(start_front(private.workdir, private.temporal, private.task_queue, extra=extra, env=S3_ENV))
+    mcp = TaskCalls(HttpMcp(private.url, http))
+    try:
+        task = await _large_result_end_to_end(mcp)
+    except BaseException:
+        print(private.logs())
+        raise
+    await _assert_history_holds_references(temporal_client, task["taskId"], LARGE)
+    listed = (await http.get(f"{s3_endpoint}/payloads?list-type=2")).text
+    assert "<Key>v0/ns/default/" in listed
+
+    # Arguments over Temporal's limit travel the same way (given a body limit that lets them in).
+    created = await mcp.start("text_length", {"text": "b" * OVER})
+    done = await mcp.wait_for(created["taskId"], timeout=120)
+    assert done["status"] == "completed", done.get("error")
+    assert done["result"]["structuredContent"] == {"result": OVER}
+
+
+# -- dev's local storage ----------------------------------------------------------------
+
+
+async def test_a_50_mb_result_just_works_under_dev_through_its_local_storage(
+    tmp_path: Path, http: httpx.AsyncClient
+) -> None:
+    state, port, temporal_port = tmp_path / "state", free_port(), free_port()
+    dev = start_dev(tmp_path, state, port, temporal_port)
+    try:
+        assert f"Payloads      {state / 'payloads'}" in dev.log()
+        mcp = TaskCalls(HttpMcp(f"http://127.0.0.1:{port}/mcp", http))
+        with anyio.fail_after(60):
+            while True:
+                try:
+                    await mcp.call_tool("echo", {"text": "up?"}, tasks=False)
+                    break
+                except httpx.TransportError:  # the banner is printed just before uvicorn binds
+                    await anyio.sleep(0.1)
+        task = await _large_result_end_to_end(mcp)
+        stored = [path for path in (state / "payloads").rglob("*") if path.is_file()]
+        assert max(path.stat().st_size for path in stored) >= LARGE
+        client = await Client.connect(f"127.0.0.1:{temporal_port}")
+        await _assert_history_holds_references(client, task["taskId"], LARGE)
+    finally:
+        dev.stop(signal.SIGINT, timeout=60)
+
+
+# -- settings and the stored-once form --------------------------------------------------
+
+
+def test_dev_stores_large_payloads_locally_by_default_and_the_other_commands_do_not() -> None:
+    parser = build_parser()
+    assert parser.parse_args(["dev"]).payload_storage == "local"
+    assert parser.parse_args(["worker", "--app", "m:a"]).payload_storage == "none"
+    assert parser.parse_args(["serve", "--app", "m:a"]).payload_storage == "none"
+
+
+def test_compacted_results_expand_to_what_the_tool_returned() -> None:
+    wrapped = {"content": [{"type": "text", "text": "abc"}], "structuredContent": {"result": "abc"}, "isError": False}
+    as_json = {
+        "content": [{"type": "text", "text": '{\n  "a": 1,\n  "b": "é"\n}'}],
+        "structuredContent": {"a": 1, "b": "é"},
+        "_meta": {"server": "x"},
+    }
+    different = {"content": [{"type": "text", "text": "other"}], "structuredContent": {"result": "abc"}}
+    for result in (wrapped, as_json, different):
+        stored = compact(result)
+        assert expand(stored) == result
+    assert compact(wrapped)["content"] == [{"type": "text", "text": ""}]
+    assert compact(as_json)["content"] == [{"type": "text", "text": ""}]
+    assert compact(different) is different
