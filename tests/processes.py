@@ -20,6 +20,9 @@ from tests.wire import base_headers, request_message
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "mcp_tasks_temporal"]
 FIXTURE_APP = "tests.fixture_app:app"
+# A start is a few seconds on an idle machine; with both cores busy (pytest-xdist, other work) a Python
+# child's imports alone can take ten times that, and a missed start fails every test sharing the stack.
+START_TIMEOUT_S = 60
 
 
 def free_port() -> int:
@@ -109,7 +112,7 @@ def start_temporal(
         with socket.socket() as sock:
             return sock.connect_ex(("127.0.0.1", port)) == 0
 
-    wait_until(ready, timeout=30, what="the Temporal dev server")
+    wait_until(ready, timeout=START_TIMEOUT_S, what="the Temporal dev server")
     return process, address
 
 
@@ -134,7 +137,7 @@ def start_worker(
         return "mcp-tasks-temporal worker:" in process.log()
 
     try:
-        wait_until(ready, timeout=30, what="the worker")
+        wait_until(ready, timeout=START_TIMEOUT_S, what="the worker")
     except BaseException:
         process.kill()
         raise
@@ -183,7 +186,7 @@ def start_front(
         return response.status_code in (200, 401)  # 401: up, and asking for a bearer token
 
     try:
-        wait_until(ready, timeout=30, what="the front server")
+        wait_until(ready, timeout=START_TIMEOUT_S, what="the front server")
     except BaseException:
         process.kill()
         raise
