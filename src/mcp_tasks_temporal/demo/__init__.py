@@ -1,71 +1,16 @@
-"""The built-in example app served by `mcp-tasks-temporal dev` when no `--app` is given.
+"""The built-in demo served by `mcp-tasks-temporal dev` when no `--app` is given (`mcp_tasks_temporal.demo.server`).
 
-`build_pipeline` is a Temporal workflow exposed as a tool (`workflows/build_pipeline.py`):
-each step an activity, its status and an approval question written in the
-workflow. `search_logs` is an ordinary `mcp` tool made a task with one line;
-it reports progress with `set_status`, shown as the task's `statusMessage`.
+The app is loaded on first use: its review activity imports `demo.duplicates`, and loading the app
+from here would import the review workflow while that workflow is still being imported.
 """
 
 from __future__ import annotations
 
-import anyio
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-
-from mcp_tasks_temporal.front.extension import TasksExtension
-from mcp_tasks_temporal.temporal.activities.build_steps import build_step
-from mcp_tasks_temporal.temporal.progress import set_status
-from mcp_tasks_temporal.temporal.workflows.build_pipeline import BuildPipeline
-
-tasks = TasksExtension()
-app = MCPServer(
-    "mcp-tasks-temporal-demo",
-    version="0.1.0",
-    instructions="Long-running tools that run as durable tasks on Temporal.",
-    extensions=[tasks],
-)
-
-_CORPUS = {
-    "build.log": "compiling module core\nwarning: unused import\nlinking binary\nbuild succeeded",
-    "deploy.log": "pushing image registry/app:1.4\nrollout started\nreplica 3/3 ready",
-    "audit.log": "user alice approved release 1.4\nuser bob rolled back release 1.3",
-}
+from importlib import import_module
+from typing import Any
 
 
-# A Temporal workflow as a tool: every step an activity, status and an approval question from the workflow.
-tasks.workflow_tool(BuildPipeline, name="build_pipeline", activities=[build_step])
-
-
-@tasks.tool(policy="optional")
-@app.tool()
-async def search_logs(pattern: str, seconds_per_file: float = 1.5) -> list[str]:
-    """Search every log file for lines containing `pattern`, slowly, as a real log search would."""
-    matches: list[str] = []
-    for index, (name, text) in enumerate(sorted(_CORPUS.items()), start=1):
-        set_status(f"searching {name} ({index}/{len(_CORPUS)}), {len(matches)} matches so far")
-        await anyio.sleep(seconds_per_file)
-        matches.extend(f"{name}: {line}" for line in text.splitlines() if pattern.lower() in line.lower())
-    return matches
-
-
-@app.tool()
-def add(a: int, b: int) -> int:
-    """Add two numbers (an ordinary synchronous tool, for comparison)."""
-    return a + b
-
-
-try:
-    from mcp_tasks_temporal.contrib.pydantic_ai.sub_agent import sub_agent_tool
-    from mcp_tasks_temporal.temporal.workflows.review_code import ReviewCode, prepare_review
-except ImportError as missing:
-    if not (missing.name or "").startswith(("pydantic_ai", "openai")):
-        raise
-
-    @app.tool()
-    def review_code(path: str, rules: list[str] | None = None) -> str:
-        """Review a directory for duplicated code and house rules with a sub-agent (needs the agent extra)."""
-        raise ToolError('review_code needs the agent extra: pip install "mcp-tasks-temporal[agent]"')
-
-else:
-    # A sub-agent in a task: its own model (--agent-model, OPENAI_BASE_URL) and tools, asking through the task.
-    sub_agent_tool(tasks, ReviewCode, activities=[prepare_review])
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        return import_module("mcp_tasks_temporal.demo.server").app
+    raise AttributeError(f"module 'mcp_tasks_temporal.demo' has no attribute {name!r}")

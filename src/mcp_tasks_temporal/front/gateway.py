@@ -359,7 +359,7 @@ class TemporalTaskGateway:
         if status == WorkflowExecutionStatus.RUNNING and memo.get(Memo.STATUS, "working") == "working":
             heartbeat = await self.latest_status(observed.snapshot.pending_activities)
         elif status == WorkflowExecutionStatus.COMPLETED:
-            result = expand(await observed.handle.result())
+            result = await observed.handle.result()
         closed_at = observed.snapshot.close_time_ms
         return task_view(task_id, memo, status, heartbeat=heartbeat, result=result, closed_at_ms=closed_at)
 
@@ -445,7 +445,10 @@ def task_view(
     is exactly what a `tasks/get` at that moment returns. A closed task was last
     updated when its run closed (`closed_at_ms`), whatever its memo last said;
     a completed one has no status line left: the last one described a step.
+    A result whose text the worker stored once is shown whole again here, so
+    every reader (get, push, 2025-11-25 tasks/result) sees what the tool returned.
     """
+    result = expand(result) if result is not None else None
     created_at_ms = int(memo.get(Memo.CREATED_AT) or 0)
     fields: dict[str, Any] = {
         "task_id": task_id,

@@ -30,10 +30,12 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from mcp_tasks_temporal.sdk_compat import workflow_definition
 
-_SANDBOXED_SUBPACKAGES: Final = frozenset({"workflows", "agent", "testing"})
-"""This package's own workflows, and the modules they import in the sandbox, stay sandboxed."""
+_SANDBOXED: Final = frozenset({"temporal.workflows", "contrib", "testing"})
+"""This package's own workflows, and the modules they import in the sandbox (the sub-agent), stay sandboxed."""
 
-_PASSED_THROUGH: Final = ("mcp", "mcp_types")
+_PASSED_THROUGH: Final = ("mcp", "mcp_types", "rich")
+"""`rich`: an `MCPServer` built at import (a one-file app) sets up logging with it on first use, and its
+module init draws random numbers, which the sandbox refuses when it is imported there for the first time."""
 
 IMPORT_FIX: Final = (
     "import it inside `with workflow.unsafe.imports_passed_through():`, or keep the workflow in a module of its "
@@ -53,12 +55,20 @@ def passthrough_modules() -> tuple[str, ...]:
     """`mcp`, `mcp_types` and this package's modules that workflow code may share with the server."""
     import mcp_tasks_temporal
 
-    own = [
-        f"mcp_tasks_temporal.{module.name}"
-        for module in pkgutil.iter_modules(mcp_tasks_temporal.__path__)
-        if module.name not in _SANDBOXED_SUBPACKAGES and not module.name.startswith("__")
-    ]
-    return (*_PASSED_THROUGH, *own)
+    def own(path: Sequence[str], prefix: str) -> list[str]:
+        found: list[str] = []
+        for module in pkgutil.iter_modules(path):
+            name = f"{prefix}{module.name}"
+            if name in _SANDBOXED or module.name.startswith("__"):
+                continue
+            if module.ispkg and any(sandboxed.startswith(f"{name}.") for sandboxed in _SANDBOXED):
+                # Pass its modules through one by one, around the one that stays sandboxed.
+                found += own([str(Path(mcp_tasks_temporal.__path__[0], *name.split(".")))], f"{name}.")
+            else:
+                found.append(f"mcp_tasks_temporal.{name}")
+        return found
+
+    return (*_PASSED_THROUGH, *own(list(mcp_tasks_temporal.__path__), ""))
 
 
 def app_module_passthrough(workflows: Iterable[type]) -> tuple[str, ...]:
