@@ -73,13 +73,14 @@ class HandshakeEcho:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("method") != "POST":
+        # A 2026-07-28 request streams through unread: only the handshake revisions have an initialize.
+        if scope["type"] != "http" or scope.get("method") != "POST" or not handshake_era(scope):
             await self.app(scope, receive, send)
             return
         body, complete = await read_body(receive)
         if not complete:
             return  # the client went away
-        session_id = _session_id_for(body) if b'"initialize"' in body and _handshake_era(scope) else None
+        session_id = _session_id_for(body) if b'"initialize"' in body else None
         if session_id is None:
             await self.app(scope, replay(body, receive), send)
             return
@@ -93,8 +94,8 @@ class HandshakeEcho:
         await self.app(scope, replay(body, receive), send_with_session)
 
 
-def _handshake_era(scope: Scope) -> bool:
-    """An `initialize` of a handshake revision: no version header yet, or one of those revisions."""
+def handshake_era(scope: Scope) -> bool:
+    """A request of a handshake revision: no version header (an `initialize`), or one of those revisions."""
     versions = [value for key, value in scope.get("headers", []) if key == b"mcp-protocol-version"]
     return not versions or versions[0].decode("latin-1") in HANDSHAKE_PROTOCOL_VERSIONS
 

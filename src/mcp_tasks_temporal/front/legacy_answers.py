@@ -23,7 +23,7 @@ from mcp.shared.exceptions import MCPError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_tasks_temporal.front.extension import TasksExtension
-from mcp_tasks_temporal.front.handshake_echo import read_body, replay
+from mcp_tasks_temporal.front.handshake_echo import handshake_era, read_body, replay
 from mcp_tasks_temporal.front.legacy_tasks import ANSWER_ID_PREFIX, parse_answer_id
 from mcp_tasks_temporal.temporal.contract import as_object
 
@@ -40,7 +40,8 @@ class LegacyAnswers:
         self.extension = extension
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("method") != "POST":
+        # Only handshake-revision clients answer questions this way; a 2026-07-28 request streams through unread.
+        if scope["type"] != "http" or scope.get("method") != "POST" or not handshake_era(scope):
             await self.app(scope, receive, send)
             return
         body, complete = await read_body(receive)
