@@ -1,5 +1,9 @@
 """Temporal workflows of mcp-tasks-temporal (imported as `mcp_tasks_temporal.temporal.workflows`)."""
 
-from mcp_tasks_temporal.temporal.workflows.tool_task import ToolTaskWorkflow
+from mcp_tasks_temporal.temporal.workflows.tool_task import (
+    AutoUpgradeToolTaskWorkflow,
+    PinnedToolTaskWorkflow,
+    ToolTaskWorkflow,
+)
 
-__all__ = ["ToolTaskWorkflow"]
+__all__ = ["AutoUpgradeToolTaskWorkflow", "PinnedToolTaskWorkflow", "ToolTaskWorkflow"]

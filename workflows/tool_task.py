@@ -16,7 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RetryPolicy, VersioningBehavior
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 from temporalio.workflow import HandlerUnfinishedPolicy
 
@@ -25,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
         INPUT_SIGNAL,
         INTERNAL_ERROR_CODE,
         JSONRPC_ERROR,
+        PINNED_TOOL_TASK_WORKFLOW,
         REQUEST_INPUT_UPDATE,
         RUN_TOOL_ACTIVITY,
         STATE_QUERY,
@@ -131,6 +132,9 @@ class ToolTaskWorkflow:
         `ask/<key>`). A key asked again (a retried attempt) is the same question:
         its recorded answer is returned without asking the client twice.
         """
+        return await self._answers_to(ask)
+
+    async def _answers_to(self, ask: InputAsk) -> dict[str, Any]:
         task_keys = {self._midway_key(key): key for key in ask.requests}
         new = {
             tk: ask.requests[k]
@@ -262,3 +266,66 @@ class ToolTaskWorkflow:
 def _no_worker_has_tool(err: ActivityError) -> bool:
     cause = err.cause
     return isinstance(cause, ApplicationError) and cause.type == UNKNOWN_TOOL
+
+
+# Under worker versioning a workflow type declares how it meets a deploy, and Temporal refuses that
+# declaration from an unversioned worker: a versioned worker registers these subclasses instead.
+
+
+@workflow.defn(name=TOOL_TASK_WORKFLOW, versioning_behavior=VersioningBehavior.AUTO_UPGRADE)
+class AutoUpgradeToolTaskWorkflow(ToolTaskWorkflow):
+    """`ToolTaskWorkflow` on a versioned worker: a task moves to the current build at its next step.
+
+    Every change to this workflow's commands is patch-guarded and its recorded histories
+    replay in the tests, so a task may run its later steps on a newer build.
+    """
+
+    @workflow.init
+    def __init__(self, task: ToolTaskInput) -> None:
+        super().__init__(task)
+
+    @workflow.run
+    async def run(self, task: ToolTaskInput) -> dict[str, Any]:
+        return await super().run(task)
+
+    @workflow.query(name=STATE_QUERY)
+    def state(self) -> dict[str, Any]:
+        return super().state()
+
+    @workflow.signal(name=INPUT_SIGNAL)
+    def provide_input(self, responses: dict[str, Any]) -> None:
+        super().provide_input(responses)
+
+    @workflow.update(name=REQUEST_INPUT_UPDATE, unfinished_policy=HandlerUnfinishedPolicy.ABANDON)
+    async def request_input(self, ask: InputAsk) -> dict[str, Any]:  # pyright: ignore[reportIncompatibleVariableOverride]
+        return await self._answers_to(ask)
+
+
+@workflow.defn(name=PINNED_TOOL_TASK_WORKFLOW)
+class PinnedToolTaskWorkflow(ToolTaskWorkflow):
+    """`ToolTaskWorkflow` for a tool declared `versioning="pinned"`: the task ends on the build it began on.
+
+    Versioning behaviour is per workflow type, so a pinned tool task is a type of its own.
+    It declares nothing: a versioned worker pins what declares nothing (`Deployment`), and
+    an unversioned one runs it like any tool task.
+    """
+
+    @workflow.init
+    def __init__(self, task: ToolTaskInput) -> None:
+        super().__init__(task)
+
+    @workflow.run
+    async def run(self, task: ToolTaskInput) -> dict[str, Any]:
+        return await super().run(task)
+
+    @workflow.query(name=STATE_QUERY)
+    def state(self) -> dict[str, Any]:
+        return super().state()
+
+    @workflow.signal(name=INPUT_SIGNAL)
+    def provide_input(self, responses: dict[str, Any]) -> None:
+        super().provide_input(responses)
+
+    @workflow.update(name=REQUEST_INPUT_UPDATE, unfinished_policy=HandlerUnfinishedPolicy.ABANDON)
+    async def request_input(self, ask: InputAsk) -> dict[str, Any]:  # pyright: ignore[reportIncompatibleVariableOverride]
+        return await self._answers_to(ask)

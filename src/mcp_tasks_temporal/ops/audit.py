@@ -36,7 +36,7 @@ from temporalio.exceptions import (
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Replayer
 
-from mcp_tasks_temporal.temporal.contract import INPUT_SIGNAL, TOOL_TASK_WORKFLOW, Memo, as_object, to_iso
+from mcp_tasks_temporal.temporal.contract import INPUT_SIGNAL, TOOL_TASK_WORKFLOWS, Memo, as_object, to_iso
 from mcp_tasks_temporal.temporal.result_text import expand
 
 SCHEMA_VERSION: Final = 1
@@ -173,7 +173,7 @@ class _Story:
         memo = await self.reader.memo(attrs.memo.fields)
         workflow_type = attrs.workflow_type.name
         args = await self.reader.values(attrs.input)
-        if workflow_type == TOOL_TASK_WORKFLOW and args:
+        if workflow_type in TOOL_TASK_WORKFLOWS and args:
             call = as_object(args[0])
             kind = "tool"
             arguments: Any = call.get("arguments")

@@ -19,6 +19,9 @@ TERMINAL_STATUSES: Final = frozenset({"completed", "failed", "cancelled"})
 TASK_STATUSES: Final = ("working", "input_required", "completed", "failed", "cancelled")
 
 TOOL_TASK_WORKFLOW: Final = "mcp_tasks.ToolTask"
+PINNED_TOOL_TASK_WORKFLOW: Final = "mcp_tasks.PinnedToolTask"
+"""The same workflow, pinned to its build under worker versioning (a tool declared `versioning="pinned"`)."""
+TOOL_TASK_WORKFLOWS: Final = frozenset({TOOL_TASK_WORKFLOW, PINNED_TOOL_TASK_WORKFLOW})
 RUN_TOOL_ACTIVITY: Final = "mcp_tasks.run_tool"
 STATE_QUERY: Final = "mcp_tasks.state"
 INPUT_SIGNAL: Final = "mcp_tasks.provide_input"

@@ -13,13 +13,20 @@ from temporalio.worker import Worker
 from mcp_tasks_temporal.sdk_compat import activity_name, server_extensions
 from mcp_tasks_temporal.temporal.activities import ToolActivities
 from mcp_tasks_temporal.temporal.contract import RUN_TOOL_ACTIVITY
+from mcp_tasks_temporal.temporal.deployment import Deployment
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits
 from mcp_tasks_temporal.temporal.sandbox import WorkflowSandboxError, app_module_passthrough, explain, workflow_runner
 from mcp_tasks_temporal.temporal.task_interceptor import TaskInterceptor
 from mcp_tasks_temporal.temporal.workflow_tools import WorkflowToolOptions, WorkflowToolRegistry, workflow_definition
-from mcp_tasks_temporal.temporal.workflows import ToolTaskWorkflow
+from mcp_tasks_temporal.temporal.workflows import (
+    AutoUpgradeToolTaskWorkflow,
+    PinnedToolTaskWorkflow,
+    ToolTaskWorkflow,
+)
 
-WORKFLOWS: Sequence[type] = (ToolTaskWorkflow,)
+WORKFLOWS: Sequence[type] = (ToolTaskWorkflow, PinnedToolTaskWorkflow)
+VERSIONED_WORKFLOWS: Sequence[type] = (AutoUpgradeToolTaskWorkflow, PinnedToolTaskWorkflow)
+"""The same workflow types for a worker under worker versioning, each declaring its behaviour."""
 
 
 def build_worker(
@@ -34,6 +41,7 @@ def build_worker(
     status_freshness_s: float = 1.0,
     graceful_shutdown_s: float = 30.0,
     payload_limits: PayloadLimits | None = None,
+    deployment: Deployment | None = None,
 ) -> Worker:
     """A Temporal worker for `app`'s task tools.
 
@@ -48,13 +56,14 @@ def build_worker(
         graceful_shutdown_s: How long running tools may finish when the worker stops.
         max_cached_workflows: Task workflows kept in memory (about 150 KB each); the rest replay on demand.
         payload_limits: How large a tool's result may be (Temporal's default limit, no payload storage, if None).
+        deployment: The version this worker registers as under worker versioning (unversioned if None).
     """
     activities = ToolActivities(app, lifespan_state, keepalive_s=keepalive_s, payload_limits=payload_limits)
     workflows, own_activities = workflow_tools_on(app, task_queue, default_queue=task_queue)
     return _worker(
         client,
         task_queue=task_queue,
-        workflows=[*WORKFLOWS, *workflows],
+        workflows=[*(WORKFLOWS if deployment is None else VERSIONED_WORKFLOWS), *workflows],
         activities=[activities.run_tool, *own_activities],
         max_concurrent_activities=max_concurrent_activities,
         max_cached_workflows=max_cached_workflows,
@@ -63,6 +72,7 @@ def build_worker(
         max_heartbeat_throttle_interval=timedelta(seconds=status_freshness_s),
         default_heartbeat_throttle_interval=timedelta(seconds=status_freshness_s),
         graceful_shutdown_timeout=timedelta(seconds=graceful_shutdown_s),
+        deployment=deployment,
     )
 
 
@@ -73,8 +83,12 @@ def workflow_tool_workers(
     task_queue: str,
     max_concurrent_activities: int = 100,
     graceful_shutdown_s: float = 30.0,
+    deployment: Deployment | None = None,
 ) -> list[Worker]:
-    """One worker per task queue a workflow tool names as its own; the app's `task_queue` is `build_worker`'s."""
+    """One worker per task queue a workflow tool names as its own; the app's `task_queue` is `build_worker`'s.
+
+    Under a `deployment` they are the same version as the app's worker: a version spans task queues.
+    """
     queues = {options.task_queue for options in _workflow_tools(app)} - {None, task_queue}
     workers: list[Worker] = []
     for queue in sorted(q for q in queues if q is not None):
@@ -91,6 +105,7 @@ def workflow_tool_workers(
                 max_heartbeat_throttle_interval=timedelta(seconds=1),
                 default_heartbeat_throttle_interval=timedelta(seconds=1),
                 graceful_shutdown_timeout=timedelta(seconds=graceful_shutdown_s),
+                deployment=deployment,
             )
         )
     return workers
@@ -113,10 +128,15 @@ def workflow_tools_on(
 
 
 def _worker(
-    client: Client, *, workflows: Sequence[type], activities: Sequence[Callable[..., Any]], **options: Any
+    client: Client,
+    *,
+    workflows: Sequence[type],
+    activities: Sequence[Callable[..., Any]],
+    deployment: Deployment | None = None,
+    **options: Any,
 ) -> Worker:
     """A worker whose workflow tools load in the sandbox as written, or that says on one line why not."""
-    tools = [w for w in workflows if w not in WORKFLOWS]
+    tools = [w for w in workflows if w not in (*WORKFLOWS, *VERSIONED_WORKFLOWS)]
     interceptor = TaskInterceptor(
         workflow_types=[workflow_definition(w).name for w in tools],
         # The tool activity heartbeats by itself, with the tool's status as details.
@@ -129,6 +149,7 @@ def _worker(
             activities=activities,
             workflow_runner=workflow_runner(app_module_passthrough(tools)),
             interceptors=[interceptor],
+            deployment_config=deployment.worker_config() if deployment is not None else None,
             **options,
         )
     except RuntimeError as err:
