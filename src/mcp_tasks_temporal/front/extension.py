@@ -58,6 +58,7 @@ from mcp_tasks_temporal.sdk_compat import (
 )
 from mcp_tasks_temporal.temporal.capabilities import check_asks, undeclared_asks
 from mcp_tasks_temporal.temporal.contract import EXTENSION_ID, ActivityPolicy, ToolTaskInput
+from mcp_tasks_temporal.temporal.deployment import Versioning, check_versioning
 from mcp_tasks_temporal.temporal.ids import new_task_id, owner_key
 from mcp_tasks_temporal.temporal.progress import current_run
 from mcp_tasks_temporal.temporal.task_context import tool_call
@@ -108,9 +109,16 @@ class ToolTaskOptions:
     asks: tuple[Asks, ...] = ()
     """What the tool will ask the client for; a `tools/call` from a client that did not
     declare one of these capabilities gets -32021 before anything runs."""
+    versioning: Versioning = "auto-upgrade"
+    """Under worker versioning, how a running task meets a deploy. `auto-upgrade`: the task
+    moves to the new build (the task workflow is this package's own, every change to it
+    patch-guarded), and a tool attempt that starts after the deploy runs the new tool code.
+    `pinned`: the task, and every attempt and answer round of its tool, stays on the build
+    it started on, so a tool whose code or questions change between releases finishes as it began."""
 
     def __post_init__(self) -> None:
         check_asks(self.asks)
+        check_versioning(self.versioning)
         if self.policy not in ("never", "optional", "required"):
             raise ValueError(f"policy must be 'never', 'optional' or 'required', not {self.policy!r}")
         if isinstance(self.ttl_ms, int) and self.ttl_ms <= 0:
@@ -170,10 +178,12 @@ class TasksExtension(Extension):
         resolve_inputs_first: bool = False,
         progress_timeout: float | None = None,
         asks: Sequence[Asks] = (),
+        versioning: Versioning = "auto-upgrade",
     ) -> Callable[[_Fn], _Fn]:
         """Decorator: run this tool as a task. Stack it on either side of `@mcp.tool()`.
 
         Pass `name=` when the tool was registered under a name other than the function's.
+        `versioning` says how a running task meets a deploy (see `ToolTaskOptions.versioning`).
         """
         options = ToolTaskOptions(
             policy=policy,
@@ -183,6 +193,7 @@ class TasksExtension(Extension):
             resolve_inputs_first=resolve_inputs_first,
             progress_timeout=progress_timeout,
             asks=tuple(asks),
+            versioning=versioning,
         )
 
         def decorate(target: _Fn) -> _Fn:
@@ -229,6 +240,7 @@ class TasksExtension(Extension):
         poll_interval_ms: int | _Inherit = INHERIT,
         activities: Sequence[Callable[..., Any]] = (),
         asks: Sequence[Asks] = (),
+        versioning: Versioning | None = None,
     ) -> _Workflow: ...
 
     @overload
@@ -244,6 +256,7 @@ class TasksExtension(Extension):
         poll_interval_ms: int | _Inherit = INHERIT,
         activities: Sequence[Callable[..., Any]] = (),
         asks: Sequence[Asks] = (),
+        versioning: Versioning | None = None,
     ) -> Callable[[_Workflow], _Workflow]: ...
 
     def workflow_tool(
@@ -258,6 +271,7 @@ class TasksExtension(Extension):
         poll_interval_ms: int | _Inherit = INHERIT,
         activities: Sequence[Callable[..., Any]] = (),
         asks: Sequence[Asks] = (),
+        versioning: Versioning | None = None,
     ) -> _Workflow | Callable[[_Workflow], _Workflow]:
         """Expose a `@workflow.defn` class as an MCP tool whose task **is** a run of that workflow.
 
@@ -268,6 +282,12 @@ class TasksExtension(Extension):
         registered next to the workflow by `dev` and `worker` (a team running its own
         workers registers them there instead). `asks` names what the workflow will ask
         the client for (see `ToolTaskOptions.asks`).
+
+        `versioning` says how a running task meets a deploy under worker versioning:
+        `pinned` (the default: the workflow's code is yours and changes between
+        releases) finishes every task on the build it started on; `auto-upgrade` moves
+        it to the new build, for a workflow whose changes are all `workflow.patched`.
+        A class's own `@workflow.defn(versioning_behavior=...)` is the default instead.
         """
         checked = ToolTaskOptions(policy=policy, ttl_ms=ttl_ms, poll_interval_ms=poll_interval_ms, asks=tuple(asks))
 
@@ -281,6 +301,7 @@ class TasksExtension(Extension):
                 ttl_ms=ttl_ms,
                 poll_interval_ms=poll_interval_ms,
                 activities=activities,
+                versioning=versioning,
             )
             if options.name in self._tools or options.name in self._workflow_tools:
                 raise ValueError(f"a task tool named {options.name!r} is already registered")
@@ -477,7 +498,7 @@ class TasksExtension(Extension):
         )
         tag_task(task.task_id)
         with temporal_errors():
-            return await self.gateway.create(task, principal)
+            return await self.gateway.create(task, principal, pinned=options.versioning == "pinned")
 
     def _check_asks(self, tool_name: str, ctx: ServerRequestContext[Any, Any]) -> None:
         """-32021 for a client that cannot answer what the tool declared it asks."""
@@ -577,6 +598,7 @@ class TasksExtension(Extension):
             created_at_ms=int(time.time() * 1000),
             ttl_ms=ttl_ms,
             poll_interval_ms=poll_ms,
+            auto_upgrade=options.versioning == "auto-upgrade" and not options.declares_versioning,
         )
 
     async def _run_workflow_synchronously(

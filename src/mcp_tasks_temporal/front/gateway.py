@@ -26,7 +26,7 @@ from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.workflow.v1 import PendingActivityInfo
 from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
-from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.common import AutoUpgradeVersioningOverride, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_tasks_temporal.front.closed_tasks import ClosedTaskCache
@@ -36,6 +36,7 @@ from mcp_tasks_temporal.temporal.codec import CodecError
 from mcp_tasks_temporal.temporal.contract import (
     INPUT_SIGNAL,
     INTERNAL_ERROR_CODE,
+    PINNED_TOOL_TASK_WORKFLOW,
     TERMINAL_STATUSES,
     TOOL_TASK_WORKFLOW,
     WEB_UI_META,
@@ -95,6 +96,8 @@ class WorkflowTask:
     created_at_ms: int
     ttl_ms: int | None
     poll_interval_ms: int
+    auto_upgrade: bool = False
+    """Start it auto-upgrade under worker versioning, where its class declares no behaviour (workers pin those)."""
 
 
 @dataclass(frozen=True)
@@ -186,12 +189,15 @@ class TemporalTaskGateway:
         self.payload_limits = payload_limits or PayloadLimits()
         """How large arguments and answers may be: refused here, not after Temporal has taken the task."""
 
-    async def create(self, task: ToolTaskInput, principal: str | None) -> dict[str, Any]:
-        """Start the task's workflow; returns once Temporal has persisted it."""
+    async def create(self, task: ToolTaskInput, principal: str | None, *, pinned: bool = False) -> dict[str, Any]:
+        """Start the task's workflow; returns once Temporal has persisted it.
+
+        `pinned`: under worker versioning the task stays on the build it started on.
+        """
         self._check_input(task.arguments, "The tool's arguments")
         memo = _initial_memo(task.task_id, task.tool, principal, task.created_at_ms, task.ttl_ms, task.poll_interval_ms)
         await self.client.start_workflow(
-            TOOL_TASK_WORKFLOW,
+            PINNED_TOOL_TASK_WORKFLOW if pinned else TOOL_TASK_WORKFLOW,
             task,
             id=workflow_id(task.task_id, principal),
             task_queue=self.task_queue,
@@ -226,6 +232,7 @@ class TemporalTaskGateway:
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
             execution_timeout=timedelta(milliseconds=task.ttl_ms) if task.ttl_ms is not None else None,
+            versioning_override=AutoUpgradeVersioningOverride() if task.auto_upgrade else None,
             static_summary=f"MCP task: {task.tool}",
             search_attributes=start_attributes(tool=task.tool, owner=owner_key(principal))
             if self.search_attributes

@@ -20,6 +20,7 @@ from typing import Any, Literal, Protocol, cast, runtime_checkable
 from pydantic import BaseModel, Field, TypeAdapter
 
 from mcp_tasks_temporal.sdk_compat import workflow_definition as sdk_workflow_definition
+from mcp_tasks_temporal.temporal.deployment import Versioning, check_versioning, versioning_of
 
 TaskPolicy = Literal["never", "optional", "required"]
 
@@ -51,6 +52,9 @@ class WorkflowToolOptions:
     parameter: inspect.Parameter | None
     """The run method's parameter, with its annotation resolved; `None` when it takes none."""
     return_type: Any
+    versioning: Versioning = "pinned"
+    declares_versioning: bool = False
+    """Whether the class's own `@workflow.defn` says `versioning`; if not, the task's start says it."""
 
     @classmethod
     def of(
@@ -64,10 +68,19 @@ class WorkflowToolOptions:
         ttl_ms: Any,
         poll_interval_ms: Any,
         activities: Sequence[Callable[..., Any]],
+        versioning: Versioning | None = None,
     ) -> WorkflowToolOptions:
         definition = workflow_definition(workflow_class)
         if definition.name is None:
             raise ValueError(f"{workflow_class.__name__} is a dynamic workflow; a tool needs a named workflow type")
+        declared = versioning_of(definition.versioning_behavior)
+        if versioning is not None:
+            check_versioning(versioning)
+            if declared is not None and declared != versioning:
+                raise ValueError(
+                    f"{workflow_class.__name__} declares versioning_behavior {declared!r} in @workflow.defn; "
+                    f"versioning={versioning!r} contradicts it (versioning is per workflow type)"
+                )
         run = definition.run_fn
         hints = typing.get_type_hints(run)
         parameters = [p for p in inspect.signature(run).parameters.values() if p.name != "self"]
@@ -89,6 +102,8 @@ class WorkflowToolOptions:
             activities=tuple(activities),
             parameter=parameter,
             return_type=hints.get("return", Any),
+            versioning=declared or versioning or "pinned",
+            declares_versioning=declared is not None,
         )
 
     @property
