@@ -18,6 +18,7 @@ from typing import Any, Final
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 
 from mcp_tasks_temporal.temporal.contract import TERMINAL_STATUSES, Memo, as_object, to_iso
+from mcp_tasks_temporal.temporal.deployment import build_of
 from mcp_tasks_temporal.temporal.ids import WORKFLOW_ID_PREFIX
 
 _CLOSED_AS: Final = {
@@ -84,6 +85,8 @@ class ListedTask:
     created_at: str
     closed_at: str | None
     kind: str
+    build: str | None = None
+    """`<deployment>:<build ID>` the task runs (or last ran) on under worker versioning; `None` unversioned."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -94,6 +97,7 @@ class ListedTask:
             "createdAt": self.created_at,
             "closedAt": self.closed_at,
             "kind": self.kind,
+            "build": self.build,
             "workflowId": self.workflow_id,
             "runId": self.run_id,
         }
@@ -137,6 +141,7 @@ async def _listed(execution: WorkflowExecution) -> ListedTask:
         created_at=created,
         closed_at=closed,
         kind=str(memo.get("kind") or "tool"),
+        build=build_of(execution.raw_info),
     )
 
 

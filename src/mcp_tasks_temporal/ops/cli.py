@@ -194,6 +194,25 @@ def _add_worker_options(parser: argparse.ArgumentParser, *, graceful_shutdown_s:
     )
 
 
+def _add_deployment_options(parser: argparse.ArgumentParser, *, dev: bool) -> None:
+    group = parser.add_argument_group(
+        "Worker versioning",
+        "With both, the worker registers as this build of a Temporal worker deployment: pinned tasks finish on "
+        "the build they started on, auto-upgrade ones move to the current build (docs/operations.md). "
+        + ("`dev` makes its build current." if dev else "Without them the worker is unversioned."),
+    )
+    group.add_argument("--deployment-name", default=None, metavar="NAME", help="the worker deployment")
+    group.add_argument("--build-id", default=None, metavar="ID", help="this worker's build (e.g. the release)")
+    if not dev:
+        group.add_argument(
+            "--make-current",
+            action="store_true",
+            default=False,
+            help="make this build current once the worker polls, so new tasks run on it at once "
+            "(otherwise `admin set-current`, after the replay check)",
+        )
+
+
 def _lazy(name: str) -> Callable[[argparse.Namespace], Awaitable[None]]:
     """The server command `name`, imported when it runs: Temporal, the MCP SDK and uvicorn take seconds
     to import, which `--help` and the client commands do not need."""
@@ -225,6 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_front_options(dev)
     # Ctrl-C in a terminal should not hang on a long tool: its round is retried on the next start.
     _add_worker_options(dev, graceful_shutdown_s=3)
+    _add_deployment_options(dev, dev=True)
     dev.add_argument("--namespace", default=DEFAULT_NAMESPACE, help="namespace of the embedded Temporal")
     add_codec_options(dev)
     add_storage_options(dev, default_kind="local")
@@ -270,6 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_app_options(worker, default_app=None)
     _add_worker_options(worker, graceful_shutdown_s=30)
+    _add_deployment_options(worker, dev=False)
     add_connection_options(worker)
     add_codec_options(worker)
     add_storage_options(worker)

@@ -210,8 +210,8 @@ def _print_tasks(tasks: Sequence[ListedTask], args: argparse.Namespace) -> None:
     if not tasks:
         print("no matching tasks", file=sys.stderr, flush=True)
         return
-    rows = [("TASK", "TOOL", "STATUS", "CREATED", "OWNER KEY")]
-    rows += [(t.task_id, t.tool, t.status, t.created_at, t.owner) for t in tasks]
+    rows = [("TASK", "TOOL", "STATUS", "CREATED", "OWNER KEY", "BUILD")]
+    rows += [(t.task_id, t.tool, t.status, t.created_at, t.owner, t.build or "-") for t in tasks]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip(), flush=True)

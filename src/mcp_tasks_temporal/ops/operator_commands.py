@@ -34,11 +34,14 @@ def add_temporal_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _lazy(name: str) -> Callable[[argparse.Namespace], Awaitable[None]]:
+def _lazy(name: str, module: str = "operator_cli") -> Callable[[argparse.Namespace], Awaitable[None]]:
     async def run(args: argparse.Namespace) -> None:
+        from importlib import import_module
+
         from mcp_tasks_temporal.ops import operator_cli
 
-        await operator_cli.exit_status(getattr(operator_cli, name))(args)
+        command = getattr(import_module(f"mcp_tasks_temporal.ops.{module}"), name)
+        await operator_cli.exit_status(command)(args)
 
     return run
 
@@ -75,6 +78,34 @@ def add_operator_commands(commands: _Subparsers) -> None:
     cancel = actions.add_parser("cancel", parents=[filters], help="cancel the matching running tasks")
     cancel.add_argument("--yes", action="store_true", help="do not ask before cancelling")
     cancel.set_defaults(run=_lazy("run_admin_cancel"))
+    _add_deployment_actions(actions)
+
+
+def _add_deployment_actions(actions: _Subparsers) -> None:
+    connection = argparse.ArgumentParser(add_help=False)
+    add_temporal_options(connection)
+    connection.add_argument(
+        "--deployment-name",
+        default=os.environ.get("MCP_TASKS_DEPLOYMENT_NAME") or None,
+        required=not os.environ.get("MCP_TASKS_DEPLOYMENT_NAME"),
+        metavar="NAME",
+        help="the worker deployment ($MCP_TASKS_DEPLOYMENT_NAME)",
+    )
+    deployment = actions.add_parser(
+        "deployment", parents=[connection], help="a worker deployment's builds: current, draining, drained"
+    )
+    deployment.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    deployment.set_defaults(run=_lazy("run_deployment", "deployment_admin"))
+    current = actions.add_parser(
+        "set-current",
+        parents=[connection],
+        help="send new tasks to this build (after `audit --verify`); pinned tasks stay on theirs",
+    )
+    current.add_argument("--build-id", required=True, metavar="ID", help="the build to make current")
+    current.add_argument(
+        "--wait", type=float, default=10.0, metavar="SECONDS", help="how long to wait for the build's workers to poll"
+    )
+    current.set_defaults(run=_lazy("run_set_current", "deployment_admin"))
 
 
 def _duration(text: str) -> Any:

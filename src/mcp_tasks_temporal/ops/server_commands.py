@@ -49,6 +49,7 @@ from mcp_tasks_temporal.temporal.connection import (
     connect,
 )
 from mcp_tasks_temporal.temporal.contract import ActivityPolicy
+from mcp_tasks_temporal.temporal.deployment import Deployment, set_current
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics, RequestMetrics, install_metrics, metrics_runtime
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits, namespace_blob_limit
 from mcp_tasks_temporal.temporal.payload_storage import open_storage, storage_from_args
@@ -202,10 +203,13 @@ async def _attach_front(
     tasks_extension(app).attach(gateway, app)
 
 
-async def _run_worker(stack: AsyncExitStack, client: Client, app: MCPServer[Any], args: argparse.Namespace) -> None:
+async def _run_worker(
+    stack: AsyncExitStack, client: Client, app: MCPServer[Any], args: argparse.Namespace, *, make_current: bool
+) -> None:
     from mcp_tasks_temporal.temporal.activities import ToolActivities
     from mcp_tasks_temporal.temporal.worker import build_worker, workflow_tool_workers
 
+    deployment = Deployment.from_args(args.deployment_name, args.build_id)
     state = await stack.enter_async_context(ToolActivities.lifespan(app))
     worker = build_worker(
         client,
@@ -216,6 +220,7 @@ async def _run_worker(stack: AsyncExitStack, client: Client, app: MCPServer[Any]
         max_cached_workflows=args.max_cached_workflows,
         graceful_shutdown_s=args.graceful_shutdown,
         payload_limits=await _payload_limits(client, args),
+        deployment=deployment,
     )
     await stack.enter_async_context(worker)
     for own_queue in workflow_tool_workers(
@@ -224,8 +229,12 @@ async def _run_worker(stack: AsyncExitStack, client: Client, app: MCPServer[Any]
         task_queue=args.task_queue,
         max_concurrent_activities=args.max_concurrent_tools,
         graceful_shutdown_s=args.graceful_shutdown,
+        deployment=deployment,
     ):
         await stack.enter_async_context(own_queue)
+    if deployment is not None and make_current:
+        # Before the ready line: whoever waits for it may start tasks that must run on this build.
+        await set_current(client, deployment)
 
 
 async def dev(args: argparse.Namespace) -> None:
@@ -252,6 +261,7 @@ async def _run_dev(stack: AsyncExitStack, lock: StateDirLock | None, args: argpa
     configure(app, args)
     _start_telemetry(args, "dev")
     auth = _bearer_auth(args)  # a bad key set or token file stops the start, before anything runs
+    Deployment.from_args(args.deployment_name, args.build_id)  # both or neither, checked before anything starts
     if args.payload_storage == "local" and args.payload_dir is None:
         # Large results just work on one machine: beside the Temporal database, or for the run only.
         args.payload_dir = (
@@ -274,7 +284,7 @@ async def _run_dev(stack: AsyncExitStack, lock: StateDirLock | None, args: argpa
     await _attach_front(app, client, args, search_attributes=indexed, web_ui=temporal.ui_url)
     worker: SupervisedWorker | None = None
     if args.in_process_worker or args.metrics_port:
-        await _run_worker(stack, client, app, args)
+        await _run_worker(stack, client, app, args, make_current=True)
     else:
         worker = await stack.enter_async_context(
             dev_worker(
@@ -340,6 +350,8 @@ def _dev_banner(args: argparse.Namespace, temporal: EmbeddedTemporal, worker: De
         print(f"  Payloads      {args.payload_dir} (over {args.payload_threshold} bytes)", flush=True)
     if worker is not None:
         print(f"  Worker        pid {worker.pid}, log {worker.log_path}", flush=True)
+    if args.deployment_name:
+        print(f"  Build         {args.deployment_name}:{args.build_id} (current)", flush=True)
     print("Press Ctrl-C to stop.", flush=True)
 
 
@@ -367,6 +379,8 @@ async def serve(args: argparse.Namespace) -> None:
 
 
 async def worker(args: argparse.Namespace) -> None:
+    if Deployment.from_args(args.deployment_name, args.build_id) is None and args.make_current:
+        raise ValueError("--make-current needs --deployment-name and --build-id")
     app = load_app(args.app)
     configure(app, args)
     _start_telemetry(args, "worker")
@@ -375,9 +389,10 @@ async def worker(args: argparse.Namespace) -> None:
         # The worker upserts nothing the run did not start with; this only tells the operator what is missing.
         address = client.service_client.config.target_host
         await check_namespace(client, address=address, namespace=client.namespace, role="worker")
-        await _run_worker(stack, client, app, args)
+        await _run_worker(stack, client, app, args, make_current=args.make_current)
+        build = f", build {args.deployment_name}:{args.build_id}" if args.deployment_name else ""
         print(
-            f"mcp-tasks-temporal worker: {args.app} on {_where(client)}, task queue {args.task_queue}",
+            f"mcp-tasks-temporal worker: {args.app} on {_where(client)}, task queue {args.task_queue}{build}",
             file=sys.stderr,
             flush=True,
         )

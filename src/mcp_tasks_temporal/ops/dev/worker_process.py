@@ -75,6 +75,10 @@ def worker_command(args: argparse.Namespace, *, address: str, namespace: str) ->
     if args.codec_key_file is not None:
         command += ["--codec-key-file", str(args.codec_key_file.resolve())]
     command += storage_from_args(args).worker_args()
+    if args.deployment_name or args.build_id:
+        # dev's one build is the current one: its tasks run on it, pinned or not.
+        command += ["--deployment-name", args.deployment_name or "", "--build-id", args.build_id or ""]
+        command.append("--make-current")
     if args.otel:
         command.append("--otel")
     return command
