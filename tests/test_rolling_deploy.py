@@ -1,0 +1,170 @@
+"""A rolling deploy under worker versioning: tasks begun on build A end on A while new tasks run on build B.
+
+Real processes on the session's dev server: worker A (release 1) makes itself
+current; a task of a pinned tool and a workflow tool wait for answers on it;
+worker B (release 2) starts and an operator makes it current (`admin
+set-current`). New tasks then run on B, the waiting tasks are answered after the
+deploy and finish with release 1's code, `admin tasks` shows each task's build,
+and A holds no open task once they are done, so it can stop.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from temporalio.client import Client
+
+from mcp_tasks_temporal.ops.cli import build_parser
+from mcp_tasks_temporal.temporal.deployment import VERSION_SEARCH_ATTRIBUTE
+from mcp_tasks_temporal.temporal.ids import workflow_id
+from tests.processes import Process, start_front, start_worker
+from tests.wire import HttpMcp, TaskCalls
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+ELICIT: dict[str, Any] = {"elicitation": {}}
+SHIP = {"action": "accept", "content": {"ship": True}}
+
+
+@dataclass
+class Rollout:
+    workdir: Path
+    temporal: str
+    task_queue: str
+    deployment: str
+    front: str
+    worker_a: Process
+    processes: list[Process]
+
+    def build(self, build_id: str) -> str:
+        return f"{self.deployment}:{build_id}"
+
+    def start_worker(self, release: str, build_id: str, *, make_current: bool = False) -> Process:
+        flags = ["--deployment-name", self.deployment, "--build-id", build_id]
+        worker = start_worker(
+            self.workdir,
+            self.temporal,
+            self.task_queue,
+            app=f"tests.rolling_app:v{release}",
+            extra=[*flags, *(["--make-current"] if make_current else [])],
+        )
+        self.processes.append(worker)
+        return worker
+
+
+@pytest.fixture(scope="module")
+def rollout(workdir: Path, temporal: str) -> Iterator[Rollout]:
+    task_queue = f"rolling-{uuid.uuid4()}"
+    deployment = f"rolling-{uuid.uuid4().hex[:8]}"
+    processes: list[Process] = []
+    with ThreadPoolExecutor(2) as pool:
+        # The front is the newer release: it knows every tool, whichever build runs it.
+        front_job = pool.submit(start_front, workdir, temporal, task_queue, app="tests.rolling_app:v2")
+        flags = ["--deployment-name", deployment, "--build-id", "a", "--make-current"]
+        worker_job = pool.submit(start_worker, workdir, temporal, task_queue, app="tests.rolling_app:v1", extra=flags)
+        front_process, url = front_job.result()
+        processes.append(front_process)
+        worker_a = worker_job.result()
+        processes.append(worker_a)
+    made = Rollout(workdir, temporal, task_queue, deployment, url, worker_a, processes)
+    try:
+        yield made
+    finally:
+        for process in processes:
+            print(f"--- {process.name}\n{process.log()[-3000:]}")  # shown when a test failed
+            process.stop()
+
+
+async def _operator(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    """An operator command (`admin ...`) in this process: its exit status and stdout."""
+    args = build_parser().parse_args(list(argv))
+    capsys.readouterr()
+    await args.run(args)
+    return getattr(args, "exit_status", 0), capsys.readouterr().out
+
+
+async def _waiting(mcp: TaskCalls, tool: str) -> str:
+    task_id = (await mcp.start(tool, {}, capabilities=ELICIT))["taskId"]
+    await mcp.wait_for(task_id, {"input_required"}, timeout=60)
+    return task_id
+
+
+async def _build_of(client: Client, task_id: str) -> str | None:
+    info = (await client.get_workflow_handle(workflow_id(task_id, None)).describe()).raw_description
+    version = info.workflow_execution_info.versioning_info.deployment_version
+    return f"{version.deployment_name}:{version.build_id}" if version.build_id else None
+
+
+async def test_tasks_begun_on_build_a_end_on_a_while_new_ones_run_on_b(
+    rollout: Rollout, temporal_client: Client, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async with httpx.AsyncClient(timeout=30) as http:
+        mcp = TaskCalls(HttpMcp(rollout.front, http))
+        pinned_tool = await _waiting(mcp, "ask")
+        workflow_tool = await _waiting(mcp, "gate")
+        for task_id in (pinned_tool, workflow_tool):
+            assert await _build_of(temporal_client, task_id) == rollout.build("a")
+
+        rollout.start_worker("2", "b")
+        # B polls, but A is still current until the operator says otherwise.
+        before_switch = await _waiting(mcp, "ask")
+        assert await _build_of(temporal_client, before_switch) == rollout.build("a")
+        address = ["--address", rollout.temporal, "--namespace", "default"]
+        status, _ = await _operator(
+            capsys, "admin", "set-current", *address, "--deployment-name", rollout.deployment, "--build-id", "b"
+        )
+        assert status == 0
+
+        # New tasks run release 2's code: its workflow asks a question release 1 never asked.
+        new_gate = await _waiting(mcp, "gate")
+        assert set((await mcp.get(new_gate)).result["inputRequests"]) == {"really"}
+        new_tool = await _waiting(mcp, "ask")
+        assert await _build_of(temporal_client, new_tool) == rollout.build("b")
+        await mcp.update(new_tool, {"ship": SHIP})
+        done = await mcp.wait_for(new_tool, timeout=60)
+        assert done["result"]["structuredContent"] == {"release": "2", "action": "accept"}
+
+        # The tasks begun on A are answered after the deploy and finish with release 1's code, on A.
+        assert set((await mcp.get(workflow_tool)).result["inputRequests"]) == {"ship"}
+        begun_on_a = (pinned_tool, workflow_tool, before_switch)
+        for task_id in begun_on_a:
+            await mcp.update(task_id, {"ship": SHIP})
+        for task_id in begun_on_a:
+            done = await mcp.wait_for(task_id, timeout=60)
+            assert done["status"] == "completed", done
+            assert done["result"]["structuredContent"] == {"release": "1", "action": "accept"}, done
+            assert await _build_of(temporal_client, task_id) == rollout.build("a")
+
+        status, out = await _operator(capsys, "admin", "tasks", *address, "--json")
+        assert status == 0
+        builds = {task["taskId"]: task["build"] for task in json.loads(out)["tasks"]}
+        assert [builds[task_id] for task_id in begun_on_a] == [rollout.build("a")] * 3
+        assert builds[new_tool] == rollout.build("b")
+
+        status, out = await _operator(
+            capsys, "admin", "deployment", *address, "--deployment-name", rollout.deployment, "--json"
+        )
+        assert status == 0
+        described = json.loads(out)
+        assert described["current"] == rollout.build("b")
+        assert {b["build"]: b["status"] for b in described["builds"]}[rollout.build("a")] in ("draining", "drained")
+
+    # Drained: nothing open is pinned to A any more (visibility, as Temporal's own drainage check reads it).
+    query = (
+        f"TaskQueue = '{rollout.task_queue}' AND ExecutionStatus = 'Running' "
+        f"AND {VERSION_SEARCH_ATTRIBUTE} = '{rollout.build('a')}'"
+    )
+    with anyio.fail_after(60):
+        while (await temporal_client.count_workflows(query)).count:
+            await anyio.sleep(0.2)
+    rollout.worker_a.stop()
+    assert rollout.worker_a.popen.returncode == 0, rollout.worker_a.log()
