@@ -2,8 +2,9 @@
 
 `v2` adds a tool that `v1` does not have: while only `v1` workers run, a task of
 the new tool must wait for a `v2` worker instead of failing. `ask` (a pinned
-tool task) and `gate` (a workflow tool, pinned by default) wait for an answer
-and say which release ran them, for the worker-versioning deploy.
+tool task), `ask_moving` (the same, auto-upgrade) and `gate` (a workflow tool,
+pinned by default) wait for an answer and say which release ran them, for the
+worker-versioning deploy.
 """
 
 from __future__ import annotations
@@ -30,6 +31,13 @@ def _release(version: str, *, with_new_tool: bool) -> MCPServer:
     @app.tool()
     async def ask() -> dict[str, str]:
         """Waits for an answer; this release's code finishes what it started."""
+        answer = await request_input("ship", APPROVE)
+        return {"release": version, "action": str(answer.get("action"))}
+
+    @tasks.tool(policy="optional", asks=["elicitation"])
+    @app.tool()
+    async def ask_moving() -> dict[str, str]:
+        """The same, auto-upgrade (the default): its task moves to the current build at its next step."""
         answer = await request_input("ship", APPROVE)
         return {"release": version, "action": str(answer.get("action"))}
 

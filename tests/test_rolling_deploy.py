@@ -21,12 +21,16 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from temporalio import workflow
 from temporalio.client import Client
+from temporalio.common import VersioningBehavior
 
+from mcp_tasks_temporal import TasksExtension
 from mcp_tasks_temporal.ops.cli import build_parser
-from mcp_tasks_temporal.temporal.deployment import VERSION_SEARCH_ATTRIBUTE
+from mcp_tasks_temporal.temporal.deployment import VERSION_SEARCH_ATTRIBUTE, Deployment
 from mcp_tasks_temporal.temporal.ids import workflow_id
 from tests.processes import Process, start_front, start_worker
+from tests.rolling_workflows import ReleaseGateV1, ReleaseGateV2
 from tests.wire import HttpMcp, TaskCalls
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -111,7 +115,8 @@ async def test_tasks_begun_on_build_a_end_on_a_while_new_ones_run_on_b(
         mcp = TaskCalls(HttpMcp(rollout.front, http))
         pinned_tool = await _waiting(mcp, "ask")
         workflow_tool = await _waiting(mcp, "gate")
-        for task_id in (pinned_tool, workflow_tool):
+        moving_tool = await _waiting(mcp, "ask_moving")
+        for task_id in (pinned_tool, workflow_tool, moving_tool):
             assert await _build_of(temporal_client, task_id) == rollout.build("a")
 
         rollout.start_worker("2", "b")
@@ -135,6 +140,12 @@ async def test_tasks_begun_on_build_a_end_on_a_while_new_ones_run_on_b(
 
         # The tasks begun on A are answered after the deploy and finish with release 1's code, on A.
         assert set((await mcp.get(workflow_tool)).result["inputRequests"]) == {"ship"}
+        # An auto-upgrade task moves to B at its next step; the tool attempt already running on A finishes there.
+        await mcp.update(moving_tool, {"ship": SHIP})
+        done = await mcp.wait_for(moving_tool, timeout=60)
+        assert done["result"]["structuredContent"] == {"release": "1", "action": "accept"}, done
+        assert await _build_of(temporal_client, moving_tool) == rollout.build("b")
+
         begun_on_a = (pinned_tool, workflow_tool, before_switch)
         for task_id in begun_on_a:
             await mcp.update(task_id, {"ship": SHIP})
@@ -168,3 +179,43 @@ async def test_tasks_begun_on_build_a_end_on_a_while_new_ones_run_on_b(
             await anyio.sleep(0.2)
     rollout.worker_a.stop()
     assert rollout.worker_a.popen.returncode == 0, rollout.worker_a.log()
+
+
+# -- how tools declare their versioning (no processes) ---------------------------------------
+
+
+@workflow.defn(name="DeclaresAutoUpgrade", versioning_behavior=VersioningBehavior.AUTO_UPGRADE)
+class _DeclaresAutoUpgrade:
+    @workflow.run
+    async def run(self) -> None:
+        return None
+
+
+def test_tool_tasks_auto_upgrade_and_workflow_tools_pin_unless_told_otherwise() -> None:
+    tasks = TasksExtension()
+    tasks.enable("plain")
+    tasks.tool(name="kept", versioning="pinned")(lambda: None)
+    plain, kept = tasks.options_for("plain"), tasks.options_for("kept")
+    assert plain is not None and kept is not None
+    assert (plain.versioning, kept.versioning) == ("auto-upgrade", "pinned")
+
+    tasks.workflow_tool(ReleaseGateV1, name="gate")
+    tasks.workflow_tool(ReleaseGateV2, name="moving_gate", versioning="auto-upgrade")
+    tasks.workflow_tool(_DeclaresAutoUpgrade, name="declared")
+    tools = tasks.workflow_tools
+    assert (tools["gate"].versioning, tools["gate"].declares_versioning) == ("pinned", False)
+    # Said at the start of each task, since the class says nothing (a versioned worker would pin it).
+    assert (tools["moving_gate"].versioning, tools["moving_gate"].declares_versioning) == ("auto-upgrade", False)
+    assert (tools["declared"].versioning, tools["declared"].declares_versioning) == ("auto-upgrade", True)
+
+
+def test_a_versioning_that_contradicts_the_class_or_is_unknown_is_refused() -> None:
+    tasks = TasksExtension()
+    with pytest.raises(ValueError, match="contradicts"):
+        tasks.workflow_tool(_DeclaresAutoUpgrade, name="declared", versioning="pinned")
+    with pytest.raises(ValueError, match="versioning must be one of"):
+        tasks.tool(name="odd", versioning="sometimes")  # pyright: ignore[reportArgumentType]
+    with pytest.raises(ValueError, match="go together"):
+        Deployment.from_args("tasks", None)
+    with pytest.raises(ValueError, match="may not contain"):
+        Deployment.from_args("tasks.v2", "b")
