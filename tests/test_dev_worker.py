@@ -34,6 +34,17 @@ def test_every_worker_option_dev_was_given_reaches_its_worker(tmp_path: Path) ->
         assert getattr(worker, name) == getattr(dev, name), name
 
 
+def test_devs_build_reaches_its_worker_which_makes_it_current() -> None:
+    dev = build_parser().parse_args(
+        ["dev", "--task-queue", "q1", "--payload-storage", "none", "--deployment-name", "tasks", "--build-id", "7"]
+    )
+    worker = build_parser().parse_args(worker_command(dev, address="127.0.0.1:17233", namespace="ns1")[3:])
+    assert (worker.deployment_name, worker.build_id, worker.make_current) == ("tasks", "7", True)
+    unversioned = build_parser().parse_args(["dev", "--task-queue", "q1", "--payload-storage", "none"])
+    worker = build_parser().parse_args(worker_command(unversioned, address="127.0.0.1:17233", namespace="ns1")[3:])
+    assert (worker.deployment_name, worker.build_id, worker.make_current) == (None, None, False)
+
+
 def test_the_worker_ignores_the_users_cluster_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TEMPORAL_ADDRESS", "cloud.example:7233")
     monkeypatch.setenv("TEMPORAL_API_KEY", "secret")
