@@ -169,6 +169,12 @@ async def test_tasks_begun_on_build_a_end_on_a_while_new_ones_run_on_b(
         assert described["current"] == rollout.build("b")
         assert {b["build"]: b["status"] for b in described["builds"]}[rollout.build("a")] in ("draining", "drained")
 
+        # A build none of whose workers ever polled is refused, not made current.
+        refused = ["--deployment-name", rollout.deployment, "--build-id", "never-started", "--wait", "1"]
+        assert (await _operator(capsys, "admin", "set-current", *address, *refused))[0] == 2
+        unknown = ["--deployment-name", f"{rollout.deployment}-unknown"]
+        assert (await _operator(capsys, "admin", "deployment", *address, *unknown))[0] == 2
+
     # Drained: nothing open is pinned to A any more (visibility, as Temporal's own drainage check reads it).
     query = (
         f"TaskQueue = '{rollout.task_queue}' AND ExecutionStatus = 'Running' "

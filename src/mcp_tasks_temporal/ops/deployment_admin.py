@@ -19,7 +19,7 @@ from typing import Any
 from google.protobuf.timestamp_pb2 import Timestamp
 from temporalio.api.enums.v1 import VersionDrainageStatus, WorkerDeploymentVersionStatus
 
-from mcp_tasks_temporal.ops.operator_cli import _Exit, connect  # pyright: ignore[reportPrivateUsage]
+from mcp_tasks_temporal.ops.operator_cli import EXIT_USAGE, connect
 from mcp_tasks_temporal.temporal.deployment import Deployment, describe, set_current, version_text
 
 
@@ -43,7 +43,8 @@ async def run_deployment(args: argparse.Namespace) -> None:
     described = await describe(client, args.deployment_name)
     if described is None:
         print(f"mcp-tasks-temporal: no worker deployment {args.deployment_name!r}", file=sys.stderr, flush=True)
-        raise _Exit(2)
+        args.exit_status = EXIT_USAGE
+        return
     info = described.worker_deployment_info
     routing = info.routing_config
     builds: list[dict[str, Any]] = [
@@ -82,5 +83,6 @@ async def run_set_current(args: argparse.Namespace) -> None:
             file=sys.stderr,
             flush=True,
         )
-        raise _Exit(2) from None
+        args.exit_status = EXIT_USAGE
+        return
     print(f"{deployment} is current: new tasks run on it", file=sys.stderr, flush=True)
