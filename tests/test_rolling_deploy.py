@@ -169,6 +169,12 @@ async def test_tasks_begun_on_build_a_end_on_a_while_new_ones_run_on_b(
         assert described["current"] == rollout.build("b")
         assert {b["build"]: b["status"] for b in described["builds"]}[rollout.build("a")] in ("draining", "drained")
 
+        _, text = await _operator(capsys, "admin", "deployment", *address, "--deployment-name", rollout.deployment)
+        assert f"current {rollout.build('b')}" in text.splitlines()[0]
+        _, text = await _operator(capsys, "admin", "tasks", *address, "--tool", "gate")
+        rows = {line.split()[0]: line.split()[-1] for line in text.splitlines()[1:]}
+        assert (rows[workflow_tool], rows[new_gate]) == (rollout.build("a"), rollout.build("b"))
+
         # A build none of whose workers ever polled is refused, not made current.
         refused = ["--deployment-name", rollout.deployment, "--build-id", "never-started", "--wait", "1"]
         assert (await _operator(capsys, "admin", "set-current", *address, *refused))[0] == 2

@@ -20,7 +20,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from temporalio.api.enums.v1 import VersionDrainageStatus, WorkerDeploymentVersionStatus
 
 from mcp_tasks_temporal.ops.operator_cli import EXIT_USAGE, connect
-from mcp_tasks_temporal.temporal.deployment import Deployment, describe, set_current, version_text
+from mcp_tasks_temporal.temporal.deployment import Deployment, SetCurrentError, describe, set_current, version_text
 
 
 def _time(stamp: Timestamp) -> str | None:
@@ -77,12 +77,8 @@ async def run_set_current(args: argparse.Namespace) -> None:
     # A build with no worker polling yet is refused quickly, not waited for: the operator starts its workers first.
     try:
         await set_current(client, deployment, wait_s=args.wait)
-    except TimeoutError:
-        print(
-            f"mcp-tasks-temporal: no worker of {deployment} has polled in {args.wait:g}s; start its workers first",
-            file=sys.stderr,
-            flush=True,
-        )
+    except SetCurrentError as err:
+        print(f"mcp-tasks-temporal: {err}", file=sys.stderr, flush=True)
         args.exit_status = EXIT_USAGE
         return
     print(f"{deployment} is current: new tasks run on it", file=sys.stderr, flush=True)

@@ -102,11 +102,18 @@ class Deployment:
         return f"{self.name}:{self.build_id}"
 
 
+class SetCurrentError(RuntimeError):
+    """A build could not be made current: no worker of it polled in time, or Temporal refused."""
+
+
 async def set_current(client: Client, deployment: Deployment, *, wait_s: float = _REGISTER_WAIT_S) -> None:
     """Make `deployment`'s build the current one: new tasks run on it, auto-upgrade tasks move to it.
 
     A version exists once one of its workers has polled, a moment after the worker
     starts, so a version Temporal does not know yet is waited for (up to `wait_s`).
+
+    Raises:
+        SetCurrentError: with Temporal's last word, once `wait_s` has passed.
     """
     request = SetWorkerDeploymentCurrentVersionRequest(
         namespace=client.namespace,
@@ -114,16 +121,21 @@ async def set_current(client: Client, deployment: Deployment, *, wait_s: float =
         build_id=deployment.build_id,
         identity=client.identity,
     )
-    with anyio.fail_after(wait_s):
+    last = "no answer"
+    with anyio.move_on_after(wait_s):
         while True:
             try:
                 await client.workflow_service.set_worker_deployment_current_version(request)
                 return
             except RPCError as err:
                 if err.status not in (RPCStatusCode.NOT_FOUND, RPCStatusCode.FAILED_PRECONDITION):
-                    raise
-                logger.debug("version %s not registered yet: %s", deployment, err.message)
+                    raise SetCurrentError(f"Temporal refused to make {deployment} current: {err.message}") from None
+                last = err.message
+                logger.debug("version %s not registered yet: %s", deployment, last)
             await anyio.sleep(0.2)
+    raise SetCurrentError(
+        f"could not make {deployment} current within {wait_s:g}s ({last}); has a worker of it polled?"
+    )
 
 
 async def describe(client: Client, name: str) -> DescribeWorkerDeploymentResponse | None:
