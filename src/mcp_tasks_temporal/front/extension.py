@@ -58,6 +58,7 @@ from mcp_tasks_temporal.sdk_compat import (
 )
 from mcp_tasks_temporal.temporal.capabilities import check_asks, undeclared_asks
 from mcp_tasks_temporal.temporal.contract import EXTENSION_ID, ActivityPolicy, ToolTaskInput
+from mcp_tasks_temporal.temporal.fairness import check_priority
 from mcp_tasks_temporal.temporal.ids import new_task_id, owner_key
 from mcp_tasks_temporal.temporal.progress import current_run
 from mcp_tasks_temporal.temporal.task_context import tool_call
@@ -108,9 +109,13 @@ class ToolTaskOptions:
     asks: tuple[Asks, ...] = ()
     """What the tool will ask the client for; a `tools/call` from a client that did not
     declare one of these capabilities gets -32021 before anything runs."""
+    priority: int | None = None
+    """Temporal's task queue priority of the tool's tasks, 1 (highest) to 5 (lowest); `None` is 3.
+    When workers are busy, higher-priority tasks start first, whoever asked for them."""
 
     def __post_init__(self) -> None:
         check_asks(self.asks)
+        check_priority(self.priority)
         if self.policy not in ("never", "optional", "required"):
             raise ValueError(f"policy must be 'never', 'optional' or 'required', not {self.policy!r}")
         if isinstance(self.ttl_ms, int) and self.ttl_ms <= 0:
@@ -149,6 +154,7 @@ class TasksExtension(Extension):
     _tools: dict[str, ToolTaskOptions] = field(default_factory=dict[str, ToolTaskOptions], init=False)
     _workflow_tools: dict[str, WorkflowToolOptions] = field(default_factory=dict[str, WorkflowToolOptions], init=False)
     _workflow_asks: dict[str, tuple[Asks, ...]] = field(default_factory=dict[str, tuple[Asks, ...]], init=False)
+    _workflow_priorities: dict[str, int] = field(default_factory=dict[str, int], init=False)
     _gateway: TemporalTaskGateway | None = field(default=None, init=False)
     _server: MCPServer[Any] | None = field(default=None, init=False)
     _hub: TaskWatchHub | None = field(default=None, init=False)
@@ -170,10 +176,12 @@ class TasksExtension(Extension):
         resolve_inputs_first: bool = False,
         progress_timeout: float | None = None,
         asks: Sequence[Asks] = (),
+        priority: int | None = None,
     ) -> Callable[[_Fn], _Fn]:
         """Decorator: run this tool as a task. Stack it on either side of `@mcp.tool()`.
 
         Pass `name=` when the tool was registered under a name other than the function's.
+        `priority` (1 highest .. 5 lowest) orders its tasks against other tools' when workers are busy.
         """
         options = ToolTaskOptions(
             policy=policy,
@@ -183,6 +191,7 @@ class TasksExtension(Extension):
             resolve_inputs_first=resolve_inputs_first,
             progress_timeout=progress_timeout,
             asks=tuple(asks),
+            priority=priority,
         )
 
         def decorate(target: _Fn) -> _Fn:
@@ -229,6 +238,7 @@ class TasksExtension(Extension):
         poll_interval_ms: int | _Inherit = INHERIT,
         activities: Sequence[Callable[..., Any]] = (),
         asks: Sequence[Asks] = (),
+        priority: int | None = None,
     ) -> _Workflow: ...
 
     @overload
@@ -244,6 +254,7 @@ class TasksExtension(Extension):
         poll_interval_ms: int | _Inherit = INHERIT,
         activities: Sequence[Callable[..., Any]] = (),
         asks: Sequence[Asks] = (),
+        priority: int | None = None,
     ) -> Callable[[_Workflow], _Workflow]: ...
 
     def workflow_tool(
@@ -258,6 +269,7 @@ class TasksExtension(Extension):
         poll_interval_ms: int | _Inherit = INHERIT,
         activities: Sequence[Callable[..., Any]] = (),
         asks: Sequence[Asks] = (),
+        priority: int | None = None,
     ) -> _Workflow | Callable[[_Workflow], _Workflow]:
         """Expose a `@workflow.defn` class as an MCP tool whose task **is** a run of that workflow.
 
@@ -267,9 +279,12 @@ class TasksExtension(Extension):
         workflow's return value. `task_queue` defaults to the app's; `activities` are
         registered next to the workflow by `dev` and `worker` (a team running its own
         workers registers them there instead). `asks` names what the workflow will ask
-        the client for (see `ToolTaskOptions.asks`).
+        the client for (see `ToolTaskOptions.asks`), `priority` its runs' task queue priority
+        (see `ToolTaskOptions.priority`), which its activities and child workflows inherit.
         """
-        checked = ToolTaskOptions(policy=policy, ttl_ms=ttl_ms, poll_interval_ms=poll_interval_ms, asks=tuple(asks))
+        checked = ToolTaskOptions(
+            policy=policy, ttl_ms=ttl_ms, poll_interval_ms=poll_interval_ms, asks=tuple(asks), priority=priority
+        )
 
         def register(target: _Workflow) -> _Workflow:
             options = WorkflowToolOptions.of(
@@ -289,6 +304,8 @@ class TasksExtension(Extension):
             self._workflow_tools[options.name] = options
             if checked.asks:
                 self._workflow_asks[options.name] = checked.asks
+            if checked.priority is not None:
+                self._workflow_priorities[options.name] = checked.priority
             return target
 
         return register if workflow_class is None else register(workflow_class)
@@ -477,7 +494,7 @@ class TasksExtension(Extension):
         )
         tag_task(task.task_id)
         with temporal_errors():
-            return await self.gateway.create(task, principal)
+            return await self.gateway.create(task, principal, priority=options.priority)
 
     def _check_asks(self, tool_name: str, ctx: ServerRequestContext[Any, Any]) -> None:
         """-32021 for a client that cannot answer what the tool declared it asks."""
@@ -577,6 +594,7 @@ class TasksExtension(Extension):
             created_at_ms=int(time.time() * 1000),
             ttl_ms=ttl_ms,
             poll_interval_ms=poll_ms,
+            priority=self._workflow_priorities.get(options.name),
         )
 
     async def _run_workflow_synchronously(

@@ -44,6 +44,7 @@ from mcp_tasks_temporal.temporal.contract import (
     ToolTaskInput,
     as_object,
 )
+from mcp_tasks_temporal.temporal.fairness import FairnessPolicy
 from mcp_tasks_temporal.temporal.ids import is_task_id, owner_key, workflow_id
 from mcp_tasks_temporal.temporal.inputs import response_problem
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics
@@ -95,6 +96,8 @@ class WorkflowTask:
     created_at_ms: int
     ttl_ms: int | None
     poll_interval_ms: int
+    priority: int | None = None
+    """The tool's priority, 1 (highest) to 5; `None` is the queue's default, 3."""
 
 
 @dataclass(frozen=True)
@@ -173,6 +176,7 @@ class TemporalTaskGateway:
         search_attributes: bool = False,
         web_ui: str | None = None,
         payload_limits: PayloadLimits | None = None,
+        fairness: FairnessPolicy | None = None,
     ) -> None:
         self.client = client
         self.task_queue = task_queue
@@ -185,9 +189,16 @@ class TemporalTaskGateway:
         """Temporal Web UI address: `tasks/get` then links the task's page in its `_meta`."""
         self.payload_limits = payload_limits or PayloadLimits()
         """How large arguments and answers may be: refused here, not after Temporal has taken the task."""
+        self.fairness = fairness or FairnessPolicy()
+        """Each task's priority: its tool's, and its principal's fairness key and weight."""
 
-    async def create(self, task: ToolTaskInput, principal: str | None) -> dict[str, Any]:
-        """Start the task's workflow; returns once Temporal has persisted it."""
+    async def create(
+        self, task: ToolTaskInput, principal: str | None, *, priority: int | None = None
+    ) -> dict[str, Any]:
+        """Start the task's workflow; returns once Temporal has persisted it.
+
+        `priority` is the tool's (1 highest .. 5); the run's activities inherit it with the fairness key.
+        """
         self._check_input(task.arguments, "The tool's arguments")
         memo = _initial_memo(task.task_id, task.tool, principal, task.created_at_ms, task.ttl_ms, task.poll_interval_ms)
         await self.client.start_workflow(
@@ -203,6 +214,7 @@ class TemporalTaskGateway:
             search_attributes=start_attributes(tool=task.tool, owner=owner_key(principal))
             if self.search_attributes
             else None,
+            priority=self.fairness.priority(principal, priority),
         )
         self.metrics.task_created(task.tool)
         return _created(task.task_id, task.created_at_ms, task.ttl_ms, task.poll_interval_ms)
@@ -230,6 +242,8 @@ class TemporalTaskGateway:
             search_attributes=start_attributes(tool=task.tool, owner=owner_key(principal))
             if self.search_attributes
             else None,
+            # Its activities and child workflows inherit it, as the user's workflow wrote them.
+            priority=self.fairness.priority(principal, task.priority),
         )
 
     async def create_workflow_task(self, task: WorkflowTask, principal: str | None) -> dict[str, Any]:
