@@ -15,6 +15,7 @@ from mcp.server.mcpserver import MCPServer
 from temporalio import activity
 
 from mcp_tasks_temporal import TasksExtension
+from tests.fairness_workflows import PrioritisedWorkflow
 
 tasks = TasksExtension(default_poll_interval_ms=250)
 app = MCPServer("fairness-app", version="0.0.1", extensions=[tasks])
@@ -42,3 +43,6 @@ async def queued(gate: str, label: str) -> str:
 async def urgent(gate: str, label: str) -> str:
     """`queued` at the highest priority."""
     return await _queue(gate, label)
+
+
+tasks.workflow_tool(PrioritisedWorkflow, name="prioritised", policy="required", priority=2)

@@ -10,15 +10,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 import anyio
 import httpx
 import pytest
 from temporalio.api.workflow.v1 import PendingActivityInfo
 from temporalio.client import Client
+from temporalio.common import Priority
 
+from mcp_tasks_temporal import TasksExtension
+from mcp_tasks_temporal.temporal.fairness import FairnessPolicy, fairness_key
 from mcp_tasks_temporal.temporal.ids import WORKFLOW_ID_PREFIX
 from tests.conftest import module_stack
+from tests.fairness_workflows import PrioritisedWorkflow
 from tests.processes import start_front, start_worker
 from tests.test_auth import BearerMcp
 from tests.wire import TaskCalls
@@ -142,6 +147,17 @@ async def test_each_principal_has_its_own_fairness_key_and_a_tool_its_priority(
     assert ran["b"] == Ran("b", bob_run.fairness_key, "1")
 
 
+async def test_a_workflow_tools_run_starts_with_its_priority_and_the_principals_key(
+    fronts: Fronts, http: httpx.AsyncClient, temporal_client: Client
+) -> None:
+    created = await TaskCalls(BearerMcp(fronts.fair, http, ALICE)).start("prioritised", {"label": "w"})
+    task = Started(created["taskId"], ALICE, "w")
+    await find_workflows(temporal_client, fronts.task_queue, [task])
+    with anyio.fail_after(WAIT):
+        answer = await temporal_client.get_workflow_handle(task.workflow_id).result()
+    assert answer == f"w {owner_segment(task.workflow_id)} 2"
+
+
 async def backlog(
     url: str, task_queue: str, http: httpx.AsyncClient, client: Client, gate: Path, *, urgent: bool = False
 ) -> list[Ran]:
@@ -185,3 +201,27 @@ async def test_a_principal_asking_late_runs_before_anothers_backlog_drains_and_a
     assert max(bob_fair) < BACKLOG // 2, f"with fairness keys Bob's tasks run early: {fair}"
     assert min(bob_fifo) > BACKLOG // 2, f"without them Bob's tasks wait for Alice's: {fifo}"
     assert fifo.index("u") == 1, f"the priority-1 tool runs next, ahead of every queued task: {fifo}"
+
+
+@pytest.mark.parametrize("priority", [0, 6, True, 2.0, "1"])
+def test_a_priority_outside_1_to_5_is_refused_where_the_tool_is_declared(priority: object) -> None:
+    tasks = TasksExtension()
+    with pytest.raises(ValueError, match="priority"):
+        tasks.tool(priority=cast(Any, priority))
+    with pytest.raises(ValueError, match="priority"):
+        tasks.workflow_tool(PrioritisedWorkflow, priority=cast(Any, priority))
+
+
+def test_weights_are_held_by_key_and_keys_can_be_turned_off() -> None:
+    policy = FairnessPolicy.weighted(["alice@example.com=5", "a=b=0.5"])
+    assert "alice@example.com" not in policy.weights, "only the hash is kept"
+    assert policy.priority("alice@example.com", 2) == Priority(
+        priority_key=2, fairness_key=fairness_key("alice@example.com"), fairness_weight=5
+    )
+    assert policy.priority("a=b").fairness_weight == 0.5
+    assert policy.priority("bob@example.com").fairness_weight is None, "the default weight is Temporal's"
+    assert policy.priority(None).fairness_key == fairness_key(None)
+    assert FairnessPolicy(keys=False).priority("alice@example.com", 1) == Priority(priority_key=1)
+    for bad in ("alice", "=2", "alice=x", "alice=0", "alice=inf", "alice=5000"):
+        with pytest.raises(ValueError, match="weight"):
+            FairnessPolicy.weighted([bad])
