@@ -1,5 +1,5 @@
 """Run the benchmarks in sequence: reads, workflow_reads, agent_turns, push, throughput, memory, peers, codec,
-dev_layout.
+dev_layout, fairness.
 
     .venv/bin/python -m benchmarks [--quick | --smoke] [--only NAME ...]
 
@@ -48,6 +48,7 @@ BENCHMARKS: Final = (
     Benchmark("peers", quick_deadline_s=360, full_deadline_s=600),
     Benchmark("codec", quick_deadline_s=150, full_deadline_s=400),
     Benchmark("dev_layout", quick_deadline_s=200, full_deadline_s=600, smoke_deadline_s=180),
+    Benchmark("fairness", quick_deadline_s=240, full_deadline_s=600),
 )
 GRACE_S = 60.0
 

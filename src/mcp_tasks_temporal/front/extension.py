@@ -59,6 +59,7 @@ from mcp_tasks_temporal.sdk_compat import (
 from mcp_tasks_temporal.temporal.capabilities import check_asks, undeclared_asks
 from mcp_tasks_temporal.temporal.contract import EXTENSION_ID, ActivityPolicy, ToolTaskInput
 from mcp_tasks_temporal.temporal.deployment import Versioning, check_versioning
+from mcp_tasks_temporal.temporal.fairness import check_priority
 from mcp_tasks_temporal.temporal.ids import new_task_id, owner_key
 from mcp_tasks_temporal.temporal.progress import current_run
 from mcp_tasks_temporal.temporal.task_context import tool_call
@@ -116,9 +117,14 @@ class ToolTaskOptions:
     `pinned`: the task, and every attempt and answer round of its tool, stays on the build
     it started on, so a tool whose code or questions change between releases finishes as it began."""
 
+    priority: int | None = None
+    """Temporal's task queue priority of the tool's tasks, 1 (highest) to 5 (lowest); `None` is 3.
+    When workers are busy, higher-priority tasks start first, whoever asked for them."""
+
     def __post_init__(self) -> None:
         check_asks(self.asks)
         check_versioning(self.versioning)
+        check_priority(self.priority)
         if self.policy not in ("never", "optional", "required"):
             raise ValueError(f"policy must be 'never', 'optional' or 'required', not {self.policy!r}")
         if isinstance(self.ttl_ms, int) and self.ttl_ms <= 0:
@@ -157,6 +163,7 @@ class TasksExtension(Extension):
     _tools: dict[str, ToolTaskOptions] = field(default_factory=dict[str, ToolTaskOptions], init=False)
     _workflow_tools: dict[str, WorkflowToolOptions] = field(default_factory=dict[str, WorkflowToolOptions], init=False)
     _workflow_asks: dict[str, tuple[Asks, ...]] = field(default_factory=dict[str, tuple[Asks, ...]], init=False)
+    _workflow_priorities: dict[str, int] = field(default_factory=dict[str, int], init=False)
     _gateway: TemporalTaskGateway | None = field(default=None, init=False)
     _server: MCPServer[Any] | None = field(default=None, init=False)
     _hub: TaskWatchHub | None = field(default=None, init=False)
@@ -179,11 +186,13 @@ class TasksExtension(Extension):
         progress_timeout: float | None = None,
         asks: Sequence[Asks] = (),
         versioning: Versioning = "auto-upgrade",
+        priority: int | None = None,
     ) -> Callable[[_Fn], _Fn]:
         """Decorator: run this tool as a task. Stack it on either side of `@mcp.tool()`.
 
         Pass `name=` when the tool was registered under a name other than the function's.
         `versioning` says how a running task meets a deploy (see `ToolTaskOptions.versioning`).
+        `priority` (1 highest .. 5 lowest) orders its tasks against other tools' when workers are busy.
         """
         options = ToolTaskOptions(
             policy=policy,
@@ -194,6 +203,7 @@ class TasksExtension(Extension):
             progress_timeout=progress_timeout,
             asks=tuple(asks),
             versioning=versioning,
+            priority=priority,
         )
 
         def decorate(target: _Fn) -> _Fn:
@@ -241,6 +251,7 @@ class TasksExtension(Extension):
         activities: Sequence[Callable[..., Any]] = (),
         asks: Sequence[Asks] = (),
         versioning: Versioning | None = None,
+        priority: int | None = None,
     ) -> _Workflow: ...
 
     @overload
@@ -257,6 +268,7 @@ class TasksExtension(Extension):
         activities: Sequence[Callable[..., Any]] = (),
         asks: Sequence[Asks] = (),
         versioning: Versioning | None = None,
+        priority: int | None = None,
     ) -> Callable[[_Workflow], _Workflow]: ...
 
     def workflow_tool(
@@ -272,6 +284,7 @@ class TasksExtension(Extension):
         activities: Sequence[Callable[..., Any]] = (),
         asks: Sequence[Asks] = (),
         versioning: Versioning | None = None,
+        priority: int | None = None,
     ) -> _Workflow | Callable[[_Workflow], _Workflow]:
         """Expose a `@workflow.defn` class as an MCP tool whose task **is** a run of that workflow.
 
@@ -281,7 +294,8 @@ class TasksExtension(Extension):
         workflow's return value. `task_queue` defaults to the app's; `activities` are
         registered next to the workflow by `dev` and `worker` (a team running its own
         workers registers them there instead). `asks` names what the workflow will ask
-        the client for (see `ToolTaskOptions.asks`).
+        the client for (see `ToolTaskOptions.asks`), `priority` its runs' task queue priority
+        (see `ToolTaskOptions.priority`), which its activities and child workflows inherit.
 
         `versioning` says how a running task meets a deploy under worker versioning:
         `pinned` (the default: the workflow's code is yours and changes between
@@ -289,7 +303,9 @@ class TasksExtension(Extension):
         it to the new build, for a workflow whose changes are all `workflow.patched`.
         A class's own `@workflow.defn(versioning_behavior=...)` is the default instead.
         """
-        checked = ToolTaskOptions(policy=policy, ttl_ms=ttl_ms, poll_interval_ms=poll_interval_ms, asks=tuple(asks))
+        checked = ToolTaskOptions(
+            policy=policy, ttl_ms=ttl_ms, poll_interval_ms=poll_interval_ms, asks=tuple(asks), priority=priority
+        )
 
         def register(target: _Workflow) -> _Workflow:
             options = WorkflowToolOptions.of(
@@ -310,6 +326,8 @@ class TasksExtension(Extension):
             self._workflow_tools[options.name] = options
             if checked.asks:
                 self._workflow_asks[options.name] = checked.asks
+            if checked.priority is not None:
+                self._workflow_priorities[options.name] = checked.priority
             return target
 
         return register if workflow_class is None else register(workflow_class)
@@ -498,7 +516,9 @@ class TasksExtension(Extension):
         )
         tag_task(task.task_id)
         with temporal_errors():
-            return await self.gateway.create(task, principal, pinned=options.versioning == "pinned")
+            return await self.gateway.create(
+                task, principal, pinned=options.versioning == "pinned", priority=options.priority
+            )
 
     def _check_asks(self, tool_name: str, ctx: ServerRequestContext[Any, Any]) -> None:
         """-32021 for a client that cannot answer what the tool declared it asks."""
@@ -599,6 +619,7 @@ class TasksExtension(Extension):
             ttl_ms=ttl_ms,
             poll_interval_ms=poll_ms,
             auto_upgrade=options.versioning == "auto-upgrade" and not options.declares_versioning,
+            priority=self._workflow_priorities.get(options.name),
         )
 
     async def _run_workflow_synchronously(

@@ -45,6 +45,7 @@ from mcp_tasks_temporal.temporal.contract import (
     ToolTaskInput,
     as_object,
 )
+from mcp_tasks_temporal.temporal.fairness import FairnessPolicy
 from mcp_tasks_temporal.temporal.ids import is_task_id, owner_key, workflow_id
 from mcp_tasks_temporal.temporal.inputs import response_problem
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics
@@ -98,6 +99,8 @@ class WorkflowTask:
     poll_interval_ms: int
     auto_upgrade: bool = False
     """Start it auto-upgrade under worker versioning, where its class declares no behaviour (workers pin those)."""
+    priority: int | None = None
+    """The tool's priority, 1 (highest) to 5; `None` is the queue's default, 3."""
 
 
 @dataclass(frozen=True)
@@ -176,6 +179,7 @@ class TemporalTaskGateway:
         search_attributes: bool = False,
         web_ui: str | None = None,
         payload_limits: PayloadLimits | None = None,
+        fairness: FairnessPolicy | None = None,
     ) -> None:
         self.client = client
         self.task_queue = task_queue
@@ -188,11 +192,16 @@ class TemporalTaskGateway:
         """Temporal Web UI address: `tasks/get` then links the task's page in its `_meta`."""
         self.payload_limits = payload_limits or PayloadLimits()
         """How large arguments and answers may be: refused here, not after Temporal has taken the task."""
+        self.fairness = fairness or FairnessPolicy()
+        """Each task's priority: its tool's, and its principal's fairness key and weight."""
 
-    async def create(self, task: ToolTaskInput, principal: str | None, *, pinned: bool = False) -> dict[str, Any]:
+    async def create(
+        self, task: ToolTaskInput, principal: str | None, *, pinned: bool = False, priority: int | None = None
+    ) -> dict[str, Any]:
         """Start the task's workflow; returns once Temporal has persisted it.
 
-        `pinned`: under worker versioning the task stays on the build it started on.
+        `pinned`: under worker versioning the task stays on the build it started on. `priority` is
+        the tool's (1 highest .. 5); the run's activities inherit it with the fairness key.
         """
         self._check_input(task.arguments, "The tool's arguments")
         memo = _initial_memo(task.task_id, task.tool, principal, task.created_at_ms, task.ttl_ms, task.poll_interval_ms)
@@ -209,6 +218,7 @@ class TemporalTaskGateway:
             search_attributes=start_attributes(tool=task.tool, owner=owner_key(principal))
             if self.search_attributes
             else None,
+            priority=self.fairness.priority(principal, priority),
         )
         self.metrics.task_created(task.tool)
         return _created(task.task_id, task.created_at_ms, task.ttl_ms, task.poll_interval_ms)
@@ -237,6 +247,8 @@ class TemporalTaskGateway:
             search_attributes=start_attributes(tool=task.tool, owner=owner_key(principal))
             if self.search_attributes
             else None,
+            # Its activities and child workflows inherit it, as the user's workflow wrote them.
+            priority=self.fairness.priority(principal, task.priority),
         )
 
     async def create_workflow_task(self, task: WorkflowTask, principal: str | None) -> dict[str, Any]:

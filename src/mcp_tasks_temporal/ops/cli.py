@@ -19,6 +19,7 @@ from mcp_tasks_temporal.ops.cli_options import DEFAULT_UI_ORIGINS, add_codec_opt
 from mcp_tasks_temporal.ops.operator_commands import add_operator_commands
 from mcp_tasks_temporal.ops.settings import apply_environment
 from mcp_tasks_temporal.temporal.contract import DEFAULT_NAMESPACE
+from mcp_tasks_temporal.temporal.fairness_options import add_fairness_options
 from mcp_tasks_temporal.temporal.payload_options import add_storage_options
 
 DEMO_APP = "mcp_tasks_temporal.demo:app"
@@ -242,6 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_app_options(dev, default_app=DEMO_APP)
     _add_front_options(dev)
+    add_fairness_options(dev)
     # Ctrl-C in a terminal should not hang on a long tool: its round is retried on the next start.
     _add_worker_options(dev, graceful_shutdown_s=3)
     _add_deployment_options(dev, dev=True)
@@ -270,6 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_app_options(serve, default_app=None)
     _add_front_options(serve)
+    add_fairness_options(serve)
     add_connection_options(serve)
     add_codec_options(serve)
     add_storage_options(serve)

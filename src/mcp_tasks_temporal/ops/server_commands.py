@@ -50,6 +50,7 @@ from mcp_tasks_temporal.temporal.connection import (
 )
 from mcp_tasks_temporal.temporal.contract import ActivityPolicy
 from mcp_tasks_temporal.temporal.deployment import Deployment, set_current
+from mcp_tasks_temporal.temporal.fairness import FairnessPolicy
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics, RequestMetrics, install_metrics, metrics_runtime
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits, namespace_blob_limit
 from mcp_tasks_temporal.temporal.payload_storage import open_storage, storage_from_args
@@ -199,6 +200,7 @@ async def _attach_front(
         search_attributes=search_attributes,
         web_ui=web_ui,
         payload_limits=await _payload_limits(client, args),
+        fairness=FairnessPolicy.weighted(args.fairness_weight, keys=args.fairness_keys),
     )
     tasks_extension(app).attach(gateway, app)
 

