@@ -3,9 +3,16 @@
 The one-shot CLI calls a tool plainly, or as a 2025-11-25 task when the tool's
 `taskSupport` is "required" (`callToolStream`, then `tasks/result`). It
 declares no `elicitation` (it cannot prompt), so a tool that asks must end
-with a clear error naming the missing capability rather than hang; it has no
-one-shot cancel. Its error envelope keeps the server's message but not the
-JSON-RPC code, so errors are told apart by what they name.
+with a clear error naming the missing capability rather than hang. It has no
+`tasks/*` methods: `--method tasks/cancel` (or `tasks/update`, `tasks/get`) is
+refused by the CLI before it connects ("Unsupported method", exit status 1).
+Its error envelope keeps the server's message but not the JSON-RPC code, so
+errors are told apart by what they name.
+
+The package's connection CLI, `mcpdo`, answers questions and cancels at
+`--era legacy` as well: tests/interop/test_inspector.py drives it at both eras
+(a question on a plain call and from a workflow tool, and a call in flight
+cancelled from a second connection after `tasks/list` named its task).
 """
 
 from __future__ import annotations
