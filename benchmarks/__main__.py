@@ -1,7 +1,7 @@
 """Run the benchmarks in sequence: reads, workflow_reads, agent_turns, push, throughput, memory, peers, codec,
 dev_layout, fairness.
 
-    .venv/bin/python -m benchmarks [--quick | --smoke] [--only NAME ...]
+    .venv/bin/python -m benchmarks [--quick | --smoke [--jobs N]] [--only NAME ...]
 
 Each benchmark runs as its own subprocess (its own dev server, worker and front),
 bounded by a deadline. A benchmark past its deadline, or a Ctrl-C here, gets
@@ -16,8 +16,11 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Final
 
@@ -53,23 +56,62 @@ BENCHMARKS: Final = (
 GRACE_S = 60.0
 
 
-def run(benchmark: Benchmark, mode: str | None) -> tuple[int | None, float]:
-    """The benchmark's exit code (None: it ran out of time) and its run time."""
+def run(benchmark: Benchmark, mode: str | None, *, beside: int = 0) -> tuple[int | None, float]:
+    """The benchmark's exit code (None: it ran out of time) and its run time.
+
+    Alone, its output goes straight to ours; `beside` others, it is kept and printed in one piece at its end,
+    and its deadline stretches with the cores it shares.
+    """
+    alone = beside == 0
     command = [sys.executable, "-m", f"benchmarks.{benchmark.name}", *([mode] if mode else [])]
-    deadline = benchmark.deadline_s(mode)
-    print(f"\n===== {' '.join(command[1:])} (deadline {deadline:g} s) =====", flush=True)
+    deadline = benchmark.deadline_s(mode) * (1 + beside)
+    banner = f"\n===== {' '.join(command[1:])} (deadline {deadline:g} s) ====="
+    if alone:
+        print(banner, flush=True)
+    output = None if alone else tempfile.TemporaryFile()
     started = time.perf_counter()
     # Its own process group, so the terminal's Ctrl-C reaches it only through us, once.
-    child = subprocess.Popen(command, cwd=REPO_ROOT, start_new_session=True)
+    child = subprocess.Popen(command, cwd=REPO_ROOT, start_new_session=True, stdout=output, stderr=output)
+    with _lock:
+        _running.add(child)
     try:
-        return child.wait(timeout=deadline), time.perf_counter() - started
-    except subprocess.TimeoutExpired:
-        print(f"\n{benchmark.name}: past its {deadline:g} s deadline; interrupting it", flush=True)
-        _interrupt(child)
-        return None, time.perf_counter() - started
-    except KeyboardInterrupt:
-        _interrupt(child)
-        raise
+        try:
+            return child.wait(timeout=deadline), time.perf_counter() - started
+        except subprocess.TimeoutExpired:
+            print(f"\n{benchmark.name}: past its {deadline:g} s deadline; interrupting it", flush=True)
+            _interrupt(child)
+            return None, time.perf_counter() - started
+    finally:
+        with _lock:
+            _running.discard(child)
+        if output is not None:
+            output.seek(0)
+            with _lock:
+                print(banner, flush=True)
+                sys.stdout.buffer.write(output.read())
+                sys.stdout.flush()
+            output.close()
+
+
+_lock = threading.Lock()
+_running: set[subprocess.Popen[bytes]] = set()
+
+
+def run_all(chosen: Sequence[Benchmark], mode: str | None, jobs: int) -> list[tuple[str, int | None, float]]:
+    if jobs == 1:
+        return [(b.name, *run(b, mode)) for b in chosen]
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(run, b, mode, beside=jobs - 1) for b in chosen]
+        try:
+            return [(b.name, *future.result()) for b, future in zip(chosen, futures, strict=True)]
+        except KeyboardInterrupt:
+            for future in futures:
+                future.cancel()
+            with _lock:
+                running = list(_running)
+            for child in running:
+                _interrupt(child)
+            raise
 
 
 def _interrupt(child: subprocess.Popen[bytes]) -> None:
@@ -96,6 +138,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--smoke", action="store_true", help="each benchmark's --smoke: a tiny run proving it still works (CI)"
     )
     parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run N benchmarks at once (each one's output printed whole when it ends); for --smoke, whose "
+        "figures mean nothing anyway: measurements taken side by side disturb each other",
+    )
+    parser.add_argument(
         "--only", nargs="+", choices=[b.name for b in BENCHMARKS], default=None, help="run just these, in this order"
     )
     args = parser.parse_args(argv)
@@ -107,11 +157,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     chosen = [b for name in args.only for b in BENCHMARKS if b.name == name] if args.only else list(BENCHMARKS)
     print("\n".join(machine()))
     started = time.perf_counter()
-    outcomes: list[tuple[str, int | None, float]] = []
+    if args.jobs < 1 or (args.jobs > 1 and not args.smoke):
+        parser.error("--jobs above 1 only with --smoke: benchmarks run side by side measure each other")
     try:
-        for benchmark in chosen:
-            code, seconds = run(benchmark, mode)
-            outcomes.append((benchmark.name, code, seconds))
+        outcomes = run_all(chosen, mode, args.jobs)
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         raise SystemExit(130) from None

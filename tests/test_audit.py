@@ -28,8 +28,9 @@ from mcp_tasks_temporal.ops.dev.embedded_temporal import temporal_cli
 from mcp_tasks_temporal.ops.operator_cli import principal_of
 from mcp_tasks_temporal.temporal.ids import owner_key, workflow_id
 from mcp_tasks_temporal.temporal.worker import WORKFLOWS
+from tests.cli_runs import run_in_process
 from tests.conftest import Stack, module_stack
-from tests.processes import CLI, REPO_ROOT, Process, child_env, start_front, start_temporal, start_worker
+from tests.processes import REPO_ROOT, Process, child_env, start_front, start_temporal, start_worker
 from tests.test_auth import BearerMcp
 from tests.variant_cli import ChangedToolTask
 from tests.wire import HttpMcp, TaskCalls
@@ -111,9 +112,16 @@ def principals(shared_front: SharedFront, http: httpx.AsyncClient) -> Principals
     return Principals(names, shared_front.stack, shared_front.worker, alice, bob)
 
 
-async def run_cli(*args: str, module: list[str] = CLI, check: bool = True) -> subprocess.CompletedProcess[bytes]:
-    with anyio.fail_after(120):
-        done = await anyio.run_process([*module, *args], cwd=REPO_ROOT, env=child_env(), check=False)
+async def run_cli(
+    *args: str, module: list[str] | None = None, check: bool = True
+) -> subprocess.CompletedProcess[bytes]:
+    """`mcp-tasks-temporal ARGS` in this process (tests/cli_runs.py), or `module ARGS` as a child."""
+    if module is None:
+        run = await run_in_process(list(args), stdin="", env=child_env(), timeout_s=120)
+        done = subprocess.CompletedProcess(list(args), run.code, run.out.encode(), run.err.encode())
+    else:
+        with anyio.fail_after(120):
+            done = await anyio.run_process([*module, *args], cwd=REPO_ROOT, env=child_env(), check=False)
     if check and done.returncode != 0:
         raise AssertionError(f"exit {done.returncode}\n{done.stdout.decode()}\n{done.stderr.decode()}")
     return done

@@ -1,4 +1,4 @@
-"""The client commands of the `mcp-tasks-temporal` script, run as subprocesses against our real server."""
+"""The client commands of the `mcp-tasks-temporal` script against our real server (see tests/cli_runs.py)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import re
 import shlex
 import subprocess
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
+from tests.cli_runs import Run, client_env, run_in_child, run_in_process
 from tests.conftest import Stack
 from tests.processes import CLI, FIXTURE_APP, REPO_ROOT, child_env, free_port
 from tests.wire import TaskCalls
@@ -24,16 +24,6 @@ UNKNOWN = "00000000-0000-4000-8000-000000000000"
 TOKEN = "cli-token-9b1e77"
 
 
-@dataclass
-class Run:
-    code: int
-    out: str
-    err: str
-
-    def json(self) -> Any:
-        return json.loads(self.out)
-
-
 @pytest.fixture
 def journal(tmp_path: Path) -> Path:
     return tmp_path / "journal.sqlite3"
@@ -41,16 +31,15 @@ def journal(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def cli(journal: Path) -> Any:
-    """Run `mcp-tasks-temporal ARGS...` with stdin (empty unless given); every run is bounded."""
+    """Run `mcp-tasks-temporal ARGS...` with stdin (empty unless given); every run is bounded.
 
-    async def run(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> Run:
-        environment = {k: v for k, v in child_env().items() if k != "MCP_TASKS_TOKEN"}
-        environment.update({"MCP_TASKS_JOURNAL": str(journal), **(env or {})})
-        with anyio.fail_after(90):
-            done = await anyio.run_process(
-                [*CLI, *args], input=stdin.encode(), cwd=REPO_ROOT, env=environment, check=False
-            )
-        return Run(done.returncode, done.stdout.decode(), done.stderr.decode())
+    In this process unless `child=True`: the same `main()`, its own streams and environment.
+    """
+
+    async def run(*args: str, stdin: str = "", env: dict[str, str] | None = None, child: bool = False) -> Run:
+        environment = client_env(MCP_TASKS_JOURNAL=str(journal), **(env or {}))
+        runner = run_in_child if child else run_in_process
+        return await runner(list(args), stdin=stdin, env=environment)
 
     return run
 
@@ -62,7 +51,7 @@ async def wait_for_file(path: Path) -> None:
 
 
 async def test_call_prints_the_result_and_a_status_line(cli: Any, stack: Stack, journal: Path) -> None:
-    run = await cli("call", "double", "--url", stack.url, "--args", '{"x": 21}')
+    run = await cli("call", "double", "--url", stack.url, "--args", '{"x": 21}', child=True)  # the console script
     assert run.code == 0, run.err
     assert json.loads(run.out) == {"value": 42}
     assert "completed" in run.err, "the status line shows on stderr"
@@ -193,16 +182,19 @@ async def test_authentication_failure_exits_5_and_a_token_gets_in(
 async def test_the_cli_over_stdio_resumes_with_the_command_from_the_journal(cli: Any, stack: Stack, gate: Path) -> None:
     serve = [*CLI, "serve", "--transport", "stdio", "--temporal", stack.temporal, "--task-queue", stack.task_queue]
     command = shlex.join([*serve, "--app", FIXTURE_APP])
-    run = await cli("call", "double", "--stdio", command, "--args", '{"x": 5}')
+    # A child: the stdio server's stderr goes to the command's own, a real file.
+    run = await cli("call", "double", "--stdio", command, "--args", '{"x": 5}', child=True)
     assert run.code == 0, run.err
     assert json.loads(run.out) == {"value": 10}
-    started = await cli("call", "gated", "--stdio", command, "--args", json.dumps({"gate": str(gate)}), "--detach")
+    started = await cli(
+        "call", "gated", "--stdio", command, "--args", json.dumps({"gate": str(gate)}), "--detach", child=True
+    )
     assert started.code == 0, started.err
     task_id = started.out.strip()
     [entry] = (await cli("tasks", "--json")).json()
     assert entry["server"] == f"stdio:{command}"
     (gate / "release").write_text("1")
-    watched = await cli("watch", task_id)
+    watched = await cli("watch", task_id, child=True)
     assert watched.code == 0, watched.err
     assert watched.out == f"released {gate.name}\n"
 

@@ -348,6 +348,20 @@ def _single_cause(group: BaseExceptionGroup[BaseException]) -> BaseException:
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the console script."""
     args = build_parser().parse_args(argv)
+    status = run(args)
+    if getattr(args, "one_shot_temporal", False):
+        # A short-lived process that used a Temporal client can abort in interpreter teardown (the SDK's
+        # Rust threads take the GIL while it is finalizing, temporalio/sdk-python#300; a failed connect
+        # can leave one calling back into Python): everything is done and flushed, so skip the teardown.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    if status:
+        raise SystemExit(status)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run a parsed command line to its end; its exit status (the process is left to the caller)."""
     import anyio
 
     from mcp_tasks_temporal.temporal.connection import TemporalConnectionError
@@ -356,30 +370,27 @@ def main(argv: Sequence[str] | None = None) -> None:
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     try:
         try:
-            anyio.run(args.run, args)
-        except BaseExceptionGroup as group:
-            # A task group (the push hub's, the app's lifespan) wraps what stopped the command; one
-            # cause is reported as itself, on one line, like any other.
-            raise _single_cause(group) from None
-    except KeyboardInterrupt:
-        # Ctrl-C is how `dev`, `serve` and `worker` stop; for a client command it cut the wait short.
-        if getattr(args, "client_command", False):
-            raise SystemExit(130) from None
-    except TemporalConnectionError as err:
-        print(f"mcp-tasks-temporal: {err}", file=sys.stderr, flush=True)
-        sys.stdout.flush()
-        # A failed connect can leave a thread of Temporal's Rust core calling back into Python while the
-        # interpreter finalizes, which aborts the process (SIGABRT) instead of exiting with our status.
-        os._exit(2 if args.command in _SERVER_COMMANDS else EXIT_TEMPORAL_UNREACHABLE)
-    except (ValueError, RuntimeError) as err:
-        print(f"mcp-tasks-temporal: {err}", file=sys.stderr)
-        raise SystemExit(2) from None
-    finally:
-        shutdown_tracing()
-    if getattr(args, "one_shot_temporal", False):
-        # A short-lived process that used a Temporal client can abort in interpreter teardown
-        # (the SDK's Rust threads take the GIL while it is finalizing, temporalio/sdk-python#300):
-        # everything is done and flushed, so skip the teardown.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(getattr(args, "exit_status", 0))
+            try:
+                anyio.run(args.run, args)
+            except BaseExceptionGroup as group:
+                # A task group (the push hub's, the app's lifespan) wraps what stopped the command; one
+                # cause is reported as itself, on one line, like any other.
+                raise _single_cause(group) from None
+        except KeyboardInterrupt:
+            # Ctrl-C is how `dev`, `serve` and `worker` stop; for a client command it cut the wait short.
+            return 130 if getattr(args, "client_command", False) else 0
+        except TemporalConnectionError as err:
+            print(f"mcp-tasks-temporal: {err}", file=sys.stderr, flush=True)
+            args.one_shot_temporal = True
+            return 2 if args.command in _SERVER_COMMANDS else EXIT_TEMPORAL_UNREACHABLE
+        except (ValueError, RuntimeError) as err:
+            print(f"mcp-tasks-temporal: {err}", file=sys.stderr)
+            return 2
+        finally:
+            shutdown_tracing()
+    except SystemExit as exit_:
+        if exit_.code is None or isinstance(exit_.code, int):
+            return exit_.code or 0
+        print(exit_.code, file=sys.stderr)
+        return 1
+    return getattr(args, "exit_status", 0)
