@@ -22,7 +22,12 @@ PREFIX: Final = "MCP_TASKS_"
 
 NAMES: Final[Mapping[str, Mapping[str, str]]] = {
     # Plural names for repeatable flags (a comma-separated list in the variable).
-    "*": {"--request-state-key": "MCP_TASKS_REQUEST_STATE_KEYS", "--jwt-scope": "MCP_TASKS_JWT_SCOPES"},
+    "*": {
+        "--request-state-key": "MCP_TASKS_REQUEST_STATE_KEYS",
+        "--jwt-scope": "MCP_TASKS_JWT_SCOPES",
+        "--nexus-namespace": "MCP_TASKS_NEXUS_NAMESPACES",
+        "--nexus-endpoint": "MCP_TASKS_NEXUS_ENDPOINTS",
+    },
     # The variable Temporal's own tools use for the Web UI.
     "serve": {"--temporal-ui": "TEMPORAL_UI_ADDRESS"},
     # The codec server usually runs beside a front server, whose --host/--port variables it must not take.

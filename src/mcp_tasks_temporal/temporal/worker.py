@@ -13,6 +13,8 @@ from temporalio.worker import Worker
 from mcp_tasks_temporal.sdk_compat import activity_name, server_extensions
 from mcp_tasks_temporal.temporal.activities import ToolActivities
 from mcp_tasks_temporal.temporal.contract import RUN_TOOL_ACTIVITY
+from mcp_tasks_temporal.temporal.nexus_reply import ReplyService
+from mcp_tasks_temporal.temporal.nexus_tools import NexusToolOptions
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits
 from mcp_tasks_temporal.temporal.sandbox import WorkflowSandboxError, app_module_passthrough, explain, workflow_runner
 from mcp_tasks_temporal.temporal.task_interceptor import TaskInterceptor
@@ -63,6 +65,8 @@ def build_worker(
         max_heartbeat_throttle_interval=timedelta(seconds=status_freshness_s),
         default_heartbeat_throttle_interval=timedelta(seconds=status_freshness_s),
         graceful_shutdown_timeout=timedelta(seconds=graceful_shutdown_s),
+        # Handler workflows of Nexus tools report status through the reply endpoint, which targets this queue.
+        nexus_service_handlers=[ReplyService()] if _has_nexus_tools(app) else [],
     )
 
 
@@ -140,6 +144,10 @@ def _worker(
 
 def _activity_name(fn: Callable[..., Any]) -> str:
     return activity_name(fn) or getattr(fn, "__name__", "")
+
+
+def _has_nexus_tools(app: MCPServer[Any]) -> bool:
+    return any(isinstance(options, NexusToolOptions) for options in _workflow_tools(app))
 
 
 def _workflow_tools(app: MCPServer[Any]) -> list[WorkflowToolOptions]:

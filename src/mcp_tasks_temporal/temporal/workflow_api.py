@@ -41,6 +41,7 @@ from mcp_tasks_temporal.temporal.contract import (
     Memo,
     as_object,
 )
+from mcp_tasks_temporal.temporal.nexus_status import forward_status
 from mcp_tasks_temporal.temporal.search_attributes import upsert_status
 
 __all__ = ["INVALID_INPUT_REQUEST", "request_input", "request_inputs", "set_status", "task_error"]
@@ -68,8 +69,12 @@ def set_status(text: str) -> None:
     """Show `text` as the task's `statusMessage` (next `tasks/get`, and a push to listeners).
 
     Each change is one memo upsert in the history, so call it per step, not in a tight loop.
+    In a workflow another team runs behind a Nexus operation (started with
+    `nexus_handler.start_task_workflow`), each change is instead one Nexus operation
+    back to the task's reply endpoint.
     """
     if not _in_task():
+        forward_status(text)
         return
     state = _state()
     if text == state.status_message:

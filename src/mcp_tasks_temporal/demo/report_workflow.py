@@ -1,0 +1,40 @@
+"""The other team's workflow in the Nexus demo: writes a report section by section, in their namespace.
+
+It knows nothing of MCP but `set_status`, which reaches the MCP task that
+called it through Nexus when the operation was started with
+`start_task_workflow` (and does nothing otherwise).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError
+
+from mcp_tasks_temporal.temporal.workflow_api import set_status
+
+REPORT_WORKFLOW = "reports.BuildReport"
+
+
+@dataclass
+class ReportRequest:
+    topic: str
+    """What the report is about."""
+    sections: int = 3
+    """How many sections to write."""
+    seconds_per_section: float = 1.0
+    """How long each (simulated) section takes."""
+
+
+@workflow.defn(name=REPORT_WORKFLOW)
+class BuildReportWorkflow:
+    @workflow.run
+    async def run(self, request: ReportRequest) -> str:
+        if not request.topic.strip():
+            raise ApplicationError("a report needs a topic", type="InvalidReport", non_retryable=True)
+        for section in range(1, request.sections + 1):
+            set_status(f"writing section {section}/{request.sections} on {request.topic}")
+            await workflow.sleep(timedelta(seconds=request.seconds_per_section))
+        return f"Report on {request.topic}: {request.sections} sections"

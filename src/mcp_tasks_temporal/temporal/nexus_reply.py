@@ -1,0 +1,35 @@
+"""The Nexus service our worker hosts so a handler workflow in another namespace can report status.
+
+The reply endpoint (`--nexus-reply-endpoint`) targets our namespace and the
+app's task queue; the handler workflow calls `status` through it (see
+`workflow_api.set_status`), and this handler hands the report to the task
+workflow as a signal. The task workflow keeps only reports that carry the
+nonce it sent with the operation, newest first.
+"""
+
+from __future__ import annotations
+
+import nexusrpc
+import nexusrpc.handler
+from temporalio import nexus
+
+from mcp_tasks_temporal.temporal.nexus_contract import (
+    REPLY_SERVICE,
+    REPLY_STATUS_OPERATION,
+    STATUS_SIGNAL,
+    StatusReport,
+)
+
+
+@nexusrpc.handler.service_handler(name=REPLY_SERVICE)
+class ReplyService:
+    @nexusrpc.handler.sync_operation(name=REPLY_STATUS_OPERATION)
+    async def status(self, ctx: nexusrpc.handler.StartOperationContext, report: StatusReport) -> None:
+        handle = nexus.client().get_workflow_handle(report.task_workflow_id)
+        try:
+            await handle.signal(STATUS_SIGNAL, report)
+        except Exception as err:
+            # A finished task (or a forged ID) has no use for the report; retrying it would not help.
+            raise nexusrpc.HandlerError(
+                "the task is no longer running", type=nexusrpc.HandlerErrorType.NOT_FOUND, retryable_override=False
+            ) from err

@@ -1,0 +1,83 @@
+"""The task workflow of a Nexus-backed tool (`TasksExtension.nexus_tool`).
+
+The task stays ours: its ID, memo, TTL, owner and `tasks/*` are those of any
+workflow tool. The work is one Nexus operation on another team's endpoint,
+usually a workflow in their namespace. Cancelling the task cancels the
+operation and waits until the handler side has ended, so a cancelled task
+never leaves the other team's workflow running. Status the handler workflow
+sets comes back as a signal from our reply service (`nexus_reply`), tagged with
+a nonce drawn here, so nothing else can write this task's status line.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError, CancelledError, FailureError, NexusOperationError
+
+from mcp_tasks_temporal.temporal.nexus_contract import (
+    NEXUS_TOOL_WORKFLOW,
+    NONCE_HEADER,
+    REPLY_ENDPOINT_HEADER,
+    STATUS_SIGNAL,
+    TASK_WORKFLOW_HEADER,
+    NexusCall,
+    StatusReport,
+)
+from mcp_tasks_temporal.temporal.workflow_api import set_status
+
+NEXUS_OPERATION_FAILED = "NexusOperationFailed"
+"""ApplicationError type of a failed operation: the task completes with `isError: true` and its message."""
+
+
+@workflow.defn(name=NEXUS_TOOL_WORKFLOW)
+class NexusToolWorkflow:
+    def __init__(self) -> None:
+        self._nonce: str | None = None
+        self._shown = 0
+
+    @workflow.run
+    async def run(self, call: NexusCall) -> Any:
+        headers: dict[str, str] = {}
+        if call.reply_endpoint:
+            self._nonce = str(workflow.uuid4())
+            headers = {
+                REPLY_ENDPOINT_HEADER: call.reply_endpoint,
+                TASK_WORKFLOW_HEADER: workflow.info().workflow_id,
+                NONCE_HEADER: self._nonce,
+            }
+        client = workflow.create_nexus_client(endpoint=call.endpoint, service=call.service)
+        timeout = timedelta(seconds=call.schedule_to_close_s) if call.schedule_to_close_s else None
+        try:
+            handle: workflow.NexusOperationHandle[Any] = await client.start_operation(
+                call.operation, call.input, headers=headers, schedule_to_close_timeout=timeout
+            )
+            result: Any = await handle
+            return result
+        except NexusOperationError as err:
+            if isinstance(err.cause, CancelledError):
+                # After `tasks/cancel` temporalio ends the run `cancelled` for exactly this error.
+                raise
+            raise ApplicationError(
+                f"{call.service}.{call.operation} failed: {_reason(err)}",
+                type=NEXUS_OPERATION_FAILED,
+                non_retryable=True,
+            ) from err
+
+    @workflow.signal(name=STATUS_SIGNAL)
+    def report_status(self, report: StatusReport) -> None:
+        if self._nonce is None or report.nonce != self._nonce or report.sequence <= self._shown:
+            return
+        self._shown = report.sequence
+        set_status(report.text)
+
+
+def _reason(err: NexusOperationError) -> str:
+    """The innermost failure's message: what the handler raised, not the wrappers around it."""
+    reason: BaseException = err
+    while isinstance(reason, FailureError) and reason.cause is not None:
+        reason = reason.cause
+    message = reason.message if isinstance(reason, FailureError) else str(reason)
+    return message or type(reason).__name__
