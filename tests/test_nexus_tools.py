@@ -32,6 +32,7 @@ pytestmark = pytest.mark.anyio
 
 APP = "mcp_tasks_temporal.demo.nexus_app:app"
 TEAM_QUEUE = "reports"
+ELICIT: dict[str, Any] = {"elicitation": {}}
 
 
 @dataclass
@@ -123,6 +124,26 @@ async def test_status_crosses_and_cancel_ends_the_handler_workflow(world: NexusW
     assert (await handler.describe()).status == WorkflowExecutionStatus.CANCELED
 
 
+async def test_questions_cross_and_the_answers_come_back(mcp: TaskCalls) -> None:
+    arguments = {"topic": "ask", "sections": 1, "seconds_per_section": 0, "ask_before_publishing": True}
+    task_id = (await mcp.start("build_report", arguments, capabilities=ELICIT))["taskId"]
+    asking = await mcp.wait_for(task_id, {"input_required"}, timeout=60)
+    assert set(asking["inputRequests"]) == {"publish"}
+    assert asking["inputRequests"]["publish"]["method"] == "elicitation/create"
+    answer = {"publish": {"action": "accept", "content": {"publish": True}}}
+    assert "error" not in (await mcp.update(task_id, answer)).body
+    done = await mcp.wait_for(task_id, timeout=60)
+    assert done["status"] == "completed", done
+    assert done["result"]["content"] == [{"type": "text", "text": "Report on ask: 1 sections, published"}]
+
+
+async def test_a_question_the_client_cannot_answer_fails_the_task_with_32021(mcp: TaskCalls) -> None:
+    arguments = {"topic": "ask", "sections": 1, "seconds_per_section": 0, "ask_before_publishing": True}
+    task_id = (await mcp.start("build_report", arguments))["taskId"]  # no elicitation capability declared
+    done = await mcp.wait_for(task_id, timeout=60)
+    assert done["status"] == "failed" and done["error"]["code"] == -32021, done
+
+
 async def test_operation_failure_is_a_tool_error_naming_the_operation(mcp: TaskCalls) -> None:
     task_id = (await mcp.start("build_report", {"topic": " ", "sections": 1}))["taskId"]
     done = await mcp.wait_for(task_id, timeout=60)
@@ -134,7 +155,12 @@ async def test_schema_and_synchronous_call(mcp: TaskCalls) -> None:
     tools = (await mcp.client.request("tools/list", {})).result["tools"]
     tool = next(t for t in tools if t["name"] == "build_report")
     assert tool["inputSchema"]["required"] == ["topic"]
-    assert set(tool["inputSchema"]["properties"]) == {"topic", "sections", "seconds_per_section"}
+    assert set(tool["inputSchema"]["properties"]) == {
+        "topic",
+        "sections",
+        "seconds_per_section",
+        "ask_before_publishing",
+    }
 
     reply = await mcp.call_tool("build_report", {"topic": "now", "sections": 1, "seconds_per_section": 0}, tasks=False)
     assert reply.result["content"] == [{"type": "text", "text": "Report on now: 1 sections"}], reply.body

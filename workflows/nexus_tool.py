@@ -17,16 +17,21 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError, CancelledError, FailureError, NexusOperationError
 
+from mcp_tasks_temporal.temporal.contract import INTERNAL_ERROR_CODE, JSONRPC_ERROR, as_object
 from mcp_tasks_temporal.temporal.nexus_contract import (
+    ANSWER_SIGNAL,
+    ASK_SIGNAL,
     NEXUS_TOOL_WORKFLOW,
     NONCE_HEADER,
     REPLY_ENDPOINT_HEADER,
     STATUS_SIGNAL,
     TASK_WORKFLOW_HEADER,
+    Answers,
+    Ask,
     NexusCall,
     StatusReport,
 )
-from mcp_tasks_temporal.temporal.workflow_api import set_status
+from mcp_tasks_temporal.temporal.workflow_api import request_inputs, set_status
 
 NEXUS_OPERATION_FAILED = "NexusOperationFailed"
 """ApplicationError type of a failed operation: the task completes with `isError: true` and its message."""
@@ -37,6 +42,7 @@ class NexusToolWorkflow:
     def __init__(self) -> None:
         self._nonce: str | None = None
         self._shown = 0
+        self._relayed: set[str] = set()
 
     @workflow.run
     async def run(self, call: NexusCall) -> Any:
@@ -72,6 +78,22 @@ class NexusToolWorkflow:
             return
         self._shown = report.sequence
         set_status(report.text)
+
+    @workflow.signal(name=ASK_SIGNAL, unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON)
+    async def relay_questions(self, ask: Ask) -> None:
+        """Ask the client the handler workflow's questions, as this task's own, and send the answers back."""
+        if self._nonce is None or ask.nonce != self._nonce or ask.relay_workflow_id in self._relayed:
+            return  # not from our operation's handler, or a signal delivered twice
+        self._relayed.add(ask.relay_workflow_id)
+        try:
+            reply = Answers(answers=await request_inputs(ask.questions))
+        except ApplicationError as err:
+            # A client that cannot answer (-32021) or a malformed question: the handler's request_input raises it.
+            error: dict[str, Any] = dict(as_object(err.details[0])) if err.type == JSONRPC_ERROR and err.details else {}
+            if not isinstance(error.get("code"), int):
+                error = {"code": INTERNAL_ERROR_CODE, "message": err.message}
+            reply = Answers(error=error)
+        await workflow.get_external_workflow_handle(ask.relay_workflow_id).signal(ANSWER_SIGNAL, reply)
 
 
 def _reason(err: NexusOperationError) -> str:

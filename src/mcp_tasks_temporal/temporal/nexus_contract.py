@@ -62,3 +62,37 @@ def reply_memo(headers: dict[str, str]) -> dict[str, Any]:
     if not endpoint or not task or not nonce:
         return {}
     return {REPLY_MEMO: {"endpoint": endpoint, "task": task, "nonce": nonce}}
+
+
+# Questions: the handler workflow's `request_input` asks through the reply endpoint; a relay workflow in
+# our namespace carries the question to the task workflow and the answers back as the operation's result.
+REPLY_ASK_OPERATION: Final = "ask"
+NEXUS_QUESTION_WORKFLOW: Final = "mcp_tasks.NexusQuestion"
+ASK_SIGNAL: Final = "mcp_tasks.nexus_ask"
+"""Relay workflow -> task workflow: an `Ask`."""
+ANSWER_SIGNAL: Final = "mcp_tasks.nexus_answer"
+"""Task workflow -> relay workflow: an `Answers`."""
+
+
+@dataclass(frozen=True)
+class AskRequest:
+    """The input of the `ask` operation: the handler workflow's questions, in wire form, by key."""
+
+    task_workflow_id: str
+    nonce: str
+    questions: dict[str, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Ask:
+    nonce: str
+    questions: dict[str, dict[str, Any]]
+    relay_workflow_id: str
+
+
+@dataclass(frozen=True)
+class Answers:
+    """Every answer by key, or the JSON-RPC error that ended the asking (a client that cannot answer)."""
+
+    answers: dict[str, dict[str, Any]] | None = None
+    error: dict[str, Any] | None = None

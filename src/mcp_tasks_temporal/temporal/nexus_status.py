@@ -1,12 +1,13 @@
-"""`set_status` in a workflow that another team runs behind a Nexus operation: the report back.
+"""`set_status` and `request_input` in a workflow another team runs behind a Nexus operation.
 
 Nexus carries an operation's start, result, failure and cancellation, nothing
 in between: a query or signal cannot reach the caller's workflow across
 namespaces. So the caller's task workflow sends, with the operation's start,
 a reply endpoint (targeting its own namespace), its workflow ID and a nonce;
-`start_task_workflow` keeps them in the handler workflow's memo; and each
+`start_task_workflow` keeps them in the handler workflow's memo; each
 `set_status` there starts one small Nexus operation back through that
-endpoint. Workflow code: deterministic, no I/O, nothing kept in this module.
+endpoint, and each `request_input` one operation whose result is the answers.
+Workflow code: deterministic, no I/O, nothing kept in this module.
 """
 
 from __future__ import annotations
@@ -17,8 +18,17 @@ from datetime import timedelta
 from typing import Any, Final, cast
 
 from temporalio import workflow
+from temporalio.exceptions import ApplicationError, CancelledError, FailureError, NexusOperationError
 
-from mcp_tasks_temporal.temporal.nexus_contract import REPLY_MEMO, REPLY_SERVICE, REPLY_STATUS_OPERATION, StatusReport
+from mcp_tasks_temporal.temporal.contract import JSONRPC_ERROR
+from mcp_tasks_temporal.temporal.nexus_contract import (
+    REPLY_ASK_OPERATION,
+    REPLY_MEMO,
+    REPLY_SERVICE,
+    REPLY_STATUS_OPERATION,
+    AskRequest,
+    StatusReport,
+)
 
 _SENDER_ATTRIBUTE: Final = "_mcp_tasks_nexus_status"
 REPORT_TIMEOUT: Final = timedelta(minutes=5)
@@ -56,6 +66,45 @@ def forward_status(text: str) -> None:
     task = asyncio.get_running_loop().create_task(sender.send(report))
     sender.in_flight.add(task)
     task.add_done_callback(sender.in_flight.discard)
+
+
+def called_over_nexus() -> bool:
+    """Whether an MCP task started this workflow through Nexus and can take its status and questions."""
+    return _sender() is not None
+
+
+async def ask_across(questions: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The client's answers to `questions` (wire form, by key), asked by the MCP task that called this workflow.
+
+    Raises:
+        ApplicationError: the JSON-RPC error that refused the questions (-32021 for a client
+            without the capability), as `task_error` makes it; it fails the MCP task with
+            that error if this workflow lets it through.
+    """
+    sender = _sender()
+    assert sender is not None, "ask_across outside a workflow started by an MCP task over Nexus"
+    client = workflow.create_nexus_client(endpoint=str(sender.reply["endpoint"]), service=REPLY_SERVICE)
+    request = AskRequest(
+        task_workflow_id=str(sender.reply["task"]), nonce=str(sender.reply["nonce"]), questions=questions
+    )
+    try:
+        answers: dict[str, dict[str, Any]] = await client.execute_operation(
+            REPLY_ASK_OPERATION, request, output_type=dict[str, dict[str, Any]]
+        )
+    except NexusOperationError as err:
+        if isinstance(err.cause, CancelledError):
+            raise
+        raise _json_rpc_error(err) or err from None
+    return answers
+
+
+def _json_rpc_error(err: BaseException) -> ApplicationError | None:
+    node: BaseException | None = err
+    while node is not None:
+        if isinstance(node, ApplicationError) and node.type == JSONRPC_ERROR:
+            return ApplicationError(node.message, *node.details, type=JSONRPC_ERROR, non_retryable=True)
+        node = node.cause if isinstance(node, FailureError) else None
+    return None
 
 
 def _sender() -> _Sender | None:

@@ -20,6 +20,7 @@ from mcp_tasks_temporal.temporal.sandbox import WorkflowSandboxError, app_module
 from mcp_tasks_temporal.temporal.task_interceptor import TaskInterceptor
 from mcp_tasks_temporal.temporal.workflow_tools import WorkflowToolOptions, WorkflowToolRegistry, workflow_definition
 from mcp_tasks_temporal.temporal.workflows import ToolTaskWorkflow
+from mcp_tasks_temporal.temporal.workflows.nexus_question import NexusQuestionWorkflow
 
 WORKFLOWS: Sequence[type] = (ToolTaskWorkflow,)
 
@@ -53,10 +54,11 @@ def build_worker(
     """
     activities = ToolActivities(app, lifespan_state, keepalive_s=keepalive_s, payload_limits=payload_limits)
     workflows, own_activities = workflow_tools_on(app, task_queue, default_queue=task_queue)
+    nexus = _has_nexus_tools(app)
     return _worker(
         client,
         task_queue=task_queue,
-        workflows=[*WORKFLOWS, *workflows],
+        workflows=[*WORKFLOWS, *workflows, *([NexusQuestionWorkflow] if nexus else [])],
         activities=[activities.run_tool, *own_activities],
         max_concurrent_activities=max_concurrent_activities,
         max_cached_workflows=max_cached_workflows,
@@ -65,8 +67,8 @@ def build_worker(
         max_heartbeat_throttle_interval=timedelta(seconds=status_freshness_s),
         default_heartbeat_throttle_interval=timedelta(seconds=status_freshness_s),
         graceful_shutdown_timeout=timedelta(seconds=graceful_shutdown_s),
-        # Handler workflows of Nexus tools report status through the reply endpoint, which targets this queue.
-        nexus_service_handlers=[ReplyService()] if _has_nexus_tools(app) else [],
+        # Handler workflows of Nexus tools report status and ask through the reply endpoint, which targets this queue.
+        nexus_service_handlers=[ReplyService()] if nexus else [],
     )
 
 
