@@ -22,6 +22,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from mcp_tasks_temporal.ops.dev.nexus_endpoints import ensure_endpoint, ensure_namespace
 from mcp_tasks_temporal.ops.dev.nexus_routes import EndpointRoute
 from mcp_tasks_temporal.temporal.connection import connect_temporal
+from mcp_tasks_temporal.temporal.contract import as_object
 from mcp_tasks_temporal.temporal.ids import workflow_id
 from mcp_tasks_temporal.temporal.nexus_contract import REPLY_MEMO
 from tests.conftest import Stack
@@ -94,8 +95,8 @@ async def handler_run_of(team: Client, task_id: str) -> str:
     with anyio.fail_after(30):
         while True:
             async for execution in team.list_workflows():
-                memo: dict[str, Any] = await execution.memo()
-                if memo.get(REPLY_MEMO, {}).get("task") == ours:
+                memo = await execution.memo()
+                if as_object(memo.get(REPLY_MEMO)).get("task") == ours:
                     return execution.id
             await anyio.sleep(0.2)
 
