@@ -31,7 +31,7 @@ from tests.wire import HttpMcp, TaskCalls
 
 pytestmark = pytest.mark.anyio
 
-APP = "mcp_tasks_temporal.demo.nexus_app:app"
+APP = "tests.nexus_fixture_app:app"
 TEAM_QUEUE = "reports"
 ELICIT: dict[str, Any] = {"elicitation": {}}
 
@@ -125,6 +125,29 @@ async def test_status_crosses_and_cancel_ends_the_handler_workflow(world: NexusW
     assert (await handler.describe()).status == WorkflowExecutionStatus.CANCELED
 
 
+async def test_expiry_cancels_the_handler_workflow(world: NexusWorld, mcp: TaskCalls, temporal_client: Client) -> None:
+    arguments = {"topic": "late", "sections": 1, "seconds_per_section": 600}
+    task_id = (await mcp.start("short_report", arguments))["taskId"]
+    team = await connect_temporal(world.stack.temporal, namespace=world.team_namespace)
+    handler = team.get_workflow_handle(await handler_run_of(team, task_id))
+    # Past its TTL the task is gone for tasks/get (-32602); Temporal shows how both sides ended.
+    with anyio.fail_after(60):
+        while (await handler.describe()).status == WorkflowExecutionStatus.RUNNING:
+            await anyio.sleep(0.2)
+    # Temporal alone would leave it running: a timed-out caller abandons its operations.
+    assert (await handler.describe()).status == WorkflowExecutionStatus.CANCELED
+    ours = temporal_client.get_workflow_handle(workflow_id(task_id, None))
+    with anyio.fail_after(30):
+        while (await ours.describe()).status == WorkflowExecutionStatus.RUNNING:
+            await anyio.sleep(0.2)
+    assert (await ours.describe()).status == WorkflowExecutionStatus.FAILED  # expired on its own timer
+    seen = await mcp.get(task_id)
+    if "error" in seen.body:  # already past its TTL
+        assert seen.error["code"] == -32602
+    else:  # the run stops a margin before the TTL, so the cancel finishes inside it
+        assert seen.result["status"] == "failed" and seen.result["error"]["code"] == -32603, seen.body
+
+
 async def test_questions_cross_and_the_answers_come_back(mcp: TaskCalls) -> None:
     arguments = {"topic": "ask", "sections": 1, "seconds_per_section": 0, "ask_before_publishing": True}
     task_id = (await mcp.start("build_report", arguments, capabilities=ELICIT))["taskId"]
@@ -155,6 +178,7 @@ async def test_operation_failure_is_a_tool_error_naming_the_operation(mcp: TaskC
 async def test_schema_and_synchronous_call(mcp: TaskCalls) -> None:
     tools = (await mcp.client.request("tools/list", {})).result["tools"]
     tool = next(t for t in tools if t["name"] == "build_report")
+    assert "outputSchema" not in tool  # a text result, as for a workflow tool returning str
     assert tool["inputSchema"]["required"] == ["topic"]
     assert set(tool["inputSchema"]["properties"]) == {
         "topic",

@@ -11,13 +11,14 @@ a nonce drawn here, so nothing else can write this task's status line.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError, CancelledError, FailureError, NexusOperationError
 
-from mcp_tasks_temporal.temporal.contract import INTERNAL_ERROR_CODE, JSONRPC_ERROR, as_object
+from mcp_tasks_temporal.temporal.contract import INTERNAL_ERROR_CODE, JSONRPC_ERROR, Memo, as_object
 from mcp_tasks_temporal.temporal.nexus_contract import (
     ANSWER_SIGNAL,
     ASK_SIGNAL,
@@ -31,8 +32,9 @@ from mcp_tasks_temporal.temporal.nexus_contract import (
     NexusCall,
     StatusReport,
 )
-from mcp_tasks_temporal.temporal.workflow_api import request_inputs, set_status
+from mcp_tasks_temporal.temporal.workflow_api import request_inputs, set_status, task_error
 
+EXPIRY_MARGIN_S = 30.0
 NEXUS_OPERATION_FAILED = "NexusOperationFailed"
 """ApplicationError type of a failed operation: the task completes with `isError: true` and its message."""
 
@@ -60,8 +62,16 @@ class NexusToolWorkflow:
             handle: workflow.NexusOperationHandle[Any] = await client.start_operation(
                 call.operation, call.input, headers=headers, schedule_to_close_timeout=timeout
             )
-            result: Any = await handle
-            return result
+            expires_in = _time_to_expiry()
+            if expires_in is None:
+                result: Any = await handle
+                return result
+            try:
+                # A durable timer: at expiry the operation is cancelled, so the handler's workflow never outlives
+                # the task (Temporal abandons, not cancels, a timed-out caller's operations).
+                return await asyncio.wait_for(_outcome(handle), timeout=expires_in)
+            except TimeoutError:
+                raise task_error(INTERNAL_ERROR_CODE, "Task expired") from None
         except NexusOperationError as err:
             if isinstance(err.cause, CancelledError):
                 # After `tasks/cancel` temporalio ends the run `cancelled` for exactly this error.
@@ -94,6 +104,30 @@ class NexusToolWorkflow:
                 error = {"code": INTERNAL_ERROR_CODE, "message": err.message}
             reply = Answers(error=error)
         await workflow.get_external_workflow_handle(ask.relay_workflow_id).signal(ANSWER_SIGNAL, reply)
+
+
+async def _outcome(handle: workflow.NexusOperationHandle[Any]) -> Any:
+    try:
+        result: Any = await handle
+    except NexusOperationError as err:
+        task = asyncio.current_task()
+        if isinstance(err.cause, CancelledError) and task is not None and task.cancelling():
+            # The handler acknowledged the cancel that `wait_for` sent at expiry: let it see a cancellation.
+            raise asyncio.CancelledError() from err
+        raise
+    return result
+
+
+def _time_to_expiry() -> float | None:
+    """Seconds until shortly before the task's TTL ends its run; `None` for an unlimited task."""
+    ttl_ms = workflow.memo_value(Memo.TTL_MS, None)
+    created_at_ms = workflow.memo_value(Memo.CREATED_AT, None)
+    if not isinstance(ttl_ms, int) or not isinstance(created_at_ms, int):
+        return None
+    # The run's execution timeout is the TTL itself; cancelling must finish before it.
+    margin_s = min(EXPIRY_MARGIN_S, ttl_ms / 1000 * 0.2)
+    remaining_s = (created_at_ms + ttl_ms) / 1000 - margin_s - workflow.now().timestamp()
+    return max(remaining_s, 0.001)
 
 
 def _reason(err: NexusOperationError) -> str:
