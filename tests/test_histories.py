@@ -23,6 +23,8 @@ from mcp_tasks_temporal.temporal.sandbox import workflow_runner
 from mcp_tasks_temporal.temporal.task_interceptor import TaskInterceptor
 from mcp_tasks_temporal.temporal.worker import WORKFLOWS
 from mcp_tasks_temporal.temporal.workflow_tools import workflow_definition
+from mcp_tasks_temporal.temporal.workflows.nexus_question import NexusQuestionWorkflow
+from mcp_tasks_temporal.temporal.workflows.nexus_tool import NexusToolWorkflow
 from mcp_tasks_temporal.temporal.workflows.review_code import ReviewCode
 from tests.histories import record
 from tests.test_workflow_helpers import FIXTURE_WORKFLOWS
@@ -53,6 +55,16 @@ def replayer_for(folder: str) -> Replayer:
             workflow_runner=workflow_runner(),
             **REPLAY_OPTIONS,
         )
+    if folder == "nexus":
+        # Nexus tools (docs/nexus.md): the task workflow and the relay of a question, as `worker` runs them.
+        nexus = [NexusToolWorkflow, NexusQuestionWorkflow]
+        return Replayer(
+            workflows=nexus,
+            data_converter=pydantic_data_converter,
+            interceptors=[TaskInterceptor([workflow_definition(w).name for w in nexus], [])],
+            workflow_runner=workflow_runner(),
+            **REPLAY_OPTIONS,
+        )
     if folder == "sub_agent":
         return Replayer(workflows=[ReviewCode], plugins=worker_plugins(), **REPLAY_OPTIONS)
     assert folder == ".", f"no workflow code known for histories in {folder}/: add it here"
@@ -75,6 +87,8 @@ def test_every_task_path_has_a_committed_history() -> None:
     assert set(record.PATHS) <= committed
     # Workflow tools: a question between activities, and a continue-as-new chain.
     assert {"workflow_tools/workflow_tool_question", "workflow_tools/workflow_tool_continued_last_run"} <= committed
+    # Nexus tools: status and a question across namespaces (with its relay), and a cancel.
+    assert {"nexus/nexus_tool_status_question", "nexus/nexus_tool_cancelled", "nexus/nexus_question_relay"} <= committed
 
 
 async def test_the_recorder_still_records_every_path(temporal_client: Client) -> None:

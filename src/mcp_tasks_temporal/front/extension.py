@@ -61,6 +61,7 @@ from mcp_tasks_temporal.temporal.contract import EXTENSION_ID, ActivityPolicy, T
 from mcp_tasks_temporal.temporal.deployment import Versioning, check_versioning
 from mcp_tasks_temporal.temporal.fairness import check_priority
 from mcp_tasks_temporal.temporal.ids import new_task_id, owner_key
+from mcp_tasks_temporal.temporal.nexus_tools import NexusToolOptions
 from mcp_tasks_temporal.temporal.progress import current_run
 from mcp_tasks_temporal.temporal.task_context import tool_call
 from mcp_tasks_temporal.temporal.tool_results import call_tool_result, failure_outcome
@@ -160,6 +161,9 @@ class TasksExtension(Extension):
     require_mcp_name: bool = False
     """Reject `tasks/*` over HTTP without an `Mcp-Name` header (-32020). Off by default because
     FastMCP's and pydantic-ai's task clients send none; a header that names another task is always refused."""
+    nexus_reply_endpoint: str | None = None
+    """Nexus endpoint targeting this app's namespace and task queue, through which handler workflows of
+    `nexus_tool`s report status (`--nexus-reply-endpoint`); `None`: their status does not cross."""
     _tools: dict[str, ToolTaskOptions] = field(default_factory=dict[str, ToolTaskOptions], init=False)
     _workflow_tools: dict[str, WorkflowToolOptions] = field(default_factory=dict[str, WorkflowToolOptions], init=False)
     _workflow_asks: dict[str, tuple[Asks, ...]] = field(default_factory=dict[str, tuple[Asks, ...]], init=False)
@@ -331,6 +335,54 @@ class TasksExtension(Extension):
             return target
 
         return register if workflow_class is None else register(workflow_class)
+
+    def nexus_tool(
+        self,
+        *,
+        endpoint: str,
+        service: str,
+        operation: str,
+        name: str,
+        input_type: Any = None,
+        output_type: Any = str,
+        description: str = "",
+        policy: TaskPolicy = "optional",
+        ttl_ms: int | None | _Inherit = INHERIT,
+        poll_interval_ms: int | _Inherit = INHERIT,
+        schedule_to_close_timeout: float | None = None,
+    ) -> None:
+        """Expose a Nexus operation (another team's endpoint, usually a workflow in their namespace) as a task tool.
+
+        The task is a run of this app's own `NexusToolWorkflow`, so `tasks/get`,
+        `tasks/cancel`, TTL and ownership are those of any task; it starts the
+        operation `service`/`operation` on `endpoint` with the tool's arguments (the
+        fields of `input_type`, a dataclass or pydantic model, or one argument named
+        `input`; `None`: no arguments) and its result is the tool's (`output_type`
+        gives the `outputSchema`, as for `workflow_tool`). Cancelling the task cancels
+        the operation; a failed operation is a tool error naming the operation and
+        the handler's message. `schedule_to_close_timeout` (seconds) bounds the whole
+        operation. See docs/nexus.md for what crosses namespaces and what does not.
+        """
+        options = NexusToolOptions.for_operation(
+            endpoint=endpoint,
+            service=service,
+            operation=operation,
+            input_type=input_type,
+            output_type=output_type,
+            name=name,
+            description=description or f"{service}.{operation} (Nexus endpoint {endpoint})",
+            policy=policy,
+            ttl_ms=ttl_ms,
+            poll_interval_ms=poll_interval_ms,
+            schedule_to_close_s=schedule_to_close_timeout,
+            reply_endpoint=lambda: self.nexus_reply_endpoint,
+        )
+        ToolTaskOptions(policy=policy, ttl_ms=ttl_ms, poll_interval_ms=poll_interval_ms)  # the same checks
+        if options.name in self._tools or options.name in self._workflow_tools:
+            raise ValueError(f"a task tool named {options.name!r} is already registered")
+        if self._server is not None:
+            raise RuntimeError("register Nexus tools before the extension is attached (serve/dev do that)")
+        self._workflow_tools[options.name] = options
 
     @property
     def workflow_tools(self) -> Mapping[str, WorkflowToolOptions]:

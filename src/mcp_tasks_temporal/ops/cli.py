@@ -16,6 +16,7 @@ from typing import cast
 
 from mcp_tasks_temporal.client._commands import add_commands
 from mcp_tasks_temporal.ops.cli_options import DEFAULT_UI_ORIGINS, add_codec_options, add_connection_options
+from mcp_tasks_temporal.ops.dev.nexus_routes import EndpointRoute
 from mcp_tasks_temporal.ops.operator_commands import add_operator_commands
 from mcp_tasks_temporal.ops.settings import apply_environment
 from mcp_tasks_temporal.temporal.contract import DEFAULT_NAMESPACE
@@ -114,6 +115,13 @@ def _add_front_options(parser: argparse.ArgumentParser) -> None:
         default=False,
         help="refuse tasks/* requests without an Mcp-Name header (-32020), for proxies that route by it "
         "(a header naming another task is always refused)",
+    )
+    parser.add_argument(
+        "--nexus-reply-endpoint",
+        default=None,
+        metavar="NAME",
+        help="Nexus endpoint targeting this namespace and task queue, through which the handler workflows of "
+        "Nexus tools report status (docs/nexus.md); without it their status does not cross",
     )
     _add_jwt_options(parser)
     # Activity policy is recorded with each task when it is created, so it is the front's to choose.
@@ -252,6 +260,22 @@ def build_parser() -> argparse.ArgumentParser:
     add_storage_options(dev, default_kind="local")
     dev.add_argument(
         "--state-dir", type=Path, default=Path(".mcp-tasks-temporal"), help="where the Temporal database lives"
+    )
+    dev.add_argument(
+        "--nexus-namespace",
+        action="append",
+        default=[],
+        metavar="NAMESPACE",
+        help="another namespace on the embedded Temporal, for a Nexus handler's worker (repeatable)",
+    )
+    dev.add_argument(
+        "--nexus-endpoint",
+        action="append",
+        type=EndpointRoute.parse,
+        default=[],
+        metavar="NAME=NAMESPACE/TASK_QUEUE",
+        help="create this Nexus endpoint on the embedded Temporal (repeatable); "
+        "--nexus-reply-endpoint is created too, targeting --namespace and --task-queue",
     )
     dev.add_argument("--temporal-port", type=int, default=7233)
     dev.add_argument("--ui-port", type=int, default=8233, help="Temporal Web UI port (0 disables the UI)")

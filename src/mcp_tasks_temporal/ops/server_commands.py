@@ -33,6 +33,7 @@ from mcp_tasks_temporal.front.protocol_versions import AdvertiseServedVersions, 
 from mcp_tasks_temporal.ops.cli_options import DEFAULT_UI_ORIGINS
 from mcp_tasks_temporal.ops.codec_server import codec_app
 from mcp_tasks_temporal.ops.dev.embedded_temporal import EmbeddedTemporal, embedded_temporal
+from mcp_tasks_temporal.ops.dev.nexus_routes import EndpointRoute
 from mcp_tasks_temporal.ops.dev.ports import PortInUseError, check_ports
 from mcp_tasks_temporal.ops.dev.state_dir import StateDirLock, state_dir_lock
 from mcp_tasks_temporal.ops.dev.worker_process import (
@@ -80,6 +81,8 @@ def configure(app: MCPServer[Any], args: argparse.Namespace) -> None:
         extension.default_poll_interval_ms = args.poll_interval_ms
     if getattr(args, "require_mcp_name", False):
         extension.require_mcp_name = True
+    if getattr(args, "nexus_reply_endpoint", None):
+        extension.nexus_reply_endpoint = args.nexus_reply_endpoint
     policy = extension.default_activity
     overrides: dict[str, Any] = {}
     if getattr(args, "heartbeat_timeout", None):
@@ -279,8 +282,10 @@ async def _run_dev(stack: AsyncExitStack, lock: StateDirLock | None, args: argpa
             port=args.temporal_port,
             ui_port=args.ui_port or None,
             namespace=args.namespace,
+            extra_namespaces=args.nexus_namespace,
         )
     )
+    await _nexus_endpoints(temporal, args)
     client = await _connect(stack, args, app, ConnectionOptions(address=temporal.address, namespace=temporal.namespace))
     indexed = await check_namespace(client, address=temporal.address, namespace=temporal.namespace, role="dev")
     await _attach_front(app, client, args, search_attributes=indexed, web_ui=temporal.ui_url)
@@ -338,6 +343,20 @@ async def _run_dev(stack: AsyncExitStack, lock: StateDirLock | None, args: argpa
     print("mcp-tasks-temporal dev: stopping", flush=True)
 
 
+async def _nexus_endpoints(temporal: EmbeddedTemporal, args: argparse.Namespace) -> None:
+    """The endpoints `dev` was asked for; the reply endpoint routes to this app's own namespace and queue."""
+    routes = list(args.nexus_endpoint)
+    if args.nexus_reply_endpoint:
+        routes.append(EndpointRoute(args.nexus_reply_endpoint, temporal.namespace, args.task_queue))
+    if not routes:
+        return
+    from mcp_tasks_temporal.ops.dev.nexus_endpoints import ensure_endpoint
+
+    client = await Client.connect(temporal.address, namespace=temporal.namespace)
+    for route in routes:
+        await ensure_endpoint(client, route)
+
+
 def _dev_banner(args: argparse.Namespace, temporal: EmbeddedTemporal, worker: DevWorker | None) -> None:
     print(f"mcp-tasks-temporal dev: serving {args.app}", flush=True)
     print(f"  MCP endpoint  http://{args.host}:{args.port}/mcp", flush=True)
@@ -348,6 +367,10 @@ def _dev_banner(args: argparse.Namespace, temporal: EmbeddedTemporal, worker: De
     if temporal.ui_url:
         print(f"  Temporal UI   {temporal.ui_url}", flush=True)
     print(f"  State         {temporal.db_path}", flush=True)
+    for route in args.nexus_endpoint:
+        print(f"  Nexus         {route.name} -> {route.namespace}/{route.task_queue}", flush=True)
+    if args.nexus_reply_endpoint:
+        print(f"  Nexus reply   {args.nexus_reply_endpoint} -> {temporal.namespace}/{args.task_queue}", flush=True)
     if args.payload_storage == "local":
         print(f"  Payloads      {args.payload_dir} (over {args.payload_threshold} bytes)", flush=True)
     if worker is not None:

@@ -26,6 +26,8 @@ NAMES: Final[Mapping[str, Mapping[str, str]]] = {
         "--request-state-key": "MCP_TASKS_REQUEST_STATE_KEYS",
         "--jwt-scope": "MCP_TASKS_JWT_SCOPES",
         "--fairness-weight": "MCP_TASKS_FAIRNESS_WEIGHTS",
+        "--nexus-namespace": "MCP_TASKS_NEXUS_NAMESPACES",
+        "--nexus-endpoint": "MCP_TASKS_NEXUS_ENDPOINTS",
     },
     # The variable Temporal's own tools use for the Web UI.
     "serve": {"--temporal-ui": "TEMPORAL_UI_ADDRESS"},

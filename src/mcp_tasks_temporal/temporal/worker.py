@@ -14,6 +14,8 @@ from mcp_tasks_temporal.sdk_compat import activity_name, server_extensions
 from mcp_tasks_temporal.temporal.activities import ToolActivities
 from mcp_tasks_temporal.temporal.contract import RUN_TOOL_ACTIVITY
 from mcp_tasks_temporal.temporal.deployment import Deployment
+from mcp_tasks_temporal.temporal.nexus_reply import ReplyService
+from mcp_tasks_temporal.temporal.nexus_tools import NexusToolOptions
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits
 from mcp_tasks_temporal.temporal.sandbox import WorkflowSandboxError, app_module_passthrough, explain, workflow_runner
 from mcp_tasks_temporal.temporal.task_interceptor import TaskInterceptor
@@ -23,6 +25,7 @@ from mcp_tasks_temporal.temporal.workflows import (
     PinnedToolTaskWorkflow,
     ToolTaskWorkflow,
 )
+from mcp_tasks_temporal.temporal.workflows.nexus_question import NexusQuestionWorkflow
 
 WORKFLOWS: Sequence[type] = (ToolTaskWorkflow, PinnedToolTaskWorkflow)
 VERSIONED_WORKFLOWS: Sequence[type] = (AutoUpgradeToolTaskWorkflow, PinnedToolTaskWorkflow)
@@ -60,10 +63,15 @@ def build_worker(
     """
     activities = ToolActivities(app, lifespan_state, keepalive_s=keepalive_s, payload_limits=payload_limits)
     workflows, own_activities = workflow_tools_on(app, task_queue, default_queue=task_queue)
+    nexus = _has_nexus_tools(app)
     return _worker(
         client,
         task_queue=task_queue,
-        workflows=[*(WORKFLOWS if deployment is None else VERSIONED_WORKFLOWS), *workflows],
+        workflows=[
+            *(WORKFLOWS if deployment is None else VERSIONED_WORKFLOWS),
+            *workflows,
+            *([NexusQuestionWorkflow] if nexus else []),
+        ],
         activities=[activities.run_tool, *own_activities],
         max_concurrent_activities=max_concurrent_activities,
         max_cached_workflows=max_cached_workflows,
@@ -73,6 +81,8 @@ def build_worker(
         default_heartbeat_throttle_interval=timedelta(seconds=status_freshness_s),
         graceful_shutdown_timeout=timedelta(seconds=graceful_shutdown_s),
         deployment=deployment,
+        # Handler workflows of Nexus tools report status and ask through the reply endpoint, which targets this queue.
+        nexus_service_handlers=[ReplyService()] if nexus else [],
     )
 
 
@@ -161,6 +171,10 @@ def _worker(
 
 def _activity_name(fn: Callable[..., Any]) -> str:
     return activity_name(fn) or getattr(fn, "__name__", "")
+
+
+def _has_nexus_tools(app: MCPServer[Any]) -> bool:
+    return any(isinstance(options, NexusToolOptions) for options in _workflow_tools(app))
 
 
 def _workflow_tools(app: MCPServer[Any]) -> list[WorkflowToolOptions]:

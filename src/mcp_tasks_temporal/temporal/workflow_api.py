@@ -41,6 +41,7 @@ from mcp_tasks_temporal.temporal.contract import (
     Memo,
     as_object,
 )
+from mcp_tasks_temporal.temporal.nexus_status import ask_across, called_over_nexus, forward_status
 from mcp_tasks_temporal.temporal.search_attributes import upsert_status
 
 __all__ = ["INVALID_INPUT_REQUEST", "request_input", "request_inputs", "set_status", "task_error"]
@@ -68,8 +69,12 @@ def set_status(text: str) -> None:
     """Show `text` as the task's `statusMessage` (next `tasks/get`, and a push to listeners).
 
     Each change is one memo upsert in the history, so call it per step, not in a tight loop.
+    In a workflow another team runs behind a Nexus operation (started with
+    `nexus_handler.start_task_workflow`), each change is instead one Nexus operation
+    back to the task's reply endpoint.
     """
     if not _in_task():
+        forward_status(text)
         return
     state = _state()
     if text == state.status_message:
@@ -93,11 +98,17 @@ async def request_inputs(requests: Mapping[str, Any]) -> dict[str, dict[str, Any
     request model. A key names one question for the task's life: asking it
     again with the same question returns the answer already given.
 
+    In a workflow another team runs behind a Nexus operation (started with
+    `nexus_handler.start_task_workflow`), the questions go to the calling MCP task
+    through its reply endpoint and are asked there, with the same rules.
+
     Raises:
         ApplicationError: -32021 (the task fails) when the creating client did not
             declare the capability a question needs, or did not run the tool as a task.
     """
     if not _in_task():
+        if called_over_nexus():
+            return await ask_across({key: _wire_request(key, request) for key, request in requests.items()})
         raise task_error(
             MISSING_CAPABILITY_CODE,
             "Asking for input needs the workflow to run as an MCP task",

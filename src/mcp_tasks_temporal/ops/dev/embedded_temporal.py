@@ -6,7 +6,7 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,6 +99,7 @@ async def embedded_temporal(
     port: int = 7233,
     ui_port: int | None = 8233,
     namespace: str = "default",
+    extra_namespaces: Sequence[str] = (),
     startup_timeout_s: float = 60.0,
 ) -> AsyncGenerator[EmbeddedTemporal]:
     """Run a Temporal dev server for the duration of the block.
@@ -119,7 +120,9 @@ async def embedded_temporal(
         log_path = Path(scratch.name) / "temporal.log"
     log_file, log_start = open_log(log_path)
     address = f"{host}:{port}"
-    command = dev_server_command(host=host, port=port, ui_port=ui_port, db_path=db_path, namespaces=[namespace])
+    command = dev_server_command(
+        host=host, port=port, ui_port=ui_port, db_path=db_path, namespaces=[namespace, *extra_namespaces]
+    )
     # Its own session: Ctrl-C in the terminal reaches `dev`, which stops the server after the worker.
     process = await anyio.open_process(
         stopped_with_parent(command),

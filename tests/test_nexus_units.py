@@ -1,0 +1,108 @@
+"""Pure logic of Nexus tools: endpoint routes, the reply headers, the task workflow's input, registration."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+import pytest
+from mcp.server.mcpserver import MCPServer
+
+from mcp_tasks_temporal import TasksExtension
+from mcp_tasks_temporal.ops.cli import build_parser
+from mcp_tasks_temporal.ops.dev.embedded_temporal import dev_server_command
+from mcp_tasks_temporal.ops.dev.nexus_routes import EndpointRoute
+from mcp_tasks_temporal.temporal.nexus_contract import (
+    NONCE_HEADER,
+    REPLY_ENDPOINT_HEADER,
+    REPLY_MEMO,
+    TASK_WORKFLOW_HEADER,
+    NexusCall,
+    reply_memo,
+)
+from mcp_tasks_temporal.temporal.nexus_tools import NexusToolOptions
+
+
+@dataclass
+class Order:
+    item: str
+    quantity: int = 1
+
+
+def test_endpoint_routes_parse_and_refuse_what_is_not_name_namespace_queue() -> None:
+    assert EndpointRoute.parse("team=ns/q") == EndpointRoute("team", "ns", "q")
+    assert EndpointRoute.parse("team=ns/mcp-tasks/app") == EndpointRoute("team", "ns", "mcp-tasks/app")
+    for bad in ("team", "team=ns", "=ns/q", "team=/q", "team=ns/"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            EndpointRoute.parse(bad)
+
+
+def test_dev_takes_namespaces_endpoints_and_a_reply_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    args = build_parser().parse_args(
+        ["dev", "--nexus-namespace", "a", "--nexus-endpoint", "e=a/q", "--nexus-reply-endpoint", "r"]
+    )
+    assert args.nexus_namespace == ["a"] and args.nexus_endpoint == [EndpointRoute("e", "a", "q")]
+    assert args.nexus_reply_endpoint == "r"
+    monkeypatch.setenv("MCP_TASKS_NEXUS_ENDPOINTS", "e=a/q,f=b/p")
+    monkeypatch.setenv("MCP_TASKS_NEXUS_REPLY_ENDPOINT", "reply")
+    from_env = build_parser().parse_args(["serve", "--app", "x:app"])
+    assert from_env.nexus_reply_endpoint == "reply"
+    assert build_parser().parse_args(["dev"]).nexus_endpoint == [
+        EndpointRoute("e", "a", "q"),
+        EndpointRoute("f", "b", "p"),
+    ]
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["dev", "--nexus-endpoint", "nonsense"])
+
+
+def test_the_embedded_server_creates_every_namespace_it_is_given() -> None:
+    command = dev_server_command(
+        host="127.0.0.1", port=1, ui_port=None, db_path=None, namespaces=["default", "team"], search_attributes=False
+    )
+    assert command.count("--namespace") == 1 and command[command.index("--namespace") + 1] == "team"
+
+
+def test_reply_memo_needs_all_three_headers_in_any_case() -> None:
+    headers = {REPLY_ENDPOINT_HEADER.upper(): "reply", TASK_WORKFLOW_HEADER: "mcp-task/o/t", NONCE_HEADER: "n"}
+    assert reply_memo(headers) == {REPLY_MEMO: {"endpoint": "reply", "task": "mcp-task/o/t", "nonce": "n"}}
+    assert reply_memo({TASK_WORKFLOW_HEADER: "mcp-task/o/t", NONCE_HEADER: "n"}) == {}
+    assert reply_memo({}) == {}
+
+
+def options(reply: str | None = None, input_type: object = Order) -> NexusToolOptions:
+    return NexusToolOptions.for_operation(
+        endpoint="team",
+        service="orders",
+        operation="place",
+        input_type=input_type,
+        output_type=str,
+        name="place_order",
+        description="",
+        policy="optional",
+        ttl_ms=None,
+        poll_interval_ms=None,
+        schedule_to_close_s=60,
+        reply_endpoint=lambda: reply,
+    )
+
+
+def test_the_task_workflow_gets_the_operation_and_the_input_in_json_form() -> None:
+    [call] = options("reply").workflow_args({"item": "pen"})
+    assert call == NexusCall("team", "orders", "place", {"item": "pen", "quantity": 1}, "reply", 60)
+    [plain] = options(input_type=int).workflow_args({"input": 3})
+    assert plain.input == 3 and plain.reply_endpoint is None
+    [nothing] = options(input_type=None).workflow_args({})
+    assert nothing.input is None
+
+
+def test_a_nexus_tool_is_checked_when_registered() -> None:
+    tasks = TasksExtension()
+    MCPServer("units", extensions=[tasks])
+    tasks.nexus_tool(endpoint="team", service="orders", operation="place", name="place", input_type=Order)
+    assert isinstance(tasks.workflow_tools["place"], NexusToolOptions)
+    with pytest.raises(ValueError, match="already registered"):
+        tasks.nexus_tool(endpoint="team", service="orders", operation="place", name="place")
+    with pytest.raises(ValueError, match="endpoint"):
+        tasks.nexus_tool(endpoint="", service="orders", operation="place", name="other")
+    with pytest.raises(ValueError, match="schedule_to_close_timeout"):
+        tasks.nexus_tool(endpoint="t", service="s", operation="o", name="third", schedule_to_close_timeout=0)
