@@ -6,6 +6,9 @@ the shared one stays healthy.
 
 from __future__ import annotations
 
+import os
+import sys
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Generator, Iterator
 from contextlib import contextmanager
@@ -17,13 +20,35 @@ import pytest
 from temporalio.client import Client
 
 from mcp_tasks_temporal.temporal.connection import connect_temporal
-from tests.processes import Process, start_front, start_temporal, start_worker
+from tests import processes
+from tests.forkserver import ForkServer
+from tests.processes import Process, child_env, start_front, start_temporal, start_worker
 from tests.wire import HttpMcp, TaskCalls
 
 
 @pytest.fixture(scope="session")
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fork_server() -> Iterator[ForkServer | None]:
+    """Warm starts for the session's `python -m mcp_tasks_temporal` children (tests/forkserver.py).
+
+    `MCP_TASKS_TEST_FORK_SERVER=0` starts every child the ordinary way instead.
+    """
+    if sys.platform != "linux" or os.environ.get("MCP_TASKS_TEST_FORK_SERVER") == "0":
+        yield None
+        return
+    # A short folder of its own: a Unix socket's path has a hundred-odd bytes at most.
+    with tempfile.TemporaryDirectory(prefix="mcp-fork-") as folder:
+        server = ForkServer.start(Path(folder), child_env())
+        processes.FORK_SERVER = server
+        try:
+            yield server
+        finally:
+            processes.FORK_SERVER = None
+            server.stop()
 
 
 @pytest.fixture(scope="session")

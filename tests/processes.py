@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 
 from mcp_tasks_temporal.ops.dev.embedded_temporal import dev_server_command
+from tests.forkserver import ForkedChild, ForkServer
 from tests.wire import base_headers, request_message
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -23,6 +24,8 @@ FIXTURE_APP = "tests.fixture_app:app"
 # A start is a few seconds on an idle machine; with both cores busy (pytest-xdist, other work) a Python
 # child's imports alone can take ten times that, and a missed start fails every test sharing the stack.
 START_TIMEOUT_S = 60
+FORK_SERVER: ForkServer | None = None
+"""Where `python -m mcp_tasks_temporal` children come from when set (tests/forkserver.py): the session's."""
 
 
 def free_port() -> int:
@@ -58,11 +61,15 @@ class Process:
     log_path: Path
     env: dict[str, str] | None = None
     """Added to the test's own environment."""
-    popen: subprocess.Popen[bytes] = field(init=False)
+    popen: subprocess.Popen[bytes] | ForkedChild = field(init=False)
 
     def start(self) -> Process:
-        log = self.log_path.open("ab")
         env = {**child_env(), **(self.env or {})}
+        server = FORK_SERVER
+        if server is not None and self.command[: len(CLI)] == CLI and server.serves(env):
+            self.popen = server.spawn(self.command[len(CLI) :], env=env, cwd=REPO_ROOT, log=self.log_path)
+            return self
+        log = self.log_path.open("ab")
         self.popen = subprocess.Popen(
             self.command, cwd=REPO_ROOT, env=env, stdout=log, stderr=log, start_new_session=True
         )

@@ -302,7 +302,13 @@ class LegacyTasks:
             tasks: list[dict[str, Any]] = []
             for info in response.executions:
                 fields = info.memo.fields
-                values = await client.data_converter.decode(list(fields.values())) if fields else []
+                try:
+                    values = await client.data_converter.decode(list(fields.values())) if fields else []
+                except Exception:  # encoded through another codec: neither readable nor provably the caller's
+                    logger.warning(
+                        "tasks/list: left out %s, whose memo this server cannot decode", info.execution.workflow_id
+                    )
+                    continue
                 memo = dict(zip(fields.keys(), values, strict=True))
                 task_id = memo.get("taskId")
                 if memo.get("owner") != owner or not isinstance(task_id, str):

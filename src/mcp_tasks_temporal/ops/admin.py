@@ -9,8 +9,9 @@ so tasks started before the search attributes were registered are found too.
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
@@ -20,6 +21,8 @@ from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 from mcp_tasks_temporal.temporal.contract import TERMINAL_STATUSES, Memo, as_object, to_iso
 from mcp_tasks_temporal.temporal.deployment import build_of
 from mcp_tasks_temporal.temporal.ids import WORKFLOW_ID_PREFIX
+
+logger = logging.getLogger(__name__)
 
 _CLOSED_AS: Final = {
     WorkflowExecutionStatus.COMPLETED: "completed",
@@ -120,7 +123,12 @@ async def list_tasks(
 
 
 async def _listed(execution: WorkflowExecution) -> ListedTask:
-    memo = as_object(await execution.memo())
+    memo: Mapping[str, Any]
+    try:
+        memo = as_object(await execution.memo())
+    except Exception:  # one task written through a codec we were not given must not hide the rest
+        logger.warning("%s: its memo cannot be decoded (a payload codec not given here?)", execution.id)
+        memo = {}
     _, owner, task_id = (execution.id.split("/", 2) + ["", ""])[:3]
     if execution.status in (None, WorkflowExecutionStatus.RUNNING):
         status = str(memo.get(Memo.STATUS) or "working")
