@@ -57,7 +57,7 @@ EOF
 }
 # npm runs on the system node here: `npm ci` deletes node_modules, including the Node 22 binary.
 if [[ -f "$CONF_DIR/package-lock.json" ]]; then
-  if [[ "${CI:-}" != "true" ]] && lock_matches_node_modules; then
+  if lock_matches_node_modules; then
     echo "node_modules matches package-lock.json; skipping npm ci"
   else
     (cd "$CONF_DIR" && npm ci --no-audit --no-fund)
