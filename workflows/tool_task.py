@@ -132,9 +132,6 @@ class ToolTaskWorkflow:
         `ask/<key>`). A key asked again (a retried attempt) is the same question:
         its recorded answer is returned without asking the client twice.
         """
-        return await self._answers_to(ask)
-
-    async def _answers_to(self, ask: InputAsk) -> dict[str, Any]:
         task_keys = {self._midway_key(key): key for key in ask.requests}
         new = {
             tk: ask.requests[k]
@@ -280,25 +277,10 @@ class AutoUpgradeToolTaskWorkflow(ToolTaskWorkflow):
     replay in the tests, so a task may run its later steps on a newer build.
     """
 
-    @workflow.init
-    def __init__(self, task: ToolTaskInput) -> None:
-        super().__init__(task)
-
+    # Temporal wants `@workflow.run` on the class itself; the init, query, signal and update are inherited.
     @workflow.run
     async def run(self, task: ToolTaskInput) -> dict[str, Any]:
         return await super().run(task)
-
-    @workflow.query(name=STATE_QUERY)
-    def state(self) -> dict[str, Any]:
-        return super().state()
-
-    @workflow.signal(name=INPUT_SIGNAL)
-    def provide_input(self, responses: dict[str, Any]) -> None:
-        super().provide_input(responses)
-
-    @workflow.update(name=REQUEST_INPUT_UPDATE, unfinished_policy=HandlerUnfinishedPolicy.ABANDON)
-    async def request_input(self, ask: InputAsk) -> dict[str, Any]:  # pyright: ignore[reportIncompatibleVariableOverride]
-        return await self._answers_to(ask)
 
 
 @workflow.defn(name=PINNED_TOOL_TASK_WORKFLOW)
@@ -310,22 +292,7 @@ class PinnedToolTaskWorkflow(ToolTaskWorkflow):
     an unversioned one runs it like any tool task.
     """
 
-    @workflow.init
-    def __init__(self, task: ToolTaskInput) -> None:
-        super().__init__(task)
-
+    # Temporal wants `@workflow.run` on the class itself; the init, query, signal and update are inherited.
     @workflow.run
     async def run(self, task: ToolTaskInput) -> dict[str, Any]:
         return await super().run(task)
-
-    @workflow.query(name=STATE_QUERY)
-    def state(self) -> dict[str, Any]:
-        return super().state()
-
-    @workflow.signal(name=INPUT_SIGNAL)
-    def provide_input(self, responses: dict[str, Any]) -> None:
-        super().provide_input(responses)
-
-    @workflow.update(name=REQUEST_INPUT_UPDATE, unfinished_policy=HandlerUnfinishedPolicy.ABANDON)
-    async def request_input(self, ask: InputAsk) -> dict[str, Any]:  # pyright: ignore[reportIncompatibleVariableOverride]
-        return await self._answers_to(ask)
