@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -224,11 +224,22 @@ class ForkedChild:
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while (code := self.poll()) is None:
-            if deadline is not None and time.monotonic() > deadline:
-                raise subprocess.TimeoutExpired(self.args, timeout or 0)
-            time.sleep(0.02)  # the exit of a process that is not our child: no event to wait on
+        if (code := self.poll()) is not None:
+            return code
+        # Not our child, so no waitpid here: a pidfd becomes readable when the process exits,
+        # and the fork server, its parent, then has the status.
+        try:
+            pidfd = os.pidfd_open(self.pid)
+        except ProcessLookupError:  # reaped since the poll above
+            pidfd = None
+        if pidfd is not None:
+            try:
+                if not select.select([pidfd], [], [], timeout)[0]:
+                    raise subprocess.TimeoutExpired(self.args, timeout or 0)
+            finally:
+                os.close(pidfd)
+        code = self.poll()
+        assert code is not None, f"process {self.pid} exited but its parent has no status for it"
         return code
 
     def send_signal(self, sig: int) -> None:
