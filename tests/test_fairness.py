@@ -15,7 +15,10 @@ from typing import Any, cast
 import anyio
 import httpx
 import pytest
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflow.v1 import PendingActivityInfo
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 from temporalio.common import Priority
 
@@ -104,6 +107,24 @@ async def pending_activity(client: Client, task: Started, *, running: bool = Fal
             await anyio.sleep(0.05)
 
 
+async def backlog_reaches(client: Client, task_queue: str, count: int) -> None:
+    """Wait until matching holds `count` activity tasks.
+
+    An activity is pending in its workflow as soon as history schedules it, but
+    reaches the task queue a moment later; a slot freed in between would go to a
+    task queued earlier, whatever its priority.
+    """
+    request = DescribeTaskQueueRequest(
+        namespace=client.namespace,
+        task_queue=TaskQueue(name=task_queue),
+        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+        report_stats=True,
+    )
+    with anyio.fail_after(WAIT):
+        while (await client.workflow_service.describe_task_queue(request)).stats.approximate_backlog_count < count:
+            await anyio.sleep(0.1)
+
+
 @dataclass(frozen=True)
 class Ran:
     """One tool call as the worker ran it, with the priority Temporal dispatched its activity with."""
@@ -182,6 +203,7 @@ async def backlog(
     await find_workflows(client, task_queue, late)
     for task in late:
         await pending_activity(client, task)
+    await backlog_reaches(client, task_queue, len(queued) + len(late))
     return await finish(client, gate, [holder, *queued, *late])
 
 
