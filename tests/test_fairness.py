@@ -1,4 +1,4 @@
-"""Fairness between principals and tool priority, through a real front, worker and Temporal dev server.
+"""Fairness between principals, their weights and tool priority, through a real front, worker and Temporal dev server.
 
 The worker runs one tool at a time, so a backlog builds in the task queue; the
 order the tools then run in (which `tests.fairness_app` records) shows what
@@ -7,6 +7,7 @@ Temporal dispatched first. Orders, not times, are compared.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,9 @@ PRINCIPALS = {ALICE: "alice@example.com", BOB: "bob@example.com"}
 BACKLOG = 30
 """Alice's tasks queued before Bob's."""
 LATE = 3
+SHARED = 12
+"""Each principal's tasks queued side by side, for the weights."""
+BOB_WEIGHT = 3
 WAIT = 120
 
 
@@ -47,6 +51,8 @@ class Fronts:
     fair: str
     fifo: str
     """A front started with --no-fairness-keys: every task in one first-in, first-out line."""
+    weighted: str
+    """A front that gives Bob's tasks `BOB_WEIGHT` times Alice's share."""
     task_queue: str
 
 
@@ -59,9 +65,11 @@ def fronts(workdir: Path, temporal: str, tmp_path_factory: pytest.TempPathFactor
             start_worker(workdir, temporal, stack.task_queue, app=APP, extra=["--max-concurrent-tools", "1"])
         )
         auth = ["--tokens", str(tokens)]
-        for extra in (auth, [*auth, "--no-fairness-keys"]):
+        weights = ["--fairness-weight", f"{PRINCIPALS[BOB]}={BOB_WEIGHT}"]
+        for extra in (auth, [*auth, "--no-fairness-keys"], [*auth, *weights]):
             stack.fronts.append(start_front(workdir, temporal, stack.task_queue, app=APP, extra=extra))
-        yield Fronts(fair=stack.fronts[0][1], fifo=stack.fronts[1][1], task_queue=stack.task_queue)
+        fair, fifo, weighted = (url for _, url in stack.fronts)
+        yield Fronts(fair=fair, fifo=fifo, weighted=weighted, task_queue=stack.task_queue)
 
 
 @dataclass
@@ -225,6 +233,35 @@ async def test_a_principal_asking_late_runs_before_anothers_backlog_drains_and_a
     assert fifo.index("u") == 1, f"the priority-1 tool runs next, ahead of every queued task: {fifo}"
 
 
+async def side_by_side(url: str, task_queue: str, http: httpx.AsyncClient, client: Client, gate: Path) -> list[str]:
+    """Alice and Bob each queue `SHARED` tasks behind one that holds the slot; who ran, in order."""
+    holder = await start(url, http, ALICE, "queued", gate, "h")
+    await find_workflows(client, task_queue, [holder])
+    await pending_activity(client, holder, running=True)
+    queued = [
+        await start(url, http, token, "queued", gate, f"{token[0]}{n}") for n in range(SHARED) for token in (ALICE, BOB)
+    ]
+    await find_workflows(client, task_queue, queued)
+    await backlog_reaches(client, task_queue, len(queued))
+    ran = await finish(client, gate, [holder, *queued])
+    return [call.label[0] for call in ran[1:]]
+
+
+async def test_a_principals_weight_is_its_share_of_the_slots_while_both_have_a_backlog(
+    fronts: Fronts, http: httpx.AsyncClient, temporal_client: Client, tmp_path: Path
+) -> None:
+    gates = tmp_path / "even", tmp_path / "weighted"
+    for folder in gates:
+        folder.mkdir()
+    even = await side_by_side(fronts.fair, fronts.task_queue, http, temporal_client, gates[0])
+    weighted = await side_by_side(fronts.weighted, fronts.task_queue, http, temporal_client, gates[1])
+    window = SHARED  # while both still have tasks queued
+    even_share, weighted_share = even[:window].count("b"), weighted[:window].count("b")
+    assert abs(even_share - window // 2) <= 1, f"equal weights take turns: {even}"
+    expected = window * BOB_WEIGHT // (BOB_WEIGHT + 1)
+    assert abs(weighted_share - expected) <= 1, f"Bob's {BOB_WEIGHT}x weight gets him 3 of every 4 slots: {weighted}"
+
+
 @pytest.mark.parametrize("priority", [0, 6, True, 2.0, "1"])
 def test_a_priority_outside_1_to_5_is_refused_where_the_tool_is_declared(priority: object) -> None:
     tasks = TasksExtension()
@@ -247,3 +284,18 @@ def test_weights_are_held_by_key_and_keys_can_be_turned_off() -> None:
     for bad in ("alice", "=2", "alice=x", "alice=0", "alice=inf", "alice=5000"):
         with pytest.raises(ValueError, match="weight"):
             FairnessPolicy.weighted([bad])
+
+
+def test_a_weight_named_by_user_reaches_the_principal_the_front_binds_tasks_to() -> None:
+    tokens_file = json.dumps(["alice@example.com", None, "alice@example.com"], separators=(",", ":"))
+    jwt = json.dumps(["alice@example.com", "https://idp.example.com", "alice@example.com"], separators=(",", ":"))
+    exact = json.dumps(["ci-bot", "https://idp.example.com", None], separators=(",", ":"))
+    policy = FairnessPolicy.weighted(["alice@example.com=5", f"{exact}=0.5"])
+    assert policy.priority(tokens_file) == Priority(fairness_key=fairness_key(tokens_file), fairness_weight=5)
+    assert policy.priority(jwt).fairness_weight == 5
+    assert policy.priority(exact).fairness_weight == 0.5, "the whole principal, for a verifier without names"
+    client_only = json.dumps(["ci-bot", None, None], separators=(",", ":"))
+    assert policy.priority(client_only).fairness_weight is None
+    assert FairnessPolicy.weighted(["ci-bot=2"]).priority(client_only).fairness_weight == 2, "no subject: the client"
+    for other in ('["bob@example.com",null,"bob@example.com"]', "[1,2", '["alice@example.com"]', "{}"):
+        assert policy.priority(other).fairness_weight is None, other

@@ -11,9 +11,10 @@ carry none and nothing here needs a `workflow.patched` guard.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, cast
 
 from temporalio.common import Priority
 
@@ -57,7 +58,7 @@ class FairnessPolicy:
     keys: bool = True
     """Give each principal's tasks their own fairness key; off, every task shares the queue's FIFO line."""
     weights: Mapping[str, float] = field(default_factory=dict[str, float])
-    """Weights by fairness key (see `weighted`); a principal not listed weighs 1."""
+    """Weights by the hash of the name they were given for (see `weighted`); a principal not listed weighs 1."""
 
     def __post_init__(self) -> None:
         for weight in self.weights.values():
@@ -67,7 +68,10 @@ class FairnessPolicy:
     def weighted(cls, entries: Iterable[str], *, keys: bool = True) -> FairnessPolicy:
         """A policy from `PRINCIPAL=WEIGHT` entries (the `--fairness-weight` setting).
 
-        The principals are hashed at once, so the policy holds only their keys.
+        PRINCIPAL is the name a user is known by (the token file's name, the
+        JWT's principal claim) or, for an exact match, the whole principal the
+        front binds tasks to. The names are hashed at once, so the policy holds
+        only their keys.
         """
         weights: dict[str, float] = {}
         for entry in entries:
@@ -80,5 +84,34 @@ class FairnessPolicy:
         check_priority(tool_priority)
         if not self.keys:
             return Priority(priority_key=tool_priority)
-        key = fairness_key(principal)
-        return Priority(priority_key=tool_priority, fairness_key=key, fairness_weight=self.weights.get(key))
+        return Priority(
+            priority_key=tool_priority, fairness_key=fairness_key(principal), fairness_weight=self.weight(principal)
+        )
+
+    def weight(self, principal: str | None) -> float | None:
+        """The weight set for `principal`, by its whole value or by the name inside it; `None` is 1."""
+        for name in _names(principal):
+            weight = self.weights.get(owner_key(name))
+            if weight is not None:
+                return weight
+        return None
+
+
+def _names(principal: str | None) -> list[str]:
+    """The principal itself, then the name an operator knows it by.
+
+    The front binds tasks to the token's `["client_id", issuer, "subject"]` as
+    JSON: the token file gives its name as client and subject, a JWT its
+    principal claim with the issuer. Operators name users, not that triple.
+    """
+    if principal is None:
+        return []
+    try:
+        parts = json.loads(principal)
+    except ValueError:
+        return [principal]
+    if not isinstance(parts, list) or len(parts) != 3:  # pyright: ignore[reportUnknownArgumentType]
+        return [principal]
+    client, _issuer, subject = cast(list[object], parts)
+    name = subject if isinstance(subject, str) else client
+    return [principal, name] if isinstance(name, str) else [principal]

@@ -61,5 +61,6 @@ def add_fairness_options(parser: argparse.ArgumentParser) -> None:
         type=_weight_entry,
         default=[],
         metavar="PRINCIPAL=WEIGHT",
-        help=f"share of a principal's tasks against the others' 1 ({MIN_WEIGHT} to {MAX_WEIGHT:g}; repeatable)",
+        help=f"a user's share against the others' 1, named as the token file or the JWT's principal claim names "
+        f"them ({MIN_WEIGHT} to {MAX_WEIGHT:g}; repeatable)",
     )
