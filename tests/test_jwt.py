@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import jwt
 import pytest
@@ -23,8 +24,9 @@ from starlette.applications import Starlette
 
 from mcp_tasks_temporal.front.http_app import BearerAuth, front_app
 from mcp_tasks_temporal.front.jwt_auth import JwtSettings, JwtVerifier
+from tests.cli_runs import run_in_process
 from tests.conftest import Stack, module_stack
-from tests.processes import CLI, FIXTURE_APP, REPO_ROOT
+from tests.processes import CLI, FIXTURE_APP, REPO_ROOT, child_env
 from tests.test_auth import BearerMcp
 from tests.wire import TaskCalls, base_headers, request_message
 
@@ -262,3 +264,28 @@ def test_a_bad_jwt_setup_stops_the_front_with_one_line(flags: list[str], named: 
     assert "Traceback" not in done.stderr
     assert done.stderr.startswith("mcp-tasks-temporal: ") and len(done.stderr.strip().splitlines()) == 1
     assert named in done.stderr
+
+
+async def test_operators_name_a_jwt_principal_by_its_claim_and_the_issuer(
+    secured: str, http: httpx.AsyncClient, signer: Signer, temporal: str
+) -> None:
+    who = f"carol-{uuid.uuid4().hex[:8]}"
+    carol = TaskCalls(BearerMcp(secured, http, signer.token(who)))
+    task_id = (await carol.start("double", {"x": 2}))["taskId"]
+    assert (await carol.wait_for(task_id))["status"] == "completed"
+
+    async def listed(*extra: str, env: dict[str, str] | None = None) -> list[str]:
+        args = ["admin", "tasks", "--json", "--temporal", temporal, "--owner", who, *extra]
+        run = await run_in_process(args, stdin="", env=env or child_env())
+        assert run.code == 0, run.err
+        return [task["taskId"] for task in run.json()["tasks"]]
+
+    with anyio.fail_after(30):  # visibility lags the workflow by up to a second
+        while await listed("--jwt-issuer", ISSUER) != [task_id]:
+            await anyio.sleep(0.2)
+    assert await listed(env={**child_env(), "MCP_TASKS_JWT_ISSUER": ISSUER}) == [task_id]
+    assert await listed() == [], "without the issuer the name is a token-file principal's"
+    audit = ["audit", task_id, "--principal", who, "--jwt-issuer", ISSUER, "--format", "json", "--temporal", temporal]
+    story = await run_in_process(audit, stdin="", env=child_env())
+    assert story.code == 0, story.err
+    assert story.json()["task"]["taskId"] == task_id

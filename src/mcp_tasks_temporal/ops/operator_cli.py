@@ -89,15 +89,17 @@ def exit_status(
     return run
 
 
-def principal_of(name: str) -> str:
+def principal_of(name: str, jwt_issuer: str | None = None) -> str:
     """The principal string the front server derives from a bearer token, for a name or a JSON triple.
 
-    The server binds tasks to `["client_id", issuer, "subject"]` of the token; the static token
-    verifier reports the file's name as both client and subject. Other verifiers: pass the triple.
+    The server binds tasks to `["client_id", issuer, "subject"]` of the token: the static
+    token verifier reports the file's name as client and subject with no issuer; the JWT
+    verifier the principal claim as both, with the token's issuer (the front's
+    `--jwt-issuer`, which `jwt_issuer` names here). Other verifiers: pass the triple.
     """
     if name.startswith("["):
         return name
-    return compact_json((name, None, name))
+    return compact_json((name, jwt_issuer or None, name))
 
 
 # -- audit ---------------------------------------------------------------------------------
@@ -106,7 +108,7 @@ def principal_of(name: str) -> str:
 async def run_audit(args: argparse.Namespace) -> None:
     client = await connect(args)
     try:
-        runs = await _find_task(client, args.task, args.principal)
+        runs = await _find_task(client, args.task, args.principal and principal_of(args.principal, args.jwt_issuer))
         if runs is None:
             raise _fail(f"no task {args.task}" + ("" if args.principal else " (for another owner, pass --principal)"))
         link = web_ui_link(args.temporal_ui, args.namespace, runs.workflow_id) if args.temporal_ui else None
@@ -176,7 +178,7 @@ async def _find_task(client: Client, task: str, principal: str | None) -> TaskRu
     elif not is_task_id(task):
         return None
     elif principal is not None:
-        candidates = [workflow_id(task, principal_of(principal))]
+        candidates = [workflow_id(task, principal)]
     else:
         candidates = [workflow_id(task, None)]
         # Without the principal the owner key is unknown: the task ID is unique, so look it up.
@@ -198,7 +200,7 @@ async def _find_task(client: Client, task: str, principal: str | None) -> TaskRu
 
 def _filter(args: argparse.Namespace, *, running_only: bool = False) -> TaskFilter:
     return TaskFilter(
-        owner_key=owner_key(principal_of(args.owner)) if args.owner is not None else None,
+        owner_key=owner_key(principal_of(args.owner, args.jwt_issuer)) if args.owner is not None else None,
         tool=args.tool,
         status=args.status,
         older_than=args.older_than,

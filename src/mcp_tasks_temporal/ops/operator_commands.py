@@ -50,6 +50,7 @@ def add_operator_commands(commands: _Subparsers) -> None:
     audit = commands.add_parser("audit", help="a task's whole story from its Temporal history (operators)")
     audit.add_argument("task", metavar="TASK_ID", help="a task ID, or the task's workflow ID")
     audit.add_argument("--principal", metavar="NAME", help="the principal that created the task")
+    _add_jwt_issuer(audit)
     audit.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     audit.add_argument(
         "--verify", action="store_true", help="replay the history against the workflow code installed here"
@@ -69,6 +70,7 @@ def add_operator_commands(commands: _Subparsers) -> None:
     filters = argparse.ArgumentParser(add_help=False)
     add_temporal_options(filters)
     filters.add_argument("--owner", metavar="PRINCIPAL", help="tasks created by this principal")
+    _add_jwt_issuer(filters)
     filters.add_argument("--tool", metavar="NAME", help="tasks of this tool")
     filters.add_argument("--status", choices=TASK_STATUSES, help="tasks in this status")
     filters.add_argument("--older-than", type=_duration, metavar="DURATION", help="created longer ago than, e.g. 7d")
@@ -79,6 +81,16 @@ def add_operator_commands(commands: _Subparsers) -> None:
     cancel.add_argument("--yes", action="store_true", help="do not ask before cancelling")
     cancel.set_defaults(run=_lazy("run_admin_cancel"))
     _add_deployment_actions(actions)
+
+
+def _add_jwt_issuer(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--jwt-issuer",
+        default=os.environ.get("MCP_TASKS_JWT_ISSUER") or None,
+        metavar="URL",
+        help="the front servers' JWT issuer, so a principal is named by its claim as they name it "
+        "($MCP_TASKS_JWT_ISSUER)",
+    )
 
 
 def _add_deployment_actions(actions: _Subparsers) -> None:
