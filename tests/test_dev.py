@@ -17,14 +17,23 @@ import httpx
 import pytest
 
 from mcp_tasks_temporal.ops.dev.worker_process import SupervisedWorker
-from tests.processes import CLI, REPO_ROOT, Process, child_env, free_port, wait_until
+from tests.processes import CLI, REPO_ROOT, Process, child_env, free_port, start_worker, wait_until
+from tests.test_rolling_deploy import ELICIT, SHIP
 from tests.wire import HttpMcp, TaskCalls
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
-def start_dev(tmp_path: Path, state: Path, port: int, temporal_port: int, *, extra: list[str] | None = None) -> Process:
-    command = [*CLI, "dev", "--app", "tests.fixture_app:app", "--state-dir", str(state), "--port", str(port)]
+def start_dev(
+    tmp_path: Path,
+    state: Path,
+    port: int,
+    temporal_port: int,
+    *,
+    extra: list[str] | None = None,
+    app: str = "tests.fixture_app:app",
+) -> Process:
+    command = [*CLI, "dev", "--app", app, "--state-dir", str(state), "--port", str(port)]
     command += ["--temporal-port", str(temporal_port), "--ui-port", "0", *(extra or [])]
     process = Process(f"dev-{port}", command, tmp_path / f"dev-{port}-{free_port()}.log").start()
     wait_until(lambda: "Press Ctrl-C to stop." in process.log() or not process.alive, timeout=60, what="dev")
@@ -154,12 +163,12 @@ def port_closed(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) != 0
 
 
-async def start_task(mcp: TaskCalls, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+async def start_task(mcp: TaskCalls, tool: str, arguments: dict[str, Any], **kw: Any) -> dict[str, Any]:
     """Start a task on a `dev` that has just printed its banner (uvicorn binds right after it)."""
     with anyio.fail_after(30):
         while True:
             try:
-                return await mcp.start(tool, arguments)
+                return await mcp.start(tool, arguments, **kw)
             except httpx.TransportError:
                 await anyio.sleep(0.1)
 
@@ -318,4 +327,44 @@ async def test_dev_stops_when_its_temporal_server_dies_and_a_restart_loses_nothi
         done = (await mcp.get(finished["taskId"])).result
         assert done["status"] == "completed" and done["result"]["structuredContent"] == {"value": 8}
     finally:
+        dev.stop(signal.SIGINT, timeout=30)
+
+
+async def test_dev_restarted_as_a_new_build_names_the_pinned_tasks_its_last_build_left(
+    tmp_path: Path, http: httpx.AsyncClient
+) -> None:
+    state, port, temporal_port = tmp_path / "state", free_port(), free_port()
+    as_build = ["--deployment-name", "devapp", "--build-id"]
+    dev = start_dev(tmp_path, state, port, temporal_port, app="tests.rolling_app:v1", extra=[*as_build, "1"])
+    mcp = TaskCalls(HttpMcp(f"http://127.0.0.1:{port}/mcp", http))
+    try:
+        waiting = (await start_task(mcp, "gate", {}, capabilities=ELICIT))["taskId"]  # a pinned workflow tool
+        await mcp.wait_for(waiting, lambda task: task["status"] == "input_required")
+    finally:
+        dev.stop(signal.SIGINT, timeout=30)
+
+    dev = start_dev(tmp_path, state, port, temporal_port, app="tests.rolling_app:v2", extra=[*as_build, "2"])
+    worker: Process | None = None
+    try:
+        banner = dev.log()
+        warning = next((line for line in banner.splitlines() if line.startswith("  Other builds")), banner)
+        assert "pinned tasks still run on devapp:1 (1);" in warning, warning
+        assert "--deployment-name devapp --build-id 1)" in warning
+        # What the line says to do: a worker of build 1 beside dev, and the task finishes on release 1's code.
+        worker = start_worker(
+            tmp_path,
+            f"127.0.0.1:{temporal_port}",
+            "mcp-tasks/rolling-app",
+            app="tests.rolling_app:v1",
+            extra=[*as_build, "1"],
+        )
+        await mcp.update(waiting, {"ship": SHIP})
+        done = await mcp.wait_for(waiting, timeout=60)
+        assert done["result"]["structuredContent"] == {"release": "1", "action": "accept"}, done
+        fresh = (await mcp.start("gate", {}, capabilities=ELICIT))["taskId"]
+        asked = await mcp.wait_for(fresh, lambda task: task["status"] == "input_required")
+        assert set(asked["inputRequests"]) == {"really"}, "new tasks run on the current build, 2"
+    finally:
+        if worker is not None:
+            worker.stop()
         dev.stop(signal.SIGINT, timeout=30)

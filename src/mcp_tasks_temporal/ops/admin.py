@@ -21,6 +21,7 @@ from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 from mcp_tasks_temporal.temporal.contract import TERMINAL_STATUSES, Memo, as_object, to_iso
 from mcp_tasks_temporal.temporal.deployment import build_of
 from mcp_tasks_temporal.temporal.ids import WORKFLOW_ID_PREFIX
+from mcp_tasks_temporal.temporal.search_attributes import query_literal
 
 logger = logging.getLogger(__name__)
 
@@ -60,21 +61,17 @@ class TaskFilter:
     def query(self, now: datetime) -> str:
         """The visibility query; what visibility cannot match (tool, working vs input_required) is matched later."""
         prefix = f"{WORKFLOW_ID_PREFIX}/{self.owner_key}/" if self.owner_key else f"{WORKFLOW_ID_PREFIX}/"
-        clauses = [f"WorkflowId STARTS_WITH {_quote(prefix)}"]
+        clauses = [f"WorkflowId STARTS_WITH {query_literal(prefix)}"]
         if self.older_than is not None:
-            clauses.append(f"StartTime < {_quote((now - self.older_than).astimezone(UTC).isoformat())}")
+            clauses.append(f"StartTime < {query_literal((now - self.older_than).astimezone(UTC).isoformat())}")
         statuses = _VISIBILITY_STATUS[self.status] if self.status else None
         if self.running_only:
             statuses = [s for s in statuses or ["Running"] if s == "Running"]
         if statuses is not None:
             if not statuses:
                 return ""
-            clauses.append("(" + " OR ".join(f"ExecutionStatus = {_quote(s)}" for s in statuses) + ")")
+            clauses.append("(" + " OR ".join(f"ExecutionStatus = {query_literal(s)}" for s in statuses) + ")")
         return " AND ".join(clauses)
-
-
-def _quote(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 @dataclass(frozen=True)

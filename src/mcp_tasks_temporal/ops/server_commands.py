@@ -19,6 +19,7 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from pydantic import AnyHttpUrl
 from temporalio.client import Client
+from temporalio.service import RPCError
 
 from mcp_tasks_temporal.front.app_loading import default_task_queue, load_app, tasks_extension, use_request_state_keys
 from mcp_tasks_temporal.front.auth import StaticTokenVerifier, load_tokens
@@ -50,7 +51,7 @@ from mcp_tasks_temporal.temporal.connection import (
     connect,
 )
 from mcp_tasks_temporal.temporal.contract import ActivityPolicy
-from mcp_tasks_temporal.temporal.deployment import Deployment, set_current
+from mcp_tasks_temporal.temporal.deployment import Deployment, pinned_on_other_builds, set_current
 from mcp_tasks_temporal.temporal.fairness import FairnessPolicy
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics, RequestMetrics, install_metrics, metrics_runtime
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits, namespace_blob_limit
@@ -242,6 +243,30 @@ async def _run_worker(
         await set_current(client, deployment)
 
 
+async def _pinned_elsewhere(client: Client, args: argparse.Namespace) -> str | None:
+    """The other builds of this worker's deployment that still run pinned tasks, with their counts.
+
+    Those tasks go on only while a worker of their own build polls, which a
+    restart as the new build (`dev` on one machine) silently ends.
+    """
+    deployment = Deployment.from_args(args.deployment_name, args.build_id)
+    if deployment is None:
+        return None
+    try:
+        builds = await pinned_on_other_builds(client, deployment)
+    except RPCError as err:  # a hint only: never a reason not to start
+        logger.debug("could not count pinned tasks on other builds: %s", err.message)
+        return None
+    if not builds:
+        return None
+    counted = ", ".join(f"{build} ({count})" for build, count in builds.most_common())
+    example = builds.most_common(1)[0][0].split(":", 1)[-1]
+    return (
+        f"pinned tasks still run on {counted}; each goes on only while a worker of its build runs "
+        f"(mcp-tasks-temporal worker --app APP --deployment-name {deployment.name} --build-id {example})"
+    )
+
+
 async def dev(args: argparse.Namespace) -> None:
     async with AsyncExitStack() as stack:
         # The state directory first: a Temporal server a killed `dev` left running there still holds
@@ -333,7 +358,8 @@ async def _run_dev(stack: AsyncExitStack, lock: StateDirLock | None, args: argpa
         while not server.started and not bind_failed and temporal_exit is None and worker_error is None:
             await anyio.sleep(0.02)
         if server.started:
-            _dev_banner(args, temporal, worker.current if worker is not None else None)
+            pinned = await _pinned_elsewhere(client, args)
+            _dev_banner(args, temporal, worker.current if worker is not None else None, pinned)
     if bind_failed:
         raise PortInUseError(args.host, args.port, "--port", "MCP endpoint")
     if temporal_exit is not None:
@@ -357,7 +383,9 @@ async def _nexus_endpoints(temporal: EmbeddedTemporal, args: argparse.Namespace)
         await ensure_endpoint(client, route)
 
 
-def _dev_banner(args: argparse.Namespace, temporal: EmbeddedTemporal, worker: DevWorker | None) -> None:
+def _dev_banner(
+    args: argparse.Namespace, temporal: EmbeddedTemporal, worker: DevWorker | None, pinned: str | None
+) -> None:
     print(f"mcp-tasks-temporal dev: serving {args.app}", flush=True)
     print(f"  MCP endpoint  http://{args.host}:{args.port}/mcp", flush=True)
     print(
@@ -377,6 +405,8 @@ def _dev_banner(args: argparse.Namespace, temporal: EmbeddedTemporal, worker: De
         print(f"  Worker        pid {worker.pid}, log {worker.log_path}", flush=True)
     if args.deployment_name:
         print(f"  Build         {args.deployment_name}:{args.build_id} (current)", flush=True)
+    if pinned:
+        print(f"  Other builds  {pinned}", flush=True)
     print("Press Ctrl-C to stop.", flush=True)
 
 
@@ -415,6 +445,9 @@ async def worker(args: argparse.Namespace) -> None:
         address = client.service_client.config.target_host
         await check_namespace(client, address=address, namespace=client.namespace, role="worker")
         await _run_worker(stack, client, app, args, make_current=args.make_current)
+        pinned = await _pinned_elsewhere(client, args) if args.make_current else None
+        if pinned:
+            logger.warning("%s", pinned)
         build = f", build {args.deployment_name}:{args.build_id}" if args.deployment_name else ""
         print(
             f"mcp-tasks-temporal worker: {args.app} on {_where(client)}, task queue {args.task_queue}{build}",

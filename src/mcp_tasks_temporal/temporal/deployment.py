@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import Counter
 from dataclasses import dataclass
 from typing import Final, Literal, cast
 
@@ -33,6 +34,8 @@ from temporalio.client import Client
 from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import WorkerDeploymentConfig
+
+from mcp_tasks_temporal.temporal.search_attributes import query_literal
 
 logger = logging.getLogger(__name__)
 
@@ -148,6 +151,27 @@ async def describe(client: Client, name: str) -> DescribeWorkerDeploymentRespons
         if err.status == RPCStatusCode.NOT_FOUND:
             return None
         raise
+
+
+async def pinned_on_other_builds(client: Client, deployment: Deployment, *, limit: int = 1000) -> Counter[str]:
+    """Running pinned workflows of `deployment`'s deployment on its other builds, counted by build.
+
+    They go on only while a worker of their own build polls: after a restart
+    as a new build (`dev` on one machine), nothing else runs them. The first
+    `limit` found are counted.
+    """
+    query = " AND ".join(
+        [
+            f"TemporalWorkerDeployment = {query_literal(deployment.name)}",
+            f"{VERSION_SEARCH_ATTRIBUTE} != {query_literal(str(deployment))}",
+            "TemporalWorkflowVersioningBehavior = 'Pinned'",
+            "ExecutionStatus = 'Running'",
+        ]
+    )
+    builds = Counter[str]()
+    async for execution in client.list_workflows(query, limit=limit):
+        builds[build_of(execution.raw_info) or "?"] += 1
+    return builds
 
 
 def version_text(version: WorkerDeploymentVersionProto) -> str | None:

@@ -36,6 +36,11 @@ STATUS_PATCH: Final = "mcp-status-search-attribute"
 """`workflow.patched` ID of the `McpStatus` upserts, which older runs never recorded."""
 
 
+def query_literal(value: str) -> str:
+    """`value` as a string literal in a visibility query."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def upsert_status(status: str) -> None:
     """From workflow code: keep `McpStatus` at `status`, in the runs that may carry it.
 
