@@ -56,6 +56,9 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("processes")
 
 
+TEARDOWN_GRACE_S = 5.0
+
+
 @dataclass
 class Stack:
     """A Temporal address plus the front servers and workers started against it."""
@@ -81,10 +84,12 @@ class Stack:
         return self.fronts[0][1]
 
     def stop(self) -> None:
+        # Teardown needs no graceful drain: a worker still running a tool the test left waiting would
+        # otherwise hold the run for the whole grace period.
         for process, _ in self.fronts:
-            process.stop()
+            process.stop(timeout=TEARDOWN_GRACE_S)
         for worker in self.workers:
-            worker.stop()
+            worker.stop(timeout=TEARDOWN_GRACE_S)
 
     def logs(self) -> str:
         return "\n".join(f"--- {p.name}\n{p.log()[-4000:]}" for p in [*(f for f, _ in self.fronts), *self.workers])

@@ -11,6 +11,7 @@ from temporalio.client import Client
 
 from mcp_tasks_temporal.front.app_loading import default_task_queue, load_app
 from mcp_tasks_temporal.temporal.ids import workflow_id
+from tests.conftest import TEARDOWN_GRACE_S
 from tests.processes import CLI, Process, free_port, wait_until
 from tests.wire import HttpMcp, TaskCalls
 
@@ -85,7 +86,7 @@ async def test_two_apps_on_one_namespace_do_not_take_each_others_tasks(
             assert done["result"]["structuredContent"]["result"], done
     finally:
         for process in processes:
-            process.stop()
+            process.stop(timeout=TEARDOWN_GRACE_S)
 
 
 async def test_a_tool_only_newer_workers_have_waits_for_one_of_them(
@@ -114,4 +115,4 @@ async def test_a_tool_only_newer_workers_have_waits_for_one_of_them(
         assert done["result"]["structuredContent"] == {"value": "v2 ran 7"}
     finally:
         for process in processes:
-            process.stop()
+            process.stop(timeout=TEARDOWN_GRACE_S)
