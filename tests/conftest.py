@@ -18,7 +18,10 @@ from pathlib import Path
 import httpx
 import pytest
 from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
 
+from mcp_tasks_temporal.ops.dev.embedded_temporal import temporal_cli
 from mcp_tasks_temporal.temporal.connection import connect_temporal
 from tests import processes
 from tests.forkserver import ForkServer
@@ -151,6 +154,20 @@ def mcp(stack: Stack, http: httpx.AsyncClient) -> TaskCalls:
 @pytest.fixture
 async def temporal_client(temporal: str) -> Client:
     return await connect_temporal(temporal)
+
+
+@pytest.fixture(scope="module")
+async def skipping() -> AsyncIterator[WorkflowEnvironment]:
+    """Temporal with time skipping: while no workflow or activity task is outstanding, its clock jumps to the
+    next timer, so waits of days run in moments (tests of workflow logic, with an in-process worker)."""
+    env = await WorkflowEnvironment.start_time_skipping_v2(
+        dev_server_existing_path=temporal_cli(),
+        dev_server_log_level="error",
+        dev_server_extra_args=["--dynamic-config-value", "frontend.WorkflowTimeSkippingEnabled=true"],
+        data_converter=pydantic_data_converter,
+    )
+    yield env
+    await env.shutdown()
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ import pytest
 from temporalio import activity
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError
+from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
 from mcp_tasks_temporal.temporal.contract import (
@@ -211,3 +212,45 @@ async def test_fresh_history_replays_deterministically(temporal_client: Client, 
         # input_round.json stays as recorded before the tool-keys patch: both must keep replaying.
         HISTORIES.mkdir(exist_ok=True)
         (HISTORIES / "input_round_tool_keys.json").write_text(history.to_json())
+
+
+async def test_an_unanswered_question_expires_at_a_ttl_of_a_day_under_time_skipping(
+    skipping: WorkflowEnvironment,
+) -> None:
+    day = timedelta(days=1)
+    async with Worker(
+        skipping.client,
+        task_queue=f"wf-skip-{uuid.uuid4()}",
+        workflows=[ToolTaskWorkflow],
+        activities=[scripted_tool],
+        max_cached_workflows=0,
+    ) as worker:
+        handle = await start(
+            skipping.client, worker, task_input(behaviour="ask", ttl_ms=int(day / timedelta(milliseconds=1)))
+        )
+        with pytest.raises(WorkflowFailureError) as failure:
+            await outcome(handle)  # the clock jumps while the question waits: a day of workflow time
+    assert isinstance(failure.value.cause, ApplicationError) and failure.value.cause.type == TASK_EXPIRED
+    described = await handle.describe()
+    assert described.close_time is not None
+    waited = described.close_time - described.start_time
+    assert day - timedelta(minutes=1) <= waited < day + timedelta(hours=1), waited
+    asked = [
+        event
+        for event in (await handle.fetch_history()).events
+        if event.HasField("activity_task_completed_event_attributes")
+    ]
+    assert len(asked) == 1, "the tool asked once, then nothing ran until the TTL"
+    statuses = await _memo_statuses(skipping.client, handle)
+    assert statuses[-2:] == ["input_required", "failed"], statuses
+
+
+async def _memo_statuses(client: Client, handle: WorkflowHandle[Any, Any]) -> list[str]:
+    """Each status the run wrote into its memo, in history order."""
+    statuses: list[str] = []
+    for event in (await handle.fetch_history()).events:
+        if event.HasField("workflow_properties_modified_event_attributes"):
+            fields = event.workflow_properties_modified_event_attributes.upserted_memo.fields
+            if Memo.STATUS in fields:
+                statuses.append(client.data_converter.payload_converter.from_payload(fields[Memo.STATUS], str))
+    return statuses

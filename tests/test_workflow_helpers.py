@@ -26,7 +26,6 @@ from temporalio.worker import Replayer, Worker
 
 from mcp_tasks_temporal import TasksExtension
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, WorkflowTask
-from mcp_tasks_temporal.ops.dev.embedded_temporal import temporal_cli
 from mcp_tasks_temporal.temporal.connection import connect_temporal
 from mcp_tasks_temporal.temporal.contract import CLIENT_CAPABILITIES_META_KEY, EXTENSION_ID
 from mcp_tasks_temporal.temporal.tool_results import call_tool_result, failure_outcome
@@ -83,18 +82,6 @@ async def until_status(gateway: TemporalTaskGateway, task_id: str, wanted: set[s
 
 
 # -- multi-day wait -----------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-async def skipping() -> AsyncIterator[WorkflowEnvironment]:
-    env = await WorkflowEnvironment.start_time_skipping_v2(
-        dev_server_existing_path=temporal_cli(),
-        dev_server_log_level="error",
-        dev_server_extra_args=["--dynamic-config-value", "frontend.WorkflowTimeSkippingEnabled=true"],
-        data_converter=pydantic_data_converter,
-    )
-    yield env
-    await env.shutdown()
 
 
 async def test_a_question_then_a_wait_of_days_under_time_skipping(skipping: WorkflowEnvironment) -> None:
