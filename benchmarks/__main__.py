@@ -51,7 +51,7 @@ BENCHMARKS: Final = (
     Benchmark("peers", quick_deadline_s=360, full_deadline_s=600),
     Benchmark("codec", quick_deadline_s=150, full_deadline_s=400),
     Benchmark("dev_layout", quick_deadline_s=200, full_deadline_s=600, smoke_deadline_s=180),
-    Benchmark("fairness", quick_deadline_s=240, full_deadline_s=600),
+    Benchmark("fairness", quick_deadline_s=360, full_deadline_s=900),
 )
 GRACE_S = 60.0
 

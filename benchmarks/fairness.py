@@ -14,6 +14,11 @@ front's default policy (a fairness key per principal); `fifo` is
 `--no-fairness-keys`. The table gives, from the moment B starts, when B's
 tasks completed and when A's backlog drained; the last line the ratio of B's
 slowest completion without keys to with them.
+
+Then the weights: A and B each queue `--burst / 2` tasks side by side before a
+worker runs, once with equal weights and once with `--fairness-weight B=3`;
+the second table gives B's share of the first half of the completions, while
+both still have a backlog, against its weight's share, w / (w + 1).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +53,8 @@ FULL = {"burst": 500, "late": 5, "slots": 2, "work_ms": 20}
 QUICK = {"burst": 150, "late": 5, "slots": 2, "work_ms": 20}
 SMOKE = {"burst": 20, "late": 2, "slots": 1, "work_ms": 10}
 START_CONCURRENCY = 32
+WEIGHTS = (1.0, 3.0)
+"""Tenant B's weights in the shares runs; A keeps the default, 1."""
 
 
 @activity.defn(name=RUN_TOOL_ACTIVITY)
@@ -110,11 +118,60 @@ async def scenario(client: Client, mode: str, burst: int, late: int, slots: int,
     )
 
 
-async def run(burst: int, late: int, slots: int, work_ms: int) -> list[Outcome]:
+async def run(burst: int, late: int, slots: int, work_ms: int) -> tuple[list[Outcome], list[Share]]:
     with tempfile.TemporaryDirectory(prefix="mcp-tasks-fairness-") as state_dir:
         async with embedded_temporal(state_dir=Path(state_dir), port=free_port(), ui_port=None) as server:
             client = await connect_temporal(server.address, namespace=server.namespace)
-            return [await scenario(client, mode, burst, late, slots, work_ms) for mode in ("fair", "fifo")]
+            outcomes = [await scenario(client, mode, burst, late, slots, work_ms) for mode in ("fair", "fifo")]
+            weighted = [await shares(client, weight, max(1, burst // 2), slots, work_ms) for weight in WEIGHTS]
+            return outcomes, weighted
+
+
+@dataclass(frozen=True)
+class Share:
+    weight: float
+    each: int
+    b_in_first_half: int
+    """Of the first `each` completions, B's."""
+    b_last_rank: int
+
+
+async def shares(client: Client, weight: float, each: int, slots: int, work_ms: int) -> Share:
+    queue = f"bench-fairness-weight-{weight:g}"
+    policy = FairnessPolicy.weighted([f"{TENANT_B}={weight:g}"])
+    gateway = TemporalTaskGateway(client, task_queue=queue, fairness=policy)
+    tenants = [tenant for _ in range(each) for tenant in (TENANT_A, TENANT_B)]
+    jobs = [partial(start, gateway, tenant, work_ms) for tenant in tenants]
+    started = await bounded(START_CONCURRENCY, jobs)
+    b_ids = set(started[1::2])
+    done: dict[str, float] = {}
+
+    async def wait(workflow: str) -> None:
+        await client.get_workflow_handle(workflow).result()
+        done[workflow] = time.perf_counter()
+
+    # The worker starts once both backlogs are queued: from then on, only the weights decide.
+    async with Worker(
+        client, task_queue=queue, workflows=[ToolTaskWorkflow], activities=[paced_tool], max_concurrent_activities=slots
+    ):
+        async with asyncio.timeout(120 + 2 * each * work_ms / 1000 * 4):
+            await asyncio.gather(*(wait(w) for w in started))
+    order = sorted(done, key=done.__getitem__)
+    return Share(
+        weight=weight,
+        each=each,
+        b_in_first_half=sum(1 for w in order[:each] if w in b_ids),
+        b_last_rank=max(order.index(w) for w in b_ids),
+    )
+
+
+def share_row(share: Share) -> list[str]:
+    return [
+        f"{share.weight:g}",
+        f"{share.b_in_first_half} of {share.each} ({share.b_in_first_half / share.each:.0%})",
+        f"{share.weight / (share.weight + 1):.0%}",
+        f"{share.b_last_rank} of {2 * share.each}",
+    ]
 
 
 def row(outcome: Outcome, burst: int) -> list[str]:
@@ -146,9 +203,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     print("\n".join(machine()))
     print(f"tenant A: {burst} tasks, then tenant B: {late}; worker: {slots} tool slots, {work_ms} ms per tool")
     outcomes: list[Outcome] = []
+    weighted: list[Share] = []
 
     async def amain() -> None:
-        outcomes.extend(await run(burst, late, slots, work_ms))
+        measured, measured_shares = await run(burst, late, slots, work_ms)
+        outcomes.extend(measured)
+        weighted.extend(measured_shares)
 
     run_main(amain)
     print()
@@ -156,6 +216,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(render(header, [row(outcome, burst) for outcome in outcomes]))
     fair, fifo = outcomes
     print(f"\nB's slowest task, without keys / with them: {max(fifo.late_s) / max(fair.late_s):.1f}x")
+    each = weighted[0].each
+    print(f"\nA and B each queue {each} tasks side by side, then the worker starts:\n")
+    header = ["B's weight", f"B's among the first {each} completions", "weight's share", "B's last place"]
+    print(render(header, [share_row(share) for share in weighted]))
 
 
 if __name__ == "__main__":
