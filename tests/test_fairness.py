@@ -187,13 +187,29 @@ async def test_a_workflow_tools_run_starts_with_its_priority_and_the_principals_
     assert answer == f"w {owner_segment(task.workflow_id)} 2"
 
 
+def folders(parent: Path, *names: str) -> list[Path]:
+    """A gate folder per run: each run's tools wait on, and record into, their own."""
+    made = [parent / name for name in names]
+    for folder in made:
+        folder.mkdir()
+    return made
+
+
+async def hold_the_slot(
+    url: str, task_queue: str, http: httpx.AsyncClient, client: Client, gate: Path, label: str
+) -> Started:
+    """Alice's task that takes the worker's only tool slot, so every later one queues in Temporal."""
+    holder = await start(url, http, ALICE, "queued", gate, label)
+    await find_workflows(client, task_queue, [holder])
+    await pending_activity(client, holder, running=True)
+    return holder
+
+
 async def backlog(
     url: str, task_queue: str, http: httpx.AsyncClient, client: Client, gate: Path, *, urgent: bool = False
 ) -> list[Ran]:
     """Alice fills the queue, then Bob (and, with `urgent`, Alice's urgent tool) asks; the run order."""
-    holder = await start(url, http, ALICE, "queued", gate, "a0")
-    await find_workflows(client, task_queue, [holder])
-    await pending_activity(client, holder, running=True)  # the worker's only slot is taken
+    holder = await hold_the_slot(url, task_queue, http, client, gate, "a0")
     queued: list[Started] = []
 
     async def add(token: str, tool: str, label: str) -> None:
@@ -218,9 +234,7 @@ async def backlog(
 async def test_a_principal_asking_late_runs_before_anothers_backlog_drains_and_after_it_without_keys(
     fronts: Fronts, http: httpx.AsyncClient, temporal_client: Client, tmp_path: Path
 ) -> None:
-    gates = tmp_path / "fair", tmp_path / "fifo"
-    for folder in gates:
-        folder.mkdir()
+    gates = folders(tmp_path, "fair", "fifo")
     fair = [call.label for call in await backlog(fronts.fair, fronts.task_queue, http, temporal_client, gates[0])]
     without_keys = await backlog(fronts.fifo, fronts.task_queue, http, temporal_client, gates[1], urgent=True)
     assert {call.fairness_key for call in without_keys} == {"-"}
@@ -235,9 +249,7 @@ async def test_a_principal_asking_late_runs_before_anothers_backlog_drains_and_a
 
 async def side_by_side(url: str, task_queue: str, http: httpx.AsyncClient, client: Client, gate: Path) -> list[str]:
     """Alice and Bob each queue `SHARED` tasks behind one that holds the slot; who ran, in order."""
-    holder = await start(url, http, ALICE, "queued", gate, "h")
-    await find_workflows(client, task_queue, [holder])
-    await pending_activity(client, holder, running=True)
+    holder = await hold_the_slot(url, task_queue, http, client, gate, "h")
     queued = [
         await start(url, http, token, "queued", gate, f"{token[0]}{n}") for n in range(SHARED) for token in (ALICE, BOB)
     ]
@@ -250,9 +262,7 @@ async def side_by_side(url: str, task_queue: str, http: httpx.AsyncClient, clien
 async def test_a_principals_weight_is_its_share_of_the_slots_while_both_have_a_backlog(
     fronts: Fronts, http: httpx.AsyncClient, temporal_client: Client, tmp_path: Path
 ) -> None:
-    gates = tmp_path / "even", tmp_path / "weighted"
-    for folder in gates:
-        folder.mkdir()
+    gates = folders(tmp_path, "even", "weighted")
     even = await side_by_side(fronts.fair, fronts.task_queue, http, temporal_client, gates[0])
     weighted = await side_by_side(fronts.weighted, fronts.task_queue, http, temporal_client, gates[1])
     window = SHARED  # while both still have tasks queued

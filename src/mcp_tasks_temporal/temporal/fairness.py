@@ -90,6 +90,8 @@ class FairnessPolicy:
 
     def weight(self, principal: str | None) -> float | None:
         """The weight set for `principal`, by its whole value or by the name inside it; `None` is 1."""
+        if not self.weights:  # the common case: no parsing or hashing on each task's creation
+            return None
         for name in _names(principal):
             weight = self.weights.get(owner_key(name))
             if weight is not None:
