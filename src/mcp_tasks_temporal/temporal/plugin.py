@@ -133,7 +133,8 @@ class McpTasksPlugin(SimplePlugin):
 
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
         """The app's lifespan is entered once per worker that runs its tools, as once per front."""
-        tool_activities = _tool_activities(cast("dict[str, Any]", worker.config(active_config=True)).get("activities") or [])
+        active = cast("dict[str, Any]", worker.config(active_config=True))
+        tool_activities = _tool_activities(active.get("activities") or [])
         if tool_activities is None:
             await next(worker)
             return
