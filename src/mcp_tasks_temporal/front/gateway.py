@@ -21,12 +21,13 @@ from typing import Any
 
 import anyio
 from mcp.shared.exceptions import MCPError
-from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.workflow.v1 import PendingActivityInfo
 from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.common import AutoUpgradeVersioningOverride, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_tasks_temporal.front.closed_tasks import ClosedTaskCache
@@ -71,6 +72,9 @@ def temporal_errors() -> Generator[None]:
     """
     try:
         yield
+    except WorkflowAlreadyStartedError:
+        # Random task IDs never collide: this is a plain call's ID, named by its session and request ID.
+        raise MCPError(code=INVALID_REQUEST, message="Request ID already used in this session") from None
     except CodecError as err:
         # A front server without the key that sealed the task: an operator's fix, never the client's.
         logger.error("cannot decrypt a task's payloads: %s", err)
