@@ -686,9 +686,10 @@ class TasksExtension(Extension):
         task = self._workflow_task(options, options.workflow_args(arguments), _envelope(ctx), task_id_for(ctx))
         principal = authenticated_principal(ctx)
         with temporal_errors():
-            await self.gateway.start_workflow_task(task, principal)
+            handle = await self.gateway.start_workflow_task(task, principal)
         assert self._hub is not None
-        return call_result(await follow_call(ctx, self._hub, self.gateway, task.task_id, principal))
+        started = self.gateway.as_started(task, principal, handle)
+        return call_result(await follow_call(ctx, self._hub, self.gateway, task.task_id, principal, started=started))
 
     # -- tasks/* ------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, CallToolResult
 
 from mcp_tasks_temporal.front.call_progress import CallProgress
-from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
+from mcp_tasks_temporal.front.gateway import Snapshot, TemporalTaskGateway
 from mcp_tasks_temporal.front.task_watch import TaskWatchHub
 from mcp_tasks_temporal.temporal.contract import TERMINAL_STATUSES, as_object
 
@@ -47,10 +47,13 @@ async def follow_call(
     principal: str | None,
     *,
     on_task: OnTask | None = None,
+    started: Snapshot | None = None,
 ) -> dict[str, Any]:
     """Wait for the end of the task serving the call `ctx`; returns its final `DetailedTask`.
 
     Cancels the task if the wait ends any other way (see the module's docstring).
+    `started` is the task as its start left it, when the caller knows it: every status
+    line since is then replayed from the history, none lost to a step quicker than the first read.
     """
     progress = CallProgress(ctx)
     send, receive = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
@@ -60,7 +63,7 @@ async def follow_call(
         lost.append(reason)
         send.close()
 
-    unsubscribe = hub.subscribe(task_id, principal, send.send_nowait, on_lost=on_lost)
+    unsubscribe = hub.subscribe(task_id, principal, send.send_nowait, seen=started, on_lost=on_lost)
     finished = False
     try:
         async with receive:
