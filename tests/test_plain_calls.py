@@ -96,7 +96,11 @@ class Session:
         return (await self.http.post(url or self.url, json=body, headers=self.headers)).status_code
 
     async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        reply = await self.http.post(self.url, json=self.message(method, params), headers=self.headers)
+        return await self.post(self.message(method, params))
+
+    async def post(self, message: dict[str, Any]) -> dict[str, Any]:
+        """The JSON-RPC response to `message`, whether the reply is JSON or an SSE stream."""
+        reply = await self.http.post(self.url, json=message, headers=self.headers)
         frames = [json.loads(line[5:]) for line in reply.text.splitlines() if line.startswith("data:")]
         body: dict[str, Any] = frames[-1] if frames else reply.json()
         return body
@@ -170,6 +174,13 @@ async def test_another_principals_cancel_does_nothing(alice: Session, plain: Sta
         (gate / "next-3").write_text("1")
         assert (await outcome(frames))["result"]["content"][0]["text"] == "3 steps"
     assert not (gate / "cancelled").exists()
+
+
+async def test_a_request_id_used_twice_in_a_session_is_refused(alice: Session, gate: Path) -> None:
+    """The ID names the call's task: a second call under it must not be taken for the first."""
+    call = alice.message("tools/call", {"name": "stepped", "arguments": {"gate": str(gate), "steps": 0}})
+    assert (await alice.post(call))["result"]["content"][0]["text"] == "0 steps"
+    assert (await alice.post(call))["error"]["code"] == -32600
 
 
 # -- a closed stream ---------------------------------------------------------------------------
@@ -249,7 +260,7 @@ async def test_a_plain_call_with_a_progress_token_gets_each_status_line_in_order
     )
     progress: list[dict[str, Any]] = []
     async with streamed(alice.http, alice.url, call, alice.headers) as frames:
-        with anyio.fail_after(WAIT * 2):
+        with anyio.fail_after(WAIT):
             async for frame in frames:
                 if frame.get("method") == "notifications/progress":
                     progress.append(frame["params"])
