@@ -18,13 +18,14 @@ from typing import Any
 import anyio
 from mcp.server.context import ServerRequestContext
 
+from mcp_tasks_temporal.temporal.contract import as_object
+
 logger = logging.getLogger(__name__)
 
 
 def progress_token(ctx: ServerRequestContext[Any, Any]) -> str | int | None:
     """The request's `_meta.progressToken`, if it asked for progress (a bool is no token)."""
-    meta = (ctx.params or {}).get("_meta")
-    token = meta.get("progressToken") if isinstance(meta, Mapping) else None
+    token = as_object((ctx.params or {}).get("_meta")).get("progressToken")
     return token if isinstance(token, str | int) and not isinstance(token, bool) else None
 
 
