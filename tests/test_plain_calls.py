@@ -25,9 +25,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import Stack, module_stack
 from tests.legacy_wire import legacy_headers
-from tests.processes import start_front, start_worker
+from tests.processes import CLI, REPO_ROOT, child_env, start_front, start_worker
 from tests.test_push import http_listen, listen_message
-from tests.wire import TERMINAL, HttpMcp, TaskCalls, base_headers, envelope, sse_frames
+from tests.wire import TERMINAL, HttpMcp, TaskCalls, base_headers, envelope, request_message, sse_frames
 
 pytestmark = pytest.mark.anyio
 
@@ -331,3 +331,31 @@ async def test_the_mcp_client_gets_progress_and_its_cancel_stops_the_workflow(pl
                 await until_file(gate / "ran-hang")
                 group.cancel_scope.cancel()
         await until_file(gate / "cancelled-hang")
+
+
+async def test_notifications_cancelled_on_stdio_cancels_a_plain_workflow_tool_call(plain: Stack, gate: Path) -> None:
+    """On stdio the notification reaches the connection that carries the call (2026-07-28 keeps it there)."""
+    command = [*CLI, "serve", "--transport", "stdio", "--temporal", plain.temporal]
+    command += ["--task-queue", plain.task_queue, "--app", APP]
+    with (gate / "stdio-front.log").open("wb") as stderr_log:
+        process = await anyio.open_process(command, cwd=REPO_ROOT, env=child_env(), stderr=stderr_log)
+        try:
+            assert process.stdin is not None
+            call = request_message(
+                1, "tools/call", {"name": "fail", "arguments": {"mode": "hang", "effects": str(gate)}}
+            )
+            call["params"]["_meta"] = envelope(tasks=False)
+            await process.stdin.send((json.dumps(call) + "\n").encode())
+            await until_file(gate / "ran-hang")
+            cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+            await process.stdin.send((json.dumps(cancel) + "\n").encode())
+            await until_file(gate / "cancelled-hang")
+        finally:
+            if process.stdin is not None:
+                await process.stdin.aclose()
+            with anyio.move_on_after(10):
+                await process.wait()
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+            await process.aclose()
