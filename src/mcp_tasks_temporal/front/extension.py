@@ -59,7 +59,7 @@ from mcp_tasks_temporal.temporal.capabilities import check_asks, undeclared_asks
 from mcp_tasks_temporal.temporal.contract import EXTENSION_ID, ActivityPolicy, ToolTaskInput
 from mcp_tasks_temporal.temporal.deployment import Versioning, check_versioning
 from mcp_tasks_temporal.temporal.fairness import check_priority
-from mcp_tasks_temporal.temporal.ids import owner_key
+from mcp_tasks_temporal.temporal.ids import new_task_id, owner_key
 from mcp_tasks_temporal.temporal.nexus_tools import NexusToolOptions
 from mcp_tasks_temporal.temporal.progress import current_run
 from mcp_tasks_temporal.temporal.task_context import tool_call
@@ -651,7 +651,11 @@ class TasksExtension(Extension):
             )
 
     def _workflow_task(
-        self, options: WorkflowToolOptions, workflow_args: list[Any], envelope: dict[str, Any], task_id: str
+        self,
+        options: WorkflowToolOptions,
+        workflow_args: list[Any],
+        envelope: dict[str, Any],
+        task_id: str | None = None,
     ) -> WorkflowTask:
         ttl_ms = self.default_ttl_ms if isinstance(options.ttl_ms, _Inherit) else options.ttl_ms
         poll_ms = (
@@ -660,7 +664,7 @@ class TasksExtension(Extension):
             else options.poll_interval_ms
         )
         return WorkflowTask(
-            task_id=task_id,
+            task_id=task_id or new_task_id(),
             tool=options.name,
             workflow=options.workflow_name,
             args=workflow_args,
