@@ -226,6 +226,15 @@ async def test_closing_a_plain_calls_stream_cancels_its_work(
     await until_file(stopped)
 
 
+async def final_status(session: Session, task_id: str) -> str:
+    with anyio.fail_after(WAIT):
+        while True:
+            status: str = (await session.request("tasks/get", {"taskId": task_id}))["result"]["status"]
+            if status in TERMINAL:
+                return status
+            await anyio.sleep(0.1)
+
+
 async def test_a_task_created_as_a_task_survives_its_client_going_away(
     alice: Session, plain: Stack, gate: Path, http: httpx.AsyncClient
 ) -> None:
@@ -247,15 +256,17 @@ async def test_a_task_created_as_a_task_survives_its_client_going_away(
             async for frame in frames:
                 if frame.get("method") == "notifications/tasks":
                     break
-    with anyio.move_on_after(1):  # `tasks/result` answers only at the end: this wait is the walk-away
-        await alice.request("tasks/result", {"taskId": legacy["taskId"]})
+    waiting = alice.message("tasks/result", {"taskId": legacy["taskId"]})
+    async with streamed(alice.http, alice.url, waiting, alice.headers) as frames:
+        with anyio.fail_after(WAIT):
+            async for frame in frames:
+                if frame.get("method") == "notifications/tasks/status":
+                    break
     for folder in ("modern", "legacy"):
         for number in (1, 2, 3):
             (gate / folder / f"next-{number}").write_text("1")
     assert (await modern.wait_for(created["taskId"], TERMINAL))["status"] == "completed"
-    with anyio.fail_after(WAIT):
-        while (await alice.request("tasks/get", {"taskId": legacy["taskId"]}))["result"]["status"] != "completed":
-            await anyio.sleep(0.1)
+    assert await final_status(alice, legacy["taskId"]) == "completed"
     assert not (gate / "modern" / "cancelled").exists() and not (gate / "legacy" / "cancelled").exists()
 
 
