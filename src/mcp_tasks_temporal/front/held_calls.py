@@ -4,8 +4,8 @@ The client of a plain call never learns the task's ID: the call is the only hand
 has on the task. So the task lives as long as the call does. A call that ends without
 its result (the client closed the stream or the connection, which cancels the handler;
 `notifications/cancelled` on a connection that carries the request, which the SDK turns
-into the same cancellation; or a failure to follow the task) cancels the task, so no
-work runs on for nobody. A `notifications/cancelled` posted to another front reaches
+into the same cancellation; or a failure to follow the task) cancels the task: nobody
+is left to receive what it would go on to do. A `notifications/cancelled` posted to another front reaches
 the task through its ID (`call_cancels`). The task's status lines go out as
 `notifications/progress` when the call asked for them (`call_progress`).
 
