@@ -31,6 +31,7 @@ from mcp_tasks_temporal.front.http_app import BearerAuth, front_app
 from mcp_tasks_temporal.front.http_errors import JsonRpcHttpErrors
 from mcp_tasks_temporal.front.legacy_answers import LegacyAnswers
 from mcp_tasks_temporal.front.protocol_versions import AdvertiseServedVersions, run_stdio
+from mcp_tasks_temporal.front.session_binding import SessionKeys
 from mcp_tasks_temporal.ops.cli_options import DEFAULT_UI_ORIGINS
 from mcp_tasks_temporal.ops.codec_server import codec_app
 from mcp_tasks_temporal.ops.dev.embedded_temporal import EmbeddedTemporal, embedded_temporal
@@ -76,6 +77,8 @@ def configure(app: MCPServer[Any], args: argparse.Namespace) -> None:
         configure_model(args.agent_model)
     if getattr(args, "request_state_key", None):
         use_request_state_keys(app, args.request_state_key)
+        # The same shared secrets, so any front checks the session IDs every other one hands out.
+        extension.session_keys = SessionKeys(args.request_state_key)
     if "ttl_ms" in vars(args):
         extension.default_ttl_ms = args.ttl_ms
     if getattr(args, "poll_interval_ms", None):
@@ -139,9 +142,10 @@ def _http_server(app: MCPServer[Any], args: argparse.Namespace, client: Client, 
     # Stateless for the handshake revisions too: an older client's requests may reach any front server.
     mcp_app = app.streamable_http_app(host=args.host, max_request_body_size=args.max_body_bytes, stateless_http=True)
     # Replies to the questions a front asked on a request's stream may reach any front: each takes them.
-    mcp_app.add_middleware(LegacyAnswers, extension=tasks_extension(app))
+    extension = tasks_extension(app)
+    mcp_app.add_middleware(LegacyAnswers, extension=extension, max_body_bytes=args.max_body_bytes)
     # The handshake revisions' capabilities reach every front through the session ID the client echoes.
-    mcp_app.add_middleware(HandshakeEcho)
+    mcp_app.add_middleware(HandshakeEcho, max_body_bytes=args.max_body_bytes, sessions=extension.session_keys)
     http_app = front_app(mcp_app, auth=auth, extra_routes=health_routes(client), running=tasks_extension(app).running)
     wrapped = JsonRpcHttpErrors(http_app, max_body_bytes=args.max_body_bytes)
     config = uvicorn.Config(wrapped, host=args.host, port=args.port, log_level="warning", lifespan="on")
