@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from tests.conftest import Stack, module_stack
+from tests.legacy_wire import LegacyMcp
 from tests.test_push import ELICIT, SUB, collect_until_terminal, http_listen, listen_message
 from tests.wire import TERMINAL, HttpMcp, Reply, TaskCalls, base_headers, envelope
 
@@ -184,3 +185,46 @@ async def test_the_owner_is_pushed_every_change_of_their_own_task(
     assert notes[0]["status"] == "working"
     assert notes[-1]["status"] == "completed"
     assert notes[-1]["result"]["content"][0]["text"] == f"released {gate.name}"
+
+
+# -- a token removed from the file ----------------------------------------------------------------
+
+CAROL, DAVE = "carol-token-0b7e51", "dave-token-c42f90"
+
+
+async def ended_with(frames: AsyncIterator[dict[str, Any]]) -> dict[str, Any]:
+    """The error a stream ends with (any notification before it is skipped)."""
+    async for frame in frames:
+        if "error" in frame:
+            return frame["error"]
+        assert "result" not in frame, frame
+    raise AssertionError("the stream ended without an error")
+
+
+async def test_a_token_removed_from_the_file_ends_its_streams_and_requests_but_no_one_elses(
+    stack_factory: Any, stack: Stack, http: httpx.AsyncClient, tmp_path: Path, gate: Path
+) -> None:
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{CAROL} carol@example.com\n{DAVE} dave@example.com\n")
+    private = stack_factory()
+    private.task_queue = stack.task_queue
+    url = private.add_front(extra=["--tokens", str(tokens)])
+    carol = TaskCalls(BearerMcp(url, http, CAROL))
+    dave = TaskCalls(BearerMcp(url, http, DAVE))
+    carols = (await carol.start("gated", {"gate": str(gate)}))["taskId"]
+    daves = (await dave.start("double", {"x": 4}))["taskId"]
+    legacy = LegacyMcp(url, http, headers={"authorization": f"Bearer {CAROL}"})
+    created = await legacy.request("tools/call", {"name": "gated", "arguments": {"gate": str(gate)}, "task": {}})
+    polled = created.result["task"]["taskId"]
+    with anyio.fail_after(WAIT):
+        async with (
+            http_listen(url, http, listen_message([carols]), token=CAROL) as listened,
+            legacy.stream("tasks/result", {"taskId": polled}) as long_poll,
+        ):
+            assert (await anext(listened))["params"]["notifications"]["taskIds"] == [carols]
+            tokens.write_text(f"{DAVE} dave@example.com\n")
+            for frames in (listened, long_poll):
+                error = await ended_with(frames)
+                assert error["code"] == -32600 and error["data"] == {"reason": "credential_revoked"}
+    assert (await carol.get(carols)).status == 401
+    assert (await dave.wait_for(daves, timeout=WAIT))["status"] == "completed"
