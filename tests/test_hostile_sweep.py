@@ -177,3 +177,14 @@ def test_a_huge_streamed_body_is_refused_without_being_held(
         assert response.json()["error"]["code"] == -32600
     print(f"{revision}: front RSS {before // 1024} MiB -> {after // 1024} MiB, {sent // 2**20} MiB sent")
     assert after - before < 64 * 1024, (before, after)
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_hostile_replies_to_questions_are_refused(stack: Stack, sync_http: httpx.Client, revision: str) -> None:
+    """A 2025-era client answers a question by POSTing a JSON-RPC response, read by the front's own middleware."""
+    answer_id = f"mcp-tasks-temporal/answer/{uuid.uuid4()}/b25seQ"
+    for hostile in [*HOSTILE_BODIES.values(), '{"action":"accept","content":{"v":' + LONE + "}}"]:
+        body = f'{{"jsonrpc":"2.0","id":"{answer_id}","result":{hostile}}}'.encode()
+        _first_answer(sync_http, stack.url, body, _headers("tasks/update", revision))
+        error = f'{{"jsonrpc":"2.0","id":"{answer_id}","error":{{"code":-1,"message":"no","data":{hostile}}}}}'
+        _first_answer(sync_http, stack.url, error.encode(), _headers("tasks/update", revision))
