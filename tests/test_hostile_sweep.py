@@ -103,12 +103,12 @@ def _first_answer(http: httpx.Client, url: str, body: bytes, headers: list[tuple
         content_type = response.headers.get("content-type", "")
         if content_type.startswith("text/event-stream"):
             data = (line[5:] for line in response.iter_lines() if line.startswith("data:"))
-            message = json.loads(next(data, "{}"))
+            message: dict[str, Any] = json.loads(next(data, "{}"))
         elif content_type.startswith("application/json"):
             message = json.loads(response.read() or b"{}")
         else:
             return
-    if isinstance(message, dict) and "error" in message:
+    if "error" in message:
         error: dict[str, Any] = message["error"]
         assert error["code"] in KNOWN_CODES, error
         assert "Traceback" not in json.dumps(error)

@@ -45,15 +45,14 @@ class EndWithCredential:
         token = get_access_token()
         if token is None:
             return await call_next(ctx)
-        ended: str | None = None
+        ended: list[str] = []
         outcome: list[HandlerResult] = []
         failure: list[Exception] = []
 
         async with anyio.create_task_group() as group:
 
             async def watch() -> None:
-                nonlocal ended
-                ended = await self._until_ended(token)
+                ended.append(await self._until_ended(token))
                 group.cancel_scope.cancel()
 
             async def work() -> None:
@@ -70,10 +69,11 @@ class EndWithCredential:
             raise failure[0]
         if outcome:
             return outcome[0]
+        how = ended[0] if ended else "ended"
         raise MCPError(
             code=INVALID_REQUEST,
-            message=f"The request's credential {ended or 'ended'}; send a new request with a valid token",
-            data={"reason": "credential_expired" if ended == "expired" else "credential_revoked"},
+            message=f"The request's credential {how}; send a new request with a valid token",
+            data={"reason": "credential_expired" if how == "expired" else "credential_revoked"},
         )
 
     async def _until_ended(self, token: AccessToken) -> str:

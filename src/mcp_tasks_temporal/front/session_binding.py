@@ -18,7 +18,7 @@ import base64
 import hashlib
 import hmac
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Final
@@ -106,7 +106,7 @@ def _tag(key: bytes, label: bytes, data: bytes) -> str:
 
 
 @contextmanager
-def creating_under(binding: str | None) -> Iterator[None]:
+def creating_under(binding: str | None) -> Generator[None]:
     """Tasks started inside record `binding` (see `creating_binding`)."""
     reset = _creating_under.set(binding)
     try:
