@@ -10,6 +10,7 @@ import anyio
 import httpx
 import pytest
 
+from mcp_tasks_temporal.front.auth import StaticTokenVerifier
 from tests.conftest import Stack, module_stack
 from tests.legacy_wire import LegacyMcp
 from tests.test_push import ELICIT, SUB, collect_until_terminal, http_listen, listen_message
@@ -228,3 +229,23 @@ async def test_a_token_removed_from_the_file_ends_its_streams_and_requests_but_n
                 assert error["code"] == -32600 and error["data"] == {"reason": "credential_revoked"}
     assert (await carol.get(carols)).status == 401
     assert (await dave.wait_for(daves, timeout=WAIT))["status"] == "completed"
+
+
+async def test_the_token_file_is_read_again_on_each_change_and_a_broken_one_keeps_the_tokens_it_had(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tokens"
+    path.write_text(f"{CAROL} carol@example.com\n{DAVE} dave@example.com\n")
+    verifier = StaticTokenVerifier.from_file(path)
+    assert (await verifier.verify_token(CAROL)) is not None
+    replacement = tmp_path / "tokens.new"
+    replacement.write_text(f"{DAVE} dave@example.com\n")
+    replacement.replace(path)  # an atomic replace: a new inode
+    assert await verifier.verify_token(CAROL) is None
+    assert (await verifier.verify_token(DAVE)) is not None
+    path.write_text(f"{DAVE} dave@example.com extra-field\n")  # half-written or malformed
+    assert (await verifier.verify_token(DAVE)) is not None
+    path.unlink()
+    assert (await verifier.verify_token(DAVE)) is not None
+    path.write_text(f"{CAROL} carol@example.com\n")
+    assert (await verifier.verify_token(CAROL)) is not None and await verifier.verify_token(DAVE) is None

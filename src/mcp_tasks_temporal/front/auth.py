@@ -61,13 +61,13 @@ class StaticTokenVerifier:
         stamp = _stamp(self._path)
         if stamp == self._stamp:
             return
+        self._stamp = stamp  # once per change, not once per request, whatever comes of it
         try:
             self._principals = _digests(load_tokens(self._path))
         except (OSError, ValueError) as err:
-            # Mid-edit, or replaced non-atomically: keep the tokens already loaded, and try again next time.
+            # Mid-edit, or replaced non-atomically: keep the tokens already loaded until the next change.
             logger.warning("could not re-read the token file: %s", err if isinstance(err, ValueError) else err.strerror)
             return
-        self._stamp = stamp
         logger.info("token file %s re-read: %d tokens", self._path, len(self._principals))
 
 
