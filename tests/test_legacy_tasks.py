@@ -332,4 +332,5 @@ async def test_an_anonymous_caller_lists_only_its_own_sessions_tasks(
     retagged = LegacyMcp(first_front, http, headers={"mcp-session-id": session[:-4] + "AAAA"})
     for stranger in (second, sessionless, untagged, retagged):
         assert not mine & await _listed(stranger)
+        assert (await stranger.request("tasks/list", {"cursor": "AAAA." + "A" * 32})).error["code"] == -32602
     assert (await _task(second, "double", {"x": 9}))["taskId"] not in await _listed(first)

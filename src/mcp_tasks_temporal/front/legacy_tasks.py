@@ -308,6 +308,8 @@ class LegacyTasks:
         if principal is None:
             sessions = self._session_bindings(ctx)
             if not sessions:
+                if params.cursor:
+                    raise MCPError(code=INVALID_PARAMS, message="Invalid cursor")  # none was ever given to it
                 return {"tasks": []}
         keys = self._extension.session_keys
         # A cursor is good for the caller it was given to: its principal, or its session.
