@@ -18,6 +18,7 @@ import uvicorn
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from pydantic import AnyHttpUrl
+from starlette.types import ASGIApp
 from temporalio.client import Client
 from temporalio.service import RPCError
 
@@ -110,7 +111,7 @@ class _HttpServer(uvicorn.Server):
             self._captured_signals.clear()  # pyright: ignore[reportPrivateUsage]
 
 
-def _bearer_auth(args: argparse.Namespace) -> BearerAuth | None:
+def bearer_auth(args: argparse.Namespace) -> BearerAuth | None:
     if args.tokens is not None and args.jwt_jwks is not None:
         raise ValueError("--tokens and --jwt-jwks are alternatives: choose one")
     if args.tokens is not None:
@@ -140,6 +141,17 @@ def _bearer_auth(args: argparse.Namespace) -> BearerAuth | None:
 
 
 def _http_server(app: MCPServer[Any], args: argparse.Namespace, client: Client, auth: BearerAuth | None) -> _HttpServer:
+    config = uvicorn.Config(
+        front_http_app(app, args, client, auth), host=args.host, port=args.port, log_level="warning", lifespan="on"
+    )
+    return _HttpServer(config)
+
+
+def front_http_app(app: MCPServer[Any], args: argparse.Namespace, client: Client, auth: BearerAuth | None) -> ASGIApp:
+    """The ASGI app `serve` and `dev` run under uvicorn, for an `app` the front is attached to (`open_front`).
+
+    Its lifespan must run around its requests: it runs the MCP session manager and the push watchers.
+    """
     # Stateless for the handshake revisions too: an older client's requests may reach any front server.
     mcp_app = app.streamable_http_app(host=args.host, max_request_body_size=args.max_body_bytes, stateless_http=True)
     # Replies to the questions a front asked on a request's stream may reach any front: each takes them.
@@ -151,9 +163,7 @@ def _http_server(app: MCPServer[Any], args: argparse.Namespace, client: Client, 
         # Outermost, so it ends long polls and push streams whichever layer serves them.
         app.middleware.insert(0, EndWithCredential(auth.verifier))
     http_app = front_app(mcp_app, auth=auth, extra_routes=health_routes(client), running=extension.running)
-    wrapped = JsonRpcHttpErrors(http_app, max_body_bytes=args.max_body_bytes)
-    config = uvicorn.Config(wrapped, host=args.host, port=args.port, log_level="warning", lifespan="on")
-    return _HttpServer(config)
+    return JsonRpcHttpErrors(http_app, max_body_bytes=args.max_body_bytes)
 
 
 async def _serve_http(app: MCPServer[Any], args: argparse.Namespace, client: Client, auth: BearerAuth | None) -> None:
@@ -295,7 +305,7 @@ async def _run_dev(stack: AsyncExitStack, lock: StateDirLock | None, args: argpa
     app = load_app(args.app)
     configure(app, args)
     _start_telemetry(args, "dev")
-    auth = _bearer_auth(args)  # a bad key set or token file stops the start, before anything runs
+    auth = bearer_auth(args)  # a bad key set or token file stops the start, before anything runs
     Deployment.from_args(args.deployment_name, args.build_id)  # both or neither, checked before anything starts
     if args.payload_storage == "local" and args.payload_dir is None:
         # Large results just work on one machine: beside the Temporal database, or for the run only.
@@ -419,13 +429,9 @@ async def serve(args: argparse.Namespace) -> None:
     app = load_app(args.app)
     configure(app, args)
     _start_telemetry(args, "front")
-    auth = _bearer_auth(args) if args.transport == "http" else None
+    auth = bearer_auth(args) if args.transport == "http" else None
     async with AsyncExitStack() as stack:
-        # A front may come up before its namespace exists; `/readyz` reports that until it does.
-        client = await _connect(stack, args, app, require_namespace=False)
-        address = client.service_client.config.target_host
-        indexed = await check_namespace(client, address=address, namespace=client.namespace, role="serve")
-        await _attach_front(app, client, args, search_attributes=indexed, web_ui=args.temporal_ui)
+        client = await open_front(stack, app, args)
         if args.transport == "stdio":
             async with tasks_extension(app).running():
                 await run_stdio(app)
@@ -438,6 +444,29 @@ async def serve(args: argparse.Namespace) -> None:
             await _serve_http(app, args, client, auth)
 
 
+async def open_front(stack: AsyncExitStack, app: MCPServer[Any], args: argparse.Namespace) -> Client:
+    """What `serve` does before it listens: `app` (configured) attached to Temporal through its gateway.
+
+    Returns the front's client; its connection and payload storage stay open as long as `stack`.
+    """
+    # A front may come up before its namespace exists; `/readyz` reports that until it does.
+    client = await _connect(stack, args, app, require_namespace=False)
+    address = client.service_client.config.target_host
+    indexed = await check_namespace(client, address=address, namespace=client.namespace, role="serve")
+    await _attach_front(app, client, args, search_attributes=indexed, web_ui=args.temporal_ui)
+    return client
+
+
+async def open_worker(stack: AsyncExitStack, app: MCPServer[Any], args: argparse.Namespace) -> Client:
+    """What `worker` runs: `app`'s (configured) workers, polling until `stack` closes. Returns their client."""
+    client = await _connect(stack, args, app)
+    # The worker upserts nothing the run did not start with; this only tells the operator what is missing.
+    address = client.service_client.config.target_host
+    await check_namespace(client, address=address, namespace=client.namespace, role="worker")
+    await _run_worker(stack, client, app, args, make_current=args.make_current)
+    return client
+
+
 async def worker(args: argparse.Namespace) -> None:
     if Deployment.from_args(args.deployment_name, args.build_id) is None and args.make_current:
         raise ValueError("--make-current needs --deployment-name and --build-id")
@@ -445,11 +474,7 @@ async def worker(args: argparse.Namespace) -> None:
     configure(app, args)
     _start_telemetry(args, "worker")
     async with AsyncExitStack() as stack:
-        client = await _connect(stack, args, app)
-        # The worker upserts nothing the run did not start with; this only tells the operator what is missing.
-        address = client.service_client.config.target_host
-        await check_namespace(client, address=address, namespace=client.namespace, role="worker")
-        await _run_worker(stack, client, app, args, make_current=args.make_current)
+        client = await open_worker(stack, app, args)
         pinned = await _pinned_elsewhere(client, args) if args.make_current else None
         if pinned:
             logger.warning("%s", pinned)
