@@ -112,7 +112,10 @@ async def lifespan(app: ASGIApp) -> AsyncGenerator[None]:
 
 
 class FrontRoutes(httpx.AsyncBaseTransport):
-    """Each in-process front at its own address; an address no front has is refused, as a closed port is."""
+    """Each in-process front at its own address; an address no front has is refused, as a closed port is.
+
+    One for the process (`ROUTES`), so any stack's `http` client reaches every stack's fronts.
+    """
 
     def __init__(self) -> None:
         self.fronts: dict[str, httpx.ASGITransport] = {}
@@ -126,6 +129,9 @@ class FrontRoutes(httpx.AsyncBaseTransport):
                 return await front.handle_async_request(request)
         except TimeoutError:
             raise httpx.ReadTimeout(f"{request.url} did not answer in {REQUEST_TIMEOUT_S} s", request=request) from None
+
+
+ROUTES = FrontRoutes()
 
 
 @dataclass
@@ -143,9 +149,8 @@ class InProcessStack:
     @classmethod
     @asynccontextmanager
     async def open(cls, workdir: Path, temporal: str, *, name: str = "inprocess") -> AsyncGenerator[InProcessStack]:
-        routes = FrontRoutes()
-        async with AsyncExitStack() as exits, httpx.AsyncClient(transport=routes, timeout=REQUEST_TIMEOUT_S) as http:
-            yield cls(workdir, temporal, f"{name}-{uuid.uuid4()}", exits, http, routes)
+        async with AsyncExitStack() as exits, httpx.AsyncClient(transport=ROUTES, timeout=REQUEST_TIMEOUT_S) as http:
+            yield cls(workdir, temporal, f"{name}-{uuid.uuid4()}", exits, http, ROUTES)
 
     @property
     def url(self) -> str:
@@ -167,6 +172,7 @@ class InProcessStack:
         await self.exits.enter_async_context(lifespan(asgi))
         netloc = f"{FRONT_HOST}:{port}"
         self.routes.fronts[netloc] = httpx.ASGITransport(asgi, client=(FRONT_HOST, 50000 + len(self.fronts)))
+        self.exits.callback(self.routes.fronts.pop, netloc, None)  # unreachable before its lifespan ends
         url = f"http://{netloc}/mcp"
         self.fronts.append(url)
         return url
