@@ -4,14 +4,27 @@ from __future__ import annotations
 
 import uuid
 
+import httpx
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from mcp_tasks_temporal.temporal.contract import TOOL_TASK_WORKFLOW, Memo, ToolTaskInput
 from mcp_tasks_temporal.temporal.ids import ANONYMOUS_OWNER, owner_key, workflow_id
+from tests.inprocess import InProcessStack
 from tests.wire import TaskCalls, envelope
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def stack(inprocess: InProcessStack) -> InProcessStack:
+    """The `mcp` fixture's front and its worker run in this process (tests/inprocess.py)."""
+    return inprocess
+
+
+@pytest.fixture
+def http(inprocess: InProcessStack) -> httpx.AsyncClient:
+    return inprocess.http
 
 
 async def test_every_task_records_its_owner_key_in_the_memo(mcp: TaskCalls, temporal_client: Client) -> None:
