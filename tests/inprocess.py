@@ -32,33 +32,37 @@ from mcp_tasks_temporal.ops.server_commands import bearer_auth, configure, front
 from tests.processes import FIXTURE_APP
 
 FRONT_HOST = "127.0.0.1"
+"""What each front binds, as `serve`'s default."""
+FRONT_ADDRESS = "localhost"
+"""Where a test reaches an in-process front: a host no front process is given, so no address is both."""
 REQUEST_TIMEOUT_S = 30
 """As the subprocess tests' `http` client: a request the front never answers fails the test, not the run."""
 WORKER_GRACEFUL_SHUTDOWN_S = "0"
 """Teardown does not wait for tools a test left running, as the subprocess stack's SIGTERM-then-kill does not."""
 
-_copies = itertools.count(1)
 _ports = itertools.count(41000)
 """Addresses only: nothing listens on them, the transport routes each to its front."""
 
 
 def fresh_app(spec: str) -> MCPServer[Any]:
-    """A new instance of the `MCPServer` that `MODULE:ATTR` names: its module executed again under a name of its own.
+    """A new instance of the `MCPServer` that `MODULE:ATTR` names: its module executed once more.
 
     A front attaches itself to its app (middleware, gateway); two fronts, or a front and a worker, in one
-    process each need theirs, as they would in processes of their own.
+    process each need theirs, as they would in processes of their own. The copy keeps the module's name,
+    as a process's import would: what is keyed by a function's module (an input resolver's key) must
+    agree between a front and a worker.
     """
     module_name, _, attr = spec.partition(":")
+    original = importlib.import_module(module_name)
     found = importlib.util.find_spec(module_name)
-    if found is None or found.origin is None:
-        raise ValueError(f"no module {module_name!r}")
-    copy_name = f"{module_name}__inprocess{next(_copies)}"
-    copy_spec = importlib.util.spec_from_file_location(copy_name, found.origin)
-    assert copy_spec is not None and copy_spec.loader is not None
-    module = importlib.util.module_from_spec(copy_spec)
-    # Registered before it runs: pydantic resolves the module's annotations through sys.modules.
-    sys.modules[copy_name] = module
-    copy_spec.loader.exec_module(module)
+    assert found is not None and found.loader is not None
+    module = importlib.util.module_from_spec(found)
+    # In sys.modules while it runs: pydantic resolves the module's annotations through it.
+    sys.modules[module_name] = module
+    try:
+        found.loader.exec_module(module)
+    finally:
+        sys.modules[module_name] = original
     app = getattr(module, attr)
     assert isinstance(app, MCPServer), f"{spec} is not an MCPServer"
     return app  # pyright: ignore[reportUnknownVariableType]
@@ -111,27 +115,28 @@ async def lifespan(app: ASGIApp) -> AsyncGenerator[None]:
                 raise RuntimeError(f"the front did not stop cleanly: {stopped}")
 
 
-class FrontRoutes(httpx.AsyncBaseTransport):
-    """Each in-process front at its own address; an address no front has is refused, as a closed port is.
+FRONTS: dict[str, httpx.ASGITransport] = {}
+"""Every in-process front of this process by address, so any stack's `http` client reaches all of them."""
 
-    One for the process (`ROUTES`), so any stack's `http` client reaches every stack's fronts.
-    """
+
+class FrontRoutes(httpx.AsyncBaseTransport):
+    """Each in-process front at its own address; any other address over the network (a front process)."""
 
     def __init__(self) -> None:
-        self.fronts: dict[str, httpx.ASGITransport] = {}
+        self.network = httpx.AsyncHTTPTransport()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        front = self.fronts.get(request.url.netloc.decode())
+        front = FRONTS.get(request.url.netloc.decode())
         if front is None:
-            raise httpx.ConnectError(f"no in-process front at {request.url}", request=request)
+            return await self.network.handle_async_request(request)
         try:
             with anyio.fail_after(REQUEST_TIMEOUT_S):
                 return await front.handle_async_request(request)
         except TimeoutError:
             raise httpx.ReadTimeout(f"{request.url} did not answer in {REQUEST_TIMEOUT_S} s", request=request) from None
 
-
-ROUTES = FrontRoutes()
+    async def aclose(self) -> None:
+        await self.network.aclose()
 
 
 @dataclass
@@ -143,14 +148,16 @@ class InProcessStack:
     task_queue: str
     exits: AsyncExitStack
     http: httpx.AsyncClient
-    routes: FrontRoutes
     fronts: list[str] = field(default_factory=list[str])
 
     @classmethod
     @asynccontextmanager
     async def open(cls, workdir: Path, temporal: str, *, name: str = "inprocess") -> AsyncGenerator[InProcessStack]:
-        async with AsyncExitStack() as exits, httpx.AsyncClient(transport=ROUTES, timeout=REQUEST_TIMEOUT_S) as http:
-            yield cls(workdir, temporal, f"{name}-{uuid.uuid4()}", exits, http, ROUTES)
+        async with (
+            AsyncExitStack() as exits,
+            httpx.AsyncClient(transport=FrontRoutes(), timeout=REQUEST_TIMEOUT_S) as http,
+        ):
+            yield cls(workdir, temporal, f"{name}-{uuid.uuid4()}", exits, http)
 
     @property
     def url(self) -> str:
@@ -170,9 +177,9 @@ class InProcessStack:
         client = await open_front(self.exits, mcp_app, args)
         asgi = front_http_app(mcp_app, args, client, auth)
         await self.exits.enter_async_context(lifespan(asgi))
-        netloc = f"{FRONT_HOST}:{port}"
-        self.routes.fronts[netloc] = httpx.ASGITransport(asgi, client=(FRONT_HOST, 50000 + len(self.fronts)))
-        self.exits.callback(self.routes.fronts.pop, netloc, None)  # unreachable before its lifespan ends
+        netloc = f"{FRONT_ADDRESS}:{port}"
+        FRONTS[netloc] = httpx.ASGITransport(asgi, client=(FRONT_HOST, 50000 + len(self.fronts)))
+        self.exits.callback(FRONTS.pop, netloc, None)  # unreachable before its lifespan ends
         url = f"http://{netloc}/mcp"
         self.fronts.append(url)
         return url
