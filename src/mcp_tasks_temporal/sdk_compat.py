@@ -152,3 +152,16 @@ def activity_name(fn: Callable[..., Any]) -> str | None:
 
     definition = _Definition.from_callable(fn)  # pyright: ignore[reportUnknownMemberType]
     return definition.name if definition is not None else None
+
+
+# -- uvicorn ------------------------------------------------------------------------
+
+
+def forget_captured_signals(server: Any) -> None:
+    """Keep a stopped `uvicorn.Server` from re-raising the Ctrl-C or SIGTERM that stopped it.
+
+    uvicorn re-raises a captured signal once `capture_signals()` exits, as a KeyboardInterrupt that
+    would cut short what follows its stop: the worker's graceful shutdown, then the embedded Temporal
+    server's. It keeps the captured signals in a private list and has no setting to keep them.
+    """
+    server._captured_signals.clear()  # pyright: ignore[reportPrivateUsage]

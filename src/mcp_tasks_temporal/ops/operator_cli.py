@@ -31,6 +31,7 @@ from mcp_tasks_temporal.ops.admin import ListedTask, TaskFilter, list_tasks
 from mcp_tasks_temporal.ops.audit import TaskNotFound, TaskRuns, build_story, load_runs, verify
 from mcp_tasks_temporal.ops.audit_render import render_markdown, render_text
 from mcp_tasks_temporal.ops.cli_options import KEYS_ENV
+from mcp_tasks_temporal.sdk_compat import workflow_definition
 from mcp_tasks_temporal.temporal.codec import ENCODING, codec_from_args
 from mcp_tasks_temporal.temporal.connection import ConnectionOptions
 from mcp_tasks_temporal.temporal.connection import connect as connect_temporal_client
@@ -163,7 +164,7 @@ def _installed_workflows(app_spec: str | None) -> tuple[list[type], list[Any]]:
 
 def _missing_workflow_types(runs: TaskRuns, workflows: list[type]) -> str | None:
     """The task's workflow type if no class here defines it (a workflow tool of an app not given)."""
-    installed = {getattr(cls, "__temporal_workflow_definition").name for cls in workflows}
+    installed = {workflow_definition(cls).name for cls in workflows}
     for history in runs.histories:
         started = history.events[0].workflow_execution_started_event_attributes
         if started.workflow_type.name not in installed:

@@ -45,6 +45,7 @@ from mcp_tasks_temporal.ops.dev.worker_process import (
     dev_worker,
     stop_with_parent,
 )
+from mcp_tasks_temporal.sdk_compat import forget_captured_signals
 from mcp_tasks_temporal.temporal.codec import codec_from_args, new_key
 from mcp_tasks_temporal.temporal.connection import (
     ConnectionOptions,
@@ -99,11 +100,9 @@ def configure(app: MCPServer[Any], args: argparse.Namespace) -> None:
 class _HttpServer(uvicorn.Server):
     @contextmanager
     def capture_signals(self) -> Generator[None]:
-        # uvicorn re-raises Ctrl-C/SIGTERM once it has stopped, as a KeyboardInterrupt that would cut
-        # short what follows: the worker's graceful shutdown and then the embedded Temporal server's.
         with super().capture_signals():
             yield
-            self._captured_signals.clear()  # pyright: ignore[reportPrivateUsage]
+            forget_captured_signals(self)
 
 
 def _bearer_auth(args: argparse.Namespace) -> BearerAuth | None:
