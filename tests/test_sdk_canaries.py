@@ -212,3 +212,11 @@ async def test_forget_captured_signals_keeps_a_stopped_uvicorn_server_from_re_ra
         server.handle_exit(signal.SIGINT, None)
         sdk_compat.forget_captured_signals(server)
     # Without the clear, leaving capture_signals() re-raises SIGINT as a KeyboardInterrupt.
+
+
+def test_parser_actions_are_the_options_a_parser_was_given() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int)
+    assert [action.dest for action in sdk_compat.parser_actions(parser)] == ["help", "port"]
