@@ -24,7 +24,11 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.workflow.v1 import PendingActivityInfo
-from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
+from temporalio.api.workflowservice.v1 import (
+    DescribeNamespaceRequest,
+    DescribeWorkflowExecutionRequest,
+    ListWorkflowExecutionsRequest,
+)
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.common import AutoUpgradeVersioningOverride, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
@@ -48,7 +52,7 @@ from mcp_tasks_temporal.temporal.contract import (
     as_object,
 )
 from mcp_tasks_temporal.temporal.fairness import FairnessPolicy
-from mcp_tasks_temporal.temporal.ids import is_task_id, owner_key, workflow_id
+from mcp_tasks_temporal.temporal.ids import WORKFLOW_ID_PREFIX, is_task_id, owner_key, workflow_id
 from mcp_tasks_temporal.temporal.inputs import response_problem
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits
@@ -154,6 +158,69 @@ async def snapshot(client: Client, workflow_id: str) -> Snapshot:
         pending_activities=response.pending_activities,
         close_time_ms=info.close_time.ToMilliseconds() if info.HasField("close_time") else None,
     )
+
+
+@dataclass(frozen=True)
+class OwnedTask:
+    """One of a principal's tasks as Temporal visibility lists it."""
+
+    task_id: str
+    memo: dict[str, Any]
+    status: WorkflowExecutionStatus | None
+
+
+@dataclass(frozen=True)
+class OwnedPage:
+    tasks: list[OwnedTask]
+    next_page_token: bytes
+
+
+async def list_owned(client: Client, owner: str, *, page_token: bytes, page_size: int) -> OwnedPage:
+    """A page of the tasks whose workflow IDs name `owner`, newest first, from Temporal visibility.
+
+    A task whose memo this server cannot decode (written through another codec) is left out:
+    it can be neither read nor shown to be the owner's.
+    """
+    request = ListWorkflowExecutionsRequest(
+        namespace=client.namespace,
+        page_size=page_size,
+        next_page_token=page_token,
+        query=f'WorkflowId STARTS_WITH "{WORKFLOW_ID_PREFIX}/{owner}/"',
+    )
+    response = await client.workflow_service.list_workflow_executions(request)
+    tasks: list[OwnedTask] = []
+    for info in response.executions:
+        fields = info.memo.fields
+        try:
+            values = await client.data_converter.decode(list(fields.values())) if fields else []
+        except Exception:
+            logger.warning("tasks/list: left out %s, whose memo this server cannot decode", info.execution.workflow_id)
+            continue
+        memo = dict(zip(fields.keys(), values, strict=True))
+        task_id = memo.get("taskId")
+        if memo.get("owner") != owner or not isinstance(task_id, str):
+            continue
+        memo.setdefault("createdAt", info.start_time.ToMilliseconds())
+        status = WorkflowExecutionStatus(info.status) if info.status else None
+        tasks.append(OwnedTask(task_id, memo, status))
+    return OwnedPage(tasks, response.next_page_token)
+
+
+async def unready_reason(client: Client, *, timeout_s: float = 2.0) -> str | None:
+    """Why this front cannot serve tasks now (Temporal or the namespace unreachable), or `None` when it can."""
+    try:
+        await client.workflow_service.describe_namespace(
+            DescribeNamespaceRequest(namespace=client.namespace),
+            # A probe must answer within its own deadline, not wait out the client's retries.
+            retry=False,
+            timeout=timedelta(seconds=timeout_s),
+        )
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            return "namespace not found"
+        logger.warning("readiness: Temporal call failed: %s", err.status.name if err.status else "?")
+        return "Temporal unreachable"
+    return None
 
 
 @dataclass(frozen=True)

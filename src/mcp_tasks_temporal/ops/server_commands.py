@@ -10,6 +10,7 @@ import sys
 import tempfile
 from collections.abc import Generator
 from contextlib import AsyncExitStack, contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from mcp_tasks_temporal.front.app_loading import default_task_queue, load_app, t
 from mcp_tasks_temporal.front.auth import StaticTokenVerifier
 from mcp_tasks_temporal.front.closed_tasks import DEFAULT_MAX_ENTRIES, ClosedTaskCache
 from mcp_tasks_temporal.front.credential_life import EndWithCredential
-from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
+from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, unready_reason
 from mcp_tasks_temporal.front.handshake_echo import HandshakeEcho
 from mcp_tasks_temporal.front.health import health_routes
 from mcp_tasks_temporal.front.http_app import BearerAuth, front_app
@@ -149,7 +150,12 @@ def _http_server(app: MCPServer[Any], args: argparse.Namespace, client: Client, 
     if auth is not None:
         # Outermost, so it ends long polls and push streams whichever layer serves them.
         app.middleware.insert(0, EndWithCredential(auth.verifier))
-    http_app = front_app(mcp_app, auth=auth, extra_routes=health_routes(client), running=extension.running)
+    http_app = front_app(
+        mcp_app,
+        auth=auth,
+        extra_routes=health_routes(partial(unready_reason, client), client.namespace),
+        running=extension.running,
+    )
     wrapped = JsonRpcHttpErrors(http_app, max_body_bytes=args.max_body_bytes)
     config = uvicorn.Config(wrapped, host=args.host, port=args.port, log_level="warning", lifespan="on")
     return _HttpServer(config)
