@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -184,4 +185,4 @@ def test_tracing_follows_the_standard_variables(
     monkeypatch.delenv("OTEL_SDK_DISABLED", raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    assert tracing_requested(flag) is on
+    assert tracing_requested(os.environ, flag) is on

@@ -62,6 +62,7 @@ from mcp_tasks_temporal.client._terminal import (
     format_age,
     render_result,
 )
+from mcp_tasks_temporal.ops.settings import environment, variable
 
 _PROG = "mcp-tasks-temporal"
 logger = logging.getLogger(__name__)
@@ -200,7 +201,7 @@ async def _refresh(journal: Journal, entries: list[JournalEntry]) -> None:
     for entry in entries:
         if entry.status not in TERMINAL_STATUSES and not entry.server.startswith("stdio:"):
             by_server.setdefault(entry.server, []).append(entry.task_id)
-    token = os.environ.get(TOKEN_ENV)
+    token = variable(TOKEN_ENV)
     headers = {"Authorization": f"Bearer {token}"} if token else {}
 
     async def refresh(server: str, task_ids: list[str]) -> None:
@@ -337,7 +338,7 @@ def _stdio(command: list[str]) -> StdioServerParameters:
     if not command:
         raise ValueError("--stdio needs a command")
     # The SDK passes a server only a minimal environment; a CLI user expects theirs.
-    return StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ), cwd=os.getcwd())
+    return StdioServerParameters(command=command[0], args=command[1:], env=dict(environment()), cwd=os.getcwd())
 
 
 def _client(

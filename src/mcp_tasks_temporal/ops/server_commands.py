@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import signal
 import sys
 import tempfile
@@ -48,6 +47,7 @@ from mcp_tasks_temporal.ops.dev.worker_process import (
     dev_worker,
     stop_with_parent,
 )
+from mcp_tasks_temporal.ops.settings import environment, variable
 from mcp_tasks_temporal.sdk_compat import forget_captured_signals
 from mcp_tasks_temporal.temporal.codec import codec_from_args, new_key
 from mcp_tasks_temporal.temporal.connection import (
@@ -167,7 +167,7 @@ async def _serve_http(app: MCPServer[Any], args: argparse.Namespace, client: Cli
 
 def _start_telemetry(args: argparse.Namespace, role: str) -> None:
     """Tracing and metrics, before the first Temporal client: both are fixed when a client connects."""
-    setup_tracing(f"mcp-tasks-temporal-{role}", flag=args.otel)
+    setup_tracing(f"mcp-tasks-temporal-{role}", environment(), flag=args.otel)
     if args.metrics_port:
         install_metrics(f"{args.metrics_host}:{args.metrics_port}")
 
@@ -493,7 +493,7 @@ async def _until_stopped() -> None:
 
     `dev`'s worker also stops when `dev` is gone, even if it was killed too hard to stop it.
     """
-    parent = os.environ.get(PARENT_PID_ENV)
+    parent = variable(PARENT_PID_ENV)
     async with anyio.create_task_group() as group:
 
         async def on_signal() -> None:

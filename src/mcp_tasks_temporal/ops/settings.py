@@ -43,6 +43,21 @@ NAMES: Final[Mapping[str, Mapping[str, str]]] = {
 }
 
 
+def environment() -> Mapping[str, str]:
+    """The process's environment variables: every read in the package comes through here."""
+    return os.environ
+
+
+def variable(name: str) -> str | None:
+    """One environment variable, `None` when unset or empty."""
+    return os.environ.get(name) or None
+
+
+def export_variable(name: str, value: str) -> None:
+    """Set a variable for this process and the children it starts (the worker `dev` runs)."""
+    os.environ[name] = value
+
+
 def variable_for(command: str, flag: str) -> str:
     """The environment variable of `flag` in `command` (`""` for the top-level options)."""
     named = NAMES.get(command, {}).get(flag) or NAMES["*"].get(flag)

@@ -31,6 +31,7 @@ from anyio.abc import Process
 
 from mcp_tasks_temporal.ops.dev.child_process import log_since, open_log, stop_gracefully
 from mcp_tasks_temporal.ops.dev.parent_death import stopped_with_parent
+from mcp_tasks_temporal.ops.settings import environment
 from mcp_tasks_temporal.temporal.payload_storage import storage_from_args
 
 PARENT_PID_ENV: Final = "MCP_TASKS_STOP_WITH_PARENT"
@@ -86,10 +87,10 @@ def worker_command(args: argparse.Namespace, *, address: str, namespace: str) ->
 
 def worker_environment() -> dict[str, str]:
     """This environment without what points a Temporal client at the user's cluster."""
-    environment = {name: value for name, value in os.environ.items() if not name.startswith("TEMPORAL_")}
-    environment["TEMPORAL_CONFIG_FILE"] = os.devnull
-    environment[PARENT_PID_ENV] = str(os.getpid())
-    return environment
+    child = {name: value for name, value in environment().items() if not name.startswith("TEMPORAL_")}
+    child["TEMPORAL_CONFIG_FILE"] = os.devnull
+    child[PARENT_PID_ENV] = str(os.getpid())
+    return child
 
 
 async def _start(
