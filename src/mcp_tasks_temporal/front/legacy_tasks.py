@@ -374,6 +374,7 @@ async def follow_task(
                     )
     finally:
         unsubscribe()
+        send.close()
     raise MCPError(code=INTERNAL_ERROR, message="Task service unavailable, try again")
 
 
