@@ -18,6 +18,7 @@ from typing import Any
 
 import anyio
 import pytest
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import CancelledError
 from temporalio.worker import Worker
@@ -103,6 +104,21 @@ async def status_line(task: WorkflowHandle[Any, Any]) -> str | None:
     return line if isinstance(line, str) else None
 
 
+async def reports_handled(task: WorkflowHandle[Any, Any], count: int) -> bool:
+    """`count` status reports were signalled to the task workflow, and a workflow task completed after the last."""
+    events = [event async for event in task.fetch_history_events()]
+    reports = [
+        at
+        for at, event in enumerate(events)
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
+        and event.workflow_execution_signaled_event_attributes.signal_name == STATUS_SIGNAL
+    ]
+    if len(reports) < count:
+        return False
+    after = events[reports[-1] + 1 :]
+    return any(event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED for event in after)
+
+
 async def nonce_of(handler: WorkflowHandle[Any, Any]) -> str:
     """The nonce the task drew for its operation, as the handler workflow received it."""
     reply = as_object((await (await handler.describe()).memo()).get(REPLY_MEMO))
@@ -116,10 +132,9 @@ async def report(task: WorkflowHandle[Any, Any], *, nonce: str, sequence: int, t
 
 async def test_the_handlers_status_lines_cross_in_order(side: Side) -> None:
     task, handler = await start_task(side, ["drafting", "reviewing"])
-    with anyio.fail_after(WAIT_S):
-        while (line := await status_line(task)) != "reviewing":
-            assert line in (None, "drafting"), line
-            await anyio.sleep(0.05)
+    # Both reports reached the task workflow and it handled them: its line must be the later one by then.
+    await until(lambda: reports_handled(task, 2), what="both reports to reach the task workflow")
+    assert await status_line(task) == "reviewing"
     await handler.signal(FINISH_SIGNAL)
     with anyio.fail_after(WAIT_S):
         assert await task.result() == "finished"

@@ -53,8 +53,12 @@ async def test_a_workflow_tools_activity_sets_the_tasks_status_line(temporal_cli
 async def test_a_tool_tasks_status_line_shows_while_it_runs(mcp: TaskCalls, gate: Path) -> None:
     created = await mcp.start("gated", {"gate": str(gate)})
     try:
+        with anyio.fail_after(WAIT_S):
+            while not (gate / "started").exists():
+                await anyio.sleep(0.05)
+        # The tool set its line right after it started: the next heartbeat (at most a second later) carries it.
         seen = await mcp.wait_for(
-            created["taskId"], lambda task: task.get("statusMessage") == "waiting for the release file", timeout=WAIT_S
+            created["taskId"], lambda task: task.get("statusMessage") == "waiting for the release file", timeout=5
         )
         assert seen["status"] == "working"
     finally:
