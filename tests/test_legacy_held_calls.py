@@ -12,15 +12,18 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHandle
 
 from mcp_tasks_temporal.front.legacy_tasks import parse_answer_id
+from mcp_tasks_temporal.temporal.ids import workflow_id
 from tests.conftest import Stack
 from tests.legacy_wire import LegacyMcp
 
 pytestmark = pytest.mark.anyio
 
 WAIT_S = 10
-CANCEL_S = 5
+CANCEL_S = 3
 
 
 async def _host(stack: Stack, http: httpx.AsyncClient) -> LegacyMcp:
@@ -43,7 +46,9 @@ async def _host(stack: Stack, http: httpx.AsyncClient) -> LegacyMcp:
     return host
 
 
-async def test_a_held_call_whose_client_goes_away_cancels_its_task(stack: Stack, http: httpx.AsyncClient) -> None:
+async def test_a_held_call_whose_client_goes_away_cancels_its_task(
+    stack: Stack, http: httpx.AsyncClient, temporal_client: Client
+) -> None:
     host = await _host(stack, http)
     task_id: str | None = None
     async with host.stream("tools/call", {"name": "numbered_steps", "arguments": {"steps": 1, "pause": 0}}) as frames:
@@ -56,10 +61,22 @@ async def test_a_held_call_whose_client_goes_away_cancels_its_task(stack: Stack,
                     break  # leaves without answering: the stream closes
                 assert "result" not in frame and "error" not in frame, frame
     assert task_id is not None
-    seen: dict[str, Any] = {}
-    # The front notices the closed stream at once and cancels; the workflow, waiting for an answer, ends at once.
+    # The front notices the closed stream at once and asks Temporal to cancel the task.
+    history = temporal_client.get_workflow_handle(workflow_id(task_id, None))
     with anyio.fail_after(CANCEL_S):
+        while not await cancel_requested(history):
+            await anyio.sleep(0.05)
+    # The tool waits inside its activity; the cancel reaches it with the next keepalive heartbeat.
+    seen: dict[str, Any] = {}
+    with anyio.fail_after(WAIT_S):
         while seen.get("status") != "cancelled":
             seen = (await host.request("tasks/get", {"taskId": task_id})).result
             assert seen["status"] in ("working", "input_required", "cancelled"), seen
             await anyio.sleep(0.1)
+
+
+async def cancel_requested(handle: WorkflowHandle[Any, Any]) -> bool:
+    async for event in handle.fetch_history_events():
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED:
+            return True
+    return False
