@@ -36,7 +36,9 @@ async def signal_handled(handle: WorkflowHandle[Any, Any], name: str, arg: Any, 
         while True:
             events = [event async for event in handle.fetch_history_events()]
             signalled = [
-                at for at, event in enumerate(events) if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
+                at
+                for at, event in enumerate(events)
+                if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
             ]
             # The last signal is this one: the signals a test sends go one after the other.
             for event in events[signalled[-1] + 1 :] if signalled else []:

@@ -36,5 +36,7 @@ class ReportingHandler:
 @nexusrpc.handler.service_handler(name=SERVICE)
 class ReportingService:
     @nexus.workflow_run_operation(name=OPERATION)
-    async def report(self, ctx: nexus.WorkflowRunOperationContext, request: dict[str, Any]) -> nexus.WorkflowHandle[str]:
+    async def report(
+        self, ctx: nexus.WorkflowRunOperationContext, request: dict[str, Any]
+    ) -> nexus.WorkflowHandle[str]:
         return await start_task_workflow(ctx, ReportingHandler.run, request, id=str(request["handler_id"]))

@@ -84,7 +84,7 @@ async def test_a_result_over_the_limit_fails_at_once_with_an_error_naming_size_l
     mcp: TaskCalls, temporal_client: Client
 ) -> None:
     created = await mcp.start("large_text", {"size": OVER})
-    task = await mcp.wait_for(created["taskId"], timeout=120)
+    task = await mcp.wait_for(created["taskId"], timeout=30)
     assert task["status"] == "failed"
     error = task["error"]
     assert error["code"] == PAYLOAD_TOO_LARGE_CODE
@@ -106,7 +106,7 @@ async def test_text_repeating_structured_content_is_stored_once_and_served_as_bo
 ) -> None:
     size = 1_500_000  # twice this is over the 2 MiB limit, once is not
     created = await mcp.start("large_text", {"size": size, "seed": "once"})
-    task = await mcp.wait_for(created["taskId"], timeout=120)
+    task = await mcp.wait_for(created["taskId"], timeout=30)
     assert task["status"] == "completed", task.get("error")
     result = task["result"]
     expected = pattern(size, "once")
@@ -204,7 +204,7 @@ async def test_a_50_mb_result_just_works_under_dev_through_its_local_storage(
     try:
         assert f"Payloads      {state / 'payloads'}" in dev.log()
         mcp = TaskCalls(HttpMcp(f"http://127.0.0.1:{port}/mcp", http))
-        with anyio.fail_after(60):
+        with anyio.fail_after(30):
             while True:
                 try:
                     await mcp.call_tool("echo", {"text": "up?"}, tasks=False)

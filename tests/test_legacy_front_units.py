@@ -97,7 +97,10 @@ async def test_each_question_goes_out_once_when_a_tool_asks_two_in_turn(monkeypa
     async def send_request_on_stream(outbound: Any, request_id: str, method: str, params: Any) -> None:
         sent.append((request_id, method))
 
-    monkeypatch.setattr(legacy_tasks, "request_outbound", lambda session: SimpleNamespace(notify=notify))
+    def request_outbound(session: Any) -> Any:
+        return SimpleNamespace(notify=notify)
+
+    monkeypatch.setattr(legacy_tasks, "request_outbound", request_outbound)
     monkeypatch.setattr(legacy_tasks, "send_request_on_stream", send_request_on_stream)
     states = [
         _state("input_required", {"go": ELICIT}),
@@ -188,7 +191,7 @@ async def test_a_modern_request_or_an_unrelated_reply_passes_through() -> None:
     modern = [(b"mcp-protocol-version", b"2026-07-28")]
     status, gateway, reached_app = await _post(reply, modern)
     assert reached_app and gateway.updates == [] and status == 202
-    other = {"jsonrpc": "2.0", "id": 7, "result": {}}
+    other: dict[str, Any] = {"jsonrpc": "2.0", "id": 7, "result": {}}
     _, gateway, reached_app = await _post(other, REVISION_HEADER)
     assert reached_app and gateway.updates == []
 

@@ -29,7 +29,7 @@ CANCEL_S = 3
 async def _host(stack: Stack, http: httpx.AsyncClient) -> LegacyMcp:
     """A host that declared `elicitation` but no tasks at its handshake, echoing its session ID."""
     host = LegacyMcp(stack.url, http)
-    initialize = {
+    initialize: dict[str, Any] = {
         "jsonrpc": "2.0",
         "id": 0,
         "method": "initialize",

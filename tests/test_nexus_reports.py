@@ -26,7 +26,13 @@ from temporalio.worker import Worker
 from mcp_tasks_temporal.ops.dev.nexus_endpoints import ensure_endpoint
 from mcp_tasks_temporal.ops.dev.nexus_routes import EndpointRoute
 from mcp_tasks_temporal.temporal.contract import WORKFLOW_KIND, Memo, as_object
-from mcp_tasks_temporal.temporal.nexus_contract import NEXUS_TOOL_WORKFLOW, REPLY_MEMO, STATUS_SIGNAL, NexusCall, StatusReport
+from mcp_tasks_temporal.temporal.nexus_contract import (
+    NEXUS_TOOL_WORKFLOW,
+    REPLY_MEMO,
+    STATUS_SIGNAL,
+    NexusCall,
+    StatusReport,
+)
 from mcp_tasks_temporal.temporal.nexus_reply import ReplyService
 from mcp_tasks_temporal.temporal.sandbox import workflow_runner
 from mcp_tasks_temporal.temporal.workflows.nexus_question import NexusQuestionWorkflow

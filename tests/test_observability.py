@@ -146,7 +146,7 @@ async def test_readyz_follows_temporal_while_healthz_stays_up(workdir: Path, htt
         ready = await http.get(f"{base}/readyz")
         assert (ready.status_code, ready.json()["status"]) == (200, "ready")
         temporal_process.stop()
-        with anyio.fail_after(60):
+        with anyio.fail_after(30):
             while (ready := await http.get(f"{base}/readyz")).status_code == 200:
                 await anyio.sleep(0.2)
         assert (ready.status_code, ready.json()) == (503, {"status": "unready", "reason": "Temporal unreachable"})
