@@ -66,7 +66,8 @@ async def _assert_history_holds_references(client: Client, task_id: str, size: i
     assert max(ref.size_bytes for payload in stored for ref in payload.external_payloads) >= size
 
 
-async def _large_result_end_to_end(mcp: TaskCalls, *, timeout: float = 600) -> dict[str, Any]:
+async def _large_result_end_to_end(mcp: TaskCalls, *, timeout: float = 30) -> dict[str, Any]:
+    """The 50 MB round trip (7.6 and 8.6 s measured on a loaded 2-core machine, through S3 and dev's storage)."""
     seed = uuid.uuid4().hex
     created = await mcp.start("large_blob", {"size": LARGE, "seed": seed})
     task = await mcp.wait_for(created["taskId"], timeout=timeout)
@@ -188,7 +189,7 @@ async def test_a_50_mb_result_reaches_the_client_through_s3_and_the_history_hold
 
     # Arguments over Temporal's limit travel the same way (given a body limit that lets them in).
     created = await mcp.start("text_length", {"text": "b" * OVER})
-    done = await mcp.wait_for(created["taskId"], timeout=120)
+    done = await mcp.wait_for(created["taskId"], timeout=30)
     assert done["status"] == "completed", done.get("error")
     assert done["result"]["structuredContent"] == {"result": OVER}
 

@@ -66,7 +66,10 @@ def world(workdir: Path, temporal: str) -> Iterator[NexusWorld]:
         workdir / f"nexus-team-{suffix}.log",
     ).start()
     try:
-        wait_until(lambda: "reports team worker:" in team.log(), timeout=60, what="the reports team's worker")
+        wait_until(
+            lambda: "reports team worker:" in team.log() or not team.alive, timeout=60, what="the reports team's worker"
+        )
+        assert team.alive, team.log()
         stack.workers.append(start_worker(workdir, temporal, stack.task_queue, app=APP, env=env))
         stack.fronts.append(
             start_front(

@@ -28,7 +28,7 @@ def collector() -> Iterator[Collector]:
         yield running
 
 
-async def spans_until(collector: Collector, wanted: set[str], *, task_id: str, timeout: float = 60) -> list[Span]:
+async def spans_until(collector: Collector, wanted: set[str], *, task_id: str, timeout: float = 30) -> list[Span]:
     """Poll what the processes exported until every wanted span name of this task's trace has arrived."""
     with anyio.fail_after(timeout):
         while True:
