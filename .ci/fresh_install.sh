@@ -2,10 +2,11 @@
 # The README's first command on a fresh machine: `bash .ci/fresh_install.sh` (called by .ci/run).
 #   1. copies the working tree (no venvs, no node_modules) to a temporary folder;
 #   2. runs the README's install line there, as written, in a fresh venv (no extras);
-#   3. starts the README's `dev` from that venv, on free ports and with its own --state-dir;
-#   4. checks the start (no traceback; review_code left out with one line, the agent extra being missing),
+#   3. imports every module of the package there: only the agent extra's may fail, saying which extra;
+#   4. starts the README's `dev` from that venv, on free ports and with its own --state-dir;
+#   5. checks the start (no traceback; review_code left out with one line, the agent extra being missing),
 #      lists the tools and completes a task (`search_logs`) with the bundled `call` command;
-#   5. stops `dev` with Ctrl-C and checks that it ended cleanly.
+#   6. stops `dev` with Ctrl-C and checks that it ended cleanly.
 # The install line is read from the README, so the two cannot drift apart. Exits non-zero if any step fails.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -46,6 +47,38 @@ env -u PYTHONPATH -u VIRTUAL_ENV bash -c "$install_line" >"$work/install.log" 2>
   step "FAILED: the install line"
   exit 1
 }
+
+step "importing every module: only those of a missing extra may fail, and they must say which"
+env -u PYTHONPATH .venv/bin/python - <<'PY'
+import importlib, pkgutil, warnings
+
+import mcp_tasks_temporal
+from mcp_tasks_temporal.contrib import MissingExtra
+
+warnings.simplefilter("ignore")  # the old module paths warn on import, as they should
+try:
+    import pydantic_ai  # noqa: F401
+    agent_modules = set()
+except ImportError:
+    # The agent extra's own modules: the integration itself, its old path, and the demo's sub-agent.
+    agent_modules = {"mcp_tasks_temporal.contrib.pydantic_ai", "mcp_tasks_temporal.agent", "mcp_tasks_temporal.demo.review"}
+failed = {}
+for module in pkgutil.walk_packages(mcp_tasks_temporal.__path__, "mcp_tasks_temporal."):
+    if module.name.endswith("__main__"):
+        continue
+    try:
+        importlib.import_module(module.name)
+    except ImportError as error:
+        failed[module.name] = error
+unexpected = [
+    (name, error)
+    for name, error in sorted(failed.items())
+    if name not in agent_modules or (name.startswith("mcp_tasks_temporal.contrib") and not isinstance(error, MissingExtra))
+]
+for name, error in unexpected:
+    print(f"  {name}: {type(error).__name__}: {error}")
+raise SystemExit(1 if unexpected else 0)
+PY
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 port="$(free_port)"
