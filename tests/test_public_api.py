@@ -20,18 +20,16 @@ from tests.processes import REPO_ROOT
 
 ROOT_EXPORTS = [
     "ActivityPolicy",
-    "TaskInterceptor",
+    "McpTasksPlugin",
     "TaskPolicy",
     "TasksExtension",
     "ToolTaskOptions",
     "__version__",
-    "app_module_passthrough",
     "request_input",
     "request_inputs",
     "set_status",
     "start_task_workflow",
     "task_error",
-    "workflow_runner",
 ]
 PUBLIC_MODULES = ("mcp_tasks_temporal", "mcp_tasks_temporal.client", "mcp_tasks_temporal.contrib.pydantic_ai")
 EXAMPLES = "mcp_tasks_temporal.demo"

@@ -16,42 +16,37 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "ActivityPolicy": "mcp_tasks_temporal.temporal.contract",
-    "TaskInterceptor": "mcp_tasks_temporal.temporal.task_interceptor",
+    "McpTasksPlugin": "mcp_tasks_temporal.temporal.plugin",
     "TasksExtension": "mcp_tasks_temporal.front.extension",
     "TaskPolicy": "mcp_tasks_temporal.front.extension",
     "ToolTaskOptions": "mcp_tasks_temporal.front.extension",
-    "app_module_passthrough": "mcp_tasks_temporal.temporal.sandbox",
     "request_input": "mcp_tasks_temporal.temporal.task_context",
     "request_inputs": "mcp_tasks_temporal.temporal.task_context",
     "set_status": "mcp_tasks_temporal.temporal.task_context",
     "start_task_workflow": "mcp_tasks_temporal.temporal.nexus_handler",
     "task_error": "mcp_tasks_temporal.temporal.workflow_api",
-    "workflow_runner": "mcp_tasks_temporal.temporal.sandbox",
 }
 
 __all__ = [
     "ActivityPolicy",
-    "TaskInterceptor",
+    "McpTasksPlugin",
     "TaskPolicy",
     "TasksExtension",
     "ToolTaskOptions",
     "__version__",
-    "app_module_passthrough",
     "request_input",
     "request_inputs",
     "set_status",
     "start_task_workflow",
     "task_error",
-    "workflow_runner",
 ]
 
 if TYPE_CHECKING:
     from mcp_tasks_temporal.front.extension import TaskPolicy, TasksExtension, ToolTaskOptions
     from mcp_tasks_temporal.temporal.contract import ActivityPolicy
     from mcp_tasks_temporal.temporal.nexus_handler import start_task_workflow
-    from mcp_tasks_temporal.temporal.sandbox import app_module_passthrough, workflow_runner
+    from mcp_tasks_temporal.temporal.plugin import McpTasksPlugin
     from mcp_tasks_temporal.temporal.task_context import request_input, request_inputs, set_status
-    from mcp_tasks_temporal.temporal.task_interceptor import TaskInterceptor
     from mcp_tasks_temporal.temporal.workflow_api import task_error
 
 

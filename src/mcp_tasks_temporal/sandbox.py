@@ -1,4 +1,4 @@
-"""Moved to `mcp_tasks_temporal.temporal.sandbox`; what a worker of your own needs is also at the package root.
+"""Moved to `mcp_tasks_temporal.temporal.sandbox`, and a worker of your own gets it from `McpTasksPlugin`.
 
 This path keeps working for a release, with a `DeprecationWarning` naming the new one.
 """

@@ -1,4 +1,4 @@
-"""Moved to `mcp_tasks_temporal.temporal.task_interceptor`; `TaskInterceptor` is also at the package root.
+"""Moved to `mcp_tasks_temporal.temporal.task_interceptor`, and a worker of your own gets it from `McpTasksPlugin`.
 
 This path keeps working for a release, with a `DeprecationWarning` naming the new one.
 """
