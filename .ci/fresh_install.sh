@@ -89,7 +89,7 @@ env -u PYTHONPATH -u VIRTUAL_ENV .venv/bin/mcp-tasks-temporal dev --port "$port"
   --ui-port 0 --state-dir "$work/state" >"$work/dev.log" 2>&1 &
 dev_pid=$!
 for _ in $(seq 240); do
-  grep -q "Press Ctrl-C to stop." "$work/dev.log" && break
+  grep -qs "Press Ctrl-C to stop." "$work/dev.log" && break
   kill -0 "$dev_pid" 2>/dev/null || break
   sleep 0.5
 done
