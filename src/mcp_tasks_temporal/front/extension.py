@@ -32,7 +32,6 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import decode_header_value
 from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
-    INTERNAL_ERROR,
     CallToolRequestParams,
     CallToolResult,
     InputRequiredResult,
@@ -41,13 +40,14 @@ from mcp_types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field, ValidationError
-from temporalio.client import WorkflowFailureError
-from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
+from mcp_tasks_temporal.front.call_cancels import PlainCallCancels, task_id_for
 from mcp_tasks_temporal.front.errors import HeaderMismatchError
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, WorkflowTask, temporal_errors
+from mcp_tasks_temporal.front.held_calls import call_result, follow_call
 from mcp_tasks_temporal.front.listen import TaskListen
 from mcp_tasks_temporal.front.request_capabilities import declares_tasks
+from mcp_tasks_temporal.front.session_binding import SessionKeys
 from mcp_tasks_temporal.front.task_watch import TaskWatchHub
 from mcp_tasks_temporal.sdk_compat import (
     get_tool,
@@ -64,7 +64,6 @@ from mcp_tasks_temporal.temporal.ids import new_task_id, owner_key
 from mcp_tasks_temporal.temporal.nexus_tools import NexusToolOptions
 from mcp_tasks_temporal.temporal.progress import current_run
 from mcp_tasks_temporal.temporal.task_context import tool_call
-from mcp_tasks_temporal.temporal.tool_results import call_tool_result, failure_outcome
 from mcp_tasks_temporal.temporal.tracing import tag_task
 from mcp_tasks_temporal.temporal.workflow_tools import WorkflowToolOptions, tool_function
 
@@ -164,6 +163,9 @@ class TasksExtension(Extension):
     nexus_reply_endpoint: str | None = None
     """Nexus endpoint targeting this app's namespace and task queue, through which handler workflows of
     `nexus_tool`s report status (`--nexus-reply-endpoint`); `None`: their status does not cross."""
+    session_keys: SessionKeys = field(default_factory=SessionKeys.process_local)
+    """What tags handshake session IDs and binds anonymous tasks to them (`session_binding`); fronts
+    sharing `--request-state-key` share these too."""
     _tools: dict[str, ToolTaskOptions] = field(default_factory=dict[str, ToolTaskOptions], init=False)
     _workflow_tools: dict[str, WorkflowToolOptions] = field(default_factory=dict[str, WorkflowToolOptions], init=False)
     _workflow_asks: dict[str, tuple[Asks, ...]] = field(default_factory=dict[str, tuple[Asks, ...]], init=False)
@@ -439,6 +441,7 @@ class TasksExtension(Extension):
         server.middleware.append(RejectLoneSurrogates())
         server.middleware.append(TaskListen(server, gateway, self._hub))
         server.middleware.append(LegacyTasks(self, self._hub))
+        server.middleware.append(PlainCallCancels(self))
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[None]:
@@ -553,7 +556,7 @@ class TasksExtension(Extension):
         assert not isinstance(options.poll_interval_ms, _Inherit)
         assert not isinstance(options.activity, _Inherit)
         task = ToolTaskInput(
-            task_id=new_task_id(),
+            task_id=task_id_for(ctx),
             tool=params.name,
             arguments=dict(params.arguments or {}),
             meta=envelope,
@@ -648,11 +651,15 @@ class TasksExtension(Extension):
         principal = authenticated_principal(ctx)
         with temporal_errors():
             return await self.gateway.create_workflow_task(
-                self._workflow_task(options, workflow_args, envelope), principal
+                self._workflow_task(options, workflow_args, envelope, task_id_for(ctx)), principal
             )
 
     def _workflow_task(
-        self, options: WorkflowToolOptions, workflow_args: list[Any], envelope: dict[str, Any]
+        self,
+        options: WorkflowToolOptions,
+        workflow_args: list[Any],
+        envelope: dict[str, Any],
+        task_id: str | None = None,
     ) -> WorkflowTask:
         ttl_ms = self.default_ttl_ms if isinstance(options.ttl_ms, _Inherit) else options.ttl_ms
         poll_ms = (
@@ -661,7 +668,7 @@ class TasksExtension(Extension):
             else options.poll_interval_ms
         )
         return WorkflowTask(
-            task_id=new_task_id(),
+            task_id=task_id or new_task_id(),
             tool=options.name,
             workflow=options.workflow_name,
             args=workflow_args,
@@ -680,27 +687,17 @@ class TasksExtension(Extension):
         """A workflow tool called without a task: start the workflow and answer with its result.
 
         The run is a task like any other in Temporal (same ID scheme, memo, TTL),
-        only nobody is given its ID; a question it asks fails it with -32021.
+        only nobody is given its ID, so it lives as long as the call (`held_calls`);
+        a question it asks fails it with -32021.
         """
         ctx = context.request_context
-        task = self._workflow_task(options, options.workflow_args(arguments), _envelope(ctx))
+        task = self._workflow_task(options, options.workflow_args(arguments), _envelope(ctx), task_id_for(ctx))
+        principal = authenticated_principal(ctx)
         with temporal_errors():
-            handle = await self.gateway.start_workflow_task(task, authenticated_principal(ctx))
-            try:
-                value = await handle.result()
-            except WorkflowFailureError as failure:
-                if not isinstance(failure.cause, ApplicationError | ActivityError | ChildWorkflowError):
-                    # Cancelled, terminated or timed out: nothing the tool itself reported.
-                    raise MCPError(code=INTERNAL_ERROR, message="Task stopped") from None
-                outcome = failure_outcome(failure.cause)
-                if outcome.error is not None:
-                    raise MCPError(
-                        code=int(outcome.error["code"]),
-                        message=str(outcome.error.get("message", "")),
-                        data=outcome.error.get("data"),
-                    ) from None
-                return CallToolResult.model_validate(outcome.result)
-        return CallToolResult.model_validate(call_tool_result(value))
+            handle = await self.gateway.start_workflow_task(task, principal)
+        assert self._hub is not None
+        started = self.gateway.as_started(task, principal, handle)
+        return call_result(await follow_call(ctx, self._hub, self.gateway, task.task_id, principal, started=started))
 
     # -- tasks/* ------------------------------------------------------------------
 
