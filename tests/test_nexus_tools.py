@@ -22,9 +22,8 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from mcp_tasks_temporal.ops.dev.nexus_endpoints import ensure_endpoint, ensure_namespace
 from mcp_tasks_temporal.ops.dev.nexus_routes import EndpointRoute
 from mcp_tasks_temporal.temporal.connection import connect_temporal
-from mcp_tasks_temporal.temporal.contract import as_object
 from mcp_tasks_temporal.temporal.ids import workflow_id
-from mcp_tasks_temporal.temporal.nexus_contract import REPLY_MEMO
+from mcp_tasks_temporal.temporal.nexus_contract import handler_of_token
 from tests.conftest import Stack
 from tests.processes import CLI, Process, start_front, start_worker, wait_until
 from tests.wire import HttpMcp, TaskCalls
@@ -89,15 +88,15 @@ def mcp(world: NexusWorld, http: httpx.AsyncClient) -> TaskCalls:
     return TaskCalls(HttpMcp(world.stack.url, http))
 
 
-async def handler_run_of(team: Client, task_id: str) -> str:
-    """The ID of the workflow in the team's namespace that serves this task's operation."""
-    ours = workflow_id(task_id, None)
+async def handler_run_of(ours: Client, task_id: str) -> str:
+    """The ID of the workflow in the team's namespace that serves this task's operation, as its token names it."""
+    task = ours.get_workflow_handle(workflow_id(task_id, None))
     with anyio.fail_after(30):
         while True:
-            async for execution in team.list_workflows():
-                memo = await execution.memo()
-                if as_object(memo.get(REPLY_MEMO)).get("task") == ours:
-                    return execution.id
+            for operation in (await task.describe()).raw_description.pending_nexus_operations:
+                handler = handler_of_token(operation.operation_token)
+                if handler is not None:
+                    return handler.workflow_id
             await anyio.sleep(0.2)
 
 
@@ -109,14 +108,16 @@ async def test_operation_result_is_the_tool_result(mcp: TaskCalls) -> None:
     assert done["result"]["content"] == [{"type": "text", "text": "Report on Q3: 2 sections"}]
 
 
-async def test_status_crosses_and_cancel_ends_the_handler_workflow(world: NexusWorld, mcp: TaskCalls) -> None:
+async def test_status_crosses_and_cancel_ends_the_handler_workflow(
+    world: NexusWorld, mcp: TaskCalls, temporal_client: Client
+) -> None:
     task_id = (await mcp.start("build_report", {"topic": "slow", "sections": 1, "seconds_per_section": 600}))["taskId"]
     working = await mcp.wait_for(
         task_id, lambda task: task.get("statusMessage") == "writing section 1/1 on slow", timeout=60
     )
     assert working["status"] == "working"
     team = await connect_temporal(world.stack.temporal, namespace=world.team_namespace)
-    handler = team.get_workflow_handle(await handler_run_of(team, task_id))
+    handler = team.get_workflow_handle(await handler_run_of(temporal_client, task_id))
     assert (await handler.describe()).status == WorkflowExecutionStatus.RUNNING
 
     assert "error" not in (await mcp.cancel(task_id)).body
@@ -129,7 +130,7 @@ async def test_expiry_cancels_the_handler_workflow(world: NexusWorld, mcp: TaskC
     arguments = {"topic": "late", "sections": 1, "seconds_per_section": 600}
     task_id = (await mcp.start("short_report", arguments))["taskId"]
     team = await connect_temporal(world.stack.temporal, namespace=world.team_namespace)
-    handler = team.get_workflow_handle(await handler_run_of(team, task_id))
+    handler = team.get_workflow_handle(await handler_run_of(temporal_client, task_id))
     # Past its TTL the task is gone for tasks/get (-32602); Temporal shows how both sides ended.
     with anyio.fail_after(60):
         while (await handler.describe()).status == WorkflowExecutionStatus.RUNNING:

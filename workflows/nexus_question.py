@@ -23,6 +23,8 @@ from mcp_tasks_temporal.temporal.nexus_contract import (
 )
 from mcp_tasks_temporal.temporal.workflow_api import task_error
 
+CALLER_PATCH = "nexus-question-caller"
+
 
 @workflow.defn(name=NEXUS_QUESTION_WORKFLOW)
 class NexusQuestionWorkflow:
@@ -32,7 +34,9 @@ class NexusQuestionWorkflow:
     @workflow.run
     async def run(self, request: AskRequest) -> dict[str, dict[str, Any]]:
         task = workflow.get_external_workflow_handle(request.task_workflow_id)
-        await task.signal(ASK_SIGNAL, Ask(request.nonce, request.questions, workflow.info().workflow_id))
+        # The caller the reply service stamped: the task takes questions only from its operation's handler.
+        caller = request.caller if workflow.patched(CALLER_PATCH) else None
+        await task.signal(ASK_SIGNAL, Ask(request.nonce, request.questions, workflow.info().workflow_id, caller))
         await workflow.wait_condition(lambda: self._reply is not None)
         assert self._reply is not None
         if self._reply.error is not None:
