@@ -50,6 +50,7 @@ from mcp_tasks_temporal.temporal.ids import is_task_id, owner_key, workflow_id
 from mcp_tasks_temporal.temporal.inputs import response_problem
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits
+from mcp_tasks_temporal.temporal.payload_storage import StoredPayloadError
 from mcp_tasks_temporal.temporal.result_text import expand
 from mcp_tasks_temporal.temporal.search_attributes import start_attributes
 from mcp_tasks_temporal.temporal.tool_results import call_tool_result, failure_outcome
@@ -370,6 +371,16 @@ class TemporalTaskGateway:
 
     async def view(self, task_id: str, observed: Observed) -> dict[str, Any]:
         """The `DetailedTask` of an observed workflow, tool task or workflow tool alike."""
+        try:
+            return await self._view(task_id, observed)
+        except (StoredPayloadError, CodecError) as err:
+            # Gone, swapped or sealed for another task: refused, and said of this task, never served as its own.
+            logger.error("task %s: its payload cannot be read: %s", task_id, err)
+            raise MCPError(
+                code=INTERNAL_ERROR, message=f"Task {task_id}: its stored payload is missing or fails verification"
+            ) from None
+
+    async def _view(self, task_id: str, observed: Observed) -> dict[str, Any]:
         memo, status = observed.memo, observed.status
         if memo.get(Memo.KIND) == WORKFLOW_KIND:
             return await self._workflow_task_view(task_id, observed)

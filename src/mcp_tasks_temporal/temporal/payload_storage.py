@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import hmac
 import tempfile
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -51,6 +52,13 @@ __all__ = ["KINDS", "MAX_SETTING", "STORAGE_SETTING", "add_storage_options"]
 
 class PayloadStorageError(ValueError):
     """The storage settings are incomplete or its driver's package is missing."""
+
+
+class StoredPayloadError(ValueError):
+    """A stored payload is gone or is not the one its reference names: never handed on as if it were.
+
+    The message names the payload by its digest only: where the storage lives is the operator's business.
+    """
 
 
 @dataclass(frozen=True)
@@ -160,7 +168,9 @@ async def _gcs_driver(stack: AsyncExitStack, settings: StorageSettings) -> Stora
 class LocalStorageDriver(StorageDriver):
     """Payloads as files under one directory, named by their SHA-256: a stored payload is stored once.
 
-    For one machine (`dev`): every process reading the payloads must see the directory.
+    Every read checks the file against the digest it is named by, so a file copied over another (one task's
+    result over another's) is refused, not served. For one machine (`dev`): every process reading the
+    payloads must see the directory.
     """
 
     def __init__(self, directory: Path, *, max_payload_size: int = DEFAULT_MAX_BYTES) -> None:
@@ -203,7 +213,9 @@ class LocalStorageDriver(StorageDriver):
         try:
             data = path.read_bytes()
         except FileNotFoundError:
-            raise ValueError(f"stored payload {digest} is gone from {self._directory}") from None
+            raise StoredPayloadError(f"stored payload sha256:{digest} is missing") from None
+        if not hmac.compare_digest(hashlib.sha256(data).hexdigest(), digest):
+            raise StoredPayloadError(f"stored payload sha256:{digest} does not match its digest")
         payload = Payload()
         payload.ParseFromString(data)
         return payload
