@@ -27,6 +27,7 @@ from temporalio.api.workflow.v1 import PendingActivityInfo
 from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.common import AutoUpgradeVersioningOverride, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.converter import WorkflowSerializationContext
 from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_tasks_temporal.front.closed_tasks import ClosedTaskCache
@@ -138,7 +139,11 @@ async def snapshot(client: Client, workflow_id: str) -> Snapshot:
     response = await client.workflow_service.describe_workflow_execution(request)
     info = response.workflow_execution_info
     fields = info.memo.fields
-    values = await client.data_converter.decode(list(fields.values())) if fields else []
+    # In this workflow's context: a codec that seals payloads for their workflow refuses another task's memo.
+    converter = client.data_converter.with_context(
+        WorkflowSerializationContext(namespace=client.namespace, workflow_id=workflow_id)
+    )
+    values = await converter.decode(list(fields.values())) if fields else []
     return Snapshot(
         namespace=client.namespace,
         workflow_id=info.execution.workflow_id,
