@@ -47,7 +47,7 @@ from mcp_tasks_temporal.temporal.contract import (
     as_object,
 )
 from mcp_tasks_temporal.temporal.fairness import FairnessPolicy
-from mcp_tasks_temporal.temporal.ids import is_task_id, owner_key, workflow_id
+from mcp_tasks_temporal.temporal.ids import is_task_id, owner_key, workflow_id, workflow_ids
 from mcp_tasks_temporal.temporal.inputs import response_problem
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits
@@ -356,18 +356,23 @@ class TemporalTaskGateway:
     async def observe(self, task_id: str, principal: str | None) -> Observed:
         if not is_task_id(task_id):
             raise TaskNotFoundError()
-        handle = self.client.get_workflow_handle(workflow_id(task_id, principal))
-        try:
-            seen = await snapshot(self.client, handle.id)
-        except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:
-                raise TaskNotFoundError() from None
-            raise
-        memo = seen.memo
-        if memo.get(Memo.OWNER) != owner_key(principal):
-            # The workflow ID already names the owner; the memo is what audits read, and a workflow
-            # started under a task's ID by anything else (an operator, another tool) is not a task.
+        # The current owner key first; during a migration window also the legacy one (ids.owner_keys).
+        for candidate, key in workflow_ids(task_id, principal):
+            handle = self.client.get_workflow_handle(candidate)
+            try:
+                seen = await snapshot(self.client, handle.id)
+            except RPCError as err:
+                if err.status == RPCStatusCode.NOT_FOUND:
+                    continue
+                raise
+            if seen.memo.get(Memo.OWNER) != key:
+                # The workflow ID already names the owner; the memo is what audits read, and a workflow
+                # started under a task's ID by anything else (an operator, another tool) is not a task.
+                raise TaskNotFoundError()
+            break
+        else:
             raise TaskNotFoundError()
+        memo = seen.memo
         memo.setdefault(Memo.CREATED_AT, seen.start_time_ms)
         ttl_ms = memo.get(Memo.TTL_MS)
         if ttl_ms is not None and now_ms() >= int(memo[Memo.CREATED_AT]) + int(ttl_ms):
