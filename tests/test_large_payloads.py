@@ -246,7 +246,7 @@ async def test_a_swapped_or_missing_local_blob_is_a_32603_naming_the_task_never_
 
     blobs: dict[str, set[Path]] = {}
     for name in ("first", "second", "third"):
-        seen = set(store.rglob("*")) if store.exists() else set()
+        seen = set(store.rglob("*")) if store.exists() else set[Path]()
         task_id = (await mcp.start("large_blob", {"size": 4096, "seed": name}))["taskId"]
         await _completed_in_temporal(temporal_client, task_id)
         blobs[task_id] = {path for path in set(store.rglob("*")) - seen if path.is_file()}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -239,7 +239,7 @@ async def test_schema_and_synchronous_call(mcp: TaskCalls) -> None:
 
 
 @asynccontextmanager
-async def puppet_task(world: NexusWorld, mcp: TaskCalls, temporal_client: Client) -> AsyncIterator[Puppeteer]:
+async def puppet_task(world: NexusWorld, mcp: TaskCalls, temporal_client: Client) -> AsyncGenerator[Puppeteer]:
     """A running `puppet` task, the worker of its handler in the team's namespace, and the handler's route."""
     team = await connect_temporal(world.stack.temporal, namespace=world.team_namespace)
     worker = Worker(team, task_queue=PUPPET_QUEUE, workflows=[Puppet], nexus_service_handlers=[PuppetService()])

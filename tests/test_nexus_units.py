@@ -72,6 +72,7 @@ def test_the_reply_route_needs_all_three_headers_in_any_case_and_the_memo_keeps_
     headers = {REPLY_ENDPOINT_HEADER.upper(): "reply", TASK_WORKFLOW_HEADER: "mcp-task/o/t", NONCE_HEADER: "n"}
     route = reply_route(headers)
     assert route == ReplyRoute(endpoint="reply", task="mcp-task/o/t", nonce="n")
+    assert route is not None
     assert reply_memo(route) == {REPLY_MEMO: {"endpoint": "reply"}}  # no nonce, no task ID where a listing shows it
     assert reply_route({TASK_WORKFLOW_HEADER: "mcp-task/o/t", NONCE_HEADER: "n"}) is None
     assert reply_route({}) is None

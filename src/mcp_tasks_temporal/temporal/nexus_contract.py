@@ -13,7 +13,7 @@ import binascii
 import json
 import urllib.parse
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 NEXUS_TOOL_WORKFLOW: Final = "mcp_tasks.NexusTool"
 
@@ -126,9 +126,12 @@ def handler_of_token(token: str | None) -> HandlerWorkflow | None:
         details = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
     except (binascii.Error, ValueError):
         return None
-    if not isinstance(details, dict) or details.get("t") != 1:  # 1: a workflow run
+    if not isinstance(details, dict):
         return None
-    namespace, workflow_id = details.get("ns"), details.get("wid")
+    fields = cast(dict[str, object], details)
+    if fields.get("t") != 1:  # 1: a workflow run
+        return None
+    namespace, workflow_id = fields.get("ns"), fields.get("wid")
     if not isinstance(namespace, str) or not isinstance(workflow_id, str) or not namespace or not workflow_id:
         return None
     return HandlerWorkflow(namespace, workflow_id)

@@ -129,6 +129,6 @@ def _sender() -> _Sender | None:
     else:
         sender = _Sender(None)
         # Registered now, not by the workflow class (it is the other team's): the start signal waited in a buffer.
-        workflow.set_signal_handler(ROUTE_SIGNAL, sender.take_route)
+        workflow.set_signal_handler(ROUTE_SIGNAL, sender.take_route)  # pyright: ignore[reportUnknownMemberType]
     setattr(instance, _SENDER_ATTRIBUTE, sender)
     return sender
