@@ -41,7 +41,7 @@ search attribute or listing: whoever can list their namespace learns no way to s
 
 MAX_SEQUENCE_STEP: Final = 10_000
 """How far past the newest shown report a status report's sequence may jump (reports are numbered 1, 2, ...)."""
-ASKED_BY_META: Final = "io.github.mcp-tasks-temporal/askedBy"
+ASKED_BY_META: Final = "mcp-tasks-temporal/askedBy"
 """`_meta` key of a question a Nexus handler asked: which operation of which endpoint asked it."""
 
 
