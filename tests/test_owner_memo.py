@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import os
+import stat
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -12,12 +14,14 @@ import httpx
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 
+from mcp_tasks_temporal.ops.dev.owner_secret import DATABASE_FILE, SECRET_FILE, use_dev_owner_secret
 from mcp_tasks_temporal.ops.operator_cli import principal_of
 from mcp_tasks_temporal.temporal.contract import TOOL_TASK_WORKFLOW, Memo, ToolTaskInput
 from mcp_tasks_temporal.temporal.fairness import FairnessPolicy, fairness_key
 from mcp_tasks_temporal.temporal.ids import (
     ANONYMOUS_OWNER,
     LEGACY_OWNERS_ENV,
+    MIN_SECRET_CHARS,
     OWNER_SECRET_ENV,
     OwnerSecretError,
     legacy_owner_key,
@@ -145,3 +149,30 @@ async def test_a_keyed_front_finds_tasks_stored_under_legacy_keys_only_in_the_mi
     assert (await stored.memo())[Memo.OWNER] == key.hexdigest()[:32]
     done = await TaskCalls(BearerMcp(migrating, http, "token-alice")).wait_for(new, timeout=60)
     assert done["status"] == "completed", done
+
+
+def test_dev_keeps_one_owner_secret_per_state_directory_readable_by_its_owner_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(OWNER_SECRET_ENV, raising=False)
+    fresh = tmp_path / "fresh"
+    use_dev_owner_secret(fresh)
+    drawn = os.environ[OWNER_SECRET_ENV]
+    assert len(drawn) >= MIN_SECRET_CHARS
+    assert stat.S_IMODE((fresh / SECRET_FILE).stat().st_mode) == 0o600
+    monkeypatch.delenv(OWNER_SECRET_ENV)
+    use_dev_owner_secret(fresh)  # a restart on the same state directory: the same keys
+    assert os.environ[OWNER_SECRET_ENV] == drawn
+
+    # A state directory with tasks from before keeps their unkeyed keys.
+    monkeypatch.delenv(OWNER_SECRET_ENV)
+    older = tmp_path / "older"
+    older.mkdir()
+    (older / DATABASE_FILE).write_bytes(b"")
+    use_dev_owner_secret(older)
+    assert OWNER_SECRET_ENV not in os.environ and not (older / SECRET_FILE).exists()
+
+    # A secret the environment sets wins.
+    monkeypatch.setenv(OWNER_SECRET_ENV, SECRET)
+    use_dev_owner_secret(fresh)
+    assert os.environ[OWNER_SECRET_ENV] == SECRET
