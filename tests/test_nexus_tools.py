@@ -414,18 +414,16 @@ async def test_a_handler_that_withdraws_its_question_does_not_end_the_task(
         asking = await mcp.wait_for(puppet.task_id, {"input_required"}, timeout=30)
         assert asking["inputRequests"]["go"]["params"]["message"] == "[hostile.puppet] Go on?"
         await puppet.order("withdraw")
-        await mcp.wait_for(
-            puppet.task_id, lambda task: task.get("statusMessage") == "withdrew the question", timeout=30
+        # Taken back from the client: the task works on, showing no question.
+        withdrawn = await mcp.wait_for(
+            puppet.task_id,
+            lambda task: task.get("statusMessage") == "withdrew the question" and "inputRequests" not in task,
+            timeout=30,
         )
-        # The client answers the question it was still shown: the answer has no taker, and the task goes on.
+        assert withdrawn["status"] == "working", withdrawn
+        # A client that answers anyway (it polled before) is ignored, as for any key no longer outstanding.
         assert "error" not in (await mcp.update(puppet.task_id, {"go": {"action": "accept", "content": {}}})).body
-        # Until the task has seen its answers fail to reach the withdrawn question's relay (which once ended it).
-        await taken_in(
-            puppet.ours,
-            lambda event: event.event_type == EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_FAILED,
-        )
-        seen = (await mcp.get(puppet.task_id)).result
-        assert seen["status"] == "working", seen
+        assert (await mcp.get(puppet.task_id)).result["status"] == "working"
         await puppet.order("finish")
         done = await mcp.wait_for(puppet.task_id, timeout=30)
         assert done["status"] == "completed" and done["result"]["isError"] is False, done

@@ -9,14 +9,17 @@ task workflow sends back. Cancelling the handler's operation cancels it.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from temporalio import workflow
+from temporalio.exceptions import FailureError
 
 from mcp_tasks_temporal.temporal.nexus_contract import (
     ANSWER_SIGNAL,
     ASK_SIGNAL,
     NEXUS_QUESTION_WORKFLOW,
+    WITHDRAW_SIGNAL,
     Answers,
     Ask,
     AskRequest,
@@ -24,6 +27,8 @@ from mcp_tasks_temporal.temporal.nexus_contract import (
 from mcp_tasks_temporal.temporal.workflow_api import task_error
 
 CALLER_PATCH = "nexus-question-caller"
+WITHDRAW_PATCH = "nexus-question-withdraw"
+"""A question its handler cancelled is taken back from the client, not left shown."""
 
 
 @workflow.defn(name=NEXUS_QUESTION_WORKFLOW)
@@ -37,7 +42,12 @@ class NexusQuestionWorkflow:
         # The caller the reply service stamped: the task takes questions only from its operation's handler.
         caller = request.caller if workflow.patched(CALLER_PATCH) else None
         await task.signal(ASK_SIGNAL, Ask(request.nonce, request.questions, workflow.info().workflow_id, caller))
-        await workflow.wait_condition(lambda: self._reply is not None)
+        try:
+            await workflow.wait_condition(lambda: self._reply is not None)
+        except asyncio.CancelledError:
+            if workflow.patched(WITHDRAW_PATCH):
+                await _withdraw(task)
+            raise
         assert self._reply is not None
         if self._reply.error is not None:
             error = self._reply.error
@@ -48,3 +58,10 @@ class NexusQuestionWorkflow:
     def answer(self, reply: Answers) -> None:
         if self._reply is None:
             self._reply = reply
+
+
+async def _withdraw(task: workflow.ExternalWorkflowHandle[Any]) -> None:
+    try:
+        await task.signal(WITHDRAW_SIGNAL, workflow.info().workflow_id)
+    except FailureError as err:  # the task already ended: nothing is shown any more
+        workflow.logger.info("a withdrawn question's task has ended: %s", err.message)

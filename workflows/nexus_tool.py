@@ -31,6 +31,7 @@ from mcp_tasks_temporal.temporal.nexus_contract import (
     REPLY_ENDPOINT_HEADER,
     STATUS_SIGNAL,
     TASK_WORKFLOW_HEADER,
+    WITHDRAW_SIGNAL,
     Answers,
     Ask,
     Caller,
@@ -39,13 +40,15 @@ from mcp_tasks_temporal.temporal.nexus_contract import (
     StatusReport,
     handler_of_token,
 )
-from mcp_tasks_temporal.temporal.workflow_api import request_inputs, set_status, task_error
+from mcp_tasks_temporal.temporal.workflow_api import request_inputs, set_status, task_error, withdraw_inputs
 
 EXPIRY_MARGIN_S = 30.0
 NEXUS_OPERATION_FAILED = "NexusOperationFailed"
 """ApplicationError type of a failed operation: the task completes with `isError: true` and its message."""
 CALLER_CHECK_PATCH = "nexus-reply-caller"
 """Reports and questions are taken only from the handler workflow the operation's start named."""
+WITHDRAW_PATCH = "nexus-question-withdraw"
+"""A question its handler cancelled (its relay says so) stops being shown."""
 
 
 @workflow.defn(name=NEXUS_TOOL_WORKFLOW)
@@ -60,6 +63,8 @@ class NexusToolWorkflow:
         self._started = False
         """Whether the operation's start returned: before that, reports wait to be checked."""
         self._early: list[StatusReport] = []
+        self._asking: dict[str, tuple[asyncio.Task[dict[str, dict[str, Any]]], set[str]]] = {}
+        """By relay workflow ID: the wait for a question's answers, and its keys, while the handler may withdraw it."""
 
     @workflow.run
     async def run(self, call: NexusCall) -> Any:
@@ -145,7 +150,18 @@ class NexusToolWorkflow:
         self._relayed.add(ask.relay_workflow_id)
         questions = self._attributed(ask.questions) if self._checks_caller else ask.questions
         try:
-            reply = Answers(answers=await request_inputs(questions))
+            if self._checks_caller and workflow.patched(WITHDRAW_PATCH):
+                asking = asyncio.create_task(request_inputs(questions))
+                self._asking[ask.relay_workflow_id] = (asking, set(questions))
+                try:
+                    answers = await asking
+                except asyncio.CancelledError:
+                    return  # withdrawn by the handler that asked: nobody waits for the answers
+                finally:
+                    self._asking.pop(ask.relay_workflow_id, None)
+            else:
+                answers = await request_inputs(questions)
+            reply = Answers(answers=answers)
         except ApplicationError as err:
             # A client that cannot answer (-32021) or a malformed question: the handler's request_input raises it.
             error: dict[str, Any] = dict(as_object(err.details[0])) if err.type == JSONRPC_ERROR and err.details else {}
@@ -161,6 +177,16 @@ class NexusToolWorkflow:
         except FailureError as err:
             # The handler cancelled its question (its relay is gone): the answer has no taker, the task goes on.
             workflow.logger.info("the answers to a withdrawn Nexus question were dropped: %s", err.message)
+
+    @workflow.signal(name=WITHDRAW_SIGNAL)
+    def withdraw_question(self, relay_workflow_id: str) -> None:
+        """The handler cancelled a question not answered yet: the client no longer sees it."""
+        asking = self._asking.get(relay_workflow_id)
+        if asking is None:
+            return  # answered already, or never relayed
+        wait, keys = asking
+        withdraw_inputs(keys)
+        wait.cancel()
 
     def _attributed(self, questions: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         """The questions as the client sees them: asked by the other team's operation, not by this server."""

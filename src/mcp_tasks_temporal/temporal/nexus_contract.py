@@ -168,6 +168,8 @@ ASK_SIGNAL: Final = "mcp_tasks.nexus_ask"
 """Relay workflow -> task workflow: an `Ask`."""
 ANSWER_SIGNAL: Final = "mcp_tasks.nexus_answer"
 """Task workflow -> relay workflow: an `Answers`."""
+WITHDRAW_SIGNAL: Final = "mcp_tasks.nexus_withdraw"
+"""Relay workflow -> task workflow: its relay workflow ID, once the handler cancelled the question."""
 
 
 @dataclass(frozen=True)
