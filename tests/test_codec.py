@@ -370,3 +370,30 @@ async def test_a_front_server_without_the_key_answers_a_json_rpc_error(
     reply = await stranger.get(created["taskId"])
     assert reply.status == 200 and reply.error["code"] == -32603
     assert "cannot decrypt" in encrypted.fronts[-1][0].log()  # the cause is in the operator's log
+
+
+async def test_another_tasks_sealed_memo_under_a_task_id_is_refused_not_shown(
+    encrypted: Stack, http: httpx.AsyncClient
+) -> None:
+    mcp = TaskCalls(HttpMcp(encrypted.url, http))
+    theirs = (await mcp.start("double", {"x": 21}))["taskId"]
+    assert (await mcp.wait_for(theirs))["status"] == "completed"
+    raw = Client(  # no codec: the memo as Temporal stores it, ciphertext sealed for their task's workflow
+        (await Client.connect(encrypted.temporal)).service_client, namespace="default"
+    )
+    info = (await raw.get_workflow_handle(workflow_id(theirs, None)).describe()).raw_description
+    sealed = dict(info.workflow_execution_info.memo.fields)
+    assert sealed and all(payload.metadata["encoding"] == ENCODING for payload in sealed.values())
+
+    # Their memo's ciphertext, copied whole under another task ID (as write access to the database could).
+    mine = str(uuid.uuid4())
+    handle = await raw.start_workflow(
+        "mcp_tasks.NoSuchWorkflow", id=workflow_id(mine, None), task_queue=f"nobody-{mine}", memo=sealed
+    )
+    try:
+        reply = await mcp.get(mine)
+        assert reply.error["code"] == -32603, reply.body  # refused: sealed for another workflow
+        assert mine in reply.error["message"]
+        assert "21" not in json.dumps(reply.body) and theirs not in json.dumps(reply.body)
+    finally:
+        await handle.terminate()

@@ -365,6 +365,8 @@ class TemporalTaskGateway:
                 if err.status == RPCStatusCode.NOT_FOUND:
                     continue
                 raise
+            except CodecError as err:
+                raise unreadable(task_id, err) from None
             if seen.memo.get(Memo.OWNER) != key:
                 # The workflow ID already names the owner; the memo is what audits read, and a workflow
                 # started under a task's ID by anything else (an operator, another tool) is not a task.
@@ -384,11 +386,7 @@ class TemporalTaskGateway:
         try:
             return await self._view(task_id, observed)
         except (StoredPayloadError, CodecError) as err:
-            # Gone, swapped or sealed for another task: refused, and said of this task, never served as its own.
-            logger.error("task %s: its payload cannot be read: %s", task_id, err)
-            raise MCPError(
-                code=INTERNAL_ERROR, message=f"Task {task_id}: its stored payload is missing or fails verification"
-            ) from None
+            raise unreadable(task_id, err) from None
 
     async def _view(self, task_id: str, observed: Observed) -> dict[str, Any]:
         memo, status = observed.memo, observed.status
@@ -436,6 +434,18 @@ class TemporalTaskGateway:
             if status.get("message"):
                 return str(status["message"]), int(status.get("at_ms", 0))
         return None
+
+
+def unreadable(task_id: str, err: Exception) -> MCPError:
+    """A task whose payloads are gone, altered, sealed for another task or under a key this front lacks.
+
+    Refused and said of this task, never served as its own; the detail (a digest, a key ID) goes to the log.
+    """
+    logger.error("task %s: cannot decrypt or read its payloads: %s", task_id, err)
+    return MCPError(
+        code=INTERNAL_ERROR,
+        message=f"Task {task_id}: its payloads cannot be read (missing, altered, or under a key this server lacks)",
+    )
 
 
 def _task(**fields: Any) -> dict[str, Any]:
