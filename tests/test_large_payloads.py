@@ -18,12 +18,13 @@ import pytest
 from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.converter import StorageDriverRetrieveContext, StorageDriverStoreContext
 
 from mcp_tasks_temporal.ops.cli import build_parser
 from mcp_tasks_temporal.temporal.contract import INVALID_PARAMS_CODE, PAYLOAD_TOO_LARGE_CODE
 from mcp_tasks_temporal.temporal.ids import workflow_id
 from mcp_tasks_temporal.temporal.payload_limits import DEFAULT_BLOB_LIMIT
-from mcp_tasks_temporal.temporal.payload_storage import LocalStorageDriver, StoredPayloadError
+from mcp_tasks_temporal.temporal.payload_storage import LocalStorageDriver, ReadFailuresNamed, StoredPayloadError
 from mcp_tasks_temporal.temporal.result_text import TEXT_FROM_STRUCTURED, compact, expand
 from tests.conftest import Stack
 from tests.fixture_app import pattern
@@ -292,6 +293,22 @@ def test_the_local_driver_refuses_a_file_that_is_not_the_payload_its_name_says(t
     with pytest.raises(StoredPayloadError) as missing:
         driver._retrieve_one(claim_one.claim_data)  # pyright: ignore[reportPrivateUsage]
     assert str(tmp_path) not in str(missing.value)
+
+
+class _Broken(LocalStorageDriver):
+    """A cloud driver's failure as temporalio's raise it: the bucket and key in the message."""
+
+    async def retrieve(self, context: Any, claims: Any) -> list[Payload]:
+        raise ValueError("S3StorageDriver integrity check failed [bucket=tenant-a, key=v0/ns/default/...]")
+
+
+async def test_any_drivers_failed_read_is_a_stored_payload_error_without_its_bucket_or_key(tmp_path: Path) -> None:
+    driver = ReadFailuresNamed(_Broken(tmp_path))
+    assert driver.name() == "mcp-tasks-temporal.local"  # claims name the driver: the wrapper keeps its name
+    [claim] = await driver.store(StorageDriverStoreContext(), [Payload(data=b"x")])
+    with pytest.raises(StoredPayloadError) as refused:
+        await driver.retrieve(StorageDriverRetrieveContext(), [claim])
+    assert "tenant-a" not in str(refused.value) and "v0/" not in str(refused.value)
 
 
 # -- settings and the stored-once form --------------------------------------------------

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import hmac
+import logging
 import tempfile
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -48,6 +49,8 @@ from mcp_tasks_temporal.temporal.payload_options import (
 )
 
 __all__ = ["KINDS", "MAX_SETTING", "STORAGE_SETTING", "add_storage_options"]
+
+logger = logging.getLogger("mcp_tasks_temporal")
 
 
 class PayloadStorageError(ValueError):
@@ -130,7 +133,7 @@ async def open_storage(settings: StorageSettings) -> AsyncGenerator[ExternalStor
             driver = await _s3_driver(stack, settings)
         else:
             driver = await _gcs_driver(stack, settings)
-        yield ExternalStorage(drivers=[driver], payload_size_threshold=settings.threshold)
+        yield ExternalStorage(drivers=[ReadFailuresNamed(driver)], payload_size_threshold=settings.threshold)
 
 
 async def _s3_driver(stack: AsyncExitStack, settings: StorageSettings) -> StorageDriver:
@@ -163,6 +166,37 @@ async def _gcs_driver(stack: AsyncExitStack, settings: StorageSettings) -> Stora
     return GCSStorageDriver(
         client=adapter.new_gcloud_aio_client(storage), bucket=settings.bucket, max_payload_size=settings.max_bytes
     )
+
+
+class ReadFailuresNamed(StorageDriver):
+    """A driver whose failed reads are a `StoredPayloadError`: the caller learns that, not the bucket or key.
+
+    temporalio's S3 and GCS drivers check each object against its digest too, and name the bucket and key
+    when that or the read fails; those details go to the log, where operators look, not to a client.
+    """
+
+    def __init__(self, driver: StorageDriver) -> None:
+        self._driver = driver
+
+    def name(self) -> str:
+        return self._driver.name()
+
+    def type(self) -> str:
+        return self._driver.type()
+
+    async def store(self, context: StorageDriverStoreContext, payloads: Sequence[Payload]) -> list[StorageDriverClaim]:
+        return await self._driver.store(context, payloads)
+
+    async def retrieve(
+        self, context: StorageDriverRetrieveContext, claims: Sequence[StorageDriverClaim]
+    ) -> list[Payload]:
+        try:
+            return await self._driver.retrieve(context, claims)
+        except StoredPayloadError:
+            raise
+        except Exception as err:
+            logger.error("reading a stored payload through %s failed: %s", self._driver.name(), err)
+            raise StoredPayloadError(f"a payload stored through {self._driver.name()} cannot be read") from err
 
 
 class LocalStorageDriver(StorageDriver):
