@@ -77,6 +77,10 @@ def temporal_errors() -> Generator[None]:
         # A front server without the key that sealed the task: an operator's fix, never the client's.
         logger.error("cannot decrypt a task's payloads: %s", err)
         raise MCPError(code=INTERNAL_ERROR, message="Task service misconfigured") from None
+    except StoredPayloadError as err:
+        # Outside a task's view (a synchronous call's result): no task to name, and never the storage's details.
+        logger.error("cannot read a stored payload: %s", err)
+        raise MCPError(code=INTERNAL_ERROR, message="A stored payload is missing or fails verification") from None
     except RPCError as err:
         if err.status == RPCStatusCode.INVALID_ARGUMENT:
             logger.warning("Temporal refused a task request: %s", err.message)
