@@ -54,7 +54,7 @@ from mcp_tasks_temporal.temporal.connection import (
 from mcp_tasks_temporal.temporal.contract import ActivityPolicy
 from mcp_tasks_temporal.temporal.deployment import Deployment, pinned_on_other_builds, set_current
 from mcp_tasks_temporal.temporal.fairness import FairnessPolicy
-from mcp_tasks_temporal.temporal.ids import owner_secret
+from mcp_tasks_temporal.temporal.ids import OWNER_SECRET_ENV, owner_secret
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics, RequestMetrics, install_metrics, metrics_runtime
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits, namespace_blob_limit
 from mcp_tasks_temporal.temporal.payload_storage import open_storage, storage_from_args
@@ -78,7 +78,13 @@ def configure(app: MCPServer[Any], args: argparse.Namespace) -> None:
         configure_model(args.agent_model)
     if getattr(args, "request_state_key", None):
         use_request_state_keys(app, args.request_state_key)
-    owner_secret()  # a secret too short to key owner keys stops the start, not a request
+    # A secret too short to key owner keys stops the start, not a request.
+    if owner_secret() is None and (getattr(args, "tokens", None) or getattr(args, "jwt_jwks", None)):
+        logger.warning(
+            "$%s is not set: owner keys are unkeyed hashes, and whoever sees workflow IDs can test guessed principals"
+            " against them (docs/operations.md, 'Owner keys')",
+            OWNER_SECRET_ENV,
+        )
     if "ttl_ms" in vars(args):
         extension.default_ttl_ms = args.ttl_ms
     if getattr(args, "poll_interval_ms", None):
