@@ -34,7 +34,7 @@ REPLY_MEMO: Final = "mcp_tasks.nexusReply"
 Handler workflows started before the route moved to `ROUTE_SIGNAL` also hold the task and its
 nonce here; `nexus_status` still reads that form."""
 ROUTE_SIGNAL: Final = "mcp_tasks.nexus_route"
-"""The start signal of a handler workflow (`start_task_workflow`): its `ReplyRoute`.
+"""The signal `start_task_workflow` sends a handler workflow right after its start: its `ReplyRoute`.
 
 A signal's input is in the history only, encoded by the other team's codec, never in a memo,
 search attribute or listing: whoever can list their namespace learns no way to speak for a task."""

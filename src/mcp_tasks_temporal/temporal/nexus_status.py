@@ -4,7 +4,7 @@ Nexus carries an operation's start, result, failure and cancellation, nothing
 in between: a query or signal cannot reach the caller's workflow across
 namespaces. So the caller's task workflow sends, with the operation's start,
 a reply endpoint (targeting its own namespace), its workflow ID and a nonce;
-`start_task_workflow` hands them to the handler workflow as its start signal
+`start_task_workflow` hands them to the handler workflow in a signal
 (the memo only marks that it reports); each `set_status` there starts one small
 Nexus operation back through that endpoint, and each `request_input` one
 operation whose result is the answers.
@@ -43,7 +43,7 @@ class _Sender:
 
     def __init__(self, route: ReplyRoute | None) -> None:
         self.route = route
-        """`None` until the start signal is delivered (the handler is registered on first use)."""
+        """`None` until the route signal is delivered (its handler is registered on first use)."""
         self.sequence = 0
         self.in_flight: set[asyncio.Task[None]] = set()
 
@@ -128,7 +128,7 @@ def _sender() -> _Sender | None:
         sender = _Sender(ReplyRoute(endpoint=str(memo["endpoint"]), task=str(memo["task"]), nonce=str(memo["nonce"])))
     else:
         sender = _Sender(None)
-        # Registered now, not by the workflow class (it is the other team's): the start signal waited in a buffer.
+        # Registered now, not by the workflow class (it is the other team's): the route signal waited in a buffer.
         workflow.set_signal_handler(ROUTE_SIGNAL, sender.take_route)  # pyright: ignore[reportUnknownMemberType]
     setattr(instance, _SENDER_ATTRIBUTE, sender)
     return sender
