@@ -89,6 +89,15 @@ def test_every_task_path_has_a_committed_history() -> None:
     assert {"workflow_tools/workflow_tool_question", "workflow_tools/workflow_tool_continued_last_run"} <= committed
     # Nexus tools: status and a question across namespaces (with its relay), and a cancel.
     assert {"nexus/nexus_tool_status_question", "nexus/nexus_tool_cancelled", "nexus/nexus_question_relay"} <= committed
+    # ... and with the reply's caller checked: forged reports ignored, an answer whose relay its handler cancelled,
+    # and a question its handler withdrew (task and relay).
+    assert {
+        "nexus/nexus_tool_caller_checked",
+        "nexus/nexus_question_relay_caller",
+        "nexus/nexus_tool_answer_to_cancelled_relay",
+        "nexus/nexus_tool_question_withdrawn",
+        "nexus/nexus_question_relay_withdrawn",
+    } <= committed
 
 
 async def test_the_recorder_still_records_every_path(temporal_client: Client) -> None:

@@ -27,6 +27,7 @@ from temporalio.api.workflow.v1 import PendingActivityInfo
 from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.common import AutoUpgradeVersioningOverride, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.converter import WorkflowSerializationContext
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -48,10 +49,11 @@ from mcp_tasks_temporal.temporal.contract import (
     as_object,
 )
 from mcp_tasks_temporal.temporal.fairness import FairnessPolicy
-from mcp_tasks_temporal.temporal.ids import is_task_id, owner_key, workflow_id
+from mcp_tasks_temporal.temporal.ids import is_task_id, owner_key, workflow_id, workflow_ids
 from mcp_tasks_temporal.temporal.inputs import response_problem
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits
+from mcp_tasks_temporal.temporal.payload_storage import StoredPayloadError
 from mcp_tasks_temporal.temporal.result_text import expand
 from mcp_tasks_temporal.temporal.search_attributes import start_attributes
 from mcp_tasks_temporal.temporal.tool_results import call_tool_result, failure_outcome
@@ -80,6 +82,10 @@ def temporal_errors() -> Generator[None]:
         # A front server without the key that sealed the task: an operator's fix, never the client's.
         logger.error("cannot decrypt a task's payloads: %s", err)
         raise MCPError(code=INTERNAL_ERROR, message="Task service misconfigured") from None
+    except StoredPayloadError as err:
+        # Outside a task's view (a synchronous call's result): no task to name, and never the storage's details.
+        logger.error("cannot read a stored payload: %s", err)
+        raise MCPError(code=INTERNAL_ERROR, message="A stored payload is missing or fails verification") from None
     except RPCError as err:
         if err.status == RPCStatusCode.INVALID_ARGUMENT:
             logger.warning("Temporal refused a task request: %s", err.message)
@@ -142,7 +148,11 @@ async def snapshot(client: Client, workflow_id: str) -> Snapshot:
     response = await client.workflow_service.describe_workflow_execution(request)
     info = response.workflow_execution_info
     fields = info.memo.fields
-    values = await client.data_converter.decode(list(fields.values())) if fields else []
+    # In this workflow's context: a codec that seals payloads for their workflow refuses another task's memo.
+    converter = client.data_converter.with_context(
+        WorkflowSerializationContext(namespace=client.namespace, workflow_id=workflow_id)
+    )
+    values = await converter.decode(list(fields.values())) if fields else []
     return Snapshot(
         namespace=client.namespace,
         workflow_id=info.execution.workflow_id,
@@ -370,18 +380,25 @@ class TemporalTaskGateway:
     async def observe(self, task_id: str, principal: str | None) -> Observed:
         if not is_task_id(task_id):
             raise TaskNotFoundError()
-        handle = self.client.get_workflow_handle(workflow_id(task_id, principal))
-        try:
-            seen = await snapshot(self.client, handle.id)
-        except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:
-                raise TaskNotFoundError() from None
-            raise
-        memo = seen.memo
-        if memo.get(Memo.OWNER) != owner_key(principal):
-            # The workflow ID already names the owner; the memo is what audits read, and a workflow
-            # started under a task's ID by anything else (an operator, another tool) is not a task.
+        # The current owner key first; during a migration window also the legacy one (ids.owner_keys).
+        for candidate, key in workflow_ids(task_id, principal):
+            handle = self.client.get_workflow_handle(candidate)
+            try:
+                seen = await snapshot(self.client, handle.id)
+            except RPCError as err:
+                if err.status == RPCStatusCode.NOT_FOUND:
+                    continue
+                raise
+            except CodecError as err:
+                raise unreadable(task_id, err) from None
+            if seen.memo.get(Memo.OWNER) != key:
+                # The workflow ID already names the owner; the memo is what audits read, and a workflow
+                # started under a task's ID by anything else (an operator, another tool) is not a task.
+                raise TaskNotFoundError()
+            break
+        else:
             raise TaskNotFoundError()
+        memo = seen.memo
         memo.setdefault(Memo.CREATED_AT, seen.start_time_ms)
         ttl_ms = memo.get(Memo.TTL_MS)
         if ttl_ms is not None and now_ms() >= int(memo[Memo.CREATED_AT]) + int(ttl_ms):
@@ -390,6 +407,12 @@ class TemporalTaskGateway:
 
     async def view(self, task_id: str, observed: Observed) -> dict[str, Any]:
         """The `DetailedTask` of an observed workflow, tool task or workflow tool alike."""
+        try:
+            return await self._view(task_id, observed)
+        except (StoredPayloadError, CodecError) as err:
+            raise unreadable(task_id, err) from None
+
+    async def _view(self, task_id: str, observed: Observed) -> dict[str, Any]:
         memo, status = observed.memo, observed.status
         if memo.get(Memo.KIND) == WORKFLOW_KIND:
             return await self._workflow_task_view(task_id, observed)
@@ -435,6 +458,18 @@ class TemporalTaskGateway:
             if status.get("message"):
                 return str(status["message"]), int(status.get("at_ms", 0))
         return None
+
+
+def unreadable(task_id: str, err: Exception) -> MCPError:
+    """A task whose payloads are gone, altered, sealed for another task or under a key this front lacks.
+
+    Refused and said of this task, never served as its own; the detail (a digest, a key ID) goes to the log.
+    """
+    logger.error("task %s: cannot decrypt or read its payloads: %s", task_id, err)
+    return MCPError(
+        code=INTERNAL_ERROR,
+        message=f"Task {task_id}: its payloads cannot be read (missing, altered, or under a key this server lacks)",
+    )
 
 
 def _task(**fields: Any) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from mcp_tasks_temporal.ops.cli_options import KEYS_ENV
 from mcp_tasks_temporal.temporal.codec import ENCODING, codec_from_args
 from mcp_tasks_temporal.temporal.connection import ConnectionOptions
 from mcp_tasks_temporal.temporal.connection import connect as connect_temporal_client
-from mcp_tasks_temporal.temporal.ids import WORKFLOW_ID_PREFIX, is_task_id, owner_key, workflow_id
+from mcp_tasks_temporal.temporal.ids import WORKFLOW_ID_PREFIX, is_task_id, owner_key, workflow_id, workflow_ids
 from mcp_tasks_temporal.temporal.payload_storage import open_storage, storage_from_args
 from mcp_tasks_temporal.temporal.web_ui import web_ui_link
 
@@ -178,7 +178,7 @@ async def _find_task(client: Client, task: str, principal: str | None) -> TaskRu
     elif not is_task_id(task):
         return None
     elif principal is not None:
-        candidates = [workflow_id(task, principal)]
+        candidates = [candidate for candidate, _ in workflow_ids(task, principal)]
     else:
         candidates = [workflow_id(task, None)]
         # Without the principal the owner key is unknown: the task ID is unique, so look it up.

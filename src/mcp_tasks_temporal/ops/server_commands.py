@@ -37,6 +37,7 @@ from mcp_tasks_temporal.ops.cli_options import DEFAULT_UI_ORIGINS
 from mcp_tasks_temporal.ops.codec_server import codec_app
 from mcp_tasks_temporal.ops.dev.embedded_temporal import EmbeddedTemporal, embedded_temporal
 from mcp_tasks_temporal.ops.dev.nexus_routes import EndpointRoute
+from mcp_tasks_temporal.ops.dev.owner_secret import use_dev_owner_secret
 from mcp_tasks_temporal.ops.dev.ports import PortInUseError, check_ports
 from mcp_tasks_temporal.ops.dev.state_dir import StateDirLock, state_dir_lock
 from mcp_tasks_temporal.ops.dev.worker_process import (
@@ -55,6 +56,7 @@ from mcp_tasks_temporal.temporal.connection import (
 from mcp_tasks_temporal.temporal.contract import ActivityPolicy
 from mcp_tasks_temporal.temporal.deployment import Deployment, pinned_on_other_builds, set_current
 from mcp_tasks_temporal.temporal.fairness import FairnessPolicy
+from mcp_tasks_temporal.temporal.ids import OWNER_SECRET_ENV, owner_secret
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics, RequestMetrics, install_metrics, metrics_runtime
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits, namespace_blob_limit
 from mcp_tasks_temporal.temporal.payload_storage import open_storage, storage_from_args
@@ -82,6 +84,13 @@ def configure(app: MCPServer[Any], args: argparse.Namespace) -> None:
         use_request_state_keys(app, args.request_state_key)
         # The same shared secrets, so any front checks the session IDs every other one hands out.
         extension.session_keys = SessionKeys(args.request_state_key)
+    # A secret too short to key owner keys stops the start, not a request.
+    if owner_secret() is None and (getattr(args, "tokens", None) or getattr(args, "jwt_jwks", None)):
+        logger.warning(
+            "$%s is not set: owner keys are unkeyed hashes, and whoever sees workflow IDs can test guessed principals"
+            " against them (docs/operations.md, 'Owner keys')",
+            OWNER_SECRET_ENV,
+        )
     if "ttl_ms" in vars(args):
         extension.default_ttl_ms = args.ttl_ms
     if getattr(args, "poll_interval_ms", None):
@@ -279,6 +288,7 @@ async def dev(args: argparse.Namespace) -> None:
         # The state directory first: a Temporal server a killed `dev` left running there still holds
         # its ports, and is stopped before they are checked.
         lock = stack.enter_context(state_dir_lock(args.state_dir)) if args.state_dir is not None else None
+        use_dev_owner_secret(args.state_dir)
         await _run_dev(stack, lock, args)
 
 

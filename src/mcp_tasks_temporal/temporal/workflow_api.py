@@ -23,7 +23,7 @@ between runs. Outside an MCP task (the workflow started some other way)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -145,6 +145,22 @@ async def request_inputs(requests: Mapping[str, Any]) -> dict[str, dict[str, Any
         state.publish()
     await workflow.wait_condition(lambda: all(key in state.answers for key in questions))
     return {key: state.answers[key] for key in questions}
+
+
+def withdraw_inputs(keys: Iterable[str]) -> None:
+    """Take back questions not answered yet: the task stops showing them, and their keys may be asked anew.
+
+    Whoever awaits their answers must stop waiting (cancel it): they will not come.
+    """
+    state = _state()
+    withdrawn = [key for key in keys if key in state.outstanding]
+    if not withdrawn:
+        return
+    for key in withdrawn:
+        del state.outstanding[key]
+        state.asked.pop(key, None)
+    state.status = "input_required" if state.outstanding else "working"
+    state.publish()
 
 
 @dataclass
