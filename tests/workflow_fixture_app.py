@@ -25,6 +25,7 @@ app = MCPServer("workflow-fixture-app", version="0.0.1", extensions=[tasks])
 
 tasks.workflow_tool(GreetingWorkflow, name="greet")
 tasks.workflow_tool(PipelineWorkflow, name="release", activities=[run_step])
+tasks.workflow_tool(PipelineWorkflow, name="release_asking", activities=[run_step], asks=["elicitation"])
 tasks.workflow_tool(FailingWorkflow, name="fail", activities=[refuse, run_step])
 tasks.workflow_tool(LoopingWorkflow, name="loop", activities=[run_step])
 tasks.workflow_tool(QuestionsWorkflow, name="questions")

@@ -33,7 +33,7 @@ _CORPUS = {
 
 
 # A Temporal workflow as a tool: every step an activity, status and an approval question from the workflow.
-tasks.workflow_tool(BuildPipeline, name="build_pipeline", activities=[build_step])
+tasks.workflow_tool(BuildPipeline, name="build_pipeline", activities=[build_step], asks=["elicitation"])
 
 
 @tasks.tool(policy="optional")
@@ -68,4 +68,4 @@ except ImportError as missing:
 
 else:
     # A sub-agent in a task: its own model (--agent-model, OPENAI_BASE_URL) and tools, asking through the task.
-    sub_agent_tool(tasks, ReviewCode, activities=[prepare_review])
+    sub_agent_tool(tasks, ReviewCode, activities=[prepare_review], asks=["elicitation"])

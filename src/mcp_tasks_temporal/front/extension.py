@@ -47,7 +47,8 @@ from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflow
 from mcp_tasks_temporal.front.errors import HeaderMismatchError
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, WorkflowTask, temporal_errors
 from mcp_tasks_temporal.front.listen import TaskListen
-from mcp_tasks_temporal.front.request_capabilities import declares_tasks
+from mcp_tasks_temporal.front.plain_calls import PlainCalls
+from mcp_tasks_temporal.front.request_capabilities import declared_capabilities, declares_tasks, is_modern
 from mcp_tasks_temporal.front.task_watch import TaskWatchHub
 from mcp_tasks_temporal.sdk_compat import (
     get_tool,
@@ -56,7 +57,7 @@ from mcp_tasks_temporal.sdk_compat import (
     set_output_schema,
     validate_arguments,
 )
-from mcp_tasks_temporal.temporal.capabilities import check_asks, undeclared_asks
+from mcp_tasks_temporal.temporal.capabilities import check_asks, refusal_for_revision, undeclared_asks
 from mcp_tasks_temporal.temporal.contract import EXTENSION_ID, ActivityPolicy, ToolTaskInput
 from mcp_tasks_temporal.temporal.deployment import Versioning, check_versioning
 from mcp_tasks_temporal.temporal.fairness import check_priority
@@ -171,6 +172,7 @@ class TasksExtension(Extension):
     _gateway: TemporalTaskGateway | None = field(default=None, init=False)
     _server: MCPServer[Any] | None = field(default=None, init=False)
     _hub: TaskWatchHub | None = field(default=None, init=False)
+    _plain_calls: PlainCalls | None = field(default=None, init=False)
     _plugins: list[Any] = field(default_factory=list[Any], init=False)
     _call_checks: dict[str, Callable[[], str | None]] = field(
         default_factory=dict[str, Callable[[], "str | None"]], init=False
@@ -436,6 +438,7 @@ class TasksExtension(Extension):
         # How long a front retries a task's history before ending its listeners' streams (`docs/operations.md`).
         give_up = float(os.environ.get(PUSH_GIVE_UP_ENV) or 300)
         self._hub = TaskWatchHub(gateway, give_up_after_s=give_up)
+        self._plain_calls = PlainCalls(lambda: self.gateway, lambda: self._running_hub())
         server.middleware.append(RejectLoneSurrogates())
         server.middleware.append(TaskListen(server, gateway, self._hub))
         server.middleware.append(LegacyTasks(self, self._hub))
@@ -466,6 +469,11 @@ class TasksExtension(Extension):
         assert tool is not None
         # Published as is: the result is mapped from the decoded return value, not validated against a model.
         set_output_schema(tool, options.output_schema())
+
+    def _running_hub(self) -> TaskWatchHub:
+        if self._hub is None:
+            raise RuntimeError("attach the extension before serving calls")
+        return self._hub
 
     @property
     def gateway(self) -> TemporalTaskGateway:
@@ -530,6 +538,7 @@ class TasksExtension(Extension):
         gets, or `None` when `params` names no tool that may run as a task.
         `envelope` is the `_meta` the tool will see (its client and capabilities).
         """
+        self._check_asks(params.name, ctx)
         workflow_options = self._workflow_tools.get(params.name)
         if workflow_options is not None:
             if workflow_options.policy == "never":
@@ -573,15 +582,18 @@ class TasksExtension(Extension):
             )
 
     def _check_asks(self, tool_name: str, ctx: ServerRequestContext[Any, Any]) -> None:
-        """-32021 for a client that cannot answer what the tool declared it asks."""
+        """-32021 for a client that cannot answer what the tool declared it asks, naming what its revision needs."""
         tool_options = self._tools.get(tool_name)
         asks = tool_options.asks if tool_options is not None else self._workflow_asks.get(tool_name, ())
-        capabilities = ctx.session.client_capabilities
-        if not asks or capabilities is None:
-            return  # nothing declared, or a handshake client whose capabilities this stateless front never saw
-        refusal = undeclared_asks(asks, capabilities.model_dump(by_alias=True, exclude_none=True))
-        if refusal is not None:
-            raise MCPError(code=refusal.code, message=refusal.message, data=refusal.data)
+        capabilities = declared_capabilities(ctx) if asks else None
+        if capabilities is None:
+            return  # nothing declared, or a handshake client that echoes no handshake
+        refusal = undeclared_asks(asks, capabilities)
+        if refusal is None:
+            return
+        if not declares_tasks(ctx):
+            refusal = refusal_for_revision(refusal, modern=is_modern(ctx))
+        raise MCPError(code=refusal.code, message=refusal.message, data=refusal.data)
 
     async def _resolve_before_task(
         self, params: CallToolRequestParams, ctx: ServerRequestContext[Any, Any]
@@ -618,7 +630,15 @@ class TasksExtension(Extension):
         if options.policy == "never" or not declares_tasks(ctx):
             if options.policy == "required":
                 require_client_extension(ctx, EXTENSION_ID)
-            return await call_next(ctx)  # the app's tool: validates, then `_run_workflow_synchronously`
+            if self._plain_calls is None:
+                return await call_next(ctx)  # the app's tool: validates, then `_run_workflow_synchronously`
+            # A task held open for its result, with its questions inside the call (`front/plain_calls.py`).
+            return await self._plain_calls.serve(
+                params,
+                ctx,
+                _envelope(ctx),
+                lambda envelope: self._create_workflow_tool_task(options, params, ctx, envelope),
+            )
         created = await self._create_workflow_tool_task(options, params, ctx, _envelope(ctx))
         if created is None:
             return await call_next(ctx)
