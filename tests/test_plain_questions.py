@@ -221,19 +221,78 @@ async def test_an_undeclared_question_to_a_client_that_cannot_answer_cancels_the
     assert error["code"] == MISSING_CAPABILITY, reply.body
     assert error["data"]["requiredCapabilities"] == {"elicitation": {}}
     assert steps_run(effects) == ["ran-checkout", "ran-compile", "ran-test"]
-    task = await _cancelled_task_of(await connect_temporal(temporal), fronts.task_queue, effects)
+    task = await _closed_run_of(await connect_temporal(temporal), fronts.task_queue, "Canceled", str(effects))
     assert "elicitation" in task["statusMessage"]
 
 
-async def _cancelled_task_of(client: TemporalClient, task_queue: str, effects: Path) -> dict[str, Any]:
-    """The memo of the cancelled run this test's pipeline (its own effects folder) left behind."""
-    query = f'TaskQueue = "{task_queue}" AND ExecutionStatus = "Canceled"'
+async def test_an_unanswered_question_expires_with_the_task_and_a_late_retry_is_told_so(
+    fronts: Stack, http: httpx.AsyncClient, temporal: str
+) -> None:
+    marker = f"expiry-{uuid.uuid4()}"  # an ignored kind, to find this test's run
+    params = {"name": "questions_short_lived", "arguments": {"kinds": ["elicitation", marker]}}
+    asking = (await call(fronts.url, http, params, capabilities=ELICIT)).result
+    assert asking["resultType"] == "input_required"
+    await _closed_run_of(await connect_temporal(temporal), fronts.task_queue, "TimedOut", marker)
+    answers = {"approve": YES, "reviewer": {"action": "decline"}}
+    late = await call(fronts.url, http, {**params, "inputResponses": answers, "requestState": asking["requestState"]})
+    assert late.error["code"] == INVALID_PARAMS
+    assert late.error.get("data") != {"reason": "invalid_request_state"}, "the state is good; the task has expired"
+
+
+async def _closed_run_of(client: TemporalClient, task_queue: str, status: str, marker: str) -> dict[str, Any]:
+    """The memo of the closed run whose arguments hold `marker` (a test's own effects folder or tag)."""
+    query = f'TaskQueue = "{task_queue}" AND ExecutionStatus = "{status}"'
     with anyio.fail_after(WAIT):
         while True:
             async for execution in client.list_workflows(query):
                 handle = client.get_workflow_handle(execution.id)
                 history = await handle.fetch_history()
                 started = history.events[0].workflow_execution_started_event_attributes
-                if str(effects).encode() in started.input.payloads[0].data:
+                if marker.encode() in started.input.payloads[0].data:
                     return await execution.memo()
             await anyio.sleep(0.2)
+
+
+async def test_a_question_the_client_lacks_one_capability_for_cancels_the_task_and_names_it(
+    fronts: Stack, http: httpx.AsyncClient
+) -> None:
+    questions = {"name": "questions", "arguments": {"kinds": ["elicitation", "sampling"]}}
+    error = (await call(fronts.url, http, questions, capabilities=ELICIT)).error
+    assert error["code"] == MISSING_CAPABILITY
+    assert error["data"]["requiredCapabilities"] == {"sampling": {}}
+
+
+@pytest.mark.parametrize(
+    ("tasks", "capabilities", "asks"),
+    [(False, {}, False), (False, ELICIT, True), (True, {}, False), (True, ELICIT, True)],
+)
+async def test_a_workflow_asks_only_a_client_that_can_answer(
+    fronts: Stack, http: httpx.AsyncClient, tasks: bool, capabilities: dict[str, Any], asks: bool
+) -> None:
+    reply = await HttpMcp(fronts.url, http).request(
+        "tools/call",
+        {"name": "maybe_ask", "arguments": {}},
+        tasks=tasks,
+        capabilities=capabilities,
+        headers=bearer(ALICE),
+    )
+    result = reply.result
+    if tasks:
+        task = await _task_when_settled(fronts.url, http, result["taskId"])
+        assert (task["status"] == "input_required") is asks, task
+        if not asks:
+            assert task["result"]["content"][0]["text"] == "decided alone"
+    elif asks:
+        assert result["resultType"] == "input_required"
+    else:
+        assert result["content"][0]["text"] == "decided alone"
+
+
+async def _task_when_settled(url: str, http: httpx.AsyncClient, task_id: str) -> dict[str, Any]:
+    client = HttpMcp(url, http)
+    with anyio.fail_after(WAIT):
+        while True:
+            task = (await client.request("tasks/get", {"taskId": task_id}, headers=bearer(ALICE))).result
+            if task["status"] != "working":
+                return task
+            await anyio.sleep(0.1)

@@ -68,4 +68,4 @@ except ImportError as missing:
 
 else:
     # A sub-agent in a task: its own model (--agent-model, OPENAI_BASE_URL) and tools, asking through the task.
-    sub_agent_tool(tasks, ReviewCode, activities=[prepare_review], asks=["elicitation"])
+    sub_agent_tool(tasks, ReviewCode, activities=[prepare_review])

@@ -49,9 +49,15 @@ Start = Callable[[dict[str, Any]], Awaitable["dict[str, Any] | CallToolResult | 
 """Starts the call's task with this envelope: its `CreateTaskResult` fields, or the tool error for bad arguments."""
 
 
-def plain_call_envelope(envelope: Mapping[str, Any]) -> dict[str, Any]:
-    """The task's envelope: the client's own, marked so the workflow publishes every question to the front."""
-    return {**envelope, PLAIN_CALL_META_KEY: True}
+def plain_call_envelope(ctx: ServerRequestContext[Any, Any], envelope: Mapping[str, Any]) -> dict[str, Any]:
+    """The task's envelope: the client's own, marked so the workflow publishes every question to the front.
+
+    It names what the client can answer inside the call, so workflow code may go on
+    without asking what nobody can answer (`workflow_api.can_ask`).
+    """
+    answerable = dict(declared_capabilities(ctx) or {}) if is_modern(ctx) else {}
+    answerable.pop("extensions", None)
+    return {**envelope, PLAIN_CALL_META_KEY: {"answerable": answerable}}
 
 
 def request_state(task_id: str) -> str:
@@ -92,7 +98,7 @@ class PlainCalls:
             with temporal_errors():
                 await self._gateway().update(task_id, principal, answers)
             return await self._hold(ctx, task_id, principal, answered=set(answers))
-        created = await start(plain_call_envelope(envelope))
+        created = await start(plain_call_envelope(ctx, envelope))
         if created is None:
             raise MCPError(code=INTERNAL_ERROR, message=f"Tool {params.name!r} cannot run")
         if isinstance(created, CallToolResult):

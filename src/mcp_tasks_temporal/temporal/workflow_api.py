@@ -46,7 +46,7 @@ from mcp_tasks_temporal.temporal.contract import (
 from mcp_tasks_temporal.temporal.nexus_status import ask_across, called_over_nexus, forward_status
 from mcp_tasks_temporal.temporal.search_attributes import upsert_status
 
-__all__ = ["INVALID_INPUT_REQUEST", "request_input", "request_inputs", "set_status", "task_error"]
+__all__ = ["INVALID_INPUT_REQUEST", "can_ask", "request_input", "request_inputs", "set_status", "task_error"]
 
 INVALID_INPUT_REQUEST: Final = "InvalidInputRequest"
 """ApplicationError type of a malformed question or a key asked twice: a bug in the workflow, shown as a tool error."""
@@ -124,7 +124,7 @@ async def request_inputs(requests: Mapping[str, Any]) -> dict[str, dict[str, Any
     if not questions:
         return {}
     envelope = as_object(workflow.memo_value(Memo.ENVELOPE, {}))
-    if not (envelope.get(PLAIN_CALL_META_KEY) is True and workflow.patched(PLAIN_CALL_PATCH)):
+    if not (PLAIN_CALL_META_KEY in envelope and workflow.patched(PLAIN_CALL_PATCH)):
         _check_answerable(questions, envelope.get(CLIENT_CAPABILITIES_META_KEY))
     # else: the front holding the plain call relays each question inside the call, or cancels the task.
     state = _state()
@@ -166,6 +166,27 @@ def _check_answerable(questions: Mapping[str, dict[str, Any]], capabilities: Any
         refusal = missing_capability(question, capabilities)
         if refusal is not None:
             raise task_error(refusal.code, refusal.message, refusal.data)
+
+
+def can_ask(request: Any) -> bool:
+    """Whether the task's client can answer `request`, so a workflow may go on without asking instead.
+
+    `request_input` of a question the client cannot answer fails the task with -32021
+    (a client of the tasks extension), or cancels it (a plain call held open by a front);
+    a workflow that can do without the answer asks this first. Reads the memo only: no
+    command, so adding the check to a workflow changes nothing in its history.
+    """
+    if not _in_task():
+        return called_over_nexus()  # the calling task decides
+    question = _wire_request("question", request)
+    envelope = as_object(workflow.memo_value(Memo.ENVELOPE, {}))
+    plain_call = envelope.get(PLAIN_CALL_META_KEY)
+    if plain_call is not None:
+        return missing_capability(question, as_object(plain_call).get("answerable")) is None
+    capabilities = envelope.get(CLIENT_CAPABILITIES_META_KEY)
+    if EXTENSION_ID not in as_object(as_object(capabilities).get("extensions")):
+        return False
+    return missing_capability(question, capabilities) is None
 
 
 @dataclass
