@@ -35,7 +35,7 @@ pytestmark = pytest.mark.anyio
 
 WF_APP = "tests.workflow_fixture_app:app"
 ALICE, BOB = "alice-plain-3f1b", "bob-plain-8c2d"
-ELICIT = {"elicitation": {}}
+ELICIT: dict[str, Any] = {"elicitation": {}}
 YES = {"action": "accept", "content": {"approve": True}}
 MISSING_CAPABILITY = -32021
 INVALID_PARAMS = -32602
@@ -189,7 +189,7 @@ async def test_a_2025_client_without_elicitation_is_refused_before_any_step_and_
     fronts: Stack, http: httpx.AsyncClient, effects: Path
 ) -> None:
     host = LegacyMcp(fronts.url, http, headers=bearer(ALICE))
-    initialize = {
+    initialize: dict[str, Any] = {
         "jsonrpc": "2.0",
         "id": 0,
         "method": "initialize",
@@ -249,7 +249,7 @@ async def _closed_run_of(client: TemporalClient, task_queue: str, status: str, m
                 history = await handle.fetch_history()
                 started = history.events[0].workflow_execution_started_event_attributes
                 if marker.encode() in started.input.payloads[0].data:
-                    return await execution.memo()
+                    return dict(await execution.memo())
             await anyio.sleep(0.2)
 
 
@@ -262,9 +262,12 @@ async def test_a_question_the_client_lacks_one_capability_for_cancels_the_task_a
     assert error["data"]["requiredCapabilities"] == {"sampling": {}}
 
 
+NONE: dict[str, Any] = {}
+
+
 @pytest.mark.parametrize(
     ("tasks", "capabilities", "asks"),
-    [(False, {}, False), (False, ELICIT, True), (True, {}, False), (True, ELICIT, True)],
+    [(False, NONE, False), (False, ELICIT, True), (True, NONE, False), (True, ELICIT, True)],
 )
 async def test_a_workflow_asks_only_a_client_that_can_answer(
     fronts: Stack, http: httpx.AsyncClient, tasks: bool, capabilities: dict[str, Any], asks: bool
