@@ -185,9 +185,11 @@ async def test_a_plain_2026_client_without_elicitation_is_refused_before_any_ste
     assert steps_run(effects) == []
 
 
-async def test_a_2025_client_without_elicitation_is_refused_before_any_step_and_told_only_elicitation(
-    fronts: Stack, http: httpx.AsyncClient, effects: Path
+@pytest.mark.parametrize("tool", ["release_asking", "release"])
+async def test_a_2025_client_without_elicitation_is_told_only_elicitation(
+    fronts: Stack, http: httpx.AsyncClient, effects: Path, tool: str
 ) -> None:
+    """Refused before any step by a tool that declares it asks; at the question by one that does not."""
     host = LegacyMcp(fronts.url, http, headers=bearer(ALICE))
     initialize: dict[str, Any] = {
         "jsonrpc": "2.0",
@@ -203,11 +205,11 @@ async def test_a_2025_client_without_elicitation_is_refused_before_any_step_and_
     session = (await http.post(fronts.url, json=initialize, headers=headers)).headers.get("mcp-session-id")
     assert session is not None
     host.extra_headers["mcp-session-id"] = session
-    reply = await host.request("tools/call", {"name": "release_asking", "arguments": pipeline(effects)})
+    reply = await host.request("tools/call", {"name": tool, "arguments": pipeline(effects)})
     error = reply.error
     assert error["code"] == MISSING_CAPABILITY, reply.body
     assert error["data"] == {"requiredCapabilities": {"elicitation": {}}}, "a 2025 client cannot declare extensions"
-    assert steps_run(effects) == []
+    assert steps_run(effects) == ([] if tool == "release_asking" else ["ran-checkout", "ran-compile", "ran-test"])
 
 
 # -- a question nobody can answer ----------------------------------------------------------------

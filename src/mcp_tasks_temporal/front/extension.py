@@ -57,8 +57,14 @@ from mcp_tasks_temporal.sdk_compat import (
     set_output_schema,
     validate_arguments,
 )
-from mcp_tasks_temporal.temporal.capabilities import check_asks, refusal_for_revision, undeclared_asks
-from mcp_tasks_temporal.temporal.contract import EXTENSION_ID, ActivityPolicy, ToolTaskInput
+from mcp_tasks_temporal.temporal.capabilities import Refusal, check_asks, refusal_for_revision, undeclared_asks
+from mcp_tasks_temporal.temporal.contract import (
+    EXTENSION_ID,
+    MISSING_CAPABILITY_CODE,
+    ActivityPolicy,
+    ToolTaskInput,
+    as_object,
+)
 from mcp_tasks_temporal.temporal.deployment import Versioning, check_versioning
 from mcp_tasks_temporal.temporal.fairness import check_priority
 from mcp_tasks_temporal.temporal.ids import new_task_id, owner_key
@@ -521,7 +527,17 @@ class TasksExtension(Extension):
         if not declares_tasks(ctx):
             if options.policy == "required":
                 require_client_extension(ctx, EXTENSION_ID)
-            return await call_next(ctx)
+            if is_modern(ctx):
+                return await call_next(ctx)
+            try:
+                return await call_next(ctx)
+            except MCPError as err:
+                data = as_object(err.error.data)
+                if err.error.code != MISSING_CAPABILITY_CODE or not data:
+                    raise
+                # A handshake client can never declare the extension: tell it what its revision lacks.
+                refusal = refusal_for_revision(Refusal(err.error.code, err.error.message, dict(data)), modern=False)
+                raise MCPError(code=refusal.code, message=refusal.message, data=refusal.data) from None
         if options.resolve_inputs_first:
             answered_now = await self._resolve_before_task(params, ctx)
             if answered_now is not None:
