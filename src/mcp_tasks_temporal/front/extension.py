@@ -47,7 +47,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflow
 from mcp_tasks_temporal.front.errors import HeaderMismatchError
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, WorkflowTask, temporal_errors
 from mcp_tasks_temporal.front.listen import TaskListen
-from mcp_tasks_temporal.front.plain_calls import PlainCalls
+from mcp_tasks_temporal.front.plain_calls import PlainCalls, plain_call_envelope, task_of
 from mcp_tasks_temporal.front.request_capabilities import declared_capabilities, declares_tasks, is_modern
 from mcp_tasks_temporal.front.task_watch import TaskWatchHub
 from mcp_tasks_temporal.sdk_compat import (
@@ -646,15 +646,10 @@ class TasksExtension(Extension):
         if options.policy == "never" or not declares_tasks(ctx):
             if options.policy == "required":
                 require_client_extension(ctx, EXTENSION_ID)
-            if self._plain_calls is None:
-                return await call_next(ctx)  # the app's tool: validates, then `_run_workflow_synchronously`
-            # A task held open for its result, with its questions inside the call (`front/plain_calls.py`).
-            return await self._plain_calls.serve(
-                params,
-                ctx,
-                _envelope(ctx),
-                lambda envelope: self._create_workflow_tool_task(options, params, ctx, envelope),
-            )
+            if self._plain_calls is not None and task_of(params.request_state) is not None:
+                # The retry carrying the answers to a held plain call's question (`front/plain_calls.py`).
+                return await self._plain_calls.resume(params, ctx)
+            return await call_next(ctx)  # the app's tool: validates, then `_run_workflow_synchronously`
         created = await self._create_workflow_tool_task(options, params, ctx, _envelope(ctx))
         if created is None:
             return await call_next(ctx)
@@ -712,13 +707,23 @@ class TasksExtension(Extension):
 
     async def _run_workflow_synchronously(
         self, options: WorkflowToolOptions, arguments: dict[str, Any], context: Context[Any, Any]
-    ) -> CallToolResult:
+    ) -> CallToolResult | InputRequiredResult:
         """A workflow tool called without a task: start the workflow and answer with its result.
 
         The run is a task like any other in Temporal (same ID scheme, memo, TTL),
-        only nobody is given its ID; a question it asks fails it with -32021.
+        only nobody is given its ID. The front holds the call open until the task ends,
+        or asks: the question goes back inside the call, or, to a client that cannot
+        answer it, cancels the task (`front/plain_calls.py`).
         """
         ctx = context.request_context
+        if self._plain_calls is not None:
+            envelope = plain_call_envelope(ctx, _envelope(ctx))
+            task = self._workflow_task(options, options.workflow_args(arguments), envelope)
+            principal = authenticated_principal(ctx)
+            with temporal_errors():
+                await self.gateway.start_workflow_task(task, principal)
+            return await self._plain_calls.hold(ctx, task.task_id, principal)
+        # Not attached to a front's task watchers: wait on Temporal for the result, and no question can be asked.
         task = self._workflow_task(options, options.workflow_args(arguments), _envelope(ctx))
         with temporal_errors():
             handle = await self.gateway.start_workflow_task(task, authenticated_principal(ctx))

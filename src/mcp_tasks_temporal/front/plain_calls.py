@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import anyio
-from mcp.server.context import HandlerResult, ServerRequestContext
+from mcp.server.context import ServerRequestContext
 from mcp.server.request_state import authenticated_principal
 from mcp.shared.exceptions import MCPError
-from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolRequestParams, CallToolResult
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolRequestParams, CallToolResult, InputRequiredResult
 
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, temporal_errors
 from mcp_tasks_temporal.front.request_capabilities import declared_capabilities, is_modern
@@ -44,9 +44,6 @@ STATE_PREFIX: Final = "mcp-tasks-temporal/plain-call/"
 """Plaintext `requestState` of a held plain call's question (sealed on the wire): the prefix, then the task ID."""
 
 ABANDON_CANCEL_S: Final = 5.0
-
-Start = Callable[[dict[str, Any]], Awaitable["dict[str, Any] | CallToolResult | None"]]
-"""Starts the call's task with this envelope: its `CreateTaskResult` fields, or the tool error for bad arguments."""
 
 
 def plain_call_envelope(ctx: ServerRequestContext[Any, Any], envelope: Mapping[str, Any]) -> dict[str, Any]:
@@ -73,45 +70,43 @@ def task_of(state: str | None) -> str | None:
 
 
 class PlainCalls:
-    """Serves plain calls of workflow tools from a front: start or resume, hold, relay or refuse."""
+    """Serves plain calls of workflow tools from a front: hold the call, relay or refuse its questions, resume."""
 
     def __init__(self, gateway: Callable[[], TemporalTaskGateway], hub: Callable[[], TaskWatchHub]) -> None:
         self._gateway = gateway
         self._hub = hub
 
-    async def serve(
-        self, params: CallToolRequestParams, ctx: ServerRequestContext[Any, Any], envelope: dict[str, Any], start: Start
-    ) -> HandlerResult:
-        """The call's answer: the tool's result, its error, or the task's next question (`input_required`)."""
+    async def resume(
+        self, params: CallToolRequestParams, ctx: ServerRequestContext[Any, Any]
+    ) -> CallToolResult | InputRequiredResult:
+        """The retry of a held call's question: deliver its answers as `tasks/update` does, and hold it in turn."""
+        task_id = task_of(params.request_state)
+        if task_id is None:
+            raise MCPError(
+                code=INVALID_PARAMS, message="Invalid or expired requestState", data={"reason": "invalid_request_state"}
+            )
         principal = authenticated_principal(ctx)
-        if params.request_state is not None:
-            task_id = task_of(params.request_state)
-            if task_id is None:
-                # Sealed by this server, but not a held call's: nothing to resume.
-                raise MCPError(
-                    code=INVALID_PARAMS,
-                    message="Invalid or expired requestState",
-                    data={"reason": "invalid_request_state"},
-                )
-            # Raw, as `tasks/update` takes them: the gateway checks each against its question.
-            answers = dict(as_object((ctx.params or {}).get("inputResponses")))
-            with temporal_errors():
-                await self._gateway().update(task_id, principal, answers)
-            return await self._hold(ctx, task_id, principal, answered=set(answers))
-        created = await start(plain_call_envelope(ctx, envelope))
-        if created is None:
-            raise MCPError(code=INTERNAL_ERROR, message=f"Tool {params.name!r} cannot run")
-        if isinstance(created, CallToolResult):
-            return created
-        return await self._hold(ctx, str(created["taskId"]), principal, answered=set())
+        # Raw, as `tasks/update` takes them: the gateway checks each against its question.
+        answers = dict(as_object((ctx.params or {}).get("inputResponses")))
+        with temporal_errors():
+            await self._gateway().update(task_id, principal, answers)
+        return await self.hold(ctx, task_id, principal, answered=set(answers))
 
-    async def _hold(
-        self, ctx: ServerRequestContext[Any, Any], task_id: str, principal: str | None, *, answered: set[str]
-    ) -> HandlerResult:
-        """Follow the task until it ends or asks something not in `answered` (keys are unique over its life).
+    async def hold(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        task_id: str,
+        principal: str | None,
+        *,
+        answered: set[str] | None = None,
+    ) -> CallToolResult | InputRequiredResult:
+        """The call's answer: the tool's result, its error, or the task's next question (`input_required`).
 
-        A call the client abandons while the task works cancels it: nobody else knows its ID.
+        Follows the task until it ends or asks something not in `answered` (keys are
+        unique over its life). A call the client abandons while the task works cancels
+        it: nobody else knows its ID.
         """
+        answered = answered or set()
         send, receive = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
 
         def listen(task: dict[str, Any]) -> None:
@@ -147,7 +142,7 @@ class PlainCalls:
         principal: str | None,
         task: Mapping[str, Any],
         answered: set[str],
-    ) -> HandlerResult | None:
+    ) -> CallToolResult | InputRequiredResult | None:
         status = str(task["status"])
         if status in TERMINAL_STATUSES:
             return outcome(task)
@@ -160,7 +155,9 @@ class PlainCalls:
             return None
         refusal = unanswerable(ctx, asked)
         if refusal is None:
-            return {"resultType": "input_required", "inputRequests": asked, "requestState": request_state(task_id)}
+            return InputRequiredResult.model_validate(
+                {"inputRequests": asked, "requestState": request_state(task_id)}, by_name=False
+            )
         logger.info("task %s: the plain call's client cannot answer its question; the task is cancelled", task_id)
         with temporal_errors():
             await self._gateway().cancel(task_id, principal, reason=f"Cancelled: {refusal.message}")
