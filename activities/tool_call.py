@@ -116,7 +116,8 @@ class ToolActivities:
         self._server = server
         self._payload_limits = payload_limits or PayloadLimits()
         self._lowlevel = lowlevel_server(server)
-        self._lifespan_state = lifespan_state
+        self.lifespan_state = lifespan_state
+        """What the app's lifespan yielded; set by the plugin while the worker runs."""
         self._keepalive_s = keepalive_s
 
     @classmethod
@@ -207,7 +208,7 @@ class ToolActivities:
             request_meta = None
         ctx: ServerRequestContext[Any, Any] = ServerRequestContext(
             session=task_session(dctx, connection, request_meta=request_meta),
-            lifespan_context=self._lifespan_state,
+            lifespan_context=self.lifespan_state,
             protocol_version=version,
             method="tools/call",
             params=params,

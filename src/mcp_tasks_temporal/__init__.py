@@ -13,6 +13,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "ActivityPolicy": "mcp_tasks_temporal.temporal.contract",
+    "McpTasksPlugin": "mcp_tasks_temporal.temporal.plugin",
     "TasksExtension": "mcp_tasks_temporal.front.extension",
     "TaskPolicy": "mcp_tasks_temporal.front.extension",
     "ToolTaskOptions": "mcp_tasks_temporal.front.extension",
@@ -23,6 +24,7 @@ _EXPORTS = {
 
 __all__ = [
     "ActivityPolicy",
+    "McpTasksPlugin",
     "TaskPolicy",
     "TasksExtension",
     "ToolTaskOptions",
@@ -35,6 +37,7 @@ __all__ = [
 if TYPE_CHECKING:
     from mcp_tasks_temporal.front.extension import TaskPolicy, TasksExtension, ToolTaskOptions
     from mcp_tasks_temporal.temporal.contract import ActivityPolicy
+    from mcp_tasks_temporal.temporal.plugin import McpTasksPlugin
     from mcp_tasks_temporal.temporal.task_context import request_input, request_inputs, set_status
 
 

@@ -32,7 +32,6 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import decode_header_value
 from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
-    INTERNAL_ERROR,
     CallToolRequestParams,
     CallToolResult,
     InputRequiredResult,
@@ -41,9 +40,8 @@ from mcp_types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field, ValidationError
-from temporalio.client import WorkflowFailureError
-from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
+from mcp_tasks_temporal.front.call_cancels import PlainCallCancels, task_id_for
 from mcp_tasks_temporal.front.errors import HeaderMismatchError
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, WorkflowTask, temporal_errors
 from mcp_tasks_temporal.front.listen import TaskListen
@@ -71,7 +69,6 @@ from mcp_tasks_temporal.temporal.ids import new_task_id, owner_key
 from mcp_tasks_temporal.temporal.nexus_tools import NexusToolOptions
 from mcp_tasks_temporal.temporal.progress import current_run
 from mcp_tasks_temporal.temporal.task_context import tool_call
-from mcp_tasks_temporal.temporal.tool_results import call_tool_result, failure_outcome
 from mcp_tasks_temporal.temporal.tracing import tag_task
 from mcp_tasks_temporal.temporal.workflow_tools import WorkflowToolOptions, tool_function
 
@@ -178,7 +175,7 @@ class TasksExtension(Extension):
     _gateway: TemporalTaskGateway | None = field(default=None, init=False)
     _server: MCPServer[Any] | None = field(default=None, init=False)
     _hub: TaskWatchHub | None = field(default=None, init=False)
-    _plain_calls: PlainCalls | None = field(default=None, init=False)
+    _plain: PlainCalls | None = field(default=None, init=False)
     _plugins: list[Any] = field(default_factory=list[Any], init=False)
     _call_checks: dict[str, Callable[[], str | None]] = field(
         default_factory=dict[str, Callable[[], "str | None"]], init=False
@@ -444,10 +441,11 @@ class TasksExtension(Extension):
         # How long a front retries a task's history before ending its listeners' streams (`docs/operations.md`).
         give_up = float(os.environ.get(PUSH_GIVE_UP_ENV) or 300)
         self._hub = TaskWatchHub(gateway, give_up_after_s=give_up)
-        self._plain_calls = PlainCalls(lambda: self.gateway, lambda: self._running_hub())
+        self._plain = PlainCalls(gateway, self._hub)
         server.middleware.append(RejectLoneSurrogates())
         server.middleware.append(TaskListen(server, gateway, self._hub))
         server.middleware.append(LegacyTasks(self, self._hub))
+        server.middleware.append(PlainCallCancels(self))
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[None]:
@@ -476,10 +474,10 @@ class TasksExtension(Extension):
         # Published as is: the result is mapped from the decoded return value, not validated against a model.
         set_output_schema(tool, options.output_schema())
 
-    def _running_hub(self) -> TaskWatchHub:
-        if self._hub is None:
+    def _plain_calls(self) -> PlainCalls:
+        if self._plain is None:
             raise RuntimeError("attach the extension before serving calls")
-        return self._hub
+        return self._plain
 
     @property
     def gateway(self) -> TemporalTaskGateway:
@@ -578,7 +576,7 @@ class TasksExtension(Extension):
         assert not isinstance(options.poll_interval_ms, _Inherit)
         assert not isinstance(options.activity, _Inherit)
         task = ToolTaskInput(
-            task_id=new_task_id(),
+            task_id=task_id_for(ctx),
             tool=params.name,
             arguments=dict(params.arguments or {}),
             meta=envelope,
@@ -646,9 +644,9 @@ class TasksExtension(Extension):
         if options.policy == "never" or not declares_tasks(ctx):
             if options.policy == "required":
                 require_client_extension(ctx, EXTENSION_ID)
-            if self._plain_calls is not None and task_of(params.request_state) is not None:
+            if task_of(params.request_state) is not None:
                 # The retry carrying the answers to a held plain call's question (`front/plain_calls.py`).
-                return await self._plain_calls.resume(params, ctx)
+                return await self._plain_calls().resume(params, ctx)
             return await call_next(ctx)  # the app's tool: validates, then `_run_workflow_synchronously`
         created = await self._create_workflow_tool_task(options, params, ctx, _envelope(ctx))
         if created is None:
@@ -679,11 +677,15 @@ class TasksExtension(Extension):
         principal = authenticated_principal(ctx)
         with temporal_errors():
             return await self.gateway.create_workflow_task(
-                self._workflow_task(options, workflow_args, envelope), principal
+                self._workflow_task(options, workflow_args, envelope, task_id_for(ctx)), principal
             )
 
     def _workflow_task(
-        self, options: WorkflowToolOptions, workflow_args: list[Any], envelope: dict[str, Any]
+        self,
+        options: WorkflowToolOptions,
+        workflow_args: list[Any],
+        envelope: dict[str, Any],
+        task_id: str | None = None,
     ) -> WorkflowTask:
         ttl_ms = self.default_ttl_ms if isinstance(options.ttl_ms, _Inherit) else options.ttl_ms
         poll_ms = (
@@ -692,7 +694,7 @@ class TasksExtension(Extension):
             else options.poll_interval_ms
         )
         return WorkflowTask(
-            task_id=new_task_id(),
+            task_id=task_id or new_task_id(),
             tool=options.name,
             workflow=options.workflow_name,
             args=workflow_args,
@@ -711,37 +713,18 @@ class TasksExtension(Extension):
         """A workflow tool called without a task: start the workflow and answer with its result.
 
         The run is a task like any other in Temporal (same ID scheme, memo, TTL),
-        only nobody is given its ID. The front holds the call open until the task ends,
-        or asks: the question goes back inside the call, or, to a client that cannot
-        answer it, cancels the task (`front/plain_calls.py`).
+        only nobody is given its ID, so it lives as long as the call (`held_calls`). A
+        question it asks goes back inside the call, or, to a client that cannot answer
+        it, cancels the task (`plain_calls`).
         """
         ctx = context.request_context
-        if self._plain_calls is not None:
-            envelope = plain_call_envelope(ctx, _envelope(ctx))
-            task = self._workflow_task(options, options.workflow_args(arguments), envelope)
-            principal = authenticated_principal(ctx)
-            with temporal_errors():
-                await self.gateway.start_workflow_task(task, principal)
-            return await self._plain_calls.hold(ctx, task.task_id, principal)
-        # Not attached to a front's task watchers: wait on Temporal for the result, and no question can be asked.
-        task = self._workflow_task(options, options.workflow_args(arguments), _envelope(ctx))
+        envelope = plain_call_envelope(ctx, _envelope(ctx))
+        task = self._workflow_task(options, options.workflow_args(arguments), envelope, task_id_for(ctx))
+        principal = authenticated_principal(ctx)
         with temporal_errors():
-            handle = await self.gateway.start_workflow_task(task, authenticated_principal(ctx))
-            try:
-                value = await handle.result()
-            except WorkflowFailureError as failure:
-                if not isinstance(failure.cause, ApplicationError | ActivityError | ChildWorkflowError):
-                    # Cancelled, terminated or timed out: nothing the tool itself reported.
-                    raise MCPError(code=INTERNAL_ERROR, message="Task stopped") from None
-                outcome = failure_outcome(failure.cause)
-                if outcome.error is not None:
-                    raise MCPError(
-                        code=int(outcome.error["code"]),
-                        message=str(outcome.error.get("message", "")),
-                        data=outcome.error.get("data"),
-                    ) from None
-                return CallToolResult.model_validate(outcome.result)
-        return CallToolResult.model_validate(call_tool_result(value))
+            handle = await self.gateway.start_workflow_task(task, principal)
+        started = self.gateway.as_started(task, principal, handle)
+        return await self._plain_calls().hold(ctx, task.task_id, principal, started=started)
 
     # -- tasks/* ------------------------------------------------------------------
 

@@ -21,12 +21,13 @@ from typing import Any
 
 import anyio
 from mcp.shared.exceptions import MCPError
-from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.workflow.v1 import PendingActivityInfo
 from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.common import AutoUpgradeVersioningOverride, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_tasks_temporal.front.closed_tasks import ClosedTaskCache
@@ -71,6 +72,9 @@ def temporal_errors() -> Generator[None]:
     """
     try:
         yield
+    except WorkflowAlreadyStartedError:
+        # Random task IDs never collide: this is a plain call's ID, named by its session and request ID.
+        raise MCPError(code=INVALID_REQUEST, message="Request ID already used in this session") from None
     except CodecError as err:
         # A front server without the key that sealed the task: an operator's fix, never the client's.
         logger.error("cannot decrypt a task's payloads: %s", err)
@@ -230,9 +234,7 @@ class TemporalTaskGateway:
         continue-as-new chain, so Temporal itself stops an expired task.
         """
         self._check_input(task.args, "The tool's arguments")
-        memo = _initial_memo(task.task_id, task.tool, principal, task.created_at_ms, task.ttl_ms, task.poll_interval_ms)
-        memo[Memo.KIND] = WORKFLOW_KIND
-        memo[Memo.ENVELOPE] = task.envelope
+        memo = _workflow_task_memo(task, principal)
         return await self.client.start_workflow(
             task.workflow,
             args=task.args,
@@ -249,6 +251,23 @@ class TemporalTaskGateway:
             else None,
             # Its activities and child workflows inherit it, as the user's workflow wrote them.
             priority=self.fairness.priority(principal, task.priority),
+        )
+
+    def as_started(self, task: WorkflowTask, principal: str | None, handle: WorkflowHandle[Any, Any]) -> Snapshot:
+        """The workflow tool's task as its start left it, before any event after the start.
+
+        Following the task from here (`TaskWatchHub.subscribe(seen=...)`) replays every
+        status it has set since, in order, however soon after the start it set them.
+        """
+        return Snapshot(
+            namespace=self.client.namespace,
+            workflow_id=handle.id,
+            run_id=handle.result_run_id or "",
+            status=WorkflowExecutionStatus.RUNNING,
+            start_time_ms=task.created_at_ms,
+            history_length=0,
+            memo=_workflow_task_memo(task, principal),
+            pending_activities=(),
         )
 
     async def create_workflow_task(self, task: WorkflowTask, principal: str | None) -> dict[str, Any]:
@@ -438,6 +457,13 @@ def _initial_memo(
         Memo.STATUS: "working",
         Memo.LAST_UPDATED_AT: created_at_ms,
     }
+
+
+def _workflow_task_memo(task: WorkflowTask, principal: str | None) -> dict[str, Any]:
+    memo = _initial_memo(task.task_id, task.tool, principal, task.created_at_ms, task.ttl_ms, task.poll_interval_ms)
+    memo[Memo.KIND] = WORKFLOW_KIND
+    memo[Memo.ENVELOPE] = task.envelope
+    return memo
 
 
 def _created(task_id: str, created_at_ms: int, ttl_ms: int | None, poll_interval_ms: int) -> dict[str, Any]:

@@ -48,6 +48,7 @@ from temporalio.client import WorkflowExecutionStatus
 from mcp_tasks_temporal.front.gateway import task_view, temporal_errors
 from mcp_tasks_temporal.front.handshake_echo import SESSION_HEADER, Handshake
 from mcp_tasks_temporal.front.handshake_echo import decode as decode_handshake
+from mcp_tasks_temporal.front.held_calls import follow_call
 from mcp_tasks_temporal.front.outbound_requests import send_request_on_stream
 from mcp_tasks_temporal.sdk_compat import request_outbound
 from mcp_tasks_temporal.temporal.contract import EXTENSION_ID, TERMINAL_STATUSES, as_object
@@ -211,11 +212,13 @@ class LegacyTasks:
         return {"task": legacy_task(created)}
 
     def _held(self, ctx: ServerRequestContext[Any, Any]) -> bool:
-        """Whether a plain call runs as a task held open on its own stream, to ask its questions there.
+        """Whether a plain call runs as a task held open on its own stream.
 
         That takes a task tool the client may call without a task, an HTTP request (whose
-        response stream carries the questions) and a client that declared `elicitation`.
-        Otherwise the call runs as it always did.
+        response stream carries the task's questions and progress) and a client whose
+        handshake this front can read (its session ID, which with the request's ID names
+        the task for a `notifications/cancelled` posted to any front). Otherwise the call
+        runs on this front, as a tool without a task does.
         """
         name = (ctx.params or {}).get("name")
         if not isinstance(name, str) or ctx.request is None:
@@ -224,12 +227,12 @@ class LegacyTasks:
         tool = self._extension.options_for(name)
         policy = workflow_tool.policy if workflow_tool is not None else tool.policy if tool is not None else None
         declared = handshake(ctx)
-        return policy == "optional" and declared is not None and "elicitation" in declared.capabilities
+        return policy == "optional" and declared is not None
 
     async def _held_call(self, ctx: ServerRequestContext[Any, Any]) -> HandlerResult:
         """A plain `tools/call` served by a task: its questions go out on this call's stream, the result ends it.
 
-        The client has no task ID, so a call it abandons cancels the task.
+        The client has no task ID, so a call it abandons cancels the task (`held_calls`).
         """
         params = _params(CallToolRequestParams, ctx)
         created = await self._extension.create_task(params, ctx, legacy_envelope(ctx))
@@ -239,14 +242,8 @@ class LegacyTasks:
             return created
         task_id = str(created["taskId"])
         principal = authenticated_principal(ctx)
-        finished = False
-        try:
-            task = await follow_task(ctx, self._hub, task_id, principal, related=False)
-            finished = True
-        finally:
-            if not finished:
-                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                    await self._extension.gateway.cancel(task_id, principal)
+        relay = TaskRelay(ctx, task_id, related=False)
+        task = await follow_call(ctx, self._hub, self._extension.gateway, task_id, principal, on_task=relay)
         payload = task_payload(task)
         meta = dict(as_object(payload.get("_meta")))
         meta.pop(RELATED_TASK_META_KEY, None)
@@ -348,33 +345,47 @@ async def follow_task(
     """
     send, receive = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
     unsubscribe = hub.subscribe(task_id, principal, send.send_nowait)
-    outbound = request_outbound(ctx.session)
-    asked: set[str] = set()
-    shown: tuple[str, str | None] | None = None
+    relay = TaskRelay(ctx, task_id, related=related)
     try:
         async with receive:
             async for task in receive:
-                status = str(task["status"])
-                if related and shown != (status, task.get("statusMessage")):
-                    shown = (status, task.get("statusMessage"))
-                    await outbound.notify("notifications/tasks/status", legacy_task(task))
-                if status in TERMINAL_STATUSES:
+                await relay(task)
+                if str(task["status"]) in TERMINAL_STATUSES:
                     return task
-                for key, question in as_object(task.get("inputRequests")).items():
-                    if key in asked:
-                        continue
-                    asked.add(key)
-                    request = as_object(question)
-                    request_params = dict(as_object(request.get("params")))
-                    if related:
-                        meta = as_object(request_params.get("_meta"))
-                        request_params["_meta"] = {**meta, RELATED_TASK_META_KEY: {"taskId": task_id}}
-                    await send_request_on_stream(
-                        outbound, answer_id(task_id, key), str(request.get("method")), request_params
-                    )
     finally:
         unsubscribe()
     raise MCPError(code=INTERNAL_ERROR, message="Task service unavailable, try again")
+
+
+class TaskRelay:
+    """Carries a followed task to the client on the stream of the request `ctx` serves."""
+
+    def __init__(self, ctx: ServerRequestContext[Any, Any], task_id: str, *, related: bool) -> None:
+        self._outbound = request_outbound(ctx.session)
+        self._task_id = task_id
+        self._related = related
+        self._asked: set[str] = set()
+        self._shown: tuple[str, str | None] | None = None
+
+    async def __call__(self, task: dict[str, Any]) -> None:
+        status = str(task["status"])
+        if self._related and self._shown != (status, task.get("statusMessage")):
+            self._shown = (status, task.get("statusMessage"))
+            await self._outbound.notify("notifications/tasks/status", legacy_task(task))
+        if status in TERMINAL_STATUSES:
+            return
+        for key, question in as_object(task.get("inputRequests")).items():
+            if key in self._asked:
+                continue
+            self._asked.add(key)
+            request = as_object(question)
+            request_params = dict(as_object(request.get("params")))
+            if self._related:
+                meta = as_object(request_params.get("_meta"))
+                request_params["_meta"] = {**meta, RELATED_TASK_META_KEY: {"taskId": self._task_id}}
+            await send_request_on_stream(
+                self._outbound, answer_id(self._task_id, key), str(request.get("method")), request_params
+            )
 
 
 def task_payload(task: Mapping[str, Any]) -> dict[str, Any]:

@@ -9,29 +9,30 @@ that declared what the question needs gets it inside the call, as an
 to the method, the tool, its arguments and the principal), so the client's retry
 with `inputResponses` may reach any front. That front delivers the answers as
 `tasks/update` would and holds the retry open in turn, until the result or the next
-question. Nothing waits anywhere but in the workflow: a question nobody answers
-expires with the task's TTL.
+question. While held, a call is followed as every plain call is (`held_calls`: its
+progress, and a cancel when the client leaves it). Between a question and its answer
+nothing waits anywhere but in the workflow: a question nobody answers expires with
+the task's TTL.
 
-A question the client cannot answer (a 2025-11-25 client, whose questions only a
-held call with `elicitation` can carry, see `legacy_tasks`; or a capability it did
-not declare) cancels the task, with the reason as its status, and the call gets
--32021 naming what this client's revision would need.
+A question the client cannot answer inside the call (a handshake-revision request,
+whose questions go out on the stream of a call `legacy_tasks` holds; or a capability
+it did not declare) cancels the task, with the reason as its status, and the call
+gets -32021 naming what this client's revision would need.
 """
 
 from __future__ import annotations
 
 import logging
-import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
-import anyio
 from mcp.server.context import ServerRequestContext
 from mcp.server.request_state import authenticated_principal
 from mcp.shared.exceptions import MCPError
-from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolRequestParams, CallToolResult, InputRequiredResult
+from mcp_types import INVALID_PARAMS, CallToolRequestParams, CallToolResult, InputRequiredResult
 
-from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, temporal_errors
+from mcp_tasks_temporal.front.gateway import Snapshot, TemporalTaskGateway, temporal_errors
+from mcp_tasks_temporal.front.held_calls import call_result, follow_call
 from mcp_tasks_temporal.front.request_capabilities import declared_capabilities, is_modern
 from mcp_tasks_temporal.front.task_watch import TaskWatchHub
 from mcp_tasks_temporal.temporal.capabilities import Refusal, missing_capability, refusal_for_revision
@@ -42,8 +43,6 @@ logger = logging.getLogger(__name__)
 
 STATE_PREFIX: Final = "mcp-tasks-temporal/plain-call/"
 """Plaintext `requestState` of a held plain call's question (sealed on the wire): the prefix, then the task ID."""
-
-ABANDON_CANCEL_S: Final = 5.0
 
 
 def plain_call_envelope(ctx: ServerRequestContext[Any, Any], envelope: Mapping[str, Any]) -> dict[str, Any]:
@@ -72,7 +71,7 @@ def task_of(state: str | None) -> str | None:
 class PlainCalls:
     """Serves plain calls of workflow tools from a front: hold the call, relay or refuse its questions, resume."""
 
-    def __init__(self, gateway: Callable[[], TemporalTaskGateway], hub: Callable[[], TaskWatchHub]) -> None:
+    def __init__(self, gateway: TemporalTaskGateway, hub: TaskWatchHub) -> None:
         self._gateway = gateway
         self._hub = hub
 
@@ -89,7 +88,7 @@ class PlainCalls:
         # Raw, as `tasks/update` takes them: the gateway checks each against its question.
         answers = dict(as_object((ctx.params or {}).get("inputResponses")))
         with temporal_errors():
-            await self._gateway().update(task_id, principal, answers)
+            await self._gateway.update(task_id, principal, answers)
         return await self.hold(ctx, task_id, principal, answered=set(answers))
 
     async def hold(
@@ -99,60 +98,20 @@ class PlainCalls:
         principal: str | None,
         *,
         answered: set[str] | None = None,
+        started: Snapshot | None = None,
     ) -> CallToolResult | InputRequiredResult:
         """The call's answer: the tool's result, its error, or the task's next question (`input_required`).
 
-        Follows the task until it ends or asks something not in `answered` (keys are
-        unique over its life). A call the client abandons while the task works cancels
-        it: nobody else knows its ID.
+        Follows the task (`held_calls`: progress, and a cancel when the client leaves)
+        until it ends or asks something not in `answered` (keys are unique over its life).
         """
-        answered = answered or set()
-        send, receive = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
-
-        def listen(task: dict[str, Any]) -> None:
-            try:
-                send.send_nowait(task)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                pass  # the call has its answer; a late change is nobody's
-
-        unsubscribe = self._hub().subscribe(task_id, principal, listen, on_lost=lambda _reason: send.close())
-        settled = False
-        try:
-            async with receive:
-                async for task in receive:
-                    try:
-                        answer = await self._answer(ctx, task_id, principal, task, answered)
-                    except MCPError:
-                        settled = True
-                        raise
-                    if answer is not None:
-                        settled = True
-                        return answer
-        finally:
-            unsubscribe()
-            if not settled:
-                with anyio.CancelScope(shield=True), anyio.move_on_after(ABANDON_CANCEL_S):
-                    await self._gateway().cancel(task_id, principal, reason="The client left the call")
-        raise MCPError(code=INTERNAL_ERROR, message="Task service unavailable, try again")
-
-    async def _answer(
-        self,
-        ctx: ServerRequestContext[Any, Any],
-        task_id: str,
-        principal: str | None,
-        task: Mapping[str, Any],
-        answered: set[str],
-    ) -> CallToolResult | InputRequiredResult | None:
-        status = str(task["status"])
-        if status in TERMINAL_STATUSES:
-            return outcome(task)
-        asked = {
-            key: dict(as_object(question))
-            for key, question in as_object(task.get("inputRequests")).items()
-            if key not in answered
-        }
-        if status != "input_required" or not asked:
-            return None
+        done = answered or set()
+        task = await follow_call(
+            ctx, self._hub, self._gateway, task_id, principal, started=started, until=lambda t: bool(_asked(t, done))
+        )
+        if task["status"] in TERMINAL_STATUSES:
+            return call_result(task)
+        asked = _asked(task, done)
         refusal = unanswerable(ctx, asked)
         if refusal is None:
             return InputRequiredResult.model_validate(
@@ -160,8 +119,16 @@ class PlainCalls:
             )
         logger.info("task %s: the plain call's client cannot answer its question; the task is cancelled", task_id)
         with temporal_errors():
-            await self._gateway().cancel(task_id, principal, reason=f"Cancelled: {refusal.message}")
+            await self._gateway.cancel(task_id, principal, reason=f"Cancelled: {refusal.message}")
         raise MCPError(code=refusal.code, message=refusal.message, data=refusal.data)
+
+
+def _asked(task: Mapping[str, Any], answered: set[str]) -> dict[str, dict[str, Any]]:
+    """The questions a running task waits on that the call has not answered yet."""
+    if task["status"] != "input_required":
+        return {}
+    questions = as_object(task.get("inputRequests"))
+    return {key: dict(as_object(question)) for key, question in questions.items() if key not in answered}
 
 
 def unanswerable(ctx: ServerRequestContext[Any, Any], questions: Mapping[str, Mapping[str, Any]]) -> Refusal | None:
@@ -178,17 +145,3 @@ def unanswerable(ctx: ServerRequestContext[Any, Any], questions: Mapping[str, Ma
         if refusal is not None:
             return refusal_for_revision(refusal, modern=modern)
     return None
-
-
-def outcome(task: Mapping[str, Any]) -> CallToolResult:
-    """What the call answers for its ended task: the tool's `CallToolResult`, or the JSON-RPC error."""
-    if task["status"] == "completed":
-        return CallToolResult.model_validate(as_object(task.get("result")))
-    if task["status"] == "failed":
-        error = as_object(task.get("error"))
-        raise MCPError(
-            code=int(error.get("code", INTERNAL_ERROR)),
-            message=str(error.get("message", "Task failed")),
-            data=error.get("data"),
-        )
-    raise MCPError(code=INTERNAL_ERROR, message="Task stopped")

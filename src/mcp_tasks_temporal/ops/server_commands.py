@@ -212,15 +212,12 @@ async def _attach_front(
 async def _run_worker(
     stack: AsyncExitStack, client: Client, app: MCPServer[Any], args: argparse.Namespace, *, make_current: bool
 ) -> None:
-    from mcp_tasks_temporal.temporal.activities import ToolActivities
     from mcp_tasks_temporal.temporal.worker import build_worker, workflow_tool_workers
 
     deployment = Deployment.from_args(args.deployment_name, args.build_id)
-    state = await stack.enter_async_context(ToolActivities.lifespan(app))
     worker = build_worker(
         client,
         app,
-        state,
         task_queue=args.task_queue,
         max_concurrent_activities=args.max_concurrent_tools,
         max_cached_workflows=args.max_cached_workflows,

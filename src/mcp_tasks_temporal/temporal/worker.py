@@ -1,4 +1,4 @@
-"""The worker: runs task workflows and, through the user's app, their tools; and the app's workflow tools."""
+"""The `worker` and `dev` commands' workers: `McpTasksPlugin` on the app's queue and on each workflow tool's own."""
 
 from __future__ import annotations
 
@@ -10,32 +10,22 @@ from mcp.server.mcpserver import MCPServer
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from mcp_tasks_temporal.sdk_compat import activity_name, server_extensions
-from mcp_tasks_temporal.temporal.activities import ToolActivities
-from mcp_tasks_temporal.temporal.contract import RUN_TOOL_ACTIVITY
+from mcp_tasks_temporal.sdk_compat import server_extensions
 from mcp_tasks_temporal.temporal.deployment import Deployment
-from mcp_tasks_temporal.temporal.nexus_reply import ReplyService
-from mcp_tasks_temporal.temporal.nexus_tools import NexusToolOptions
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits
-from mcp_tasks_temporal.temporal.sandbox import WorkflowSandboxError, app_module_passthrough, explain, workflow_runner
-from mcp_tasks_temporal.temporal.task_interceptor import TaskInterceptor
-from mcp_tasks_temporal.temporal.workflow_tools import WorkflowToolOptions, WorkflowToolRegistry, workflow_definition
-from mcp_tasks_temporal.temporal.workflows import (
-    AutoUpgradeToolTaskWorkflow,
-    PinnedToolTaskWorkflow,
-    ToolTaskWorkflow,
-)
-from mcp_tasks_temporal.temporal.workflows.nexus_question import NexusQuestionWorkflow
+from mcp_tasks_temporal.temporal.plugin import ENGINE_WORKFLOWS, TOOL_TASK_WORKFLOWS, McpTasksPlugin
+from mcp_tasks_temporal.temporal.sandbox import WorkflowSandboxError, explain
+from mcp_tasks_temporal.temporal.workflow_tools import WorkflowToolOptions, WorkflowToolRegistry
 
-WORKFLOWS: Sequence[type] = (ToolTaskWorkflow, PinnedToolTaskWorkflow)
-VERSIONED_WORKFLOWS: Sequence[type] = (AutoUpgradeToolTaskWorkflow, PinnedToolTaskWorkflow)
-"""The same workflow types for a worker under worker versioning, each declaring its behaviour."""
+WORKFLOWS: Sequence[type] = TOOL_TASK_WORKFLOWS
+
+# A workflow cached on a worker that died waits this long before any other worker may take it.
+STICKY_TIMEOUT = timedelta(seconds=3)
 
 
 def build_worker(
     client: Client,
     app: MCPServer[Any],
-    lifespan_state: Any,
     *,
     task_queue: str,
     max_concurrent_activities: int = 100,
@@ -46,12 +36,11 @@ def build_worker(
     payload_limits: PayloadLimits | None = None,
     deployment: Deployment | None = None,
 ) -> Worker:
-    """A Temporal worker for `app`'s task tools.
+    """A Temporal worker for `app`'s task tools, built on `McpTasksPlugin`.
 
     Args:
-        client: Connected Temporal client.
-        app: The user's `MCPServer`; its tools run inside the activities.
-        lifespan_state: What the app's lifespan yielded (enter it with `ToolActivities.lifespan`).
+        client: Connected Temporal client (with the namespace's codec and storage).
+        app: The user's `MCPServer`; its tools run inside the activities, under its lifespan.
         task_queue: Queue of the task workflows and, by default, their activities.
         max_concurrent_activities: Tool executions this worker runs at once.
         keepalive_s: Heartbeat period of a running tool; a cancel reaches the tool within about this long.
@@ -61,28 +50,21 @@ def build_worker(
         payload_limits: How large a tool's result may be (Temporal's default limit, no payload storage, if None).
         deployment: The version this worker registers as under worker versioning (unversioned if None).
     """
-    activities = ToolActivities(app, lifespan_state, keepalive_s=keepalive_s, payload_limits=payload_limits)
-    workflows, own_activities = workflow_tools_on(app, task_queue, default_queue=task_queue)
-    nexus = _has_nexus_tools(app)
+    plugin = McpTasksPlugin(
+        app,
+        task_queue=task_queue,
+        payload_limits=payload_limits,
+        keepalive_s=keepalive_s,
+        status_freshness_s=status_freshness_s,
+    )
     return _worker(
         client,
+        plugin,
         task_queue=task_queue,
-        workflows=[
-            *(WORKFLOWS if deployment is None else VERSIONED_WORKFLOWS),
-            *workflows,
-            *([NexusQuestionWorkflow] if nexus else []),
-        ],
-        activities=[activities.run_tool, *own_activities],
         max_concurrent_activities=max_concurrent_activities,
         max_cached_workflows=max_cached_workflows,
-        # A workflow cached on a worker that died waits this long before any other worker may take it.
-        sticky_queue_schedule_to_start_timeout=timedelta(seconds=3),
-        max_heartbeat_throttle_interval=timedelta(seconds=status_freshness_s),
-        default_heartbeat_throttle_interval=timedelta(seconds=status_freshness_s),
-        graceful_shutdown_timeout=timedelta(seconds=graceful_shutdown_s),
+        graceful_shutdown_s=graceful_shutdown_s,
         deployment=deployment,
-        # Handler workflows of Nexus tools report status and ask through the reply endpoint, which targets this queue.
-        nexus_service_handlers=[ReplyService()] if nexus else [],
     )
 
 
@@ -100,25 +82,19 @@ def workflow_tool_workers(
     Under a `deployment` they are the same version as the app's worker: a version spans task queues.
     """
     queues = {options.task_queue for options in _workflow_tools(app)} - {None, task_queue}
-    workers: list[Worker] = []
-    for queue in sorted(q for q in queues if q is not None):
-        workflows, activities = workflow_tools_on(app, queue, default_queue=task_queue)
-        workers.append(
-            _worker(
-                client,
-                task_queue=queue,
-                workflows=workflows,
-                activities=activities,
-                max_concurrent_activities=max_concurrent_activities,
-                sticky_queue_schedule_to_start_timeout=timedelta(seconds=3),
-                # As on the app's queue: a cancel reaches a heartbeating activity within about a second.
-                max_heartbeat_throttle_interval=timedelta(seconds=1),
-                default_heartbeat_throttle_interval=timedelta(seconds=1),
-                graceful_shutdown_timeout=timedelta(seconds=graceful_shutdown_s),
-                deployment=deployment,
-            )
+    # As on the app's queue: a cancel reaches a heartbeating activity within about a second.
+    plugin = McpTasksPlugin(app, task_queue=task_queue)
+    return [
+        _worker(
+            client,
+            plugin,
+            task_queue=queue,
+            max_concurrent_activities=max_concurrent_activities,
+            graceful_shutdown_s=graceful_shutdown_s,
+            deployment=deployment,
         )
-    return workers
+        for queue in sorted(q for q in queues if q is not None)
+    ]
 
 
 def workflow_tools_on(
@@ -139,42 +115,32 @@ def workflow_tools_on(
 
 def _worker(
     client: Client,
+    plugin: McpTasksPlugin,
     *,
-    workflows: Sequence[type],
-    activities: Sequence[Callable[..., Any]],
-    deployment: Deployment | None = None,
+    task_queue: str,
+    graceful_shutdown_s: float,
+    deployment: Deployment | None,
     **options: Any,
 ) -> Worker:
     """A worker whose workflow tools load in the sandbox as written, or that says on one line why not."""
-    tools = [w for w in workflows if w not in (*WORKFLOWS, *VERSIONED_WORKFLOWS)]
-    interceptor = TaskInterceptor(
-        workflow_types=[workflow_definition(w).name for w in tools],
-        # The tool activity heartbeats by itself, with the tool's status as details.
-        activity_types=[name for name in map(_activity_name, activities) if name != RUN_TOOL_ACTIVITY],
-    )
     try:
         return Worker(
             client,
-            workflows=workflows,
-            activities=activities,
-            workflow_runner=workflow_runner(app_module_passthrough(tools)),
-            interceptors=[interceptor],
+            task_queue=task_queue,
+            plugins=[plugin],
+            sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
+            max_heartbeat_throttle_interval=plugin.status_freshness,
+            default_heartbeat_throttle_interval=plugin.status_freshness,
+            graceful_shutdown_timeout=timedelta(seconds=graceful_shutdown_s),
             deployment_config=deployment.worker_config() if deployment is not None else None,
             **options,
         )
     except RuntimeError as err:
-        explained = explain(err, workflows)
+        workflows = [options.workflow_class for options in _workflow_tools(plugin.app)]
+        explained = explain(err, [*workflows, *ENGINE_WORKFLOWS])
         if explained is None:
             raise
         raise WorkflowSandboxError(explained) from err
-
-
-def _activity_name(fn: Callable[..., Any]) -> str:
-    return activity_name(fn) or getattr(fn, "__name__", "")
-
-
-def _has_nexus_tools(app: MCPServer[Any]) -> bool:
-    return any(isinstance(options, NexusToolOptions) for options in _workflow_tools(app))
 
 
 def _workflow_tools(app: MCPServer[Any]) -> list[WorkflowToolOptions]:

@@ -1,0 +1,220 @@
+"""`McpTasksPlugin`: an MCP app's tasks served by a Temporal worker its team already runs.
+
+    client = await Client.connect("localhost:7233", plugins=[McpTasksPlugin(app, task_queue="mcp-tasks/my-app")])
+    worker = Worker(client, task_queue="mcp-tasks/my-app", workflows=[TheirOwn], activities=[their_activity])
+
+or, with the plugin on one worker only, `Worker(client, ..., plugins=[McpTasksPlugin(app)])`.
+
+On the queue the fronts start tasks on, the plugin adds the tool-task workflows, the tool activity
+(entering the app's lifespan while the worker runs) and, when the app has Nexus tools, the reply
+service. On every queue it adds the app's workflow tools that run there with their activities, the
+interceptor that heartbeats their activities and relays their status lines, and the sandbox
+pass-through that lets a workflow share a module with the server. On the client and the replayer it
+sets the data converter (pydantic JSON, the codec and external storage when given), so `audit
+--verify` replays with exactly what the worker ran.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from datetime import timedelta
+from typing import Any, cast
+
+from mcp.server.mcpserver import MCPServer
+from temporalio.converter import DataConverter, ExternalStorage, PayloadCodec
+from temporalio.plugin import SimplePlugin
+from temporalio.worker import ReplayerConfig, Worker, WorkerConfig
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+
+from mcp_tasks_temporal.sdk_compat import activity_name, server_extensions
+from mcp_tasks_temporal.temporal.activities import ToolActivities
+from mcp_tasks_temporal.temporal.connection import data_converter
+from mcp_tasks_temporal.temporal.contract import RUN_TOOL_ACTIVITY
+from mcp_tasks_temporal.temporal.nexus_reply import ReplyService
+from mcp_tasks_temporal.temporal.nexus_tools import NexusToolOptions
+from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits
+from mcp_tasks_temporal.temporal.sandbox import app_module_passthrough, passthrough_modules
+from mcp_tasks_temporal.temporal.task_interceptor import TaskInterceptor
+from mcp_tasks_temporal.temporal.workflow_tools import WorkflowToolOptions, WorkflowToolRegistry, workflow_definition
+from mcp_tasks_temporal.temporal.workflows import (
+    AutoUpgradeToolTaskWorkflow,
+    PinnedToolTaskWorkflow,
+    ToolTaskWorkflow,
+)
+from mcp_tasks_temporal.temporal.workflows.nexus_question import NexusQuestionWorkflow
+
+PLUGIN_NAME = "mcp_tasks_temporal.McpTasksPlugin"
+
+TOOL_TASK_WORKFLOWS: Sequence[type] = (ToolTaskWorkflow, PinnedToolTaskWorkflow)
+VERSIONED_TOOL_TASK_WORKFLOWS: Sequence[type] = (AutoUpgradeToolTaskWorkflow, PinnedToolTaskWorkflow)
+"""The same workflow types for a worker under worker versioning, each declaring its behaviour."""
+ENGINE_WORKFLOWS: frozenset[type] = frozenset(
+    {*TOOL_TASK_WORKFLOWS, *VERSIONED_TOOL_TASK_WORKFLOWS, NexusQuestionWorkflow}
+)
+
+
+class McpTasksPlugin(SimplePlugin):
+    """Serves `app`'s tasks from any worker it is given to, beside the worker's own workflows.
+
+    Args:
+        app: The `MCPServer` whose tools and workflow tools the fronts expose as tasks.
+        task_queue: The queue the fronts start tool tasks on. Tool tasks, the tool activity and the
+            Nexus reply service go only on a worker of this queue; workflow tools go on the queue they
+            name (this one by default). None: every worker the plugin configures is that queue's.
+        codec: The payload codec every process of the namespace shares (`--codec-key`).
+        external_storage: Where payloads over the storage threshold go (`--payload-storage`).
+        payload_limits: How large a tool's result may be (Temporal's default limit if None).
+        keepalive_s: Heartbeat period of a running tool; a cancel reaches it within about this long.
+        status_freshness_s: How stale a status line may be when `tasks/get` reads it: the worker's
+            heartbeat throttle is lowered to this, never raised.
+    """
+
+    def __init__(
+        self,
+        app: MCPServer[Any],
+        *,
+        task_queue: str | None = None,
+        codec: PayloadCodec | None = None,
+        external_storage: ExternalStorage | None = None,
+        payload_limits: PayloadLimits | None = None,
+        keepalive_s: float = 2.0,
+        status_freshness_s: float = 1.0,
+    ) -> None:
+        self.app = app
+        self.task_queue = task_queue
+        self.codec = codec
+        self.external_storage = external_storage
+        self.payload_limits = payload_limits
+        self.keepalive_s = keepalive_s
+        self.status_freshness = timedelta(seconds=status_freshness_s)
+        super().__init__(PLUGIN_NAME, data_converter=self._data_converter)  # pyright: ignore[reportUnknownMemberType]
+
+    def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
+        config = super().configure_worker(config)
+        values = cast("dict[str, Any]", config)
+        queue: str = values.get("task_queue") or ""
+        tools = self._workflow_tools_on(queue)
+        workflows: list[type] = list(tools)
+        own_activities = _distinct(fn for options in self._options_on(queue) for fn in options.activities)
+        activities: list[Callable[..., Any]] = list(own_activities)
+        if self._serves_tool_tasks(queue):
+            deployment = values.get("deployment_config")
+            versioned = deployment is not None and deployment.use_worker_versioning
+            workflows[:0] = VERSIONED_TOOL_TASK_WORKFLOWS if versioned else TOOL_TASK_WORKFLOWS
+            tool_activities = ToolActivities(
+                self.app, None, keepalive_s=self.keepalive_s, payload_limits=self.payload_limits
+            )
+            activities.insert(0, tool_activities.run_tool)
+            if self._has_nexus_tools():
+                # Handler workflows of Nexus tools report status and ask through the reply endpoint,
+                # which targets this queue.
+                workflows.append(NexusQuestionWorkflow)
+                values["nexus_service_handlers"] = [*(values.get("nexus_service_handlers") or []), ReplyService()]
+            for key in ("max_heartbeat_throttle_interval", "default_heartbeat_throttle_interval"):
+                current: timedelta | None = values.get(key)
+                values[key] = self.status_freshness if current is None else min(current, self.status_freshness)
+        _extend(values, "workflows", workflows)
+        _extend(values, "activities", activities)
+        values["interceptors"] = [*(values.get("interceptors") or []), _interceptor(tools, own_activities)]
+        values["workflow_runner"] = _with_passthrough(values.get("workflow_runner"), tools)
+        return config
+
+    def configure_replayer(self, config: ReplayerConfig) -> ReplayerConfig:
+        config = super().configure_replayer(config)
+        values = cast("dict[str, Any]", config)
+        tools = list(dict.fromkeys(options.workflow_class for options in self._workflow_tools()))
+        activities = _distinct(fn for options in self._workflow_tools() for fn in options.activities)
+        # A versioned type replays as its unversioned twin: versioning changes routing, not commands.
+        _extend(values, "workflows", [*TOOL_TASK_WORKFLOWS, NexusQuestionWorkflow, *tools])
+        values["interceptors"] = [*(values.get("interceptors") or []), _interceptor(tools, activities)]
+        values["workflow_runner"] = _with_passthrough(values.get("workflow_runner"), tools)
+        return config
+
+    async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
+        """The app's lifespan is entered once per worker that runs its tools, as once per front."""
+        active = cast("dict[str, Any]", worker.config(active_config=True))
+        tool_activities = _tool_activities(active.get("activities") or [])
+        if tool_activities is None:
+            await next(worker)
+            return
+        async with ToolActivities.lifespan(self.app) as state:
+            tool_activities.lifespan_state = state
+            await next(worker)
+
+    def _data_converter(self, existing: DataConverter | None) -> DataConverter:
+        converter = data_converter(self.codec, self.external_storage)
+        if existing is None or existing is DataConverter.default:
+            return converter
+        # A converter of the team's own (a payload converter of theirs, say) keeps its parts;
+        # only what every process of the namespace must share is set.
+        changes: dict[str, Any] = {}
+        if self.codec is not None:
+            changes.update(
+                payload_codec=converter.payload_codec, failure_converter_class=converter.failure_converter_class
+            )
+        if self.external_storage is not None:
+            changes.update(external_storage=self.external_storage)
+        return dataclasses.replace(existing, **changes) if changes else existing
+
+    def _serves_tool_tasks(self, queue: str) -> bool:
+        return self.task_queue is None or queue == self.task_queue
+
+    def _workflow_tools(self) -> list[WorkflowToolOptions]:
+        for extension in server_extensions(self.app):
+            if isinstance(extension, WorkflowToolRegistry):
+                return list(extension.workflow_tools.values())
+        return []
+
+    def _options_on(self, queue: str) -> list[WorkflowToolOptions]:
+        default = self.task_queue or queue
+        return [options for options in self._workflow_tools() if (options.task_queue or default) == queue]
+
+    def _workflow_tools_on(self, queue: str) -> list[type]:
+        return list(dict.fromkeys(options.workflow_class for options in self._options_on(queue)))
+
+    def _has_nexus_tools(self) -> bool:
+        return any(isinstance(options, NexusToolOptions) for options in self._workflow_tools())
+
+
+def _distinct(activities: Iterable[Callable[..., Any]]) -> list[Callable[..., Any]]:
+    """Two tools may share an activity; a worker refuses the same activity twice."""
+    return list(dict.fromkeys(activities))
+
+
+def _extend(values: dict[str, Any], key: str, added: Sequence[Any]) -> None:
+    present = list(values.get(key) or [])
+    values[key] = [*present, *(item for item in added if item not in present)]
+
+
+def _interceptor(tools: Sequence[type], activities: Sequence[Callable[..., Any]]) -> TaskInterceptor:
+    return TaskInterceptor(
+        workflow_types=[workflow_definition(w).name for w in tools],
+        # The tool activity heartbeats by itself, with the tool's status as details.
+        activity_types=[name for name in map(_activity_name, activities) if name != RUN_TOOL_ACTIVITY],
+    )
+
+
+def _with_passthrough(runner: Any, tools: Sequence[type]) -> Any:
+    """The team's sandbox with the modules a workflow tool shares with its server passed through.
+
+    A runner that is not Temporal's sandbox (an unsandboxed one, say) is the team's choice and stays.
+    """
+    extra = (*passthrough_modules(), *app_module_passthrough(tools))
+    if runner is None:
+        runner = SandboxedWorkflowRunner()
+    if not isinstance(runner, SandboxedWorkflowRunner):
+        return runner
+    return dataclasses.replace(runner, restrictions=runner.restrictions.with_passthrough_modules(*extra))
+
+
+def _tool_activities(activities: Sequence[Callable[..., Any]]) -> ToolActivities | None:
+    for fn in activities:
+        owner = getattr(fn, "__self__", None)
+        if isinstance(owner, ToolActivities):
+            return owner
+    return None
+
+
+def _activity_name(fn: Callable[..., Any]) -> str:
+    return activity_name(fn) or getattr(fn, "__name__", "")
