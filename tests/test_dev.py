@@ -6,6 +6,7 @@ import os
 import re
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -45,6 +46,8 @@ async def test_tasks_survive_a_dev_restart_and_ctrl_c_stops_all_three(
     tmp_path: Path, http: httpx.AsyncClient, gate: Path
 ) -> None:
     state, port, temporal_port = tmp_path / "state", free_port(), free_port()
+    state.mkdir()
+    state.chmod(0o755)  # made readable by others before: dev takes that back
     dev = start_dev(tmp_path, state, port, temporal_port)
     mcp = TaskCalls(HttpMcp(f"http://127.0.0.1:{port}/mcp", http))
     with anyio.fail_after(30):
@@ -66,6 +69,10 @@ async def test_tasks_survive_a_dev_restart_and_ctrl_c_stops_all_three(
     with socket.socket() as probe:
         assert probe.connect_ex(("127.0.0.1", temporal_port)) != 0, "the embedded Temporal server must be gone too"
     assert (state / "temporal.db").exists()
+    # Every task's history is in there: the owner's alone.
+    assert stat.S_IMODE(state.stat().st_mode) == 0o700
+    for name in ("temporal.db", "temporal.log"):
+        assert stat.S_IMODE((state / name).stat().st_mode) == 0o600, name
 
     dev = start_dev(tmp_path, state, port, temporal_port)
     try:

@@ -47,6 +47,7 @@ from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, WorkflowTask, 
 from mcp_tasks_temporal.front.listen import TaskListen
 from mcp_tasks_temporal.front.plain_calls import PlainCalls, plain_call_envelope, task_of
 from mcp_tasks_temporal.front.request_capabilities import declared_capabilities, declares_tasks, is_modern
+from mcp_tasks_temporal.front.session_binding import SessionKeys
 from mcp_tasks_temporal.front.task_watch import TaskWatchHub
 from mcp_tasks_temporal.sdk_compat import (
     get_tool,
@@ -168,6 +169,9 @@ class TasksExtension(Extension):
     nexus_reply_endpoint: str | None = None
     """Nexus endpoint targeting this app's namespace and task queue, through which handler workflows of
     `nexus_tool`s report status (`--nexus-reply-endpoint`); `None`: their status does not cross."""
+    session_keys: SessionKeys = field(default_factory=SessionKeys.process_local)
+    """What tags handshake session IDs and binds anonymous tasks to them (`session_binding`); fronts
+    sharing `--request-state-key` share these too."""
     _tools: dict[str, ToolTaskOptions] = field(default_factory=dict[str, ToolTaskOptions], init=False)
     _workflow_tools: dict[str, WorkflowToolOptions] = field(default_factory=dict[str, WorkflowToolOptions], init=False)
     _workflow_asks: dict[str, tuple[Asks, ...]] = field(default_factory=dict[str, tuple[Asks, ...]], init=False)

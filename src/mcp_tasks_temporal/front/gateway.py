@@ -32,6 +32,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_tasks_temporal.front.closed_tasks import ClosedTaskCache
 from mcp_tasks_temporal.front.errors import InvalidInputResponseError, TaskExpiredError, TaskNotFoundError
+from mcp_tasks_temporal.front.session_binding import creating_binding
 from mcp_tasks_temporal.task_wire import DetailedTask
 from mcp_tasks_temporal.temporal.codec import CodecError
 from mcp_tasks_temporal.temporal.contract import (
@@ -447,7 +448,7 @@ def _task(**fields: Any) -> dict[str, Any]:
 def _initial_memo(
     task_id: str, tool: str, principal: str | None, created_at_ms: int, ttl_ms: int | None, poll_interval_ms: int
 ) -> dict[str, Any]:
-    return {
+    memo: dict[str, Any] = {
         Memo.TASK_ID: task_id,
         Memo.TOOL: tool,
         Memo.OWNER: owner_key(principal),
@@ -457,6 +458,10 @@ def _initial_memo(
         Memo.STATUS: "working",
         Memo.LAST_UPDATED_AT: created_at_ms,
     }
+    session = creating_binding()
+    if principal is None and session is not None:
+        memo[Memo.SESSION] = session
+    return memo
 
 
 def _workflow_task_memo(task: WorkflowTask, principal: str | None) -> dict[str, Any]:

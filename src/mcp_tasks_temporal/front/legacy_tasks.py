@@ -50,8 +50,9 @@ from mcp_tasks_temporal.front.handshake_echo import SESSION_HEADER, Handshake
 from mcp_tasks_temporal.front.handshake_echo import decode as decode_handshake
 from mcp_tasks_temporal.front.held_calls import follow_call
 from mcp_tasks_temporal.front.outbound_requests import send_request_on_stream
+from mcp_tasks_temporal.front.session_binding import creating_under
 from mcp_tasks_temporal.sdk_compat import request_outbound
-from mcp_tasks_temporal.temporal.contract import EXTENSION_ID, TERMINAL_STATUSES, as_object
+from mcp_tasks_temporal.temporal.contract import EXTENSION_ID, TERMINAL_STATUSES, Memo, as_object
 from mcp_tasks_temporal.temporal.ids import WORKFLOW_ID_PREFIX, owner_key
 from mcp_tasks_temporal.temporal.tracing import tag_task
 
@@ -203,7 +204,8 @@ class LegacyTasks:
         if policy is None or policy == "never":
             # The tool's `taskSupport` is "forbidden": nothing to make a task of.
             raise MCPError(code=METHOD_NOT_FOUND, message=f"Tool {params.name!r} does not run as a task")
-        created = await self._extension.create_task(params, ctx, legacy_envelope(ctx))
+        with creating_under(self._session_binding(ctx)):
+            created = await self._extension.create_task(params, ctx, legacy_envelope(ctx))
         if created is None:
             raise MCPError(code=METHOD_NOT_FOUND, message=f"Tool {params.name!r} does not run as a task")
         if isinstance(created, CallToolResult):
@@ -235,7 +237,8 @@ class LegacyTasks:
         The client has no task ID, so a call it abandons cancels the task (`held_calls`).
         """
         params = _params(CallToolRequestParams, ctx)
-        created = await self._extension.create_task(params, ctx, legacy_envelope(ctx))
+        with creating_under(self._session_binding(ctx)):
+            created = await self._extension.create_task(params, ctx, legacy_envelope(ctx))
         if created is None:
             raise MCPError(code=METHOD_NOT_FOUND, message=f"Tool {params.name!r} does not run as a task")
         if isinstance(created, CallToolResult):
@@ -278,16 +281,42 @@ class LegacyTasks:
                     task = await gateway.get(params.task_id, principal)
         return legacy_task(task)
 
+    def _session_bindings(self, ctx: ServerRequestContext[Any, Any]) -> list[str]:
+        """The bindings of the caller's tagged session ID under each shared key; none without one."""
+        headers = getattr(ctx.request, "headers", None)
+        return self._extension.session_keys.bindings(headers.get(SESSION_HEADER) if headers is not None else None)
+
+    def _session_binding(self, ctx: ServerRequestContext[Any, Any]) -> str | None:
+        """What an anonymous caller's new task records: its session under the current key."""
+        if authenticated_principal(ctx) is not None:
+            return None
+        bindings = self._session_bindings(ctx)
+        return bindings[0] if bindings else None
+
     async def _list(self, ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
-        """The caller's own tasks, newest first, from Temporal visibility (its workflow IDs name the owner)."""
+        """The caller's own tasks, newest first, from Temporal visibility (its workflow IDs name the owner).
+
+        Every anonymous caller is the same principal, so an anonymous caller's own tasks are those its
+        session created (`session_binding`); a caller without a session this front can check has none.
+        """
         params = _params(_ListParams, ctx)
-        try:
-            token = base64.b64decode(params.cursor, altchars=b"-_", validate=True) if params.cursor else b""
-        except ValueError:
-            raise MCPError(code=INVALID_PARAMS, message="Invalid cursor") from None
+        principal = authenticated_principal(ctx)
+        sessions: list[str] | None = None
+        if principal is None:
+            sessions = self._session_bindings(ctx)
+            if not sessions:
+                if params.cursor:
+                    raise MCPError(code=INVALID_PARAMS, message="Invalid cursor")  # none was ever given to it
+                return {"tasks": []}
+        keys = self._extension.session_keys
+        # A cursor is good for the caller it was given to: its principal, or its session.
+        caller = sessions[0] if sessions else owner_key(principal)
+        token = keys.open_cursor(params.cursor, caller) if params.cursor else b""
+        if token is None:
+            raise MCPError(code=INVALID_PARAMS, message="Invalid cursor")
         gateway = self._extension.gateway
         client = gateway.client
-        owner = owner_key(authenticated_principal(ctx))
+        owner = owner_key(principal)
         request = ListWorkflowExecutionsRequest(
             namespace=client.namespace,
             page_size=LIST_PAGE_SIZE,
@@ -310,12 +339,14 @@ class LegacyTasks:
                 task_id = memo.get("taskId")
                 if memo.get("owner") != owner or not isinstance(task_id, str):
                     continue
+                if sessions is not None and memo.get(Memo.SESSION) not in sessions:
+                    continue
                 memo.setdefault("createdAt", info.start_time.ToMilliseconds())
                 status = WorkflowExecutionStatus(info.status) if info.status else None
                 tasks.append(legacy_task(task_view(task_id, memo, status)))
         result: dict[str, Any] = {"tasks": tasks}
         if response.next_page_token:
-            result["nextCursor"] = base64.urlsafe_b64encode(response.next_page_token).decode()
+            result["nextCursor"] = keys.seal_cursor(response.next_page_token, caller)
         return result
 
     async def _result(self, ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:

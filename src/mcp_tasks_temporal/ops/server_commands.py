@@ -22,8 +22,9 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from mcp_tasks_temporal.front.app_loading import default_task_queue, load_app, tasks_extension, use_request_state_keys
-from mcp_tasks_temporal.front.auth import StaticTokenVerifier, load_tokens
+from mcp_tasks_temporal.front.auth import StaticTokenVerifier
 from mcp_tasks_temporal.front.closed_tasks import DEFAULT_MAX_ENTRIES, ClosedTaskCache
+from mcp_tasks_temporal.front.credential_life import EndWithCredential
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
 from mcp_tasks_temporal.front.handshake_echo import HandshakeEcho
 from mcp_tasks_temporal.front.health import health_routes
@@ -31,6 +32,7 @@ from mcp_tasks_temporal.front.http_app import BearerAuth, front_app
 from mcp_tasks_temporal.front.http_errors import JsonRpcHttpErrors
 from mcp_tasks_temporal.front.legacy_answers import LegacyAnswers
 from mcp_tasks_temporal.front.protocol_versions import AdvertiseServedVersions, run_stdio
+from mcp_tasks_temporal.front.session_binding import SessionKeys
 from mcp_tasks_temporal.ops.cli_options import DEFAULT_UI_ORIGINS
 from mcp_tasks_temporal.ops.codec_server import codec_app
 from mcp_tasks_temporal.ops.dev.embedded_temporal import EmbeddedTemporal, embedded_temporal
@@ -76,6 +78,8 @@ def configure(app: MCPServer[Any], args: argparse.Namespace) -> None:
         configure_model(args.agent_model)
     if getattr(args, "request_state_key", None):
         use_request_state_keys(app, args.request_state_key)
+        # The same shared secrets, so any front checks the session IDs every other one hands out.
+        extension.session_keys = SessionKeys(args.request_state_key)
     if "ttl_ms" in vars(args):
         extension.default_ttl_ms = args.ttl_ms
     if getattr(args, "poll_interval_ms", None):
@@ -110,7 +114,7 @@ def _bearer_auth(args: argparse.Namespace) -> BearerAuth | None:
     if args.tokens is not None and args.jwt_jwks is not None:
         raise ValueError("--tokens and --jwt-jwks are alternatives: choose one")
     if args.tokens is not None:
-        return BearerAuth(StaticTokenVerifier(load_tokens(args.tokens)))
+        return BearerAuth(StaticTokenVerifier.from_file(args.tokens))
     if args.jwt_jwks is None:
         return None
     from mcp_tasks_temporal.front.jwt_auth import JwtSettings, JwtVerifier
@@ -139,10 +143,14 @@ def _http_server(app: MCPServer[Any], args: argparse.Namespace, client: Client, 
     # Stateless for the handshake revisions too: an older client's requests may reach any front server.
     mcp_app = app.streamable_http_app(host=args.host, max_request_body_size=args.max_body_bytes, stateless_http=True)
     # Replies to the questions a front asked on a request's stream may reach any front: each takes them.
-    mcp_app.add_middleware(LegacyAnswers, extension=tasks_extension(app))
+    extension = tasks_extension(app)
+    mcp_app.add_middleware(LegacyAnswers, extension=extension, max_body_bytes=args.max_body_bytes)
     # The handshake revisions' capabilities reach every front through the session ID the client echoes.
-    mcp_app.add_middleware(HandshakeEcho)
-    http_app = front_app(mcp_app, auth=auth, extra_routes=health_routes(client), running=tasks_extension(app).running)
+    mcp_app.add_middleware(HandshakeEcho, max_body_bytes=args.max_body_bytes, sessions=extension.session_keys)
+    if auth is not None:
+        # Outermost, so it ends long polls and push streams whichever layer serves them.
+        app.middleware.insert(0, EndWithCredential(auth.verifier))
+    http_app = front_app(mcp_app, auth=auth, extra_routes=health_routes(client), running=extension.running)
     wrapped = JsonRpcHttpErrors(http_app, max_body_bytes=args.max_body_bytes)
     config = uvicorn.Config(wrapped, host=args.host, port=args.port, log_level="warning", lifespan="on")
     return _HttpServer(config)
@@ -462,7 +470,7 @@ async def codec_server(args: argparse.Namespace) -> None:
     codec = codec_from_args(args)
     if codec is None:
         raise ValueError("codec-server needs the codec: --codec-key-file, $MCP_TASKS_CODEC_KEYS or --codec")
-    verifier = StaticTokenVerifier(load_tokens(args.tokens)) if args.tokens is not None else None
+    verifier = StaticTokenVerifier.from_file(args.tokens) if args.tokens is not None else None
     # Who decrypted what is the audit trail operators want from this server, whatever the global level.
     logging.getLogger("mcp_tasks_temporal.ops.codec_server").setLevel(logging.INFO)
     http_app = codec_app(codec, ui_origins=args.ui_origin or DEFAULT_UI_ORIGINS, verifier=verifier)

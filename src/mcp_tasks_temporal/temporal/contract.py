@@ -84,6 +84,9 @@ class Memo:
     """`WORKFLOW_KIND` for a workflow tool's task; absent on tool tasks."""
     ENVELOPE: Final = "envelope"
     """The creating request's `_meta` envelope (protocol version, client info, client capabilities)."""
+    SESSION: Final = "session"
+    """An anonymous task's keyed hash of the handshake session that created it (`front/session_binding`):
+    what its 2025-11-25 `tasks/list` lists by."""
 
 
 @dataclass(frozen=True)
