@@ -23,8 +23,10 @@ import pytest
 from mcp import Client
 from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from temporalio.client import Client as TemporalClient
 
+from mcp_tasks_temporal.front.app_loading import DEMO_APP
 from mcp_tasks_temporal.temporal.connection import connect_temporal
 from tests.conftest import Stack, module_stack
 from tests.legacy_wire import LegacyMcp, legacy_headers
@@ -114,6 +116,37 @@ async def test_the_sdk_client_without_the_tasks_extension_answers_the_pipelines_
     assert steps_run(effects) == ["ran-checkout", "ran-compile", "ran-deploy", "ran-test"]
 
 
+@pytest.fixture(scope="module")
+def demo(workdir: Path, temporal: str) -> Iterator[Stack]:
+    """The demo app `dev` serves, on a worker and a front of its own (no tokens)."""
+    with module_stack(workdir, temporal, "plain-demo") as stack:
+        stack.workers.append(start_worker(workdir, temporal, stack.task_queue, app=DEMO_APP))
+        stack.fronts.append(start_front(workdir, temporal, stack.task_queue, app=DEMO_APP))
+        yield stack
+
+
+async def test_the_sdk_client_answers_the_demos_build_pipeline_and_a_client_without_elicitation_is_refused(
+    demo: Stack,
+) -> None:
+    asked: list[str] = []
+
+    async def approve(context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    arguments = {"ref": "v9", "step_seconds": 0}
+    async with Client(demo.url, elicitation_callback=approve) as client:
+        with anyio.fail_after(WAIT):
+            result = await client.call_tool("build_pipeline", arguments)
+    assert result.is_error is False
+    assert asked == ["Publish v9?"]
+    async with Client(demo.url) as client:
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool("build_pipeline", arguments)
+    assert refused.value.error.code == MISSING_CAPABILITY
+    assert refused.value.error.data["requiredCapabilities"] == {"elicitation": {}}
+
+
 async def test_the_retry_with_the_answer_goes_on_at_another_front(
     fronts: Stack, http: httpx.AsyncClient, effects: Path
 ) -> None:
@@ -140,6 +173,21 @@ async def test_a_declined_question_ends_the_call_with_the_tools_own_answer(
     retry = {**params, "inputResponses": {"approve": {"action": "decline"}}, "requestState": asking["requestState"]}
     done = (await call(fronts.url, http, retry, capabilities=ELICIT)).result
     assert done["structuredContent"] == {"ref": "v2", "steps": ["checkout", "compile", "test"], "deployed": False}
+
+
+async def test_questions_answered_one_at_a_time_come_back_until_all_are_answered(
+    fronts: Stack, http: httpx.AsyncClient
+) -> None:
+    params = {"name": "questions", "arguments": {"kinds": ["elicitation"]}}
+    asking = (await call(fronts.url, http, params, capabilities=ELICIT)).result
+    assert set(asking["inputRequests"]) == {"approve", "reviewer"}
+    first = {**params, "inputResponses": {"approve": YES}, "requestState": asking["requestState"]}
+    still = (await call(fronts.url, http, first, capabilities=ELICIT)).result
+    assert still["resultType"] == "input_required"
+    assert set(still["inputRequests"]) == {"reviewer"}, "an answered question is never asked again"
+    second = {**params, "inputResponses": {"reviewer": {"action": "decline"}}, "requestState": still["requestState"]}
+    done = (await call(fronts.url, http, second, capabilities=ELICIT)).result
+    assert done["structuredContent"] == {"approve": YES, "reviewer": {"action": "decline"}}
 
 
 async def test_a_tampered_or_foreign_request_state_is_refused_and_the_owner_still_answers(
