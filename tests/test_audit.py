@@ -154,14 +154,14 @@ async def test_json_audit_of_two_questions_a_retry_and_a_cancel(
     principals.worker.kill()
     (gate / "go").write_text("1")
     principals.stack.add_worker()
-    asking = await mcp.wait_for(task_id, ["input_required"], timeout=60)
+    asking = await mcp.wait_for(task_id, ["input_required"], timeout=30)
     keys = sorted(asking["inputRequests"])
     assert len(keys) == 2
     assert (await mcp.update(task_id, {keys[0]: ACCEPT})).status == 200
     assert (await mcp.update(task_id, {keys[1]: ACCEPT, "not-asked": ACCEPT})).status == 200
     await until_file(gate / "answered")
     await mcp.cancel(task_id)
-    closed = await mcp.wait_for(task_id, timeout=60)
+    closed = await mcp.wait_for(task_id, timeout=30)
     assert closed["status"] == "cancelled"
 
     done = await run_cli("audit", task_id, "--principal", alice, "--format", "json", "--temporal", temporal)
@@ -338,7 +338,7 @@ async def test_admin_cancel_cancels_exactly_the_matching_tasks(
     )
     assert {t["taskId"] for t in json.loads(done.stdout)["cancelled"]} == set(targets), (done.stdout, done.stderr)
     for task_id in targets:
-        assert (await principals.alice.wait_for(task_id, timeout=60))["status"] == "cancelled"
+        assert (await principals.alice.wait_for(task_id, timeout=30))["status"] == "cancelled"
     for folder in ("a1", "a2"):
         await until_file(gates[folder] / "cancelled")
     assert (await principals.bob.get(bystanders[0])).result["status"] == "working"
@@ -350,7 +350,7 @@ async def test_admin_cancel_cancels_exactly_the_matching_tasks(
     for task_id, who in ((bystanders[0], bob), (bystanders[1], alice)):
         handle = temporal_client.get_workflow_handle(workflow_id(task_id, principal_of(who)))
         await handle.cancel()
-        with anyio.fail_after(60):
+        with anyio.fail_after(30):
             while (await handle.describe()).status == WorkflowExecutionStatus.RUNNING:
                 await anyio.sleep(0.1)
 
@@ -440,9 +440,9 @@ async def test_audit_and_verify_of_a_workflow_task(
         effects.mkdir()
         arguments = {"ref": "v9", "effects": str(effects), "approve_before": "deploy"}
         task_id = (await mcp.start("release", arguments, capabilities=ELICIT))["taskId"]
-        await mcp.wait_for(task_id, ["input_required"], timeout=60)
+        await mcp.wait_for(task_id, ["input_required"], timeout=30)
         await mcp.update(task_id, {"approve": YES})
-        assert (await mcp.wait_for(task_id, timeout=60))["status"] == "completed"
+        assert (await mcp.wait_for(task_id, timeout=30))["status"] == "completed"
 
         without_app = await run_cli("audit", task_id, "--verify", "--temporal", temporal, check=False)
         assert without_app.returncode == 2, without_app.stderr

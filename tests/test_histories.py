@@ -19,13 +19,13 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from mcp_tasks_temporal.contrib.pydantic_ai.sub_agent import worker_plugins
+from mcp_tasks_temporal.demo.review import ReviewCode
 from mcp_tasks_temporal.temporal.sandbox import workflow_runner
 from mcp_tasks_temporal.temporal.task_interceptor import TaskInterceptor
 from mcp_tasks_temporal.temporal.worker import WORKFLOWS
 from mcp_tasks_temporal.temporal.workflow_tools import workflow_definition
 from mcp_tasks_temporal.temporal.workflows.nexus_question import NexusQuestionWorkflow
 from mcp_tasks_temporal.temporal.workflows.nexus_tool import NexusToolWorkflow
-from mcp_tasks_temporal.temporal.workflows.review_code import ReviewCode
 from tests.histories import record
 from tests.test_workflow_helpers import FIXTURE_WORKFLOWS
 

@@ -66,7 +66,8 @@ async def _assert_history_holds_references(client: Client, task_id: str, size: i
     assert max(ref.size_bytes for payload in stored for ref in payload.external_payloads) >= size
 
 
-async def _large_result_end_to_end(mcp: TaskCalls, *, timeout: float = 600) -> dict[str, Any]:
+async def _large_result_end_to_end(mcp: TaskCalls, *, timeout: float = 30) -> dict[str, Any]:
+    """The 50 MB round trip (7.6 and 8.6 s measured on a loaded 2-core machine, through S3 and dev's storage)."""
     seed = uuid.uuid4().hex
     created = await mcp.start("large_blob", {"size": LARGE, "seed": seed})
     task = await mcp.wait_for(created["taskId"], timeout=timeout)
@@ -84,7 +85,7 @@ async def test_a_result_over_the_limit_fails_at_once_with_an_error_naming_size_l
     mcp: TaskCalls, temporal_client: Client
 ) -> None:
     created = await mcp.start("large_text", {"size": OVER})
-    task = await mcp.wait_for(created["taskId"], timeout=120)
+    task = await mcp.wait_for(created["taskId"], timeout=30)
     assert task["status"] == "failed"
     error = task["error"]
     assert error["code"] == PAYLOAD_TOO_LARGE_CODE
@@ -106,7 +107,7 @@ async def test_text_repeating_structured_content_is_stored_once_and_served_as_bo
 ) -> None:
     size = 1_500_000  # twice this is over the 2 MiB limit, once is not
     created = await mcp.start("large_text", {"size": size, "seed": "once"})
-    task = await mcp.wait_for(created["taskId"], timeout=120)
+    task = await mcp.wait_for(created["taskId"], timeout=30)
     assert task["status"] == "completed", task.get("error")
     result = task["result"]
     expected = pattern(size, "once")
@@ -188,7 +189,7 @@ async def test_a_50_mb_result_reaches_the_client_through_s3_and_the_history_hold
 
     # Arguments over Temporal's limit travel the same way (given a body limit that lets them in).
     created = await mcp.start("text_length", {"text": "b" * OVER})
-    done = await mcp.wait_for(created["taskId"], timeout=120)
+    done = await mcp.wait_for(created["taskId"], timeout=30)
     assert done["status"] == "completed", done.get("error")
     assert done["result"]["structuredContent"] == {"result": OVER}
 
@@ -204,7 +205,7 @@ async def test_a_50_mb_result_just_works_under_dev_through_its_local_storage(
     try:
         assert f"Payloads      {state / 'payloads'}" in dev.log()
         mcp = TaskCalls(HttpMcp(f"http://127.0.0.1:{port}/mcp", http))
-        with anyio.fail_after(60):
+        with anyio.fail_after(30):
             while True:
                 try:
                     await mcp.call_tool("echo", {"text": "up?"}, tasks=False)

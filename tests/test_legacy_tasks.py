@@ -17,7 +17,7 @@ from tests.wire import HttpMcp
 
 pytestmark = pytest.mark.anyio
 
-WAIT = 60
+WAIT = 30
 
 
 @pytest.fixture

@@ -66,7 +66,10 @@ def world(workdir: Path, temporal: str) -> Iterator[NexusWorld]:
         workdir / f"nexus-team-{suffix}.log",
     ).start()
     try:
-        wait_until(lambda: "reports team worker:" in team.log(), timeout=60, what="the reports team's worker")
+        wait_until(
+            lambda: "reports team worker:" in team.log() or not team.alive, timeout=60, what="the reports team's worker"
+        )
+        assert team.alive, team.log()
         stack.workers.append(start_worker(workdir, temporal, stack.task_queue, app=APP, env=env))
         stack.fronts.append(
             start_front(
@@ -103,7 +106,7 @@ async def handler_run_of(team: Client, task_id: str) -> str:
 
 async def test_operation_result_is_the_tool_result(mcp: TaskCalls) -> None:
     task_id = (await mcp.start("build_report", {"topic": "Q3", "sections": 2, "seconds_per_section": 0.05}))["taskId"]
-    done = await mcp.wait_for(task_id, timeout=60)
+    done = await mcp.wait_for(task_id, timeout=30)
     assert done["status"] == "completed", done
     assert done["result"]["isError"] is False
     assert done["result"]["content"] == [{"type": "text", "text": "Report on Q3: 2 sections"}]
@@ -112,7 +115,7 @@ async def test_operation_result_is_the_tool_result(mcp: TaskCalls) -> None:
 async def test_status_crosses_and_cancel_ends_the_handler_workflow(world: NexusWorld, mcp: TaskCalls) -> None:
     task_id = (await mcp.start("build_report", {"topic": "slow", "sections": 1, "seconds_per_section": 600}))["taskId"]
     working = await mcp.wait_for(
-        task_id, lambda task: task.get("statusMessage") == "writing section 1/1 on slow", timeout=60
+        task_id, lambda task: task.get("statusMessage") == "writing section 1/1 on slow", timeout=30
     )
     assert working["status"] == "working"
     team = await connect_temporal(world.stack.temporal, namespace=world.team_namespace)
@@ -120,7 +123,7 @@ async def test_status_crosses_and_cancel_ends_the_handler_workflow(world: NexusW
     assert (await handler.describe()).status == WorkflowExecutionStatus.RUNNING
 
     assert "error" not in (await mcp.cancel(task_id)).body
-    assert (await mcp.wait_for(task_id, timeout=60))["status"] == "cancelled"
+    assert (await mcp.wait_for(task_id, timeout=30))["status"] == "cancelled"
     # The task ends cancelled only once the handler side acknowledged: its workflow is already closed.
     assert (await handler.describe()).status == WorkflowExecutionStatus.CANCELED
 
@@ -131,7 +134,7 @@ async def test_expiry_cancels_the_handler_workflow(world: NexusWorld, mcp: TaskC
     team = await connect_temporal(world.stack.temporal, namespace=world.team_namespace)
     handler = team.get_workflow_handle(await handler_run_of(team, task_id))
     # Past its TTL the task is gone for tasks/get (-32602); Temporal shows how both sides ended.
-    with anyio.fail_after(60):
+    with anyio.fail_after(30):
         while (await handler.describe()).status == WorkflowExecutionStatus.RUNNING:
             await anyio.sleep(0.2)
     # Temporal alone would leave it running: a timed-out caller abandons its operations.
@@ -151,12 +154,12 @@ async def test_expiry_cancels_the_handler_workflow(world: NexusWorld, mcp: TaskC
 async def test_questions_cross_and_the_answers_come_back(mcp: TaskCalls) -> None:
     arguments = {"topic": "ask", "sections": 1, "seconds_per_section": 0, "ask_before_publishing": True}
     task_id = (await mcp.start("build_report", arguments, capabilities=ELICIT))["taskId"]
-    asking = await mcp.wait_for(task_id, {"input_required"}, timeout=60)
+    asking = await mcp.wait_for(task_id, {"input_required"}, timeout=30)
     assert set(asking["inputRequests"]) == {"publish"}
     assert asking["inputRequests"]["publish"]["method"] == "elicitation/create"
     answer = {"publish": {"action": "accept", "content": {"publish": True}}}
     assert "error" not in (await mcp.update(task_id, answer)).body
-    done = await mcp.wait_for(task_id, timeout=60)
+    done = await mcp.wait_for(task_id, timeout=30)
     assert done["status"] == "completed", done
     assert done["result"]["content"] == [{"type": "text", "text": "Report on ask: 1 sections, published"}]
 
@@ -164,13 +167,13 @@ async def test_questions_cross_and_the_answers_come_back(mcp: TaskCalls) -> None
 async def test_a_question_the_client_cannot_answer_fails_the_task_with_32021(mcp: TaskCalls) -> None:
     arguments = {"topic": "ask", "sections": 1, "seconds_per_section": 0, "ask_before_publishing": True}
     task_id = (await mcp.start("build_report", arguments))["taskId"]  # no elicitation capability declared
-    done = await mcp.wait_for(task_id, timeout=60)
+    done = await mcp.wait_for(task_id, timeout=30)
     assert done["status"] == "failed" and done["error"]["code"] == -32021, done
 
 
 async def test_operation_failure_is_a_tool_error_naming_the_operation(mcp: TaskCalls) -> None:
     task_id = (await mcp.start("build_report", {"topic": " ", "sections": 1}))["taskId"]
-    done = await mcp.wait_for(task_id, timeout=60)
+    done = await mcp.wait_for(task_id, timeout=30)
     assert done["status"] == "completed" and done["result"]["isError"] is True, done
     assert done["result"]["content"][0]["text"] == "reports.build_report failed: a report needs a topic"
 

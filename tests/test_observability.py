@@ -28,7 +28,7 @@ def collector() -> Iterator[Collector]:
         yield running
 
 
-async def spans_until(collector: Collector, wanted: set[str], *, task_id: str, timeout: float = 60) -> list[Span]:
+async def spans_until(collector: Collector, wanted: set[str], *, task_id: str, timeout: float = 30) -> list[Span]:
     """Poll what the processes exported until every wanted span name of this task's trace has arrived."""
     with anyio.fail_after(timeout):
         while True:
@@ -146,7 +146,7 @@ async def test_readyz_follows_temporal_while_healthz_stays_up(workdir: Path, htt
         ready = await http.get(f"{base}/readyz")
         assert (ready.status_code, ready.json()["status"]) == (200, "ready")
         temporal_process.stop()
-        with anyio.fail_after(60):
+        with anyio.fail_after(30):
             while (ready := await http.get(f"{base}/readyz")).status_code == 200:
                 await anyio.sleep(0.2)
         assert (ready.status_code, ready.json()) == (503, {"status": "unready", "reason": "Temporal unreachable"})

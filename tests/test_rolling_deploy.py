@@ -98,7 +98,7 @@ async def _operator(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int
 
 async def _waiting(mcp: TaskCalls, tool: str) -> str:
     task_id = (await mcp.start(tool, {}, capabilities=ELICIT))["taskId"]
-    await mcp.wait_for(task_id, {"input_required"}, timeout=60)
+    await mcp.wait_for(task_id, {"input_required"}, timeout=30)
     return task_id
 
 
@@ -135,14 +135,14 @@ async def test_tasks_begun_on_build_a_end_on_a_while_new_ones_run_on_b(
         new_tool = await _waiting(mcp, "ask")
         assert await _build_of(temporal_client, new_tool) == rollout.build("b")
         await mcp.update(new_tool, {"ship": SHIP})
-        done = await mcp.wait_for(new_tool, timeout=60)
+        done = await mcp.wait_for(new_tool, timeout=30)
         assert done["result"]["structuredContent"] == {"release": "2", "action": "accept"}
 
         # The tasks begun on A are answered after the deploy and finish with release 1's code, on A.
         assert set((await mcp.get(workflow_tool)).result["inputRequests"]) == {"ship"}
         # An auto-upgrade task moves to B at its next step; the tool attempt already running on A finishes there.
         await mcp.update(moving_tool, {"ship": SHIP})
-        done = await mcp.wait_for(moving_tool, timeout=60)
+        done = await mcp.wait_for(moving_tool, timeout=30)
         assert done["result"]["structuredContent"] == {"release": "1", "action": "accept"}, done
         assert await _build_of(temporal_client, moving_tool) == rollout.build("b")
 
@@ -150,7 +150,7 @@ async def test_tasks_begun_on_build_a_end_on_a_while_new_ones_run_on_b(
         for task_id in begun_on_a:
             await mcp.update(task_id, {"ship": SHIP})
         for task_id in begun_on_a:
-            done = await mcp.wait_for(task_id, timeout=60)
+            done = await mcp.wait_for(task_id, timeout=30)
             assert done["status"] == "completed", done
             assert done["result"]["structuredContent"] == {"release": "1", "action": "accept"}, done
             assert await _build_of(temporal_client, task_id) == rollout.build("a")
@@ -186,7 +186,7 @@ async def test_tasks_begun_on_build_a_end_on_a_while_new_ones_run_on_b(
         f"TaskQueue = '{rollout.task_queue}' AND ExecutionStatus = 'Running' "
         f"AND {VERSION_SEARCH_ATTRIBUTE} = '{rollout.build('a')}'"
     )
-    with anyio.fail_after(60):
+    with anyio.fail_after(30):
         while (await temporal_client.count_workflows(query)).count:
             await anyio.sleep(0.2)
     rollout.worker_a.stop()

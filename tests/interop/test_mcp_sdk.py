@@ -79,11 +79,11 @@ async def test_cancel_stops_the_task(stack: Stack, gate: Path) -> None:
         created = await client.session.call_tool("gated", {"gate": str(gate)}, allow_claimed=True)
         assert isinstance(created, TaskCreated)
         handle = extension.handle(client.session, created.task_id)
-        with anyio.fail_after(60):
+        with anyio.fail_after(30):
             while not (gate / "started").exists():
                 await anyio.sleep(0.1)
         await handle.cancel()
-        with anyio.fail_after(60):
+        with anyio.fail_after(30):
             assert (await handle.wait()).status == "cancelled"
 
 

@@ -385,6 +385,7 @@ async def follow_task(
                     return task
     finally:
         unsubscribe()
+        send.close()
     raise MCPError(code=INTERNAL_ERROR, message="Task service unavailable, try again")
 
 

@@ -71,10 +71,12 @@ def configure(app: MCPServer[Any], args: argparse.Namespace) -> None:
     if not args.task_queue:
         args.task_queue = default_task_queue(app)
     if getattr(args, "agent_model", None):
+        from mcp_tasks_temporal.contrib import MissingExtra
+
         try:
-            from mcp_tasks_temporal.contrib.pydantic_ai.sub_agent import configure_model
-        except ImportError:
-            raise ValueError('--agent-model needs the agent extra: pip install "mcp-tasks-temporal[agent]"') from None
+            from mcp_tasks_temporal.contrib.pydantic_ai import configure_model
+        except MissingExtra as missing:
+            raise ValueError(f"--agent-model needs the {missing.extra} extra: {missing.install}") from None
         configure_model(args.agent_model)
     if getattr(args, "request_state_key", None):
         use_request_state_keys(app, args.request_state_key)

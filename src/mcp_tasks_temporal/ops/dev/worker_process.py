@@ -134,10 +134,10 @@ class SupervisedWorker:
     MAX_RESTARTS: Final = 3
     RESTART_WINDOW_S: Final = 60.0
 
-    def __init__(self, args: argparse.Namespace, *, address: str, namespace: str, log_path: Path) -> None:
-        self._command = worker_command(args, address=address, namespace=namespace)
+    def __init__(self, command: list[str], *, log_path: Path, graceful_shutdown_s: float) -> None:
+        self._command = command
         self._log_path = log_path
-        self._grace_s = float(args.graceful_shutdown) + 10
+        self._grace_s = graceful_shutdown_s + 10
         self._restarts: list[float] = []
         self.current: DevWorker | None = None
 
@@ -178,7 +178,8 @@ async def dev_worker(
     args: argparse.Namespace, *, address: str, namespace: str, log_path: Path, startup_timeout_s: float = 60.0
 ) -> AsyncGenerator[SupervisedWorker]:
     """Run the worker for the duration of the block; on exit it gets SIGTERM and its graceful shutdown."""
-    supervised = SupervisedWorker(args, address=address, namespace=namespace, log_path=log_path)
+    command = worker_command(args, address=address, namespace=namespace)
+    supervised = SupervisedWorker(command, log_path=log_path, graceful_shutdown_s=float(args.graceful_shutdown))
     await supervised.start(startup_timeout_s=startup_timeout_s)
     try:
         yield supervised
