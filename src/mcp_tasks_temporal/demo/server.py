@@ -33,7 +33,7 @@ _CORPUS = {
 
 
 # A Temporal workflow as a tool: every step an activity, status and an approval question from the workflow.
-tasks.workflow_tool(BuildPipeline, name="build_pipeline", activities=[build_step])
+tasks.workflow_tool(BuildPipeline, name="build_pipeline", activities=[build_step], asks=["elicitation"])
 
 
 @tasks.tool(policy="optional")

@@ -353,15 +353,18 @@ class TemporalTaskGateway:
                 await anyio.sleep(delay)
                 delay = min(delay * 2, 0.02)  # the answer usually lands within a workflow task (~40 ms)
 
-    async def cancel(self, task_id: str, principal: str | None) -> None:
-        """Request cooperative cancellation; a task that already ended keeps its outcome."""
+    async def cancel(self, task_id: str, principal: str | None, *, reason: str = "") -> None:
+        """Request cooperative cancellation; a task that already ended keeps its outcome.
+
+        `reason` is recorded with the request; a workflow tool waiting for an answer shows it as its status.
+        """
         if self._closed(task_id, principal) is not None:
             return
         observed = await self.observe(task_id, principal)
         if observed.status != WorkflowExecutionStatus.RUNNING:
             return
         try:
-            await observed.handle.cancel()
+            await observed.handle.cancel(reason=reason)
         except RPCError as err:
             if err.status != RPCStatusCode.NOT_FOUND:
                 raise
