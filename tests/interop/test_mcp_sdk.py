@@ -132,7 +132,6 @@ async def test_a_plain_client_gets_a_task_tools_status_lines_as_progress(demo_st
     assert progress[0] == (1, "searching audit.log (1/3), 0 matches so far")
 
 
-@pytest.mark.xfail(strict=True, reason="questions inside plain 2026-07-28 calls: not merged yet")
 async def test_a_plain_client_answers_the_demo_question_inside_the_call(demo_stack: Stack) -> None:
     """The question comes back as an InputRequiredResult; the SDK answers it and retries by itself."""
     questions.clear()

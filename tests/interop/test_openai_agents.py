@@ -83,7 +83,6 @@ async def test_a_cancelled_workflow_tool_call_cancels_its_task(wf_stack: Stack, 
     assert not (gate / "ran-test").exists()
 
 
-@pytest.mark.xfail(strict=True, reason="a plain call's question names the capability it lacks: not merged yet")
 async def test_the_demo_question_is_refused_naming_elicitation(demo_stack: Stack) -> None:
     """Without an elicitation callback the client cannot answer: the error says what would make it able to."""
     async with server(demo_stack.url, client_session_timeout_seconds=LONG_ENOUGH_S) as demo:
