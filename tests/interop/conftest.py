@@ -20,6 +20,20 @@ from tests.processes import start_front, start_worker
 WORKFLOW_APP = "tests.workflow_fixture_app:app"
 YES: dict[str, str | int | float | bool | list[str] | None] = {"approve": True}
 """The content every question of the fixture apps accepts (their schemas ask for `approve`)."""
+WAIT = 20
+"""A cancel reaches a running tool through its heartbeat (every 2 s): well within this."""
+PIPELINE_STATUS = [
+    "checkout (v1) (1/6)",
+    "resolve dependencies (v1) (2/6)",
+    "compile (v1) (3/6)",
+    "unit tests (v1) (4/6)",
+    "package (v1) (5/6)",
+    "waiting for approval to publish v1 (5/6)",
+    "publish (v1) (6/6)",
+]
+"""The demo's `build_pipeline` of `v1`, line by line, as a client following it sees its status."""
+MATCHES = ["audit.log: user alice approved release 1.4", "audit.log: user bob rolled back release 1.3"]
+"""What the demo's `search_logs` finds for `release`."""
 
 
 @pytest.fixture(scope="session")

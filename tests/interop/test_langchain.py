@@ -14,8 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.conftest import Stack
+from tests.interop.conftest import MATCHES, PIPELINE_STATUS, WAIT
 from tests.interop.mcp1_venv import Mcp1Clients
-from tests.interop.test_mcp1 import MATCHES, PIPELINE_STATUS, WAIT
 from tests.processes import wait_until
 
 

@@ -14,21 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.conftest import Stack
+from tests.interop.conftest import MATCHES, PIPELINE_STATUS, WAIT
 from tests.interop.mcp1_venv import Mcp1Clients
 from tests.processes import wait_until
-
-WAIT = 20
-"""A cancel reaches a running tool through its heartbeat (every 2 s): well within this."""
-PIPELINE_STATUS = [
-    "checkout (v1) (1/6)",
-    "resolve dependencies (v1) (2/6)",
-    "compile (v1) (3/6)",
-    "unit tests (v1) (4/6)",
-    "package (v1) (5/6)",
-    "waiting for approval to publish v1 (5/6)",
-    "publish (v1) (6/6)",
-]
-MATCHES = ["audit.log: user alice approved release 1.4", "audit.log: user bob rolled back release 1.3"]
 
 
 def test_the_handshake_and_the_tool_list(demo_stack: Stack, mcp1: Mcp1Clients) -> None:

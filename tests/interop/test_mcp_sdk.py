@@ -23,8 +23,7 @@ from pydantic import ValidationError
 
 from mcp_tasks_temporal.client import EXTENSION_ID, TaskCreated, TaskFailedError, TasksClientExtension
 from tests.conftest import Stack
-from tests.interop.conftest import YES
-from tests.interop.test_mcp1 import MATCHES
+from tests.interop.conftest import MATCHES, YES
 
 pytestmark = pytest.mark.anyio
 

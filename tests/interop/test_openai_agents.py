@@ -19,7 +19,7 @@ from agents.mcp import MCPServerStreamableHttp
 from mcp.shared.exceptions import MCPError
 
 from tests.conftest import Stack
-from tests.interop.test_mcp1 import MATCHES, WAIT
+from tests.interop.conftest import MATCHES, WAIT
 
 pytestmark = pytest.mark.anyio
 
