@@ -465,3 +465,79 @@ async def test_audit_and_verify_of_a_workflow_task(
         assert story["outcome"]["status"] == "completed"
     finally:
         stack.stop()
+
+
+DOCS_PIPELINE_FILES = ("myteam/activities.py", "myteam/workflows.py", "myteam/server.py")
+
+
+def docs_pipeline(folder: Path, *, swap_steps: bool = False) -> dict[str, str]:
+    """docs/workflows.md's pipeline, its three modules written as the page prints them; the env to import it.
+
+    `swap_steps` deploys before it builds: the careless reorder `audit --verify` must catch.
+    """
+    page = (REPO_ROOT / "docs" / "workflows.md").read_text()
+    package = folder / "myteam"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    for name in DOCS_PIPELINE_FILES:
+        [block] = [b for b in page.split("```python\n") if b.startswith(f"# {name}")]
+        source = block.split("```")[0]
+        if swap_steps and name.endswith("workflows.py"):
+            first_step = 'set_status("building")'
+            assert first_step in source, "the page's pipeline changed: update the reorder"
+            deploy_first = (
+                "await workflow.execute_activity(deploy, request.ref, start_to_close_timeout=timedelta(hours=1))"
+            )
+            source = source.replace(first_step, f"{first_step}\n        {deploy_first}", 1)
+        (folder / name).write_text(source)
+    return {"PYTHONPATH": os.pathsep.join([str(folder), child_env()["PYTHONPATH"]])}
+
+
+async def audit_child(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[bytes]:
+    with anyio.fail_after(120):
+        return await anyio.run_process(
+            [sys.executable, "-m", "mcp_tasks_temporal", "audit", *args],
+            cwd=REPO_ROOT,
+            env={**child_env(), **env},
+            check=False,
+        )
+
+
+async def test_verify_of_the_docs_pipeline_is_compatible_on_its_code_and_names_a_reordered_step(
+    workdir: Path, temporal: str, http: httpx.AsyncClient, tmp_path: Path, temporal_client: Client
+) -> None:
+    env = docs_pipeline(tmp_path / "same")
+    changed = docs_pipeline(tmp_path / "changed", swap_steps=True)
+    app = "myteam.server:app"
+    queue = f"docs-audit-{uuid.uuid4()}"
+    worker = start_worker(workdir, temporal, queue, app=app, env=env)
+    front, url = start_front(workdir, temporal, queue, app=app, env=env)
+    try:
+        mcp = TaskCalls(HttpMcp(url, http))
+        task_id = (await mcp.start("release", {"ref": "v7"}, capabilities=ELICIT))["taskId"]
+        asking = await mcp.wait_for(task_id, ["input_required"], timeout=60)
+        assert list(asking["inputRequests"]) == ["approve"]
+        await mcp.update(task_id, {"approve": ACCEPT})
+        done = await mcp.wait_for(task_id, timeout=60)
+        assert done["status"] == "completed", done
+        assert done["result"]["content"][0]["text"] == "v7.tar.gz deployed"
+    finally:
+        front.stop()
+        worker.stop()
+    runs = await load_runs(temporal_client, workflow_id(task_id, None))
+    events = [e for h in runs.histories for e in h.events]
+    signals = [e.workflow_execution_signaled_event_attributes.signal_name for e in events if e.HasField(
+        "workflow_execution_signaled_event_attributes"
+    )]  # fmt: skip
+    assert "mcp_tasks.activity_status" in signals, "the activity's set_status must be in the recorded history"
+
+    same = await audit_child(env, task_id, "--verify", "--app", app, "--temporal", temporal)
+    assert same.returncode == 0, same.stderr
+    assert b"verify: compatible" in same.stderr
+
+    reordered = await audit_child(changed, task_id, "--verify", "--app", app, "--temporal", temporal)
+    assert reordered.returncode == 1, reordered.stderr
+    [line] = [ln for ln in reordered.stderr.decode().splitlines() if "INCOMPATIBLE" in ln]
+    print(line)
+    assert "'build'" in line and "'deploy'" in line, line
+    assert "UpsertWorkflowSearchAttributes" not in line and "Traceback" not in reordered.stderr.decode()
