@@ -30,6 +30,8 @@ from mcp_tasks_temporal.temporal.ids import owner_key, workflow_id
 from mcp_tasks_temporal.temporal.worker import WORKFLOWS
 from tests.cli_runs import run_in_process
 from tests.conftest import Stack, module_stack
+from tests.docs_pipeline import APP as DOCS_APP
+from tests.docs_pipeline import deploy_first, docs_pipeline
 from tests.processes import REPO_ROOT, Process, child_env, start_front, start_temporal, start_worker
 from tests.test_auth import BearerMcp
 from tests.variant_cli import ChangedToolTask
@@ -467,32 +469,6 @@ async def test_audit_and_verify_of_a_workflow_task(
         stack.stop()
 
 
-DOCS_PIPELINE_FILES = ("myteam/activities.py", "myteam/workflows.py", "myteam/server.py")
-
-
-def docs_pipeline(folder: Path, *, swap_steps: bool = False) -> dict[str, str]:
-    """docs/workflows.md's pipeline, its three modules written as the page prints them; the env to import it.
-
-    `swap_steps` deploys before it builds: the careless reorder `audit --verify` must catch.
-    """
-    page = (REPO_ROOT / "docs" / "workflows.md").read_text()
-    package = folder / "myteam"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    for name in DOCS_PIPELINE_FILES:
-        [block] = [b for b in page.split("```python\n") if b.startswith(f"# {name}")]
-        source = block.split("```")[0]
-        if swap_steps and name.endswith("workflows.py"):
-            first_step = 'set_status("building")'
-            assert first_step in source, "the page's pipeline changed: update the reorder"
-            deploy_first = (
-                "await workflow.execute_activity(deploy, request.ref, start_to_close_timeout=timedelta(hours=1))"
-            )
-            source = source.replace(first_step, f"{first_step}\n        {deploy_first}", 1)
-        (folder / name).write_text(source)
-    return {"PYTHONPATH": os.pathsep.join([str(folder), child_env()["PYTHONPATH"]])}
-
-
 async def audit_child(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[bytes]:
     with anyio.fail_after(120):
         return await anyio.run_process(
@@ -507,8 +483,8 @@ async def test_verify_of_the_docs_pipeline_is_compatible_on_its_code_and_names_a
     workdir: Path, temporal: str, http: httpx.AsyncClient, tmp_path: Path, temporal_client: Client
 ) -> None:
     env = docs_pipeline(tmp_path / "same")
-    changed = docs_pipeline(tmp_path / "changed", swap_steps=True)
-    app = "myteam.server:app"
+    changed = docs_pipeline(tmp_path / "changed", deploy_first)
+    app = DOCS_APP
     queue = f"docs-audit-{uuid.uuid4()}"
     worker = start_worker(workdir, temporal, queue, app=app, env=env)
     front, url = start_front(workdir, temporal, queue, app=app, env=env)

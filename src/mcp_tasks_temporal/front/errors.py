@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mcp.shared.exceptions import MCPError
-from mcp_types import HEADER_MISMATCH, INVALID_PARAMS
+from mcp_types import HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS
 
 
 class TaskNotFoundError(MCPError):
@@ -35,4 +35,15 @@ class InvalidInputResponseError(MCPError):
     def __init__(self, key: str, problem: str) -> None:
         super().__init__(
             code=INVALID_PARAMS, message=f"Invalid input response for {key!r}: {problem}", data={"key": key}
+        )
+
+
+class AnswerNotTakenError(MCPError):
+    """The task's workflow code keeps failing: an answer would wait unread until fixed code runs."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            code=INTERNAL_ERROR,
+            message="Answer not taken: the task's workflow is failing (its statusMessage says why); "
+            "answer again once it resumes",
         )

@@ -23,14 +23,20 @@ import anyio
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.workflow.v1 import PendingActivityInfo
+from temporalio.api.workflow.v1 import PendingActivityInfo, PendingWorkflowTaskInfo
 from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.common import AutoUpgradeVersioningOverride, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_tasks_temporal.front.closed_tasks import ClosedTaskCache
-from mcp_tasks_temporal.front.errors import InvalidInputResponseError, TaskExpiredError, TaskNotFoundError
+from mcp_tasks_temporal.front.errors import (
+    AnswerNotTakenError,
+    InvalidInputResponseError,
+    TaskExpiredError,
+    TaskNotFoundError,
+)
+from mcp_tasks_temporal.front.failing_workflows import FailingWorkflows, WorkflowTaskFailure
 from mcp_tasks_temporal.task_wire import DetailedTask
 from mcp_tasks_temporal.temporal.codec import CodecError
 from mcp_tasks_temporal.temporal.contract import (
@@ -117,6 +123,8 @@ class Snapshot:
     pending_activities: Sequence[PendingActivityInfo]
     close_time_ms: int | None = None
     """When the run closed, if it has."""
+    pending_workflow_task: PendingWorkflowTaskInfo | None = None
+    """Past its first attempt when the workflow code keeps failing (front/failing_workflows.py)."""
 
 
 async def snapshot(client: Client, workflow_id: str) -> Snapshot:
@@ -148,6 +156,7 @@ async def snapshot(client: Client, workflow_id: str) -> Snapshot:
         memo=dict(zip(fields.keys(), values, strict=True)),
         pending_activities=response.pending_activities,
         close_time_ms=info.close_time.ToMilliseconds() if info.HasField("close_time") else None,
+        pending_workflow_task=response.pending_workflow_task if response.HasField("pending_workflow_task") else None,
     )
 
 
@@ -194,6 +203,7 @@ class TemporalTaskGateway:
         """How large arguments and answers may be: refused here, not after Temporal has taken the task."""
         self.fairness = fairness or FairnessPolicy()
         """Each task's priority: its tool's, and its principal's fairness key and weight."""
+        self.failing_workflows = FailingWorkflows()
 
     async def create(
         self, task: ToolTaskInput, principal: str | None, *, pinned: bool = False, priority: int | None = None
@@ -304,6 +314,8 @@ class TemporalTaskGateway:
         accepted = {key: value for key, value in responses.items() if key in outstanding}
         if not accepted:
             return
+        if await self.failing(observed) is not None:
+            raise AnswerNotTakenError()
         for key, value in accepted.items():
             problem = response_problem(outstanding[key], value)
             if problem is not None:
@@ -316,18 +328,20 @@ class TemporalTaskGateway:
             if err.status != RPCStatusCode.NOT_FOUND:
                 raise
             return
-        await self._until_answered(observed.handle.id, set(accepted))
+        await self._until_answered(observed, set(accepted))
 
     def _check_input(self, value: Any, what: str) -> None:
         self.payload_limits.check_input(self.client.data_converter.payload_converter, value, what)
 
-    async def _until_answered(self, workflow_id: str, keys: set[str]) -> None:
+    async def _until_answered(self, observed: Observed, keys: set[str]) -> None:
         delay = 0.01
         with anyio.move_on_after(self.answer_visibility_timeout_s):
             while True:
-                seen = await snapshot(self.client, workflow_id)
+                seen = await snapshot(self.client, observed.handle.id)
                 if seen.status != WorkflowExecutionStatus.RUNNING:
                     return
+                if await self.failing(Observed(observed.handle, seen)) is not None:
+                    raise AnswerNotTakenError()
                 pending = as_object(seen.memo.get(Memo.INPUT_REQUESTS))
                 if not keys & set(pending):
                     return
@@ -368,9 +382,26 @@ class TemporalTaskGateway:
             raise TaskExpiredError()
         return Observed(handle, seen)
 
+    async def failing(self, observed: Observed) -> WorkflowTaskFailure | None:
+        """Why the task's workflow code keeps failing, if it does; counted and logged once per failure."""
+        seen = observed.snapshot
+        if seen.status != WorkflowExecutionStatus.RUNNING:
+            return None
+        failure = await self.failing_workflows.failure(
+            self.client, seen.workflow_id, seen.run_id, seen.pending_workflow_task
+        )
+        if failure is not None and failure.first_report:
+            tool = str(observed.memo.get(Memo.TOOL) or "")
+            self.metrics.workflow_failing(tool, failure.kind)
+            logger.warning("task %s (%s): workflow failing: %s", seen.workflow_id, tool, failure.cause)
+        return failure
+
     async def view(self, task_id: str, observed: Observed) -> dict[str, Any]:
         """The `DetailedTask` of an observed workflow, tool task or workflow tool alike."""
         memo, status = observed.memo, observed.status
+        failure = await self.failing(observed)
+        if failure is not None:
+            return task_view(task_id, memo, status, failing=failure.status_message)
         if memo.get(Memo.KIND) == WORKFLOW_KIND:
             return await self._workflow_task_view(task_id, observed)
         heartbeat = None
@@ -457,6 +488,7 @@ def task_view(
     result: dict[str, Any] | None = None,
     error: dict[str, Any] | None = None,
     closed_at_ms: int | None = None,
+    failing: str | None = None,
 ) -> dict[str, Any]:
     """The `DetailedTask` of a workflow, from its memo, its Temporal status and what only a read can add.
 
@@ -482,6 +514,8 @@ def task_view(
         if memo_status == "working" and heartbeat is not None:
             fields["status_message"] = heartbeat[0]
             fields["last_updated_at_ms"] = max(fields["last_updated_at_ms"], heartbeat[1])
+        if failing is not None:
+            fields["status_message"] = failing
         return _task(
             status=memo_status, input_requests=memo.get(Memo.INPUT_REQUESTS), error=memo.get(Memo.ERROR), **fields
         )
