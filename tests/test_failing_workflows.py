@@ -7,6 +7,8 @@ Each test runs docs/workflows.md's own pipeline with one careless edit, then the
 
 from __future__ import annotations
 
+import json
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -17,7 +19,7 @@ import httpx
 import pytest
 
 from tests.docs_pipeline import APP, clock_read, deploy_first, docs_pipeline
-from tests.processes import Process, free_port, start_front, start_worker
+from tests.processes import REPO_ROOT, Process, child_env, free_port, start_front, start_worker
 from tests.test_observability import find, scrape
 from tests.wire import HttpMcp, TaskCalls
 
@@ -68,6 +70,15 @@ async def test_a_sandbox_violation_shows_in_get_within_seconds_and_fixed_code_re
         samples = await scrape(http, metrics_port)
         assert find(samples, "mcp_failing_workflows_total", tool="release", kind="sandbox") == 1
         assert front.log().count("workflow failing") == 1, front.log()
+        with anyio.fail_after(60):
+            admin = await anyio.run_process(
+                [sys.executable, "-m", "mcp_tasks_temporal", "admin", "tasks", "--tool", "release", "--json"]
+                + ["--temporal", temporal],
+                cwd=REPO_ROOT,
+                env={**child_env(), **fixed},
+            )
+        [listed] = [t for t in json.loads(admin.stdout)["tasks"] if t["taskId"] == task_id]
+        assert "RestrictedWorkflowAccessError" in listed["failing"], listed
 
         worker.stop()
         worker = start_worker(workdir, temporal, queue, app=APP, env=fixed)

@@ -217,12 +217,19 @@ def _print_tasks(tasks: Sequence[ListedTask], args: argparse.Namespace) -> None:
         print("no matching tasks", file=sys.stderr, flush=True)
         return
     rows = [("TASK", "TOOL", "STATUS", "CREATED", "OWNER KEY", "BUILD")]
-    rows += [(t.task_id, t.tool, t.status, t.created_at, t.owner, t.build or "-") for t in tasks]
+    rows += [(t.task_id, t.tool, _status_cell(t), t.created_at, t.owner, t.build or "-") for t in tasks]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip(), flush=True)
     if args.temporal_ui:
         print(f"Web UI: {web_ui_link(args.temporal_ui, args.namespace, tasks[0].workflow_id)} ...", flush=True)
+    for task in tasks:
+        if task.failing:
+            print(f"{task.task_id}: workflow failing: {task.failing}", flush=True)
+
+
+def _status_cell(task: ListedTask) -> str:
+    return f"{task.status} FAILING" if task.failing else task.status
 
 
 async def run_admin_tasks(args: argparse.Namespace) -> None:
