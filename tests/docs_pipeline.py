@@ -18,8 +18,13 @@ FILES = ("myteam/activities.py", "myteam/workflows.py", "myteam/server.py")
 FIRST_STEP = 'set_status("building")'
 
 
-def docs_pipeline(folder: Path, change_workflow: Callable[[str], str] | None = None) -> dict[str, str]:
-    """The page's pipeline under `folder` (its workflow module changed by `change_workflow`); the env to import it."""
+def docs_pipeline(
+    folder: Path, change_workflow: Callable[[str], str] | None = None, *, versioning: str | None = None
+) -> dict[str, str]:
+    """The page's pipeline under `folder`; the env to import it.
+
+    `change_workflow` edits its workflow module; `versioning` is given to `workflow_tool` (docs/operations.md).
+    """
     page = (REPO_ROOT / "docs" / "workflows.md").read_text()
     package = folder / "myteam"
     package.mkdir(parents=True)
@@ -30,6 +35,10 @@ def docs_pipeline(folder: Path, change_workflow: Callable[[str], str] | None = N
         if change_workflow is not None and name.endswith("workflows.py"):
             assert FIRST_STEP in source, "the page's pipeline changed: update its variants here"
             source = change_workflow(source)
+        if versioning is not None and name.endswith("server.py"):
+            registration = "activities=[build, deploy])"
+            assert registration in source, "the page's server changed: update the versioning variant here"
+            source = source.replace(registration, f"activities=[build, deploy], versioning={versioning!r})")
         (folder / name).write_text(source)
     return {"PYTHONPATH": os.pathsep.join([str(folder), child_env()["PYTHONPATH"]])}
 
@@ -39,7 +48,12 @@ def before_first_step(line: str) -> Callable[[str], str]:
     return lambda source: source.replace(FIRST_STEP, f"{line}\n        {FIRST_STEP}", 1)
 
 
-deploy_first = before_first_step(
+def after_first_step(line: str) -> Callable[[str], str]:
+    """A variant that runs `line` in the workflow right after its first status line."""
+    return lambda source: source.replace(FIRST_STEP, f"{FIRST_STEP}\n        {line}", 1)
+
+
+deploy_first = after_first_step(
     "await workflow.execute_activity(deploy, request.ref, start_to_close_timeout=timedelta(hours=1))"
 )
 """The careless reorder: deploy before the build."""

@@ -22,6 +22,7 @@ import anyio
 import httpx
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.common import VersioningBehavior
 
 from mcp_tasks_temporal.ops.audit import SCHEMA_VERSION, load_runs, verify
 from mcp_tasks_temporal.ops.dev.embedded_temporal import temporal_cli
@@ -479,14 +480,21 @@ async def audit_child(env: dict[str, str], *args: str) -> subprocess.CompletedPr
         )
 
 
+@pytest.mark.parametrize("versioning", [None, "pinned", "auto-upgrade"])
 async def test_verify_of_the_docs_pipeline_is_compatible_on_its_code_and_names_a_reordered_step(
-    workdir: Path, temporal: str, http: httpx.AsyncClient, tmp_path: Path, temporal_client: Client
+    workdir: Path,
+    temporal: str,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    temporal_client: Client,
+    versioning: str | None,
 ) -> None:
-    env = docs_pipeline(tmp_path / "same")
-    changed = docs_pipeline(tmp_path / "changed", deploy_first)
+    env = docs_pipeline(tmp_path / "same", versioning=versioning)
+    changed = docs_pipeline(tmp_path / "changed", deploy_first, versioning=versioning)
     app = DOCS_APP
     queue = f"docs-audit-{uuid.uuid4()}"
-    worker = start_worker(workdir, temporal, queue, app=app, env=env)
+    build = ["--deployment-name", f"docs-{uuid.uuid4().hex[:8]}", "--build-id", "1", "--make-current"]
+    worker = start_worker(workdir, temporal, queue, app=app, env=env, extra=build if versioning else None)
     front, url = start_front(workdir, temporal, queue, app=app, env=env)
     try:
         mcp = TaskCalls(HttpMcp(url, http))
@@ -501,6 +509,10 @@ async def test_verify_of_the_docs_pipeline_is_compatible_on_its_code_and_names_a
         front.stop()
         worker.stop()
     runs = await load_runs(temporal_client, workflow_id(task_id, None))
+    if versioning is not None:
+        info = runs.description.raw_description.workflow_execution_info.versioning_info
+        auto = info.versioning_override.auto_upgrade or info.behavior == VersioningBehavior.AUTO_UPGRADE
+        assert auto == (versioning == "auto-upgrade") and info.deployment_version.build_id == "1", info
     events = [e for h in runs.histories for e in h.events]
     signals = [e.workflow_execution_signaled_event_attributes.signal_name for e in events if e.HasField(
         "workflow_execution_signaled_event_attributes"

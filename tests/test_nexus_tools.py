@@ -25,8 +25,9 @@ from mcp_tasks_temporal.temporal.connection import connect_temporal
 from mcp_tasks_temporal.temporal.contract import as_object
 from mcp_tasks_temporal.temporal.ids import workflow_id
 from mcp_tasks_temporal.temporal.nexus_contract import REPLY_MEMO
+from tests.cli_runs import run_in_process
 from tests.conftest import Stack
-from tests.processes import CLI, Process, start_front, start_worker, wait_until
+from tests.processes import CLI, Process, child_env, start_front, start_worker, wait_until
 from tests.wire import HttpMcp, TaskCalls
 
 pytestmark = pytest.mark.anyio
@@ -40,6 +41,8 @@ ELICIT: dict[str, Any] = {"elicitation": {}}
 class NexusWorld:
     stack: Stack
     team_namespace: str
+    env: dict[str, str]
+    """What our side's processes load the app with."""
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +81,7 @@ def world(workdir: Path, temporal: str) -> Iterator[NexusWorld]:
                 extra=["--nexus-reply-endpoint", reply_endpoint.name],
             )
         )
-        yield NexusWorld(stack, team_namespace)
+        yield NexusWorld(stack, team_namespace, env)
     finally:
         stack.stop()
         team.stop()
@@ -148,7 +151,7 @@ async def test_expiry_cancels_the_handler_workflow(world: NexusWorld, mcp: TaskC
         assert seen.result["status"] == "failed" and seen.result["error"]["code"] == -32603, seen.body
 
 
-async def test_questions_cross_and_the_answers_come_back(mcp: TaskCalls) -> None:
+async def test_questions_cross_and_the_answers_come_back(world: NexusWorld, mcp: TaskCalls, temporal: str) -> None:
     arguments = {"topic": "ask", "sections": 1, "seconds_per_section": 0, "ask_before_publishing": True}
     task_id = (await mcp.start("build_report", arguments, capabilities=ELICIT))["taskId"]
     asking = await mcp.wait_for(task_id, {"input_required"}, timeout=60)
@@ -159,6 +162,11 @@ async def test_questions_cross_and_the_answers_come_back(mcp: TaskCalls) -> None
     done = await mcp.wait_for(task_id, timeout=60)
     assert done["status"] == "completed", done
     assert done["result"]["content"] == [{"type": "text", "text": "Report on ask: 1 sections, published"}]
+    # Its status lines and question came over Nexus; the history replays on the code that ran it.
+    audit = await run_in_process(
+        ["audit", task_id, "--verify", "--app", APP, "--temporal", temporal], stdin="", env={**child_env(), **world.env}
+    )
+    assert audit.code == 0 and "verify: compatible" in audit.err, audit.err
 
 
 async def test_a_question_the_client_cannot_answer_fails_the_task_with_32021(mcp: TaskCalls) -> None:
