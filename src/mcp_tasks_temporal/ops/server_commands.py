@@ -57,6 +57,7 @@ from mcp_tasks_temporal.temporal.metrics import FrontMetrics, RequestMetrics, in
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits, namespace_blob_limit
 from mcp_tasks_temporal.temporal.payload_storage import open_storage, storage_from_args
 from mcp_tasks_temporal.temporal.search_attributes import check_namespace
+from mcp_tasks_temporal.temporal.shared_settings import SettingsDisagreement, SharedSettings, check_shared_settings
 from mcp_tasks_temporal.temporal.tracing import setup_tracing, tracing_plugins
 
 logger = logging.getLogger("mcp_tasks_temporal")
@@ -181,6 +182,17 @@ async def _connect(
         use_environment=options is None,  # TEMPORAL_* describe the user's cluster, not a server started here
         require_namespace=require_namespace,
     )
+
+
+async def _agree_on_settings(client: Client, args: argparse.Namespace, role: str, *, owner: bool = False) -> None:
+    """Refuse to start with settings the task queue's other processes do not share (temporal/shared_settings.py)."""
+    deployment = None if role == "serve" else (args.deployment_name or "")
+    mine = SharedSettings.of(role, storage_from_args(args), codec_from_args(args), deployment)
+    try:
+        await check_shared_settings(client, args.task_queue, mine, owner=owner)
+    except SettingsDisagreement:
+        args.one_shot_temporal = True  # it exits right after connecting: skip the teardown (cli.main says why)
+        raise
 
 
 async def _payload_limits(client: Client, args: argparse.Namespace) -> PayloadLimits:
@@ -310,6 +322,7 @@ async def _run_dev(stack: AsyncExitStack, lock: StateDirLock | None, args: argpa
     await _nexus_endpoints(temporal, args)
     client = await _connect(stack, args, app, ConnectionOptions(address=temporal.address, namespace=temporal.namespace))
     indexed = await check_namespace(client, address=temporal.address, namespace=temporal.namespace, role="dev")
+    await _agree_on_settings(client, args, "dev", owner=True)
     await _attach_front(app, client, args, search_attributes=indexed, web_ui=temporal.ui_url)
     worker: SupervisedWorker | None = None
     if args.in_process_worker or args.metrics_port:
@@ -417,6 +430,7 @@ async def serve(args: argparse.Namespace) -> None:
         client = await _connect(stack, args, app, require_namespace=False)
         address = client.service_client.config.target_host
         indexed = await check_namespace(client, address=address, namespace=client.namespace, role="serve")
+        await _agree_on_settings(client, args, "serve")
         await _attach_front(app, client, args, search_attributes=indexed, web_ui=args.temporal_ui)
         if args.transport == "stdio":
             async with tasks_extension(app).running():
@@ -441,6 +455,7 @@ async def worker(args: argparse.Namespace) -> None:
         # The worker upserts nothing the run did not start with; this only tells the operator what is missing.
         address = client.service_client.config.target_host
         await check_namespace(client, address=address, namespace=client.namespace, role="worker")
+        await _agree_on_settings(client, args, "worker")
         await _run_worker(stack, client, app, args, make_current=args.make_current)
         pinned = await _pinned_elsewhere(client, args) if args.make_current else None
         if pinned:
