@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -350,14 +351,21 @@ async def test_dev_restarted_as_a_new_build_names_the_pinned_tasks_its_last_buil
         warning = next((line for line in banner.splitlines() if line.startswith("  Other builds")), banner)
         assert "pinned tasks still run on devapp:1 (1);" in warning, warning
         assert "--deployment-name devapp --build-id 1)" in warning
-        # What the line says to do: a worker of build 1 beside dev, and the task finishes on release 1's code.
-        worker = start_worker(
-            tmp_path,
-            f"127.0.0.1:{temporal_port}",
-            "mcp-tasks/rolling-app",
-            app="tests.rolling_app:v1",
-            extra=[*as_build, "1"],
-        )
+        # What the line says to do, word for word: a worker of build 1 beside dev with dev's payload
+        # storage (one without it is refused), and the task finishes on release 1's code.
+        command = shlex.split(warning[warning.index("(mcp-tasks-temporal worker ") + 1 : -1])
+        assert command[command.index("--payload-storage") + 1] == "local", command
+        command[command.index("--app") + 1] = "tests.rolling_app:v1"  # release 1's checkout
+        with pytest.raises(RuntimeError, match="payload storage"):
+            start_worker(
+                tmp_path,
+                f"127.0.0.1:{temporal_port}",
+                "mcp-tasks/rolling-app",
+                app="tests.rolling_app:v1",
+                extra=[*as_build, "1"],
+            )
+        worker = Process("worker-build-1", [*CLI, *command[1:]], tmp_path / "worker-build-1.log").start()
+        wait_until(lambda: "mcp-tasks-temporal worker:" in worker.log(), timeout=60, what="build 1's worker")
         await mcp.update(waiting, {"ship": SHIP})
         done = await mcp.wait_for(waiting, timeout=60)
         assert done["result"]["structuredContent"] == {"release": "1", "action": "accept"}, done

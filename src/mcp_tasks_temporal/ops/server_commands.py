@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shlex
 import signal
 import sys
 import tempfile
@@ -270,10 +271,26 @@ async def _pinned_elsewhere(client: Client, args: argparse.Namespace) -> str | N
         return None
     counted = ", ".join(f"{build} ({count})" for build, count in builds.most_common())
     example = builds.most_common(1)[0][0].split(":", 1)[-1]
-    return (
-        f"pinned tasks still run on {counted}; each goes on only while a worker of its build runs "
-        f"(mcp-tasks-temporal worker --app APP --deployment-name {deployment.name} --build-id {example})"
-    )
+    command = " ".join(shlex.quote(part) for part in worker_command_for(client, args, build_id=example))
+    return f"pinned tasks still run on {counted}; each goes on only while a worker of its build runs ({command})"
+
+
+def worker_command_for(client: Client, args: argparse.Namespace, *, build_id: str) -> list[str]:
+    """A worker of another build beside this process: every setting the task queue's processes share.
+
+    A worker started without them is refused at start (temporal/shared_settings.py); beside
+    `dev`, whose payload storage is on by default, that is the storage directory above all.
+    """
+    command = ["mcp-tasks-temporal", "worker", "--app", args.app, "--task-queue", args.task_queue]
+    command += ["--temporal", client.service_client.config.target_host, "--namespace", client.namespace]
+    if args.codec:
+        command += ["--codec", args.codec]
+    elif args.codec_key_file is not None:
+        command += ["--codec-key-file", str(args.codec_key_file.resolve())]
+    elif codec_from_args(args) is not None:
+        command += ["--codec-key-file", "FILE"]  # the keys came from the environment: not printed
+    command += storage_from_args(args).worker_args()
+    return [*command, "--deployment-name", args.deployment_name, "--build-id", build_id]
 
 
 async def dev(args: argparse.Namespace) -> None:
