@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -529,3 +530,27 @@ async def test_verify_of_the_docs_pipeline_is_compatible_on_its_code_and_names_a
     print(line)
     assert "'build'" in line and "'deploy'" in line, line
     assert "UpsertWorkflowSearchAttributes" not in line and "Traceback" not in reordered.stderr.decode()
+
+
+def docs_verify_pipelines() -> list[str]:
+    """docs/operations.md's `admin tasks ... | xargs ... audit --verify` pipelines, each on one line."""
+    page = (REPO_ROOT / "docs" / "operations.md").read_text()
+    logical = re.sub(r"\\\n\s*", " ", page).splitlines()
+    return [line.strip() for line in logical if "xargs" in line and "audit --verify" in line]
+
+
+async def test_the_docs_verify_pipelines_run_nothing_when_no_task_matches(temporal: str, tmp_path: Path) -> None:
+    pipelines = docs_verify_pipelines()
+    assert len(pipelines) == 3, pipelines
+    shim = tmp_path / "bin" / "mcp-tasks-temporal"
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\nexec {sys.executable} -m mcp_tasks_temporal "$@"\n')
+    shim.chmod(0o755)
+    env = {**child_env(), "PATH": f"{shim.parent}{os.pathsep}{os.environ['PATH']}", "TEMPORAL_ADDRESS": temporal}
+    for pipeline in pipelines:
+        # No task has this tool: the listing is empty, and the pipeline must not call audit without a task.
+        script = pipeline.replace("admin tasks", f"admin tasks --tool none-{uuid.uuid4().hex}", 1)
+        with anyio.fail_after(120):
+            done = await anyio.run_process(["bash", "-o", "pipefail", "-c", script], env=env, check=False)
+        assert done.returncode == 0, (pipeline, done.stderr.decode())
+        assert b"usage" not in done.stderr, (pipeline, done.stderr.decode())
