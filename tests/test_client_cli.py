@@ -233,6 +233,10 @@ async def test_answer_takes_the_tools_own_key_and_refuses_keys_that_are_not_open
     assert "'ask/only'" in line and "open: only" in line
     assert (await mcp.get(task_id)).result["status"] == "input_required", "nothing was delivered"
 
+    misfit = await cli("answer", task_id, "only", '{"action": "accept", "content": {"approve": "maybe"}}')
+    assert misfit.code == 2, misfit.err  # an answer that does not fit its question: usage, as a key not open
+    assert "-32602" in assert_one_line(misfit)
+
     right = await cli("answer", task_id, "only", '{"action": "accept", "content": {"approve": true}}')
     assert right.code == 0, right.err
     done = await mcp.wait_for(task_id)

@@ -137,7 +137,13 @@ async def run_answer(args: argparse.Namespace) -> None:
         open_keys = sorted(task.input_requests or {})
         if args.key in open_keys:
             response = answer_response(args.response, (task.input_requests or {})[args.key])
-            await handle.update({args.key: response})
+            try:
+                await handle.update({args.key: response})
+            except MCPError as error:
+                if error.code != types.INVALID_PARAMS or not isinstance(error.data, dict):
+                    raise
+                # The server named the key: the answer does not fit its question, a usage error like a key not open.
+                _fail(args, EXIT_USAGE, f"error {error.code}: {error.message}", code=error.code)
             await handle.get()  # the journal, and so `tasks`, shows the task as the answer left it
     if args.key not in open_keys:
         if open_keys:
