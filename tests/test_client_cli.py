@@ -327,6 +327,19 @@ async def test_tasks_shows_statuses_changed_elsewhere(cli: Any, stack: Stack, mc
     assert (await cli("tasks", "--json")).json() == [], "both ended, whoever ended them"
     ended = {e["taskId"]: e["status"] for e in (await cli("tasks", "--all", "--json")).json()}
     assert ended == {asked: "completed", gated_id: "cancelled"}, ended
+    nothing_open = await cli("tasks")
+    assert "2 finished: tasks --all" in nothing_open.err, nothing_open.err
+
+
+async def test_tasks_says_which_statuses_it_could_not_check(cli: Any, stack: Stack, mcp: TaskCalls) -> None:
+    front = stack.add_front()
+    asked = (await cli("call", "ask_one_midway", "--url", front, "--detach")).out.strip()
+    await mcp.wait_for(asked, ["input_required"])
+    assert (await cli("tasks", "--json")).json()[0]["stale"] is False
+    stack.fronts.pop()[0].stop()  # its server goes away; the task lives on in Temporal
+    [entry] = (await cli("tasks", "--json")).json()
+    assert entry["status"] == "input_required" and entry["stale"] is True, entry
+    assert "input_required (last seen, server unreachable)" in (await cli("tasks")).out
 
 
 async def test_answer_takes_plain_words_where_the_question_has_one_field(
