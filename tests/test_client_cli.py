@@ -381,3 +381,16 @@ async def test_call_without_a_terminal_leaves_the_question_open_and_says_how_to_
             out = b"".join([chunk async for chunk in call.stdout])
     assert code == 0, err.decode()
     assert out.decode() == "accept\n"
+
+
+def test_every_call_in_the_docs_names_its_server() -> None:
+    """`call` starts a task on a server it is told of (`--url` or `--stdio`): a copied command must run as shown."""
+    commands = [
+        line.strip()
+        for page in sorted((REPO_ROOT / "docs").glob("*.md"))
+        for line in re.sub(r"\\\n\s*", " ", page.read_text()).splitlines()
+        if re.search(r"(^|[\s`$])mcp-tasks-temporal call ", line)
+    ]
+    assert commands, "the docs show no call: update this test"
+    missing = [line for line in commands if "--url" not in line and "--stdio" not in line]
+    assert not missing, missing

@@ -27,7 +27,7 @@ from mcp_tasks_temporal.temporal.ids import workflow_id
 from mcp_tasks_temporal.temporal.nexus_contract import REPLY_MEMO
 from tests.cli_runs import run_in_process
 from tests.conftest import Stack
-from tests.processes import CLI, Process, child_env, start_front, start_worker, wait_until
+from tests.processes import CLI, Process, child_env, free_port, start_front, start_worker, wait_until
 from tests.wire import HttpMcp, TaskCalls
 
 pytestmark = pytest.mark.anyio
@@ -200,3 +200,13 @@ async def test_schema_and_synchronous_call(mcp: TaskCalls) -> None:
 
     refused = await mcp.call_tool("build_report", {"sections": 1})
     assert refused.result["isError"] is True, refused.body  # no topic: no task, the synchronous answer
+
+
+async def test_the_team_demo_worker_finds_temporal_through_temporal_address_and_fails_in_one_line() -> None:
+    nowhere = f"127.0.0.1:{free_port()}"
+    command = [CLI[0], "-m", "mcp_tasks_temporal.demo.nexus_team"]
+    with anyio.fail_after(60):
+        done = await anyio.run_process(command, env={**child_env(), "TEMPORAL_ADDRESS": nowhere}, check=False)
+    err = done.stderr.decode()
+    assert done.returncode != 0 and nowhere in err, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
