@@ -86,7 +86,31 @@ def temporal_errors() -> Generator[None]:
             logger.warning("Temporal refused a task request: %s", err.message)
             raise MCPError(code=INVALID_PARAMS, message="Task request refused: too large or malformed") from None
         logger.warning("Temporal call failed: %s %s", err.status.name if err.status else "?", err.message)
-        raise MCPError(code=INTERNAL_ERROR, message="Task service unavailable, try again") from None
+        # A client waiting on the task retries what Temporal only dropped (a cancelled long poll, a restart).
+        data = {RETRYABLE: True} if err.status in TRANSIENT_STATUSES else None
+        raise MCPError(code=INTERNAL_ERROR, message="Task service unavailable, try again", data=data) from None
+
+
+TRANSIENT_STATUSES = frozenset(
+    {RPCStatusCode.CANCELLED, RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.UNKNOWN}
+)
+"""A call Temporal dropped rather than refused (a cancelled long poll, a restart, a broken connection, which
+the SDK reports as UNKNOWN "transport error"): the same call may well succeed next time."""
+RETRYABLE = "retryable"
+"""Key of a -32603 error's `data` that tells the client the same request may succeed if sent again."""
+_DESCRIBE_RETRIES_S = (0.1, 0.3, 0.6)
+
+
+async def described(client: Client, workflow_id: str) -> Snapshot:
+    """`snapshot`, retried for about a second when Temporal drops the call instead of answering it."""
+    for delay in (*_DESCRIBE_RETRIES_S, None):
+        try:
+            return await snapshot(client, workflow_id)
+        except RPCError as err:
+            if err.status not in TRANSIENT_STATUSES or delay is None:
+                raise
+            await anyio.sleep(delay)
+    raise AssertionError("unreachable")
 
 
 @dataclass(frozen=True)
@@ -337,7 +361,7 @@ class TemporalTaskGateway:
         delay = 0.01
         with anyio.move_on_after(self.answer_visibility_timeout_s):
             while True:
-                seen = await snapshot(self.client, observed.handle.id)
+                seen = await described(self.client, observed.handle.id)
                 if seen.status != WorkflowExecutionStatus.RUNNING:
                     return
                 if await self.failing(Observed(observed.handle, seen)) is not None:
@@ -366,7 +390,7 @@ class TemporalTaskGateway:
             raise TaskNotFoundError()
         handle = self.client.get_workflow_handle(workflow_id(task_id, principal))
         try:
-            seen = await snapshot(self.client, handle.id)
+            seen = await described(self.client, handle.id)
         except RPCError as err:
             if err.status == RPCStatusCode.NOT_FOUND:
                 raise TaskNotFoundError() from None
