@@ -186,7 +186,8 @@ async def test_kill_9_of_dev_stops_its_worker_and_temporal_and_a_restart_loses_n
 
     dev.stop(signal.SIGKILL)
     started = time.monotonic()
-    wait_until(lambda: gone(worker) and gone(server), timeout=60, what="dev's children to end with it")
+    # The worker does not drain the running tool against a Temporal that is gone (ORPHANED_EXIT_S).
+    wait_until(lambda: gone(worker) and gone(server), timeout=15, what="dev's children to end with it")
     print(f"worker and Temporal gone {time.monotonic() - started:.1f}s after dev was killed")
     assert port_closed(temporal_port)
 

@@ -9,6 +9,7 @@ import shlex
 import signal
 import sys
 import tempfile
+import threading
 from collections.abc import Generator
 from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
@@ -507,24 +508,54 @@ async def codec_key(args: argparse.Namespace) -> None:
     print(new_key())
 
 
+ORPHANED_EXIT_S = 3.0
+"""How long `dev`'s worker may take to stop once `dev` is gone, however it went."""
+
+
+def _exit_without_drain() -> None:
+    """`dev` is gone, and its Temporal with it: end within `ORPHANED_EXIT_S`, whatever still runs.
+
+    A graceful drain would wait `--graceful-shutdown` for running tools whose heartbeats and results
+    can no longer reach a Temporal server; their attempts are retried when `dev` starts again.
+    """
+    print(
+        "mcp-tasks-temporal worker: dev is gone; stopping without waiting for running tools",
+        file=sys.stderr,
+        flush=True,
+    )
+
+    def exit_now() -> None:
+        sys.stderr.flush()
+        os._exit(0)
+
+    timer = threading.Timer(ORPHANED_EXIT_S, exit_now)
+    timer.daemon = True
+    timer.start()
+
+
 async def _until_stopped() -> None:
     """Wait for Ctrl-C or SIGTERM (a container stop), so shutdown runs the graceful path.
 
     `dev`'s worker also stops when `dev` is gone, even if it was killed too hard to stop it.
     """
     parent = os.environ.get(PARENT_PID_ENV)
+    parent_pid = int(parent) if parent is not None and parent.isdigit() else None
     async with anyio.create_task_group() as group:
 
         async def on_signal() -> None:
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                 async for _ in signals:
                     break
+            # The kernel's parent-death signal is a SIGTERM too: by now this process has a new parent.
+            if parent_pid is not None and os.getppid() != parent_pid:
+                _exit_without_drain()
             group.cancel_scope.cancel()
 
         async def on_orphaned(parent_pid: int) -> None:
             await stop_with_parent(parent_pid)
+            _exit_without_drain()
             group.cancel_scope.cancel()
 
         group.start_soon(on_signal)
-        if parent is not None and parent.isdigit():
-            group.start_soon(on_orphaned, int(parent))
+        if parent_pid is not None:
+            group.start_soon(on_orphaned, parent_pid)
