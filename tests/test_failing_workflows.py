@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from tests.docs_pipeline import APP, clock_read, deploy_first, docs_pipeline
-from tests.processes import REPO_ROOT, Process, child_env, free_port, start_front, start_worker
+from tests.processes import CLI, REPO_ROOT, Process, child_env, free_port, start_front, start_worker, wait_until
 from tests.test_observability import find, scrape
 from tests.wire import HttpMcp, TaskCalls
 
@@ -123,3 +123,27 @@ async def test_an_answer_to_a_task_whose_code_changed_under_it_is_refused_and_na
         assert done["status"] == "completed" and done["result"]["content"][0]["text"] == "v2.tar.gz deployed"
     finally:
         stop_all(front, worker)
+
+
+async def test_devs_console_says_once_that_a_tasks_workflow_is_failing(tmp_path: Path, http: httpx.AsyncClient) -> None:
+    broken = docs_pipeline(tmp_path / "broken", clock_read)
+    port = free_port()
+    command = [*CLI, "dev", "--app", APP, "--port", str(port), "--temporal-port", str(free_port()), "--ui-port", "0"]
+    dev = Process(f"dev-{port}", command, tmp_path / f"dev-{port}.log", env=broken).start()
+    try:
+        wait_until(lambda: "Press Ctrl-C to stop." in dev.log() or not dev.alive, timeout=60, what="dev")
+        mcp = TaskCalls(HttpMcp(f"http://127.0.0.1:{port}/mcp", http))
+        started = time.monotonic()
+        task_id = (await mcp.start("release", {"ref": "v3"}, capabilities=ELICIT))["taskId"]
+        # Nobody reads the task: dev's console says it by itself.
+        with anyio.fail_after(VISIBLE_WITHIN_S):
+            while f"task {task_id} (release): workflow failing" not in dev.log():
+                await anyio.sleep(0.1)
+        print(f"dev's console named the failure {time.monotonic() - started:.2f} s after the call")
+        [line] = [line for line in dev.log().splitlines() if "workflow failing" in line]
+        assert "RestrictedWorkflowAccessError" in line, line
+        assert "Workflow failing" in (await mcp.get(task_id)).result["statusMessage"]
+        await anyio.sleep(2.5)  # another round of dev's look at running tasks
+        assert dev.log().count("workflow failing") == 1, dev.log()
+    finally:
+        dev.stop(timeout=30)

@@ -52,7 +52,7 @@ from mcp_tasks_temporal.temporal.contract import (
     as_object,
 )
 from mcp_tasks_temporal.temporal.fairness import FairnessPolicy
-from mcp_tasks_temporal.temporal.ids import is_task_id, owner_key, workflow_id
+from mcp_tasks_temporal.temporal.ids import WORKFLOW_ID_PREFIX, is_task_id, owner_key, workflow_id
 from mcp_tasks_temporal.temporal.inputs import response_problem
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits
@@ -417,8 +417,25 @@ class TemporalTaskGateway:
         if failure is not None and failure.first_report:
             tool = str(observed.memo.get(Memo.TOOL) or "")
             self.metrics.workflow_failing(tool, failure.kind)
-            logger.warning("task %s (%s): workflow failing: %s", seen.workflow_id, tool, failure.cause)
+            task_id = observed.memo.get(Memo.TASK_ID) or seen.workflow_id.rsplit("/", 1)[-1]
+            logger.warning("task %s (%s): workflow failing: %s", task_id, tool, failure.cause)
         return failure
+
+    async def watch_failing(self, *, every_s: float = 2.0) -> None:
+        """Look at every running task now and then, so a failing one is logged (once) before anyone reads it.
+
+        For `dev`, whose console is where a developer looks; one describe per running task per
+        round, which a production front with thousands of tasks leaves to `tasks/get` and `admin tasks`.
+        """
+        query = f"WorkflowId STARTS_WITH '{WORKFLOW_ID_PREFIX}/' AND ExecutionStatus = 'Running'"
+        while True:
+            try:
+                async for execution in self.client.list_workflows(query):
+                    seen = await described(self.client, execution.id)
+                    await self.failing(Observed(self.client.get_workflow_handle(execution.id), seen))
+            except RPCError as err:
+                logger.debug("looking for failing tasks: %s", err.message)
+            await anyio.sleep(every_s)
 
     async def view(self, task_id: str, observed: Observed) -> dict[str, Any]:
         """The `DetailedTask` of an observed workflow, tool task or workflow tool alike."""

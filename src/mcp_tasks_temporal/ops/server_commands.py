@@ -380,6 +380,8 @@ async def _run_dev(stack: AsyncExitStack, lock: StateDirLock | None, args: argpa
 
         group.start_soon(serve)
         group.start_soon(watch_temporal)
+        # The console says once when a task's workflow code keeps failing, as tasks/get does.
+        group.start_soon(tasks_extension(app).gateway.watch_failing)
         if worker is not None:
             group.start_soon(watch_worker, worker)
         # The banner says the endpoint is up, so it waits until it is.
