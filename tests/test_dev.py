@@ -304,7 +304,7 @@ def current_worker_pid(dev: Process) -> int:
 
 
 async def test_dev_stops_when_its_temporal_server_dies_and_a_restart_loses_nothing(
-    tmp_path: Path, http: httpx.AsyncClient
+    tmp_path: Path, http: httpx.AsyncClient, gate: Path
 ) -> None:
     state, port, temporal_port = tmp_path / "state", free_port(), free_port()
     dev = start_dev(tmp_path, state, port, temporal_port)
@@ -312,10 +312,13 @@ async def test_dev_stops_when_its_temporal_server_dies_and_a_restart_loses_nothi
     try:
         finished = await start_task(mcp, "double", {"x": 4})
         await mcp.wait_for(finished["taskId"])
+        running = await start_task(mcp, "gated", {"gate": str(gate)})
+        await mcp.wait_for(running["taskId"], lambda t: t.get("statusMessage") is not None)
         worker = worker_pid(dev)
         os.kill(temporal_pid(dev), signal.SIGKILL)
         started = time.monotonic()
-        dev.popen.wait(timeout=60)
+        # A running tool is not drained for --graceful-shutdown against a Temporal that is gone.
+        dev.popen.wait(timeout=15)
         print(f"dev stopped {time.monotonic() - started:.1f}s after its Temporal server died")
         assert dev.popen.returncode == 2, dev.log()
         last = dev.log().strip().splitlines()[-1]

@@ -390,6 +390,8 @@ async def _run_dev(stack: AsyncExitStack, lock: StateDirLock | None, args: argpa
         if server.started:
             pinned = await _pinned_elsewhere(client, args)
             _dev_banner(args, temporal, worker.current if worker is not None else None, pinned)
+    if temporal_exit is not None and worker is not None:
+        await worker.stop(temporal_gone=True)
     if bind_failed:
         raise PortInUseError(args.host, args.port, "--port", "MCP endpoint")
     if temporal_exit is not None:
