@@ -21,6 +21,7 @@ import pytest
 from tests.docs_pipeline import APP, clock_read, deploy_first, docs_pipeline
 from tests.processes import CLI, REPO_ROOT, Process, child_env, free_port, start_front, start_worker, wait_until
 from tests.test_observability import find, scrape
+from tests.test_push import http_listen, listen_message
 from tests.wire import HttpMcp, TaskCalls
 
 pytestmark = pytest.mark.anyio
@@ -64,6 +65,12 @@ async def test_a_sandbox_violation_shows_in_get_within_seconds_and_fixed_code_re
         assert task["status"] == "working"
         assert "RestrictedWorkflowAccessError" in message and "datetime.now" in message, message
         assert "\n" not in message and "Traceback" not in message and 'File "' not in message
+
+        async with http_listen(url, http, listen_message([task_id])) as frames:
+            assert (await anext(frames))["method"] == "notifications/subscriptions/acknowledged"
+            with anyio.fail_after(VISIBLE_WITHIN_S):
+                pushed = (await anext(frames))["params"]
+            assert pushed["statusMessage"] == message, "push carries what tasks/get says"
 
         for _ in range(3):  # counted once per failure, however often it is read
             assert "Workflow failing" in (await mcp.get(task_id)).result["statusMessage"]
@@ -128,7 +135,8 @@ async def test_an_answer_to_a_task_whose_code_changed_under_it_is_refused_and_na
 async def test_devs_console_says_once_that_a_tasks_workflow_is_failing(tmp_path: Path, http: httpx.AsyncClient) -> None:
     broken = docs_pipeline(tmp_path / "broken", clock_read)
     port = free_port()
-    command = [*CLI, "dev", "--app", APP, "--port", str(port), "--temporal-port", str(free_port()), "--ui-port", "0"]
+    command = [*CLI, "dev", "--app", APP, "--state-dir", str(tmp_path / "state"), "--port", str(port)]
+    command += ["--temporal-port", str(free_port()), "--ui-port", "0"]
     dev = Process(f"dev-{port}", command, tmp_path / f"dev-{port}.log", env=broken).start()
     try:
         wait_until(lambda: "Press Ctrl-C to stop." in dev.log() or not dev.alive, timeout=60, what="dev")
