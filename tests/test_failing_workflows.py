@@ -17,7 +17,9 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from temporalio.api.enums.v1 import WorkflowTaskFailedCause
 
+from mcp_tasks_temporal.front.failing_workflows import describe_failure
 from tests.docs_pipeline import APP, clock_read, deploy_first, docs_pipeline
 from tests.processes import CLI, REPO_ROOT, Process, child_env, free_port, start_front, start_worker, wait_until
 from tests.test_observability import find, scrape
@@ -155,3 +157,19 @@ async def test_devs_console_says_once_that_a_tasks_workflow_is_failing(tmp_path:
         assert dev.log().count("workflow failing") == 1, dev.log()
     finally:
         dev.stop(timeout=30)
+
+
+def test_the_cause_names_the_failure_and_never_an_exceptions_own_message() -> None:
+    nondeterminism = WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR
+    unhandled = WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE
+    kind, cause = describe_failure(
+        nondeterminism, "", "[TMPRL1100] Nondeterminism error: Activity type of scheduled event 'a' does not match 'b'"
+    )
+    assert kind == "nondeterminism" and cause.endswith("(Activity type of scheduled event 'a' does not match 'b')")
+    kind, cause = describe_failure(unhandled, "KeyError", "'api_key=s3cr3t'")
+    assert kind == "exception" and cause.startswith("KeyError raised in workflow code") and "s3cr3t" not in cause
+    long = "Cannot access os.environ from inside a workflow. " + "x" * 1000
+    kind, cause = describe_failure(unhandled, "RestrictedWorkflowAccessError", long)
+    assert (
+        kind == "sandbox" and cause == "RestrictedWorkflowAccessError: Cannot access os.environ from inside a workflow"
+    )
