@@ -13,7 +13,7 @@ import math
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import anyio
 import mcp_types as types
@@ -256,7 +256,8 @@ class TaskHandle:
             try:
                 return await self.get()
             except MCPError as error:
-                retryable = isinstance(error.data, dict) and error.data.get("retryable") is True
+                data: Any = error.data
+                retryable = isinstance(data, dict) and cast("dict[str, Any]", data).get("retryable") is True
                 waited = anyio.current_time() - started
                 if not retryable or waited + delay_s > self._context.options.retry_unavailable_s:
                     raise

@@ -20,7 +20,7 @@ import logging
 import os
 import socket
 from dataclasses import asdict, dataclass
-from typing import Any, Final
+from typing import Final
 
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.common import WorkflowIDConflictPolicy
@@ -29,6 +29,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_tasks_temporal.temporal.codec import AesGcmCodec
+from mcp_tasks_temporal.temporal.contract import as_object
 from mcp_tasks_temporal.temporal.payload_storage import StorageSettings
 
 logger = logging.getLogger(__name__)
@@ -86,21 +87,23 @@ async def check_shared_settings(client: Client, task_queue: str, mine: SharedSet
         SettingsDisagreement: one line naming the setting and the process it disagrees with.
     """
     plain = Client(client.service_client, namespace=client.namespace, data_converter=DataConverter.default)
+    try:
+        await _agree(plain, task_queue, mine, owner=owner)
+    except RPCError as err:
+        # A namespace not created yet (a front may start first), or no right to start workflows:
+        # the check is a safeguard, not a reason not to start.
+        logger.warning("could not check the shared settings of task queue %s: %s", task_queue, err.message)
+
+
+async def _agree(client: Client, task_queue: str, mine: SharedSettings, *, owner: bool) -> None:
     workflow_id = record_id(task_queue)
     if owner:
-        try:
-            await _write(plain, workflow_id, mine, replace=True)
-        except RPCError as err:
-            logger.warning("could not record the shared settings of task queue %s: %s", task_queue, err.message)
+        await _write(client, workflow_id, mine, replace=True)
         return
     for _ in range(3):  # another process may write it between our read and our write
-        try:
-            theirs = await _read(plain, workflow_id)
-        except RPCError as err:
-            logger.warning("could not read the shared settings of task queue %s: %s", task_queue, err.message)
-            return
+        theirs = await _read(client, workflow_id)
         if theirs is None:
-            if await _write(plain, workflow_id, mine, replace=False):
+            if await _write(client, workflow_id, mine, replace=False):
                 return
             continue
         problem = disagreement(mine, theirs)
@@ -117,7 +120,7 @@ async def check_shared_settings(client: Client, task_queue: str, mine: SharedSet
             writer=mine.writer,
         )
         if (merged.codec, merged.deployment) != (theirs.codec, theirs.deployment):
-            await _write(plain, workflow_id, merged, replace=True)
+            await _write(client, workflow_id, merged, replace=True)
         return
 
 
@@ -155,8 +158,8 @@ async def _read(client: Client, workflow_id: str) -> SharedSettings | None:
         raise
     if description.status != WorkflowExecutionStatus.RUNNING:
         return None  # terminated to start afresh
-    value: Any = (await description.memo()).get(_MEMO_KEY)
-    if not isinstance(value, dict):
+    value = as_object((await description.memo()).get(_MEMO_KEY))
+    if not value:
         return None
     try:
         return SharedSettings(**value)
