@@ -117,14 +117,15 @@ async def test_an_answer_to_a_task_whose_code_changed_under_it_is_refused_and_na
 
         started = time.monotonic()
         refused = await mcp.update(task_id, {"approve": APPROVE})
-        assert refused.error["code"] == -32603, refused.body
+        # Delivered, then the workflow failed on it: it takes effect once fixed code runs.
+        assert refused.error["code"] == -32603 and refused.error["data"] == {"recorded": True}, refused.body
         task, seconds = await until_failing(mcp, task_id, started)
         print(f"non-determinism visible {seconds:.2f} s after the answer")
         assert task["status"] == "input_required"
         assert "code changed under a running task" in task["statusMessage"], task["statusMessage"]
         assert "\n" not in task["statusMessage"]
         again = await mcp.update(task_id, {"approve": APPROVE})
-        assert again.error["code"] == -32603, again.body
+        assert again.error["code"] == -32603 and again.error["data"] == {"recorded": False}, again.body
 
         worker.stop()
         worker = start_worker(workdir, temporal, queue, app=APP, env=fixed)

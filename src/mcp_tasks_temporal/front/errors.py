@@ -39,11 +39,21 @@ class InvalidInputResponseError(MCPError):
 
 
 class AnswerNotTakenError(MCPError):
-    """The task's workflow code keeps failing: an answer would wait unread until fixed code runs."""
+    """The task's workflow code keeps failing, so it cannot take an answer in.
 
-    def __init__(self) -> None:
-        super().__init__(
-            code=INTERNAL_ERROR,
-            message="Answer not taken: the task's workflow is failing (its statusMessage says why); "
-            "answer again once it resumes",
-        )
+    `recorded`: the answer reached the history before the failure showed (the failure came with
+    it); it takes effect once the workflow resumes, and a repeat of it is ignored then.
+    """
+
+    def __init__(self, *, recorded: bool = False) -> None:
+        if recorded:
+            message = (
+                "Answer not taken yet: the task's workflow is failing (its statusMessage says why); "
+                "it is recorded and takes effect once the workflow resumes"
+            )
+        else:
+            message = (
+                "Answer not taken: the task's workflow is failing (its statusMessage says why); "
+                "answer again once it resumes"
+            )
+        super().__init__(code=INTERNAL_ERROR, message=message, data={"recorded": recorded})

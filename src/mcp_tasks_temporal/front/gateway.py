@@ -365,7 +365,7 @@ class TemporalTaskGateway:
                 if seen.status != WorkflowExecutionStatus.RUNNING:
                     return
                 if await self.failing(Observed(observed.handle, seen)) is not None:
-                    raise AnswerNotTakenError()
+                    raise AnswerNotTakenError(recorded=True)
                 pending = as_object(seen.memo.get(Memo.INPUT_REQUESTS))
                 if not keys & set(pending):
                     return
