@@ -39,6 +39,7 @@ from mcp_tasks_temporal.temporal.nexus_contract import (
     StatusReport,
     handler_of_token,
 )
+from tests.cli_runs import run_in_process
 from tests.conftest import Stack
 from tests.nexus_hostile import (
     FINISHED,
@@ -50,7 +51,7 @@ from tests.nexus_hostile import (
     Puppet,
     PuppetService,
 )
-from tests.processes import CLI, Process, start_front, start_worker, wait_until
+from tests.processes import CLI, Process, child_env, free_port, start_front, start_worker, wait_until
 from tests.wire import HttpMcp, TaskCalls
 
 pytestmark = pytest.mark.anyio
@@ -67,6 +68,8 @@ class NexusWorld:
     reply_endpoint: str
     third_namespace: str
     """A namespace of neither side, where a forger runs its workflows."""
+    env: dict[str, str]
+    """What our side's processes load the app with."""
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +115,7 @@ def world(workdir: Path, temporal: str) -> Iterator[NexusWorld]:
                 extra=["--nexus-reply-endpoint", reply_endpoint.name],
             )
         )
-        yield NexusWorld(stack, team_namespace, reply_endpoint.name, third_namespace)
+        yield NexusWorld(stack, team_namespace, reply_endpoint.name, third_namespace, env)
     finally:
         stack.stop()
         team.stop()
@@ -184,7 +187,7 @@ async def test_expiry_cancels_the_handler_workflow(world: NexusWorld, mcp: TaskC
         assert seen.result["status"] == "failed" and seen.result["error"]["code"] == -32603, seen.body
 
 
-async def test_questions_cross_and_the_answers_come_back(mcp: TaskCalls) -> None:
+async def test_questions_cross_and_the_answers_come_back(world: NexusWorld, mcp: TaskCalls, temporal: str) -> None:
     arguments = {"topic": "ask", "sections": 1, "seconds_per_section": 0, "ask_before_publishing": True}
     task_id = (await mcp.start("build_report", arguments, capabilities=ELICIT))["taskId"]
     asking = await mcp.wait_for(task_id, {"input_required"}, timeout=30)
@@ -203,6 +206,11 @@ async def test_questions_cross_and_the_answers_come_back(mcp: TaskCalls) -> None
     done = await mcp.wait_for(task_id, timeout=30)
     assert done["status"] == "completed", done
     assert done["result"]["content"] == [{"type": "text", "text": "Report on ask: 1 sections, published"}]
+    # Its status lines and question came over Nexus; the history replays on the code that ran it.
+    audit = await run_in_process(
+        ["audit", task_id, "--verify", "--app", APP, "--temporal", temporal], stdin="", env={**child_env(), **world.env}
+    )
+    assert audit.code == 0 and "verify: compatible" in audit.err, audit.err
 
 
 async def test_a_question_the_client_cannot_answer_fails_the_task_with_32021(mcp: TaskCalls) -> None:
@@ -431,3 +439,13 @@ async def test_a_handler_that_withdraws_its_question_does_not_end_the_task(
         done = await mcp.wait_for(puppet.task_id, timeout=30)
         assert done["status"] == "completed" and done["result"]["isError"] is False, done
         assert done["result"]["content"] == [{"type": "text", "text": FINISHED}]
+
+
+async def test_the_team_demo_worker_finds_temporal_through_temporal_address_and_fails_in_one_line() -> None:
+    nowhere = f"127.0.0.1:{free_port()}"
+    command = [CLI[0], "-m", "mcp_tasks_temporal.demo.nexus_team"]
+    with anyio.fail_after(60):
+        done = await anyio.run_process(command, env={**child_env(), "TEMPORAL_ADDRESS": nowhere}, check=False)
+    err = done.stderr.decode()
+    assert done.returncode != 0 and nowhere in err, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err

@@ -23,7 +23,7 @@ import anyio
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST
 from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.workflow.v1 import PendingActivityInfo
+from temporalio.api.workflow.v1 import PendingActivityInfo, PendingWorkflowTaskInfo
 from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.common import AutoUpgradeVersioningOverride, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
@@ -32,7 +32,13 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_tasks_temporal.front.closed_tasks import ClosedTaskCache
-from mcp_tasks_temporal.front.errors import InvalidInputResponseError, TaskExpiredError, TaskNotFoundError
+from mcp_tasks_temporal.front.errors import (
+    AnswerNotTakenError,
+    InvalidInputResponseError,
+    TaskExpiredError,
+    TaskNotFoundError,
+)
+from mcp_tasks_temporal.front.failing_workflows import FailingWorkflows, WorkflowTaskFailure
 from mcp_tasks_temporal.front.session_binding import creating_binding
 from mcp_tasks_temporal.task_wire import DetailedTask
 from mcp_tasks_temporal.temporal.codec import CodecError
@@ -49,7 +55,7 @@ from mcp_tasks_temporal.temporal.contract import (
     as_object,
 )
 from mcp_tasks_temporal.temporal.fairness import FairnessPolicy
-from mcp_tasks_temporal.temporal.ids import is_task_id, owner_key, workflow_id, workflow_ids
+from mcp_tasks_temporal.temporal.ids import WORKFLOW_ID_PREFIX, is_task_id, owner_key, workflow_id, workflow_ids
 from mcp_tasks_temporal.temporal.inputs import response_problem
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits
@@ -91,7 +97,31 @@ def temporal_errors() -> Generator[None]:
             logger.warning("Temporal refused a task request: %s", err.message)
             raise MCPError(code=INVALID_PARAMS, message="Task request refused: too large or malformed") from None
         logger.warning("Temporal call failed: %s %s", err.status.name if err.status else "?", err.message)
-        raise MCPError(code=INTERNAL_ERROR, message="Task service unavailable, try again") from None
+        # A client waiting on the task retries what Temporal only dropped (a cancelled long poll, a restart).
+        data = {RETRYABLE: True} if err.status in TRANSIENT_STATUSES else None
+        raise MCPError(code=INTERNAL_ERROR, message="Task service unavailable, try again", data=data) from None
+
+
+TRANSIENT_STATUSES = frozenset(
+    {RPCStatusCode.CANCELLED, RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.UNKNOWN}
+)
+"""A call Temporal dropped rather than refused (a cancelled long poll, a restart, a broken connection, which
+the SDK reports as UNKNOWN "transport error"): the same call may well succeed next time."""
+RETRYABLE = "retryable"
+"""Key of a -32603 error's `data` that tells the client the same request may succeed if sent again."""
+_DESCRIBE_RETRIES_S = (0.1, 0.3, 0.6)
+
+
+async def described(client: Client, workflow_id: str) -> Snapshot:
+    """`snapshot`, retried for about a second when Temporal drops the call instead of answering it."""
+    for delay in (*_DESCRIBE_RETRIES_S, None):
+        try:
+            return await snapshot(client, workflow_id)
+        except RPCError as err:
+            if err.status not in TRANSIENT_STATUSES or delay is None:
+                raise
+            await anyio.sleep(delay)
+    raise AssertionError("unreachable")
 
 
 @dataclass(frozen=True)
@@ -128,6 +158,8 @@ class Snapshot:
     pending_activities: Sequence[PendingActivityInfo]
     close_time_ms: int | None = None
     """When the run closed, if it has."""
+    pending_workflow_task: PendingWorkflowTaskInfo | None = None
+    """Past its first attempt when the workflow code keeps failing (front/failing_workflows.py)."""
 
 
 async def snapshot(client: Client, workflow_id: str) -> Snapshot:
@@ -163,6 +195,7 @@ async def snapshot(client: Client, workflow_id: str) -> Snapshot:
         memo=dict(zip(fields.keys(), values, strict=True)),
         pending_activities=response.pending_activities,
         close_time_ms=info.close_time.ToMilliseconds() if info.HasField("close_time") else None,
+        pending_workflow_task=response.pending_workflow_task if response.HasField("pending_workflow_task") else None,
     )
 
 
@@ -209,6 +242,7 @@ class TemporalTaskGateway:
         """How large arguments and answers may be: refused here, not after Temporal has taken the task."""
         self.fairness = fairness or FairnessPolicy()
         """Each task's priority: its tool's, and its principal's fairness key and weight."""
+        self.failing_workflows = FailingWorkflows()
 
     async def create(
         self, task: ToolTaskInput, principal: str | None, *, pinned: bool = False, priority: int | None = None
@@ -334,6 +368,8 @@ class TemporalTaskGateway:
         accepted = {key: value for key, value in responses.items() if key in outstanding}
         if not accepted:
             return
+        if await self.failing(observed) is not None:
+            raise AnswerNotTakenError()
         for key, value in accepted.items():
             problem = response_problem(outstanding[key], value)
             if problem is not None:
@@ -346,18 +382,20 @@ class TemporalTaskGateway:
             if err.status != RPCStatusCode.NOT_FOUND:
                 raise
             return
-        await self._until_answered(observed.handle.id, set(accepted))
+        await self._until_answered(observed, set(accepted))
 
     def _check_input(self, value: Any, what: str) -> None:
         self.payload_limits.check_input(self.client.data_converter.payload_converter, value, what)
 
-    async def _until_answered(self, workflow_id: str, keys: set[str]) -> None:
+    async def _until_answered(self, observed: Observed, keys: set[str]) -> None:
         delay = 0.01
         with anyio.move_on_after(self.answer_visibility_timeout_s):
             while True:
-                seen = await snapshot(self.client, workflow_id)
+                seen = await described(self.client, observed.handle.id)
                 if seen.status != WorkflowExecutionStatus.RUNNING:
                     return
+                if await self.failing(Observed(observed.handle, seen)) is not None:
+                    raise AnswerNotTakenError(recorded=True)
                 pending = as_object(seen.memo.get(Memo.INPUT_REQUESTS))
                 if not keys & set(pending):
                     return
@@ -387,7 +425,7 @@ class TemporalTaskGateway:
         for candidate, key in workflow_ids(task_id, principal):
             handle = self.client.get_workflow_handle(candidate)
             try:
-                seen = await snapshot(self.client, handle.id)
+                seen = await described(self.client, handle.id)
             except RPCError as err:
                 if err.status == RPCStatusCode.NOT_FOUND:
                     continue
@@ -408,6 +446,37 @@ class TemporalTaskGateway:
             raise TaskExpiredError()
         return Observed(handle, seen)
 
+    async def failing(self, observed: Observed) -> WorkflowTaskFailure | None:
+        """Why the task's workflow code keeps failing, if it does; counted and logged once per failure."""
+        seen = observed.snapshot
+        if seen.status != WorkflowExecutionStatus.RUNNING:
+            return None
+        failure = await self.failing_workflows.failure(
+            self.client, seen.workflow_id, seen.run_id, seen.pending_workflow_task
+        )
+        if failure is not None and failure.first_report:
+            tool = str(observed.memo.get(Memo.TOOL) or "")
+            self.metrics.workflow_failing(tool, failure.kind)
+            task_id = observed.memo.get(Memo.TASK_ID) or seen.workflow_id.rsplit("/", 1)[-1]
+            logger.warning("task %s (%s): workflow failing: %s", task_id, tool, failure.cause)
+        return failure
+
+    async def watch_failing(self, *, every_s: float = 2.0) -> None:
+        """Look at every running task now and then, so a failing one is logged (once) before anyone reads it.
+
+        For `dev`, whose console is where a developer looks; one describe per running task per
+        round, which a production front with thousands of tasks leaves to `tasks/get` and `admin tasks`.
+        """
+        query = f"WorkflowId STARTS_WITH '{WORKFLOW_ID_PREFIX}/' AND ExecutionStatus = 'Running'"
+        while True:
+            try:
+                async for execution in self.client.list_workflows(query):
+                    seen = await described(self.client, execution.id)
+                    await self.failing(Observed(self.client.get_workflow_handle(execution.id), seen))
+            except RPCError as err:
+                logger.debug("looking for failing tasks: %s", err.message)
+            await anyio.sleep(every_s)
+
     async def view(self, task_id: str, observed: Observed) -> dict[str, Any]:
         """The `DetailedTask` of an observed workflow, tool task or workflow tool alike."""
         try:
@@ -417,6 +486,9 @@ class TemporalTaskGateway:
 
     async def _view(self, task_id: str, observed: Observed) -> dict[str, Any]:
         memo, status = observed.memo, observed.status
+        failure = await self.failing(observed)
+        if failure is not None:
+            return task_view(task_id, memo, status, failing=failure.status_message)
         if memo.get(Memo.KIND) == WORKFLOW_KIND:
             return await self._workflow_task_view(task_id, observed)
         heartbeat = None
@@ -526,6 +598,7 @@ def task_view(
     result: dict[str, Any] | None = None,
     error: dict[str, Any] | None = None,
     closed_at_ms: int | None = None,
+    failing: str | None = None,
 ) -> dict[str, Any]:
     """The `DetailedTask` of a workflow, from its memo, its Temporal status and what only a read can add.
 
@@ -551,6 +624,8 @@ def task_view(
         if memo_status == "working" and heartbeat is not None:
             fields["status_message"] = heartbeat[0]
             fields["last_updated_at_ms"] = max(fields["last_updated_at_ms"], heartbeat[1])
+        if failing is not None:
+            fields["status_message"] = failing
         return _task(
             status=memo_status, input_requests=memo.get(Memo.INPUT_REQUESTS), error=memo.get(Memo.ERROR), **fields
         )

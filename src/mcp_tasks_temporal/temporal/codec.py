@@ -121,6 +121,11 @@ class AesGcmCodec(PayloadCodec, WithSerializationContext):
     def encrypting_key_id(self) -> str:
         return self._current
 
+    @property
+    def key_ids(self) -> list[str]:
+        """Every key's ID, the encrypting one first."""
+        return [self._current, *(kid for kid in self._keys if kid != self._current)]
+
     async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
         return [self._encrypt(payload) for payload in payloads]
 
