@@ -27,6 +27,7 @@ from temporalio.common import VersioningBehavior
 
 from mcp_tasks_temporal import TasksExtension
 from mcp_tasks_temporal.ops.cli import build_parser
+from mcp_tasks_temporal.ops.deployment_admin import build_line
 from mcp_tasks_temporal.temporal.deployment import VERSION_SEARCH_ATTRIBUTE, Deployment
 from mcp_tasks_temporal.temporal.ids import workflow_id
 from tests.processes import Process, start_front, start_worker
@@ -231,3 +232,12 @@ def test_a_versioning_that_contradicts_the_class_or_is_unknown_is_refused() -> N
         Deployment.from_args("tasks", None)
     with pytest.raises(ValueError, match="may not contain"):
         Deployment.from_args("tasks.v2", "b")
+
+
+def test_admin_deployment_says_a_builds_drainage_once() -> None:
+    draining = {"build": "app:a", "status": "draining", "drainage": "draining", "createdAt": "2026-12-04T10:00:00Z"}
+    assert build_line(draining) == "  app:a  draining  since 2026-12-04T10:00:00Z"
+    # Where the drainage adds to the status (an inactive build's pinned tasks drained), it is said.
+    inactive = {**draining, "status": "inactive", "drainage": "drained"}
+    assert build_line(inactive) == "  app:a  inactive (drained)  since 2026-12-04T10:00:00Z"
+    assert "(" not in build_line({**draining, "status": "current", "drainage": None})

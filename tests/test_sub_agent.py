@@ -20,11 +20,11 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.worker import Replayer
 
 from mcp_tasks_temporal.contrib.pydantic_ai.sub_agent import AGENT_MODEL_ENV, worker_plugins
+from mcp_tasks_temporal.demo.review import ReviewCode
+from mcp_tasks_temporal.demo.review_files import REVIEW_ROOT_ENV
 from mcp_tasks_temporal.front.app_loading import DEMO_APP
-from mcp_tasks_temporal.temporal.activities.review_files import REVIEW_ROOT_ENV
 from mcp_tasks_temporal.temporal.connection import connect_temporal
 from mcp_tasks_temporal.temporal.ids import workflow_id
-from mcp_tasks_temporal.temporal.workflows.review_code import ReviewCode
 from mcp_tasks_temporal.testing.scripted_model import ScriptedModel, calls, scripted_model
 from tests.conftest import Stack
 from tests.processes import start_front, start_worker

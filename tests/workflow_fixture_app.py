@@ -13,6 +13,7 @@ from tests.workflow_fixture_workflows import (
     GreetingWorkflow,
     LoopingWorkflow,
     NothingWorkflow,
+    OptionalApprovalWorkflow,
     PipelineWorkflow,
     QuestionsWorkflow,
     WaitingWorkflow,
@@ -25,9 +26,12 @@ app = MCPServer("workflow-fixture-app", version="0.0.1", extensions=[tasks])
 
 tasks.workflow_tool(GreetingWorkflow, name="greet")
 tasks.workflow_tool(PipelineWorkflow, name="release", activities=[run_step])
+tasks.workflow_tool(PipelineWorkflow, name="release_asking", activities=[run_step], asks=["elicitation"])
 tasks.workflow_tool(FailingWorkflow, name="fail", activities=[refuse, run_step])
 tasks.workflow_tool(LoopingWorkflow, name="loop", activities=[run_step])
 tasks.workflow_tool(QuestionsWorkflow, name="questions")
+tasks.workflow_tool(OptionalApprovalWorkflow, name="maybe_ask")
+tasks.workflow_tool(QuestionsWorkflow, name="questions_short_lived", ttl_ms=3000)
 tasks.workflow_tool(QuestionsWorkflow, name="declared_questions", asks=["elicitation", "sampling"])
 tasks.workflow_tool(NothingWorkflow, name="nothing", policy="required")
 tasks.workflow_tool(FailingWorkflow, name="short_lived", ttl_ms=2000, activities=[refuse, run_step])

@@ -41,6 +41,8 @@ READY_LINE: Final = "mcp-tasks-temporal worker:"
 """The first words of the line a worker prints on stderr once it polls its task queues."""
 
 _PARENT_CHECK_S = 1.0
+TEMPORAL_GONE_GRACE_S: Final = 3.0
+"""How long the worker may drain once `dev`'s Temporal has died: results and heartbeats cannot reach it."""
 
 
 class DevWorkerError(RuntimeError):
@@ -169,9 +171,11 @@ class SupervisedWorker:
                 return DevWorkerError(f"{ended}; restarting it failed: {failed}")
             on_restart(f"{ended}; restarted it (pid {restarted.pid})")
 
-    async def stop(self) -> None:
+    async def stop(self, *, temporal_gone: bool = False) -> None:
+        """SIGTERM and its graceful shutdown; with `temporal_gone`, only seconds: its tools could report nothing."""
         if self.current is not None:
-            await stop_gracefully(self.current.process, grace_s=self._grace_s)
+            grace_s = min(self._grace_s, TEMPORAL_GONE_GRACE_S) if temporal_gone else self._grace_s
+            await stop_gracefully(self.current.process, grace_s=grace_s)
 
 
 @asynccontextmanager
