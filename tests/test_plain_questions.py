@@ -11,7 +11,7 @@ Over two real front servers sharing `--request-state-key`, a real worker and Tem
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -357,7 +357,7 @@ async def _task_when_settled(url: str, http: httpx.AsyncClient, task_id: str) ->
 
 
 @asynccontextmanager
-async def sdk_client(url: str, **callbacks: Any) -> AsyncIterator[Client]:
+async def sdk_client(url: str, **callbacks: Any) -> AsyncGenerator[Client]:
     """The mcp 2.3 `Client` as an agent framework uses it: no tasks extension, Alice's bearer token."""
     async with httpx2.AsyncClient(headers=bearer(ALICE), timeout=WAIT) as http:
         async with Client(streamable_http_client(url, http_client=http), **callbacks) as client:
@@ -367,23 +367,23 @@ async def sdk_client(url: str, **callbacks: Any) -> AsyncIterator[Client]:
 async def test_a_plain_call_of_a_task_tool_reports_its_status_lines_and_asks_inside_the_call(fronts: Stack) -> None:
     tag = f"v-{uuid.uuid4().hex[:8]}"
     asked: list[str] = []
-    progress: list[tuple[float, str | None]] = []
+    updates: list[tuple[float, str | None]] = []
 
     async def approve(context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
         asked.append(params.message)
         return types.ElicitResult(action="accept", content={"approve": True})
 
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
-        progress.append((value, message))
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        updates.append((progress, message))
 
     async with sdk_client(fronts.url, elicitation_callback=approve) as client:
         with anyio.fail_after(WAIT):
             result = await client.call_tool("steps_then_ask", {"tag": tag}, progress_callback=on_progress)
     assert result.is_error is False
-    assert result.content[0].text == f"shipped {tag}"  # pyright: ignore[reportAttributeAccessIssue]
+    assert result.content == [types.TextContent(type="text", text=f"shipped {tag}")]
     assert asked == [f"Ship {tag}?"]
     lines = [f"{step} {tag}" for step in STEPS]
-    assert progress[:3] == [(1, lines[0]), (2, lines[1]), (3, lines[2])], progress
+    assert updates[:3] == [(1, lines[0]), (2, lines[1]), (3, lines[2])], updates
 
 
 async def test_a_plain_client_without_elicitation_gets_the_task_tools_question_refused_and_its_task_cancelled(
@@ -406,7 +406,7 @@ async def test_a_plain_client_leaving_a_task_tools_call_cancels_its_task(fronts:
     tag = f"left-{uuid.uuid4().hex[:8]}"
     first_line = anyio.Event()
 
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         first_line.set()
 
     async def call_and_wait(client: Client) -> None:
