@@ -11,7 +11,8 @@ Over two real front servers sharing `--request-state-key`, a real worker and Tem
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from tests.conftest import Stack, module_stack
 from tests.legacy_wire import LegacyMcp, legacy_headers
 from tests.processes import start_front, start_worker
 from tests.wire import TASKS_EXTENSION, HttpMcp, Reply
+from tests.workflow_fixture_app import STEPS
 
 pytestmark = pytest.mark.anyio
 
@@ -349,3 +351,75 @@ async def _task_when_settled(url: str, http: httpx.AsyncClient, task_id: str) ->
             if task["status"] != "working":
                 return task
             await anyio.sleep(0.1)
+
+
+# -- a task tool's plain call: held as a task, like a workflow tool's ------------------------------
+
+
+@asynccontextmanager
+async def sdk_client(url: str, **callbacks: Any) -> AsyncGenerator[Client]:
+    """The mcp 2.3 `Client` as an agent framework uses it: no tasks extension, Alice's bearer token."""
+    async with httpx2.AsyncClient(headers=bearer(ALICE), timeout=WAIT) as http:
+        async with Client(streamable_http_client(url, http_client=http), **callbacks) as client:
+            yield client
+
+
+async def test_a_plain_call_of_a_task_tool_reports_its_status_lines_and_asks_inside_the_call(fronts: Stack) -> None:
+    tag = f"v-{uuid.uuid4().hex[:8]}"
+    asked: list[str] = []
+    updates: list[tuple[float, str | None]] = []
+
+    async def approve(context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        updates.append((progress, message))
+
+    async with sdk_client(fronts.url, elicitation_callback=approve) as client:
+        with anyio.fail_after(WAIT):
+            result = await client.call_tool("steps_then_ask", {"tag": tag}, progress_callback=on_progress)
+    assert result.is_error is False
+    assert result.content == [types.TextContent(type="text", text=f"shipped {tag}")]
+    assert asked == [f"Ship {tag}?"]
+    lines = [f"{step} {tag}" for step in STEPS]
+    assert updates[:3] == [(1, lines[0]), (2, lines[1]), (3, lines[2])], updates
+
+
+async def test_a_plain_client_without_elicitation_gets_the_task_tools_question_refused_and_its_task_cancelled(
+    fronts: Stack, temporal: str
+) -> None:
+    tag = f"refused-{uuid.uuid4().hex[:8]}"
+    async with sdk_client(fronts.url) as client:
+        with anyio.fail_after(WAIT), pytest.raises(MCPError) as refused:
+            await client.call_tool("steps_then_ask", {"tag": tag, "step_seconds": 0})
+    assert refused.value.error.code == MISSING_CAPABILITY
+    data = refused.value.error.data
+    assert data["requiredCapabilities"] == {"elicitation": {}}
+    assert data["alternativeCapabilities"] == {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}}
+    task = await _closed_run_of(await connect_temporal(temporal), fronts.task_queue, "Canceled", tag)
+    assert task["status"] == "cancelled"
+    assert "elicitation" in task["statusMessage"]
+
+
+async def test_a_plain_client_leaving_a_task_tools_call_cancels_its_task(fronts: Stack, temporal: str) -> None:
+    tag = f"left-{uuid.uuid4().hex[:8]}"
+    first_line = anyio.Event()
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        first_line.set()
+
+    async def call_and_wait(client: Client) -> None:
+        await client.call_tool("steps_then_ask", {"tag": tag, "step_seconds": 600}, progress_callback=on_progress)
+
+    async with sdk_client(fronts.url, elicitation_callback=_never_asked) as client:
+        with anyio.fail_after(WAIT):
+            async with anyio.create_task_group() as group:
+                group.start_soon(call_and_wait, client)
+                await first_line.wait()  # the tool is running: its first status line came
+                group.cancel_scope.cancel()
+    await _closed_run_of(await connect_temporal(temporal), fronts.task_queue, "Canceled", tag)
+
+
+async def _never_asked(context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
+    raise AssertionError("the call was left before its question")

@@ -117,7 +117,6 @@ async def test_a_plain_client_gets_a_workflow_tools_status_lines_as_progress(wf_
     assert updates == [(1, "checkout (1/4)"), (2, "compile (2/4)"), (3, "test (3/4)"), (4, "deploy (4/4)")]
 
 
-@pytest.mark.xfail(strict=True, reason="a task tool run on the front for a plain 2026-07-28 call sends no progress")
 async def test_a_plain_client_gets_a_task_tools_status_lines_as_progress(demo_stack: Stack) -> None:
     updates: list[tuple[float, str | None]] = []
 

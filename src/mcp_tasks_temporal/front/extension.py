@@ -530,7 +530,7 @@ class TasksExtension(Extension):
             if options.policy == "required":
                 require_client_extension(ctx, EXTENSION_ID)
             if is_modern(ctx):
-                return await call_next(ctx)
+                return await self._call_tool_held(options, params, ctx)
             try:
                 return await call_next(ctx)
             except MCPError as err:
@@ -546,6 +546,25 @@ class TasksExtension(Extension):
                 return answered_now
         created = await self._create_tool_task(options, params, ctx, _envelope(ctx))
         return {"resultType": "task", **created}
+
+    async def _call_tool_held(
+        self, options: ToolTaskOptions, params: CallToolRequestParams, ctx: ServerRequestContext[Any, Any]
+    ) -> HandlerResult:
+        """A plain 2026-07-28 call of a task tool: a task nobody is told about, held open as the call.
+
+        Served as a workflow tool's plain call is (`plain_calls`): its status lines go out as
+        progress, a client that leaves cancels it, and a question midway comes back inside the
+        call, or cancels the task for a client that cannot answer it. The tool's `Resolve`
+        questions are asked first, on the call itself, as they always were.
+        """
+        if task_of(params.request_state) is not None:
+            # The retry carrying the answers to a held call's question.
+            return await self._plain_calls().resume(params, ctx)
+        answered_now = await self._resolve_before_task(params, ctx)
+        if answered_now is not None:
+            return answered_now
+        created = await self._create_tool_task(options, params, ctx, plain_call_envelope(ctx, _envelope(ctx)))
+        return await self._plain_calls().hold(ctx, str(created["taskId"]), authenticated_principal(ctx))
 
     async def create_task(
         self, params: CallToolRequestParams, ctx: ServerRequestContext[Any, Any], envelope: dict[str, Any]

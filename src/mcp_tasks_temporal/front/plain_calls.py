@@ -1,10 +1,10 @@
-"""A plain `tools/call` of a workflow tool: a task nobody is told about, held open until it ends or asks.
+"""A plain `tools/call` of a workflow tool or task tool: a task nobody is told about, held open until it ends or asks.
 
-A client that did not declare the tasks extension still gets a durable task: the
-workflow runs under a task ID of its own, and the front holds the call open until
-the task ends (the tool's result or error) or asks a question. A 2026-07-28 client
-that declared what the question needs gets it inside the call, as an
-`InputRequiredResult` whose `requestState` names the task; the SDK's
+A client that did not declare the tasks extension still gets a durable task (a workflow
+tool's in any revision, an optional task tool's at 2026-07-28): it runs under a task ID
+of its own, and the front holds the call open until the task ends (the tool's result
+or error) or asks a question. A 2026-07-28 client that declared what the question
+needs gets it inside the call, as an `InputRequiredResult` whose `requestState` names the task; the SDK's
 `RequestStateBoundary` seals that state (with the `--request-state-key` keys, bound
 to the method, the tool, its arguments and the principal), so the client's retry
 with `inputResponses` may reach any front. That front delivers the answers as
@@ -69,7 +69,7 @@ def task_of(state: str | None) -> str | None:
 
 
 class PlainCalls:
-    """Serves plain calls of workflow tools from a front: hold the call, relay or refuse its questions, resume."""
+    """Serves plain calls held as tasks from a front: hold the call, relay or refuse its questions, resume."""
 
     def __init__(self, gateway: TemporalTaskGateway, hub: TaskWatchHub) -> None:
         self._gateway = gateway

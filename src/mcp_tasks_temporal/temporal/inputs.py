@@ -131,7 +131,7 @@ async def request_inputs(requests: Mapping[str, Any]) -> dict[str, dict[str, Any
             message="Asking for input midway needs the tool to run as a task",
             data={"requiredCapabilities": {**needed, "extensions": {EXTENSION_ID: {}}}},
         )
-    for request in normalised.values():
+    for request in normalised.values() if not run.held_by_front else ():
         error = missing_capability_error(request, run.client_capabilities)
         if error is not None:
             raise error
