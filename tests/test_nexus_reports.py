@@ -11,6 +11,7 @@ namespaces is test_nexus_tools.py's.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -25,11 +26,12 @@ from temporalio.worker import Worker
 
 from mcp_tasks_temporal.ops.dev.nexus_endpoints import ensure_endpoint
 from mcp_tasks_temporal.ops.dev.nexus_routes import EndpointRoute
-from mcp_tasks_temporal.temporal.contract import WORKFLOW_KIND, Memo, as_object
+from mcp_tasks_temporal.temporal.contract import WORKFLOW_KIND, Memo
 from mcp_tasks_temporal.temporal.nexus_contract import (
     NEXUS_TOOL_WORKFLOW,
-    REPLY_MEMO,
+    ROUTE_SIGNAL,
     STATUS_SIGNAL,
+    Caller,
     NexusCall,
     StatusReport,
 )
@@ -126,14 +128,24 @@ async def reports_handled(task: WorkflowHandle[Any, Any], count: int) -> bool:
 
 
 async def nonce_of(handler: WorkflowHandle[Any, Any]) -> str:
-    """The nonce the task drew for its operation, as the handler workflow received it."""
-    reply = as_object((await (await handler.describe()).memo()).get(REPLY_MEMO))
-    assert reply.get("nonce"), reply
-    return str(reply["nonce"])
+    """The nonce the task drew for its operation, as the handler workflow received it (its route signal)."""
+    with anyio.fail_after(WAIT_S):
+        while True:
+            async for event in handler.fetch_history_events():
+                attributes = event.workflow_execution_signaled_event_attributes
+                if event.HasField("workflow_execution_signaled_event_attributes") and (
+                    attributes.signal_name == ROUTE_SIGNAL
+                ):
+                    return str(json.loads(attributes.input.payloads[0].data)["nonce"])
+            await anyio.sleep(0.05)
 
 
-async def report(task: WorkflowHandle[Any, Any], *, nonce: str, sequence: int, text: str) -> None:
-    await signal_handled(task, STATUS_SIGNAL, StatusReport(task.id, nonce, sequence, text), timeout=WAIT_S)
+async def report(
+    task: WorkflowHandle[Any, Any], handler: WorkflowHandle[Any, Any], *, nonce: str, sequence: int, text: str
+) -> None:
+    """A report as the reply service hands it on: stamped with the handler workflow as its caller."""
+    caller = Caller("default", handler.id, "any-run")  # both sides run in the session's namespace here
+    await signal_handled(task, STATUS_SIGNAL, StatusReport(task.id, nonce, sequence, text, caller), timeout=WAIT_S)
 
 
 async def test_the_handlers_status_lines_cross_in_order(side: Side) -> None:
@@ -149,10 +161,10 @@ async def test_the_handlers_status_lines_cross_in_order(side: Side) -> None:
 async def test_a_report_with_a_forged_nonce_never_becomes_the_status_line(side: Side) -> None:
     task, handler = await start_task(side)
     nonce = await nonce_of(handler)
-    await report(task, nonce=nonce, sequence=1, text="genuine")
+    await report(task, handler, nonce=nonce, sequence=1, text="genuine")
     assert await status_line(task) == "genuine", "a report with the operation's nonce is shown"
-    await report(task, nonce=str(uuid.uuid4()), sequence=2, text="forged")
-    await report(task, nonce="", sequence=3, text="forged without a nonce")
+    await report(task, handler, nonce=str(uuid.uuid4()), sequence=2, text="forged")
+    await report(task, handler, nonce="", sequence=3, text="forged without a nonce")
     assert await status_line(task) == "genuine"
     await task.cancel()
 
@@ -160,12 +172,12 @@ async def test_a_report_with_a_forged_nonce_never_becomes_the_status_line(side: 
 async def test_an_older_report_never_overwrites_a_newer_one(side: Side) -> None:
     task, handler = await start_task(side)
     nonce = await nonce_of(handler)
-    await report(task, nonce=nonce, sequence=100, text="step 100")
+    await report(task, handler, nonce=nonce, sequence=100, text="step 100")
     assert await status_line(task) == "step 100"
-    await report(task, nonce=nonce, sequence=50, text="step 50")
-    await report(task, nonce=nonce, sequence=100, text="step 100 again")
+    await report(task, handler, nonce=nonce, sequence=50, text="step 50")
+    await report(task, handler, nonce=nonce, sequence=100, text="step 100 again")
     assert await status_line(task) == "step 100"
-    await report(task, nonce=nonce, sequence=101, text="step 101")
+    await report(task, handler, nonce=nonce, sequence=101, text="step 101")
     assert await status_line(task) == "step 101"
     await task.cancel()
 

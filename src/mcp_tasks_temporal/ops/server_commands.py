@@ -90,13 +90,7 @@ def configure(app: MCPServer[Any], args: argparse.Namespace) -> None:
         use_request_state_keys(app, args.request_state_key)
         # The same shared secrets, so any front checks the session IDs every other one hands out.
         extension.session_keys = SessionKeys(args.request_state_key)
-    # A secret too short to key owner keys stops the start, not a request.
-    if owner_secret() is None and (getattr(args, "tokens", None) or getattr(args, "jwt_jwks", None)):
-        logger.warning(
-            "$%s is not set: owner keys are unkeyed hashes, and whoever sees workflow IDs can test guessed principals"
-            " against them (docs/operations.md, 'Owner keys')",
-            OWNER_SECRET_ENV,
-        )
+    owner_secret()  # a secret too short to key owner keys stops the start, not a request
     if "ttl_ms" in vars(args):
         extension.default_ttl_ms = args.ttl_ms
     if getattr(args, "poll_interval_ms", None):
@@ -126,6 +120,19 @@ class _HttpServer(uvicorn.Server):
 
 
 def _bearer_auth(args: argparse.Namespace) -> BearerAuth | None:
+    """The front's bearer auth, if asked for; a bad key set or token file stops the start, on one line."""
+    auth = _verified_bearer(args)
+    if auth is not None and owner_secret() is None:
+        # Only once the setup is known good: a start that fails says that one line and nothing else.
+        logger.warning(
+            "$%s is not set: owner keys are unkeyed hashes, and whoever sees workflow IDs can test guessed principals"
+            " against them (docs/operations.md, 'Owner keys')",
+            OWNER_SECRET_ENV,
+        )
+    return auth
+
+
+def _verified_bearer(args: argparse.Namespace) -> BearerAuth | None:
     if args.tokens is not None and args.jwt_jwks is not None:
         raise ValueError("--tokens and --jwt-jwks are alternatives: choose one")
     if args.tokens is not None:
