@@ -80,6 +80,7 @@ async def follow_call(
         raise MCPError(code=INTERNAL_ERROR, message="Task service unavailable, try again")
     finally:
         unsubscribe()
+        send.close()  # the hub holds no more of it; an open stream left to the collector warns
         if not finished:
             await cancel_abandoned(gateway, task_id, principal)
 
