@@ -47,6 +47,7 @@ from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, WorkflowTask, 
 from mcp_tasks_temporal.front.held_calls import call_result, follow_call
 from mcp_tasks_temporal.front.listen import TaskListen
 from mcp_tasks_temporal.front.request_capabilities import declares_tasks
+from mcp_tasks_temporal.front.push_mode import push_hub
 from mcp_tasks_temporal.front.task_watch import TaskWatchHub
 from mcp_tasks_temporal.sdk_compat import (
     get_tool,
@@ -433,7 +434,7 @@ class TasksExtension(Extension):
             self._add_workflow_tool(server, options)
         # How long a front retries a task's history before ending its listeners' streams (`docs/operations.md`).
         give_up = float(os.environ.get(PUSH_GIVE_UP_ENV) or 300)
-        self._hub = TaskWatchHub(gateway, give_up_after_s=give_up)
+        self._hub = push_hub(gateway, give_up_after_s=give_up)
         server.middleware.append(RejectLoneSurrogates())
         server.middleware.append(TaskListen(server, gateway, self._hub))
         server.middleware.append(LegacyTasks(self, self._hub))

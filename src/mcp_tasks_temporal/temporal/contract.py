@@ -79,6 +79,8 @@ class Memo:
     """`WORKFLOW_KIND` for a workflow tool's task; absent on tool tasks."""
     ENVELOPE: Final = "envelope"
     """The creating request's `_meta` envelope (protocol version, client info, client capabilities)."""
+    FEED_SEQ: Final = "feedSeq"
+    """Number of the last transition published to the task feed; absent on a task that does not publish."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,8 @@ class ToolTaskInput:
     input_responses: dict[str, Any] | None = None
     """Answers given on the `tools/call` before the task existed (MRTR rounds), for the first round."""
     request_state: str | None = None
+    feed: bool = False
+    """Publish every transition to the task feed (`feed_contract`), for fronts that follow it."""
 
 
 @dataclass(frozen=True)
@@ -128,6 +132,8 @@ class ToolRoundInput:
     input_responses: dict[str, Any] | None = None
     request_state: str | None = None
     progress_timeout_s: float | None = None
+    feed: bool = False
+    """The task publishes to the task feed: so do the tool's status lines."""
 
 
 @dataclass(frozen=True)
