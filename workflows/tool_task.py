@@ -192,7 +192,7 @@ class ToolTaskWorkflow:
                         input_responses=responses,
                         request_state=request_state,
                         progress_timeout_s=policy.progress_timeout_s,
-                        feed=self._feed is not None,
+                        feed_workflow_id=self._feed.feed_workflow_id if self._feed is not None else None,
                     ),
                     result_type=dict[str, Any],
                     task_queue=policy.task_queue,

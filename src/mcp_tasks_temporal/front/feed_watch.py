@@ -128,14 +128,16 @@ class FeedWatchHub(TaskWatchHub):
             await client.start_workflow(
                 TASK_FEED_WORKFLOW,
                 TaskFeedInput(shard=shard),
-                id=feed_workflow_id(shard),
+                id=feed_workflow_id(self._gateway.task_queue, shard),
                 task_queue=self._gateway.task_queue,
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
                 static_summary="MCP task feed shard",
             )
 
     async def _offset(self, shard: int) -> int:
-        return await WorkflowStreamClient.create(self._gateway.client, feed_workflow_id(shard)).get_offset()
+        return await WorkflowStreamClient.create(
+            self._gateway.client, feed_workflow_id(self._gateway.task_queue, shard)
+        ).get_offset()
 
     def subscribe(
         self,
@@ -193,7 +195,7 @@ class FeedWatchHub(TaskWatchHub):
     # -- the shards ----------------------------------------------------------------------------------
 
     async def _follow_shard(self, shard: int, offset: int) -> None:
-        stream = WorkflowStreamClient.create(self._gateway.client, feed_workflow_id(shard))
+        stream = WorkflowStreamClient.create(self._gateway.client, feed_workflow_id(self._gateway.task_queue, shard))
         backoff = Backoff(f"following task feed shard {shard}", logger, **self._feed_retry)
         while True:
             try:

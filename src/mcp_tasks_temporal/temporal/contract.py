@@ -132,8 +132,8 @@ class ToolRoundInput:
     input_responses: dict[str, Any] | None = None
     request_state: str | None = None
     progress_timeout_s: float | None = None
-    feed: bool = False
-    """The task publishes to the task feed: so do the tool's status lines."""
+    feed_workflow_id: str | None = None
+    """The task's feed shard, if it publishes to the task feed: the tool's status lines go there too."""
 
 
 @dataclass(frozen=True)

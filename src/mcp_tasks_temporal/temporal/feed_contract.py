@@ -39,8 +39,13 @@ def feed_shard(workflow_id: str) -> int:
     return int.from_bytes(hashlib.blake2b(workflow_id.encode(), digest_size=4).digest(), "big") % FEED_SHARDS
 
 
-def feed_workflow_id(shard: int) -> str:
-    return f"{FEED_WORKFLOW_PREFIX}{shard}"
+def feed_workflow_id(task_queue: str, shard: int) -> str:
+    """Shards are per task queue: each app's feed runs on the workers of its tasks."""
+    return f"{FEED_WORKFLOW_PREFIX}{task_queue}/{shard}"
+
+
+def task_feed_workflow_id(task_queue: str, task_workflow_id: str) -> str:
+    return feed_workflow_id(task_queue, feed_shard(task_workflow_id))
 
 
 @dataclass(frozen=True)

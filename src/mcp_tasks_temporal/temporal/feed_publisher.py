@@ -24,8 +24,7 @@ from temporalio.contrib.workflow_streams import PublishEntry, PublishInput
 from mcp_tasks_temporal.temporal.feed_contract import (
     STREAM_PUBLISH_SIGNAL,
     TRANSITION_TOPIC,
-    feed_shard,
-    feed_workflow_id,
+    task_feed_workflow_id,
     transition_item,
 )
 
@@ -35,7 +34,8 @@ class FeedOutbox:
 
     def __init__(self) -> None:
         self._workflow_id = workflow.info().workflow_id
-        self._shard = workflow.get_external_workflow_handle(feed_workflow_id(feed_shard(self._workflow_id)))
+        self.feed_workflow_id = task_feed_workflow_id(workflow.info().task_queue, self._workflow_id)
+        self._shard = workflow.get_external_workflow_handle(self.feed_workflow_id)
         self._queued: list[dict[str, Any]] = []
         self._sending = False
         self.seq = 0

@@ -17,16 +17,16 @@ from temporalio.contrib.workflow_streams import PublishEntry, PublishInput
 from temporalio.service import RPCError
 
 from mcp_tasks_temporal.temporal.contract import StatusDetails
-from mcp_tasks_temporal.temporal.feed_contract import STATUS_TOPIC, STREAM_PUBLISH_SIGNAL, feed_shard, feed_workflow_id
+from mcp_tasks_temporal.temporal.feed_contract import STATUS_TOPIC, STREAM_PUBLISH_SIGNAL
 from mcp_tasks_temporal.temporal.progress import StatusReporter
 
 logger = logging.getLogger(__name__)
 
 
-async def publish_status_lines(reporter: StatusReporter, period_s: float) -> None:
-    """Until cancelled: each new status of `reporter` to the shard of this activity's workflow."""
+async def publish_status_lines(reporter: StatusReporter, feed_workflow_id: str, period_s: float) -> None:
+    """Until cancelled: each new status of `reporter` to the task's feed shard."""
     workflow_id = activity.info().workflow_id or ""
-    shard = activity.client().get_workflow_handle(feed_workflow_id(feed_shard(workflow_id)))
+    shard = activity.client().get_workflow_handle(feed_workflow_id)
     converter = activity.client().data_converter.payload_converter
     sent: StatusDetails | None = reporter.current
     while True:
