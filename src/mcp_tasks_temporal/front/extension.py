@@ -46,8 +46,8 @@ from mcp_tasks_temporal.front.errors import HeaderMismatchError
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, WorkflowTask, temporal_errors
 from mcp_tasks_temporal.front.held_calls import call_result, follow_call
 from mcp_tasks_temporal.front.listen import TaskListen
-from mcp_tasks_temporal.front.request_capabilities import declares_tasks
 from mcp_tasks_temporal.front.push_mode import push_hub
+from mcp_tasks_temporal.front.request_capabilities import declares_tasks
 from mcp_tasks_temporal.front.task_watch import TaskWatchHub
 from mcp_tasks_temporal.sdk_compat import (
     get_tool,
