@@ -1,0 +1,210 @@
+"""Push through the task feed (`MCP_TASKS_PUSH=feed`): every transition of every watched task, in order,
+from a few long polls per front, across a front restart and the feed's continue-as-new."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from temporalio.client import Client
+from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.contrib.workflow_streams import WorkflowStreamClient
+
+from mcp_tasks_temporal.temporal.contract import Memo
+from mcp_tasks_temporal.temporal.feed_contract import (
+    FEED_SHARDS,
+    STREAM_PUBLISH_SIGNAL,
+    TASK_FEED_WORKFLOW,
+    TaskFeedInput,
+    feed_shard,
+    feed_workflow_id,
+)
+from mcp_tasks_temporal.temporal.ids import workflow_id
+from tests.conftest import Stack
+from tests.test_push import ELICIT, listen_message
+from tests.wire import HttpMcp, TaskCalls, base_headers, sse_frames
+
+pytestmark = pytest.mark.anyio
+
+TASKS = 50
+COLOR = {"action": "accept", "content": {"color": "red"}}
+SIZE = {"action": "accept", "content": {"size": "XL"}}
+EVERY_TRANSITION = [("input_required", 2), ("input_required", 1), ("working", 0), ("completed", 0)]
+"""What a subscriber of a `pick_variant` task answered one question at a time sees, collapsed."""
+
+
+def test_the_feed_signal_is_the_stream_libraries_publish_signal() -> None:
+    from temporalio.contrib.workflow_streams import _stream  # pyright: ignore[reportPrivateUsage]
+
+    assert STREAM_PUBLISH_SIGNAL == _stream._PUBLISH_SIGNAL  # pyright: ignore[reportPrivateUsage]
+
+
+def test_a_tasks_shard_is_the_same_in_every_process() -> None:
+    assert feed_shard("mcp-task/anonymous/00000000-0000-4000-8000-000000000000") == 6
+    shards = {feed_shard(f"mcp-task/anonymous/{n}") for n in range(200)}
+    assert shards == set(range(FEED_SHARDS))
+
+
+class Listener:
+    """One listen stream read in the background: each task's notifications, in arrival order."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, list[dict[str, Any]]] = {}
+        self.acked = anyio.Event()
+        self._changed = anyio.Event()
+
+    async def run(self, url: str, http: httpx.AsyncClient, task_ids: list[str]) -> None:
+        message = listen_message(task_ids)
+        headers = base_headers("subscriptions/listen")
+        async with http.stream(
+            "POST", url, json=message, headers=headers, timeout=httpx.Timeout(10, read=None)
+        ) as response:
+            assert response.status_code == 200, await response.aread()
+            async for frame in sse_frames(response):
+                if frame.get("method") == "notifications/subscriptions/acknowledged":
+                    assert sorted(frame["params"]["notifications"]["taskIds"]) == sorted(task_ids)
+                    self.acked.set()
+                elif frame.get("method") == "notifications/tasks":
+                    self.seen.setdefault(frame["params"]["taskId"], []).append(frame["params"])
+                else:
+                    assert "error" not in frame, frame
+                self._changed.set()
+                self._changed = anyio.Event()
+
+    def statuses(self, task_id: str) -> list[tuple[str, int]]:
+        collapsed: list[tuple[str, int]] = []
+        for note in self.seen.get(task_id, []):
+            state = (note["status"], len(note.get("inputRequests") or {}))
+            if not collapsed or collapsed[-1] != state:
+                collapsed.append(state)
+        return collapsed
+
+    async def until(self, done: Callable[[], bool], timeout: float = 60) -> None:
+        with anyio.fail_after(timeout):
+            while not done():
+                await self._changed.wait()
+
+
+async def park(mcp: TaskCalls, count: int) -> list[str]:
+    """`count` pick_variant tasks, each waiting for both its answers."""
+    ids: list[str] = []
+    limiter = anyio.CapacityLimiter(8)
+
+    async def one() -> None:
+        async with limiter:
+            created = await mcp.start("pick_variant", capabilities=ELICIT)
+            await mcp.wait_for(created["taskId"], lambda t: len(t.get("inputRequests") or {}) == 2, timeout=60)
+            ids.append(created["taskId"])
+
+    async with anyio.create_task_group() as group:
+        for _ in range(count):
+            group.start_soon(one)
+    return ids
+
+
+async def answer_all(mcp: TaskCalls, task_ids: list[str]) -> None:
+    """Both questions of each task, one update right after the other: two transitions close together."""
+    limiter = anyio.CapacityLimiter(8)
+
+    async def one(task_id: str) -> None:
+        async with limiter:
+            keys = sorted((await mcp.get(task_id)).result["inputRequests"], key=lambda k: "size" in k)
+            await mcp.update(task_id, {keys[0]: COLOR})
+            await mcp.update(task_id, {keys[1]: SIZE})
+
+    async with anyio.create_task_group() as group:
+        for task_id in task_ids:
+            group.start_soon(one, task_id)
+
+
+async def feed_stack(
+    stack_factory: Callable[[], Stack], monkeypatch: pytest.MonkeyPatch, client: Client, *, continue_after: int
+) -> tuple[Stack, list[str]]:
+    """A private stack whose front follows the feed; the shards started first, to continue as new early."""
+    monkeypatch.setenv("MCP_TASKS_PUSH", "feed")
+    stack = stack_factory()
+    first_runs: list[str] = []
+    for shard in range(FEED_SHARDS):
+        handle = await client.start_workflow(
+            TASK_FEED_WORKFLOW,
+            TaskFeedInput(shard=shard, continue_after_events=continue_after),
+            id=feed_workflow_id(stack.task_queue, shard),
+            task_queue=stack.task_queue,
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        )
+        first_runs.append(handle.result_run_id or "")
+    stack.add_worker()
+    stack.add_front()
+    return stack, first_runs
+
+
+async def test_every_transition_of_every_task_arrives_in_order_from_the_feed(
+    stack_factory: Callable[[], Stack],
+    monkeypatch: pytest.MonkeyPatch,
+    temporal_client: Client,
+    http: httpx.AsyncClient,
+) -> None:
+    stack, _ = await feed_stack(stack_factory, monkeypatch, temporal_client, continue_after=10_000)
+    mcp = TaskCalls(HttpMcp(stack.url, http))
+    ids = await park(mcp, TASKS)
+    memo = (await temporal_client.get_workflow_handle(workflow_id(ids[0], None)).describe()).memo
+    assert isinstance((await memo())[Memo.FEED_SEQ], int), "a task a feed-mode front starts publishes to the feed"
+    listener = Listener()
+    async with anyio.create_task_group() as group:
+        group.start_soon(listener.run, stack.url, http, ids)
+        await listener.until(lambda: len(listener.seen) == TASKS)
+        await answer_all(mcp, ids)
+        await listener.until(lambda: all(listener.statuses(t)[-1:] == [("completed", 0)] for t in ids))
+        group.cancel_scope.cancel()
+    assert {t: listener.statuses(t) for t in ids} == {t: EVERY_TRANSITION for t in ids}
+    published = 0
+    for shard in range(FEED_SHARDS):
+        published += await WorkflowStreamClient.create(
+            temporal_client, feed_workflow_id(stack.task_queue, shard)
+        ).get_offset()
+    assert published >= 4 * TASKS, "each task's transitions went through the feed"
+
+
+async def test_a_subscriber_loses_nothing_across_a_front_restart_and_the_feeds_continue_as_new(
+    stack_factory: Callable[[], Stack],
+    monkeypatch: pytest.MonkeyPatch,
+    temporal_client: Client,
+    http: httpx.AsyncClient,
+) -> None:
+    stack, first_runs = await feed_stack(stack_factory, monkeypatch, temporal_client, continue_after=40)
+    mcp = TaskCalls(HttpMcp(stack.url, http))
+    ids = await park(mcp, TASKS)
+    before, after = ids[: TASKS // 2], ids[TASKS // 2 :]
+
+    first = Listener()
+    async with anyio.create_task_group() as group:
+        group.start_soon(first.run, stack.url, http, ids)
+        await first.until(lambda: len(first.seen) == TASKS)
+        await answer_all(mcp, before)
+        await first.until(lambda: all(first.statuses(t)[-1:] == [("completed", 0)] for t in before))
+        group.cancel_scope.cancel()
+    assert {t: first.statuses(t) for t in before} == {t: EVERY_TRANSITION for t in before}
+    assert {t: first.statuses(t) for t in after} == {t: EVERY_TRANSITION[:1] for t in after}
+
+    stack.fronts[0][0].kill()
+    url = stack.add_front()
+    mcp = TaskCalls(HttpMcp(url, http))
+    second = Listener()
+    async with anyio.create_task_group() as group:
+        group.start_soon(second.run, url, http, ids)
+        await second.until(lambda: len(second.seen) == TASKS)
+        await answer_all(mcp, after)
+        await second.until(lambda: all(second.statuses(t)[-1:] == [("completed", 0)] for t in ids))
+        group.cancel_scope.cancel()
+    # A reconnecting subscriber gets each task as it is now, then every change from there.
+    assert {t: second.statuses(t) for t in before} == {t: [("completed", 0)] for t in before}
+    assert {t: second.statuses(t) for t in after} == {t: EVERY_TRANSITION for t in after}
+
+    continued = 0
+    for shard, first_run in enumerate(first_runs):
+        current = await temporal_client.get_workflow_handle(feed_workflow_id(stack.task_queue, shard)).describe()
+        continued += current.run_id != first_run
+    assert continued >= FEED_SHARDS // 2, "the shards continued as new while the tasks changed"
