@@ -32,7 +32,7 @@ from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import anyio
 from anyio.abc import TaskGroup
@@ -100,7 +100,9 @@ class FeedWatchHub(TaskWatchHub):
         super().__init__(gateway, give_up_after_s=give_up_after_s)
         self._feed_retry = {"initial_s": 1.0, "cap_s": 30.0, "give_up_after_s": give_up_after_s}
         self._feed_watchers: dict[str, _Watcher] = {}
-        self._recent: deque[tuple[float, str, str, dict[str, Any]]] = deque(maxlen=RECENT_MAX)
+        self._recent: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        """The items of the last `RECENT_S` by task; `_arrivals` says when each came, oldest first."""
+        self._arrivals: deque[tuple[float, str]] = deque()
         self._feed_group: TaskGroup | None = None
 
     @asynccontextmanager
@@ -159,7 +161,7 @@ class FeedWatchHub(TaskWatchHub):
             memo = dict(seen.memo)
             memo.setdefault(Memo.CREATED_AT, seen.start_time_ms)
             watcher = self._feed_watchers[key] = _Watcher(task_id, key, memo, int(memo[Memo.FEED_SEQ]))
-            watcher.pending = [(topic, item) for at, k, topic, item in self._recent if k == key]
+            watcher.pending = list(self._recent.get(key, ()))
             self._feed_group.start_soon(self._first_view, watcher, seen)
         if listener not in watcher.listeners:
             watcher.listeners.add(listener)
@@ -219,14 +221,14 @@ class FeedWatchHub(TaskWatchHub):
             # The stream ended: the shard was closed by hand. Start it again and go on from where it was.
             await self._start_shards()
 
-    def _take(self, topic: str, item: Any) -> None:
-        if not isinstance(item, dict) or not isinstance(item.get("w"), str):
+    def _take(self, topic: str, data: Any) -> None:
+        if not isinstance(data, dict):
             return
-        key: str = item["w"]
-        self._recent.append((time.monotonic(), key, topic, item))
-        horizon = time.monotonic() - RECENT_S
-        while self._recent and self._recent[0][0] < horizon:
-            self._recent.popleft()
+        item = cast("dict[str, Any]", data)
+        key = item.get("w")
+        if not isinstance(key, str):
+            return
+        self._remember(key, topic, item)
         watcher = self._feed_watchers.get(key)
         if watcher is None:
             return
@@ -234,6 +236,18 @@ class FeedWatchHub(TaskWatchHub):
             watcher.pending.append((topic, item))
             return
         self._apply(watcher, topic, item)
+
+    def _remember(self, key: str, topic: str, item: dict[str, Any]) -> None:
+        now = time.monotonic()
+        self._recent.setdefault(key, []).append((topic, item))
+        self._arrivals.append((now, key))
+        while self._arrivals and (self._arrivals[0][0] < now - RECENT_S or len(self._arrivals) > RECENT_MAX):
+            _, old = self._arrivals.popleft()
+            kept = self._recent.get(old)
+            if kept:
+                kept.pop(0)
+                if not kept:
+                    del self._recent[old]
 
     def _apply(self, watcher: _Watcher, topic: str, item: dict[str, Any]) -> None:
         if watcher.closing:
