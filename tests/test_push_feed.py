@@ -208,3 +208,32 @@ async def test_a_subscriber_loses_nothing_across_a_front_restart_and_the_feeds_c
         current = await temporal_client.get_workflow_handle(feed_workflow_id(stack.task_queue, shard)).describe()
         continued += current.run_id != first_run
     assert continued >= FEED_SHARDS // 2, "the shards continued as new while the tasks changed"
+
+
+async def test_status_lines_reach_a_feed_subscriber_from_the_worker(
+    stack_factory: Callable[[], Stack],
+    monkeypatch: pytest.MonkeyPatch,
+    temporal_client: Client,
+    http: httpx.AsyncClient,
+) -> None:
+    stack, _ = await feed_stack(stack_factory, monkeypatch, temporal_client, continue_after=10_000)
+    mcp = TaskCalls(HttpMcp(stack.url, http))
+    created = await mcp.start("numbered_steps", {"steps": 6, "pause": 0.5}, capabilities=ELICIT)
+    task_id = created["taskId"]
+    waiting = await mcp.wait_for(task_id, ["input_required"])
+    listener = Listener()
+    async with anyio.create_task_group() as group:
+        group.start_soon(listener.run, stack.url, http, [task_id])
+        await listener.until(lambda: bool(listener.seen))
+        [key] = waiting["inputRequests"]
+        await mcp.update(task_id, {key: {"action": "accept", "content": {"approve": True}}})
+        await listener.until(lambda: listener.statuses(task_id)[-1:] == [("completed", 0)])
+        group.cancel_scope.cancel()
+    # The listen began while the task waited, so every step it shows came on the feed, pushed by the worker.
+    steps = [
+        int(note["statusMessage"].removeprefix("step "))
+        for note in listener.seen[task_id]
+        if note["status"] == "working" and (note.get("statusMessage") or "").startswith("step ")
+    ]
+    assert steps, "no status line reached the subscriber"
+    assert steps == sorted(steps) and max(steps) >= 1, steps
