@@ -158,7 +158,7 @@ class FeedWatchHub(TaskWatchHub):
             if not _on_feed(seen):
                 return super().subscribe(task_id, principal, listener, seen=seen, on_lost=on_lost)
             assert seen is not None
-            memo = dict(seen.memo)
+            memo = {name: value for name, value in seen.memo.items() if name in _VIEWED}
             memo.setdefault(Memo.CREATED_AT, seen.start_time_ms)
             watcher = self._feed_watchers[key] = _Watcher(task_id, key, memo, int(memo[Memo.FEED_SEQ]))
             watcher.pending = list(self._recent.get(key, ()))
@@ -300,7 +300,7 @@ class FeedWatchHub(TaskWatchHub):
             watcher.closing = True
             watcher.publish(await self._gateway.view(watcher.task_id, Observed(handle, current)))
             return
-        watcher.memo.update(current.memo)
+        watcher.memo.update({name: value for name, value in current.memo.items() if name in _VIEWED})
         watcher.seq = int(current.memo.get(Memo.FEED_SEQ) or watcher.seq)
         await self._first_view(watcher, current)
 
@@ -316,6 +316,23 @@ class FeedWatchHub(TaskWatchHub):
                     return
         except RPCError as err:
             watcher.lose(f"Temporal answered {err.status.name}")
+
+
+_VIEWED: Final = frozenset(
+    {
+        Memo.CREATED_AT,
+        Memo.TTL_MS,
+        Memo.POLL_INTERVAL_MS,
+        Memo.STATUS,
+        Memo.STATUS_MESSAGE,
+        Memo.LAST_UPDATED_AT,
+        Memo.INPUT_REQUESTS,
+        Memo.ERROR,
+        Memo.KIND,
+        Memo.FEED_SEQ,
+    }
+)
+"""The memo keys a task's view is built from: a watcher lives as long as its listens, so it keeps no more."""
 
 
 def _on_feed(seen: Snapshot | None) -> bool:
