@@ -55,6 +55,7 @@ POLL_OPERATIONS: Final = frozenset(
 FEED_OPERATIONS: Final = frozenset({"UpdateWorkflowExecution", "PollWorkflowExecutionUpdate", "QueryWorkflow"})
 SAMPLE_TIMEOUT_S: Final = 30.0
 MODES: Final = ("poll", "feed")
+SETTLE_S: Final = 5.0
 
 
 @dataclass
@@ -126,6 +127,8 @@ async def measure_size(
                     f" {max(taken.acks_s):.2f} s at most, every snapshot after {taken.all_snapshots_s:.2f} s",
                     flush=True,
                 )
+                # The first front's watchers settle (the poll front reads each history once) before the next listens.
+                await anyio.sleep(SETTLE_S)
             await anyio.sleep(2.0)
             await idle(stack, http, result, idle_window_s)
             for mode, (front, _) in fronts.items():
