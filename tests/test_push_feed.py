@@ -237,3 +237,28 @@ async def test_status_lines_reach_a_feed_subscriber_from_the_worker(
     ]
     assert steps, "no status line reached the subscriber"
     assert steps == sorted(steps) and max(steps) >= 1, steps
+
+
+async def test_a_feed_front_follows_a_task_a_poll_front_created_through_its_history(
+    stack_factory: Callable[[], Stack],
+    monkeypatch: pytest.MonkeyPatch,
+    temporal_client: Client,
+    http: httpx.AsyncClient,
+) -> None:
+    monkeypatch.setenv("MCP_TASKS_PUSH", "poll")
+    stack = stack_factory()
+    stack.add_worker()
+    poll_front = stack.add_front()
+    monkeypatch.setenv("MCP_TASKS_PUSH", "feed")
+    feed_front = stack.add_front()
+    [task_id] = await park(TaskCalls(HttpMcp(poll_front, http)), 1)
+    memo = await (await temporal_client.get_workflow_handle(workflow_id(task_id, None)).describe()).memo()
+    assert Memo.FEED_SEQ not in memo, "a poll-mode front's tasks do not publish"
+    listener = Listener()
+    async with anyio.create_task_group() as group:
+        group.start_soon(listener.run, feed_front, http, [task_id])
+        await listener.until(lambda: bool(listener.seen))
+        await answer_all(TaskCalls(HttpMcp(feed_front, http)), [task_id])
+        await listener.until(lambda: listener.statuses(task_id)[-1:] == [("completed", 0)])
+        group.cancel_scope.cancel()
+    assert listener.statuses(task_id) == EVERY_TRANSITION
