@@ -68,6 +68,8 @@ class ModeResult:
     idle_ops: dict[str, float] = field(default_factory=dict[str, float])
     change_ms: list[float] = field(default_factory=list[float])
     completed_ms: list[float] = field(default_factory=list[float])
+    missed: int = 0
+    """Samples whose `completed` did not reach this front's stream within `SAMPLE_TIMEOUT_S`."""
 
 
 @dataclass
@@ -132,13 +134,24 @@ async def measure_size(
             await anyio.sleep(2.0)
             await idle(stack, http, result, idle_window_s)
             for mode, (front, _) in fronts.items():
-                result.modes[mode].rss_after_mib = rss_mib(front.pid)
+                taken = result.modes[mode]
+                taken.rss_after_mib = rss_mib(front.pid)
+                print(
+                    f"  {n} watched, {mode}: idle {taken.idle_rpc_per_s:.2f} RPC/s from the front;"
+                    f" RSS {taken.rss_before_mib:.1f} -> {taken.rss_after_mib:.1f} MiB",
+                    flush=True,
+                )
             stream_of = {mode: {t: s for s in streams[mode] for t in s.task_ids} for mode in MODES}
             for task in samples:
                 await sample(mcp, {mode: stream_of[mode][task.task_id] for mode in MODES}, task, result)
             group.cancel_scope.cancel()
     finally:
-        for front, _ in fronts.values():
+        for mode, (front, _) in fronts.items():
+            log = await front.log()
+            # Each watcher that had to retry Temporal says so once per streak.
+            retried = log.count(" failing (")
+            if retried:
+                print(f"  {n} watched, {mode}: {retried} retry warnings in the front's log", flush=True)
             await front.stop()
     return result
 
@@ -166,7 +179,12 @@ async def sample(mcp: TaskCalls, streams: dict[str, ListenStream], task: Parked,
         def completed(stream: ListenStream = stream, mode: str = mode) -> bool:
             return any(f.status == "completed" for f in stream.of(task.task_id)[before[mode] :])
 
-        await stream.until(completed, SAMPLE_TIMEOUT_S, f"{task.task_id} completed ({mode})")
+        try:
+            await stream.until(completed, SAMPLE_TIMEOUT_S, f"{task.task_id} completed ({mode})")
+        except TimeoutError as err:
+            print(f"  {mode}: {err}", flush=True)
+            result.modes[mode].missed += 1
+            continue
         new = [f for f in stream.of(task.task_id)[before[mode] :] if (f.last_updated_ms or 0) >= sent_wall_ms - 1]
         done = next(f for f in new if f.status == "completed")
         result.modes[mode].change_ms.append((new[0].at - sent) * 1000)
@@ -206,6 +224,7 @@ def table(results: Sequence[SizeResult]) -> str:
         "change p50/p99 ms",
         "completed p50/p99 ms",
         "feed/poll p50",
+        "missed",
     )
     rows: list[tuple[str, ...]] = []
     for r in results:
@@ -229,6 +248,7 @@ def table(results: Sequence[SizeResult]) -> str:
                     _pp(m.change_ms),
                     _pp(m.completed_ms),
                     ratio,
+                    str(m.missed),
                 )
             )
     return render(header, rows)
