@@ -3,7 +3,10 @@ from a few long polls per front, across a front restart and the feed's continue-
 
 from __future__ import annotations
 
+import time
+import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -12,8 +15,11 @@ import pytest
 from temporalio.client import Client
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
+from temporalio.service import RetryConfig
 
-from mcp_tasks_temporal.temporal.contract import Memo
+from mcp_tasks_temporal.front.feed_watch import FeedWatchHub
+from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
+from mcp_tasks_temporal.temporal.contract import Memo, ToolTaskInput
 from mcp_tasks_temporal.temporal.feed_contract import (
     FEED_SHARDS,
     STREAM_PUBLISH_SIGNAL,
@@ -22,10 +28,11 @@ from mcp_tasks_temporal.temporal.feed_contract import (
     feed_shard,
     feed_workflow_id,
 )
-from mcp_tasks_temporal.temporal.ids import workflow_id
+from mcp_tasks_temporal.temporal.ids import new_task_id, workflow_id
 from tests.conftest import Stack
+from tests.processes import start_temporal, start_worker
 from tests.test_push import ELICIT, listen_message
-from tests.wire import HttpMcp, TaskCalls, base_headers, sse_frames
+from tests.wire import HttpMcp, TaskCalls, base_headers, envelope, sse_frames
 
 pytestmark = pytest.mark.anyio
 
@@ -262,3 +269,50 @@ async def test_a_feed_front_follows_a_task_a_poll_front_created_through_its_hist
         await listener.until(lambda: listener.statuses(task_id)[-1:] == [("completed", 0)])
         group.cancel_scope.cancel()
     assert listener.statuses(task_id) == EVERY_TRANSITION
+
+
+async def test_a_feed_watcher_whose_temporal_goes_away_ends_its_subscribers_with_a_reason(tmp_path: Path) -> None:
+    server, address = start_temporal(tmp_path, db_path=tmp_path / "temporal.db")
+    worker = None
+    try:
+        client = await Client.connect(address, retry_config=RetryConfig(max_retries=1, max_elapsed_time_millis=1000))
+        queue = f"feed-outage-{uuid.uuid4()}"
+        worker = start_worker(tmp_path, address, queue)
+        gateway = TemporalTaskGateway(client, task_queue=queue)
+        gateway.feed_tasks = True
+        hub = FeedWatchHub(gateway, give_up_after_s=3)
+        seen: list[dict[str, Any]] = []
+        lost = anyio.Event()
+        reasons: list[str] = []
+
+        def on_lost(reason: str) -> None:
+            reasons.append(reason)
+            lost.set()
+
+        async with hub.running():
+            task = ToolTaskInput(
+                task_id=new_task_id(),
+                tool="pick_variant",
+                arguments={},
+                meta=envelope(capabilities=ELICIT),
+                created_at_ms=int(time.time() * 1000),
+                ttl_ms=600_000,
+                poll_interval_ms=250,
+            )
+            await gateway.create(task, None)
+            with anyio.fail_after(60):
+                while (read := (await gateway.observe(task.task_id, None)).snapshot).memo.get(Memo.FEED_SEQ) is None:
+                    await anyio.sleep(0.1)
+            unsubscribe = hub.subscribe(task.task_id, None, seen.append, seen=read, on_lost=on_lost)
+            with anyio.fail_after(30):
+                while not seen:
+                    await anyio.sleep(0.05)
+            server.kill()
+            with anyio.fail_after(90):
+                await lost.wait()
+            unsubscribe()
+        assert reasons and "kept failing" in reasons[0], reasons
+    finally:
+        if worker is not None:
+            worker.kill()
+        server.kill()
