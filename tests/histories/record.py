@@ -133,8 +133,9 @@ PATHS: dict[str, tuple[str, int | None, Drive]] = {
     "tool_failure": ("fail", 60_000, _nothing),
     "retried_attempt": ("flaky", None, _nothing),
     "feed_input_rounds": ("multi_round", 60_000, lambda h: _answer_each_round(h, 2)),
+    "feed_cancel": ("hang", 60_000, _cancel_while_running),
 }
-FEED_PATHS = frozenset({"feed_input_rounds"})
+FEED_PATHS = frozenset({"feed_input_rounds", "feed_cancel"})
 """Paths of a task that publishes its transitions to the task feed (a front in feed mode started it)."""
 
 
