@@ -67,6 +67,8 @@ SMOKE_IDLE_WINDOW_S = 2.0
 WARMUP = 3
 CREATE_CONCURRENCY = 16
 ELICITATION: Final[dict[str, Any]] = {"elicitation": {}}
+TRANSIENT_ERROR: Final = -32603
+"""`tasks/get` answered "Task service unavailable, try again": what a front says when a Temporal call timed out."""
 ANSWER: Final = {"action": "accept", "content": {"confirm": True}}
 TARGET_P50_MS = 100.0
 # What the front calls while its watchers wait; the worker's polls are the other operations.
@@ -201,7 +203,10 @@ async def until_input_required(mcp: TaskCalls, task_ids: Sequence[str], timeout_
 
     def get(task_id: str) -> Callable[[], Awaitable[Parked | None]]:
         async def job() -> Parked | None:
-            task = (await mcp.get(task_id)).result
+            reply = await mcp.get(task_id)
+            if reply.body.get("error", {}).get("code") == TRANSIENT_ERROR:
+                return None  # Temporal slow to answer on a loaded machine: asked again with the next batch
+            task = reply.result
             if task["status"] == "input_required" and task.get("inputRequests"):
                 return Parked(task_id, next(iter(task["inputRequests"])))
             if task["status"] != "working":
