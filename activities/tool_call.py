@@ -48,6 +48,7 @@ from mcp_tasks_temporal.sdk_compat import get_tool, lowlevel_server, task_sessio
 from mcp_tasks_temporal.temporal.contract import (
     INTERNAL_ERROR_CODE,
     JSONRPC_ERROR,
+    PLAIN_CALL_META_KEY,
     RUN_TOOL_ACTIVITY,
     TOOL_HUNG,
     UNKNOWN_TOOL,
@@ -148,7 +149,17 @@ class ToolActivities:
             reporter.current = _restore_status(info.heartbeat_details[0])
         meta = dict(call.meta)
         capabilities = meta.get(CLIENT_CAPABILITIES_META_KEY)
-        bind_run(TaskRun(reporter=reporter, workflow_id=info.workflow_id or "", client_capabilities=capabilities))
+        held = PLAIN_CALL_META_KEY in meta
+        # The marker is the front's, not the client's: the tool sees the request's `_meta` as it came.
+        meta.pop(PLAIN_CALL_META_KEY, None)
+        bind_run(
+            TaskRun(
+                reporter=reporter,
+                workflow_id=info.workflow_id or "",
+                client_capabilities=capabilities,
+                held_by_front=held,
+            )
+        )
         try:
             hung = anyio.Event()
             result: dict[str, Any] = {}
@@ -176,7 +187,7 @@ class ToolActivities:
                 )
                 message = f"Tool reported no status or progress for {call.progress_timeout_s:g} s"
                 raise ApplicationError(message, type=TOOL_HUNG)
-            if result.get("resultType") == "input_required":
+            if result.get("resultType") == "input_required" and not held:
                 _check_requested_kinds(result.get("inputRequests") or {}, capabilities)
             else:
                 result = compact(result)

@@ -27,15 +27,15 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from mcp_tasks_temporal.contrib.pydantic_ai.sub_agent import MODEL_PREFIX, configure_model, worker_plugins
-from mcp_tasks_temporal.ops.dev.embedded_temporal import embedded_temporal
-from mcp_tasks_temporal.temporal.connection import connect_temporal
-from mcp_tasks_temporal.temporal.workflows.review_code import (
+from mcp_tasks_temporal.demo.review import (
     ReviewCode,
     ReviewDeps,
     ReviewRequest,
     prepare_review,
     review_agent,
 )
+from mcp_tasks_temporal.ops.dev.embedded_temporal import embedded_temporal
+from mcp_tasks_temporal.temporal.connection import connect_temporal
 from mcp_tasks_temporal.testing.scripted_model import Reply, ScriptedModel, calls, scripted_model
 
 from ._common import free_port, machine, render

@@ -24,14 +24,14 @@ from typing import Any
 
 from temporalio.worker import Worker
 
+from mcp_tasks_temporal.demo.pipeline import BuildPipeline, BuildRequest
+from mcp_tasks_temporal.demo.pipeline_steps import build_step
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, WorkflowTask, now_ms
 from mcp_tasks_temporal.ops.dev.embedded_temporal import embedded_temporal
-from mcp_tasks_temporal.temporal.activities.build_steps import build_step
 from mcp_tasks_temporal.temporal.connection import connect_temporal
 from mcp_tasks_temporal.temporal.contract import CLIENT_CAPABILITIES_META_KEY, EXTENSION_ID
 from mcp_tasks_temporal.temporal.ids import new_task_id
 from mcp_tasks_temporal.temporal.workflows import ToolTaskWorkflow
-from mcp_tasks_temporal.temporal.workflows.build_pipeline import BuildPipeline, BuildRequest
 
 from ._common import machine, render
 from .reads import Bench, Task, create, free_port, stand_in_tool, until

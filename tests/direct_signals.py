@@ -22,18 +22,29 @@ async def signal_answers(handle: WorkflowHandle[Any, Any], answers: dict[str, An
     Raises:
         AssertionError: The workflow task that handled the signal failed (a handler that raised).
     """
-    await handle.signal(INPUT_SIGNAL, answers)
+    await signal_handled(handle, INPUT_SIGNAL, answers, timeout=timeout)
+
+
+async def signal_handled(handle: WorkflowHandle[Any, Any], name: str, arg: Any, *, timeout: float = 30) -> None:
+    """Send signal `name` straight to the workflow; return once the workflow task that handled it completed.
+
+    Raises:
+        AssertionError: The workflow task that handled the signal failed (a handler that raised).
+    """
+    await handle.signal(name, arg)
     with anyio.fail_after(timeout):
         while True:
-            signalled: int | None = None
-            async for event in handle.fetch_history_events():
-                if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
-                    signalled = event.event_id
-                elif signalled is None:
-                    continue
-                elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+            events = [event async for event in handle.fetch_history_events()]
+            signalled = [
+                at
+                for at, event in enumerate(events)
+                if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
+            ]
+            # The last signal is this one: the signals a test sends go one after the other.
+            for event in events[signalled[-1] + 1 :] if signalled else []:
+                if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
                     failure = event.workflow_task_failed_event_attributes.failure
                     raise AssertionError(f"the workflow task that handled the signal failed: {failure.message}")
-                elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+                if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
                     return
             await anyio.sleep(0.1)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -22,6 +23,7 @@ import anyio
 import httpx
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.common import VersioningBehavior
 
 from mcp_tasks_temporal.ops.audit import SCHEMA_VERSION, load_runs, verify
 from mcp_tasks_temporal.ops.dev.embedded_temporal import temporal_cli
@@ -30,6 +32,8 @@ from mcp_tasks_temporal.temporal.ids import owner_key, workflow_id
 from mcp_tasks_temporal.temporal.worker import WORKFLOWS
 from tests.cli_runs import run_in_process
 from tests.conftest import Stack, module_stack
+from tests.docs_pipeline import APP as DOCS_APP
+from tests.docs_pipeline import deploy_first, docs_pipeline
 from tests.processes import REPO_ROOT, Process, child_env, start_front, start_temporal, start_worker
 from tests.test_auth import BearerMcp
 from tests.variant_cli import ChangedToolTask
@@ -154,14 +158,14 @@ async def test_json_audit_of_two_questions_a_retry_and_a_cancel(
     principals.worker.kill()
     (gate / "go").write_text("1")
     principals.stack.add_worker()
-    asking = await mcp.wait_for(task_id, ["input_required"], timeout=60)
+    asking = await mcp.wait_for(task_id, ["input_required"], timeout=30)
     keys = sorted(asking["inputRequests"])
     assert len(keys) == 2
     assert (await mcp.update(task_id, {keys[0]: ACCEPT})).status == 200
     assert (await mcp.update(task_id, {keys[1]: ACCEPT, "not-asked": ACCEPT})).status == 200
     await until_file(gate / "answered")
     await mcp.cancel(task_id)
-    closed = await mcp.wait_for(task_id, timeout=60)
+    closed = await mcp.wait_for(task_id, timeout=30)
     assert closed["status"] == "cancelled"
 
     done = await run_cli("audit", task_id, "--principal", alice, "--format", "json", "--temporal", temporal)
@@ -338,7 +342,7 @@ async def test_admin_cancel_cancels_exactly_the_matching_tasks(
     )
     assert {t["taskId"] for t in json.loads(done.stdout)["cancelled"]} == set(targets), (done.stdout, done.stderr)
     for task_id in targets:
-        assert (await principals.alice.wait_for(task_id, timeout=60))["status"] == "cancelled"
+        assert (await principals.alice.wait_for(task_id, timeout=30))["status"] == "cancelled"
     for folder in ("a1", "a2"):
         await until_file(gates[folder] / "cancelled")
     assert (await principals.bob.get(bystanders[0])).result["status"] == "working"
@@ -350,7 +354,7 @@ async def test_admin_cancel_cancels_exactly_the_matching_tasks(
     for task_id, who in ((bystanders[0], bob), (bystanders[1], alice)):
         handle = temporal_client.get_workflow_handle(workflow_id(task_id, principal_of(who)))
         await handle.cancel()
-        with anyio.fail_after(60):
+        with anyio.fail_after(30):
             while (await handle.describe()).status == WorkflowExecutionStatus.RUNNING:
                 await anyio.sleep(0.1)
 
@@ -440,9 +444,9 @@ async def test_audit_and_verify_of_a_workflow_task(
         effects.mkdir()
         arguments = {"ref": "v9", "effects": str(effects), "approve_before": "deploy"}
         task_id = (await mcp.start("release", arguments, capabilities=ELICIT))["taskId"]
-        await mcp.wait_for(task_id, ["input_required"], timeout=60)
+        await mcp.wait_for(task_id, ["input_required"], timeout=30)
         await mcp.update(task_id, {"approve": YES})
-        assert (await mcp.wait_for(task_id, timeout=60))["status"] == "completed"
+        assert (await mcp.wait_for(task_id, timeout=30))["status"] == "completed"
 
         without_app = await run_cli("audit", task_id, "--verify", "--temporal", temporal, check=False)
         assert without_app.returncode == 2, without_app.stderr
@@ -465,3 +469,88 @@ async def test_audit_and_verify_of_a_workflow_task(
         assert story["outcome"]["status"] == "completed"
     finally:
         stack.stop()
+
+
+async def audit_child(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[bytes]:
+    with anyio.fail_after(120):
+        return await anyio.run_process(
+            [sys.executable, "-m", "mcp_tasks_temporal", "audit", *args],
+            cwd=REPO_ROOT,
+            env={**child_env(), **env},
+            check=False,
+        )
+
+
+@pytest.mark.parametrize("versioning", [None, "pinned", "auto-upgrade"])
+async def test_verify_of_the_docs_pipeline_is_compatible_on_its_code_and_names_a_reordered_step(
+    workdir: Path,
+    temporal: str,
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    temporal_client: Client,
+    versioning: str | None,
+) -> None:
+    env = docs_pipeline(tmp_path / "same", versioning=versioning)
+    changed = docs_pipeline(tmp_path / "changed", deploy_first, versioning=versioning)
+    app = DOCS_APP
+    queue = f"docs-audit-{uuid.uuid4()}"
+    build = ["--deployment-name", f"docs-{uuid.uuid4().hex[:8]}", "--build-id", "1", "--make-current"]
+    worker = start_worker(workdir, temporal, queue, app=app, env=env, extra=build if versioning else None)
+    front, url = start_front(workdir, temporal, queue, app=app, env=env)
+    try:
+        mcp = TaskCalls(HttpMcp(url, http))
+        task_id = (await mcp.start("release", {"ref": "v7"}, capabilities=ELICIT))["taskId"]
+        asking = await mcp.wait_for(task_id, ["input_required"], timeout=60)
+        assert list(asking["inputRequests"]) == ["approve"]
+        await mcp.update(task_id, {"approve": ACCEPT})
+        done = await mcp.wait_for(task_id, timeout=60)
+        assert done["status"] == "completed", done
+        assert done["result"]["content"][0]["text"] == "v7.tar.gz deployed"
+    finally:
+        front.stop()
+        worker.stop()
+    runs = await load_runs(temporal_client, workflow_id(task_id, None))
+    if versioning is not None:
+        info = runs.description.raw_description.workflow_execution_info.versioning_info
+        auto = info.versioning_override.auto_upgrade or info.behavior == VersioningBehavior.AUTO_UPGRADE
+        assert auto == (versioning == "auto-upgrade") and info.deployment_version.build_id == "1", info
+    events = [e for h in runs.histories for e in h.events]
+    signals = [e.workflow_execution_signaled_event_attributes.signal_name for e in events if e.HasField(
+        "workflow_execution_signaled_event_attributes"
+    )]  # fmt: skip
+    assert "mcp_tasks.activity_status" in signals, "the activity's set_status must be in the recorded history"
+
+    same = await audit_child(env, task_id, "--verify", "--app", app, "--temporal", temporal)
+    assert same.returncode == 0, same.stderr
+    assert b"verify: compatible" in same.stderr
+
+    reordered = await audit_child(changed, task_id, "--verify", "--app", app, "--temporal", temporal)
+    assert reordered.returncode == 1, reordered.stderr
+    [line] = [ln for ln in reordered.stderr.decode().splitlines() if "INCOMPATIBLE" in ln]
+    print(line)
+    assert "'build'" in line and "'deploy'" in line, line
+    assert "UpsertWorkflowSearchAttributes" not in line and "Traceback" not in reordered.stderr.decode()
+
+
+def docs_verify_pipelines() -> list[str]:
+    """docs/operations.md's `admin tasks ... | xargs ... audit --verify` pipelines, each on one line."""
+    page = (REPO_ROOT / "docs" / "operations.md").read_text()
+    logical = re.sub(r"\\\n\s*", " ", page).splitlines()
+    return [line.strip() for line in logical if "xargs" in line and "audit --verify" in line]
+
+
+async def test_the_docs_verify_pipelines_run_nothing_when_no_task_matches(temporal: str, tmp_path: Path) -> None:
+    pipelines = docs_verify_pipelines()
+    assert len(pipelines) == 3, pipelines
+    shim = tmp_path / "bin" / "mcp-tasks-temporal"
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\nexec {sys.executable} -m mcp_tasks_temporal "$@"\n')
+    shim.chmod(0o755)
+    env = {**child_env(), "PATH": f"{shim.parent}{os.pathsep}{os.environ['PATH']}", "TEMPORAL_ADDRESS": temporal}
+    for pipeline in pipelines:
+        # No task has this tool: the listing is empty, and the pipeline must not call audit without a task.
+        script = pipeline.replace("admin tasks", f"admin tasks --tool none-{uuid.uuid4().hex}", 1)
+        with anyio.fail_after(120):
+            done = await anyio.run_process(["bash", "-o", "pipefail", "-c", script], env=env, check=False)
+        assert done.returncode == 0, (pipeline, done.stderr.decode())
+        assert b"usage" not in done.stderr, (pipeline, done.stderr.decode())

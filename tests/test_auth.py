@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+import math
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import httpx
 import pytest
+from mcp.server.auth.middleware.auth_context import auth_context_var
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.shared.exceptions import MCPError
 
+from mcp_tasks_temporal.front.auth import StaticTokenVerifier
+from mcp_tasks_temporal.front.credential_life import EndWithCredential
 from tests.conftest import Stack, module_stack
+from tests.legacy_wire import LegacyMcp
 from tests.test_push import ELICIT, SUB, collect_until_terminal, http_listen, listen_message
 from tests.wire import TERMINAL, HttpMcp, Reply, TaskCalls, base_headers, envelope
 
@@ -184,3 +193,129 @@ async def test_the_owner_is_pushed_every_change_of_their_own_task(
     assert notes[0]["status"] == "working"
     assert notes[-1]["status"] == "completed"
     assert notes[-1]["result"]["content"][0]["text"] == f"released {gate.name}"
+
+
+# -- a token removed from the file ----------------------------------------------------------------
+
+CAROL, DAVE = "carol-token-0b7e51", "dave-token-c42f90"
+
+
+async def ended_with(frames: AsyncIterator[dict[str, Any]]) -> dict[str, Any]:
+    """The error a stream ends with (any notification before it is skipped)."""
+    async for frame in frames:
+        if "error" in frame:
+            return frame["error"]
+        assert "result" not in frame, frame
+    raise AssertionError("the stream ended without an error")
+
+
+async def test_a_token_removed_from_the_file_ends_its_streams_and_requests_but_no_one_elses(
+    stack_factory: Any, stack: Stack, http: httpx.AsyncClient, tmp_path: Path, gate: Path
+) -> None:
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{CAROL} carol@example.com\n{DAVE} dave@example.com\n")
+    private = stack_factory()
+    private.task_queue = stack.task_queue
+    url = private.add_front(extra=["--tokens", str(tokens)])
+    carol = TaskCalls(BearerMcp(url, http, CAROL))
+    dave = TaskCalls(BearerMcp(url, http, DAVE))
+    carols = (await carol.start("gated", {"gate": str(gate)}))["taskId"]
+    daves = (await dave.start("double", {"x": 4}))["taskId"]
+    legacy = LegacyMcp(url, http, headers={"authorization": f"Bearer {CAROL}"})
+    created = await legacy.request("tools/call", {"name": "gated", "arguments": {"gate": str(gate)}, "task": {}})
+    polled = created.result["task"]["taskId"]
+    with anyio.fail_after(WAIT):
+        async with (
+            http_listen(url, http, listen_message([carols]), token=CAROL) as listened,
+            legacy.stream("tasks/result", {"taskId": polled}) as long_poll,
+        ):
+            assert (await anext(listened))["params"]["notifications"]["taskIds"] == [carols]
+            tokens.write_text(f"{DAVE} dave@example.com\n")
+            for frames in (listened, long_poll):
+                error = await ended_with(frames)
+                assert error["code"] == -32600 and error["data"] == {"reason": "credential_revoked"}
+    assert (await carol.get(carols)).status == 401
+    assert (await dave.wait_for(daves, timeout=WAIT))["status"] == "completed"
+
+
+async def test_the_token_file_is_read_again_on_each_change_and_a_broken_one_keeps_the_tokens_it_had(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tokens"
+    path.write_text(f"{CAROL} carol@example.com\n{DAVE} dave@example.com\n")
+    verifier = StaticTokenVerifier.from_file(path)
+    assert (await verifier.verify_token(CAROL)) is not None
+    replacement = tmp_path / "tokens.new"
+    replacement.write_text(f"{DAVE} dave@example.com\n")
+    replacement.replace(path)  # an atomic replace: a new inode
+    assert await verifier.verify_token(CAROL) is None
+    assert (await verifier.verify_token(DAVE)) is not None
+    path.write_text(f"{DAVE} dave@example.com extra-field\n")  # half-written or malformed
+    assert (await verifier.verify_token(DAVE)) is not None
+    path.unlink()
+    assert (await verifier.verify_token(DAVE)) is not None
+    path.write_text(f"{CAROL} carol@example.com\n")
+    assert (await verifier.verify_token(CAROL)) is not None and await verifier.verify_token(DAVE) is None
+
+
+class _Listed:
+    """A revocable verifier whose list a test edits."""
+
+    def __init__(self, **principals: str) -> None:
+        self.principals = principals
+
+    def principal_of(self, token: str) -> str | None:
+        return self.principals.get(token)
+
+
+async def _through_watch(
+    verifier: object, token: AccessToken, handler: Callable[[], Awaitable[Any]], *, recheck_s: float = 0.05
+) -> Any:
+    watch = EndWithCredential(verifier, recheck_s=recheck_s)
+    reset = auth_context_var.set(AuthenticatedUser(token))
+    try:
+        return await watch(cast(Any, None), lambda _ctx: handler())
+    finally:
+        auth_context_var.reset(reset)
+
+
+async def test_a_request_within_its_credential_is_untouched_errors_included() -> None:
+    token = AccessToken(token="t", client_id="carol", scopes=[], expires_at=int(time.time()) + 60)
+
+    async def answer() -> dict[str, Any]:
+        return {"ok": True}
+
+    async def refuse() -> None:
+        raise MCPError(code=-32602, message="bad")
+
+    assert await _through_watch(_Listed(t="carol"), token, answer) == {"ok": True}
+    with pytest.raises(MCPError) as refused:  # as raised, not wrapped in an exception group
+        await _through_watch(_Listed(t="carol"), token, refuse)
+    assert refused.value.error.code == -32602
+
+
+@pytest.mark.parametrize("change", ["expires", "removed", "reassigned"])
+async def test_a_long_request_ends_with_its_credential(change: str) -> None:
+    listed = _Listed(t="carol")
+    expires_at = time.time() + (1 if change == "expires" else 60)
+    token = AccessToken(token="t", client_id="carol", scopes=[], expires_at=math.ceil(expires_at))
+    started = anyio.Event()
+
+    async def stream() -> None:
+        started.set()
+        await anyio.sleep_forever()
+
+    async def change_it() -> None:
+        await started.wait()
+        if change == "removed":
+            listed.principals.clear()
+        elif change == "reassigned":
+            listed.principals["t"] = "dave"
+
+    reason = "credential_expired" if change == "expires" else "credential_revoked"
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            group.start_soon(change_it)
+            with pytest.raises(MCPError) as ended:
+                await _through_watch(listed, token, stream)
+            assert ended.value.error.code == -32600 and ended.value.error.data == {"reason": reason}

@@ -61,61 +61,61 @@ def status_is(text: str) -> Callable[[dict[str, Any]], bool]:
 
 async def test_one_file_app_runs_its_workflow(calls: TaskCalls) -> None:
     created = await calls.start("shout", {"text": "hi"})
-    done = await calls.wait_for(created["taskId"], timeout=60)
+    done = await calls.wait_for(created["taskId"], timeout=30)
     assert done["status"] == "completed", done
     assert done["result"]["content"][0]["text"] == "HI!"
 
 
 async def test_status_and_question_from_workflow_code(calls: TaskCalls) -> None:
     created = await calls.start("shout", {"text": "hey", "confirm": True}, capabilities=ELICIT)
-    asking = await calls.wait_for(created["taskId"], {"input_required"}, timeout=60)
+    asking = await calls.wait_for(created["taskId"], {"input_required"}, timeout=30)
     assert asking["statusMessage"] == "waiting for the go-ahead"
     assert set(asking["inputRequests"]) == {"go"}
     assert "error" not in (await calls.update(created["taskId"], {"go": GO})).body
-    done = await calls.wait_for(created["taskId"], timeout=60)
+    done = await calls.wait_for(created["taskId"], timeout=30)
     assert done["result"]["content"][0]["text"] == "HEY!", done
 
 
 async def test_status_from_an_activity_reaches_the_task(calls: TaskCalls, gate: Path) -> None:
     created = await calls.start("shout", {"text": "loud", "gate": str(gate)})
-    shown = await calls.wait_for(created["taskId"], status_is("shouting loud"), timeout=60)
+    shown = await calls.wait_for(created["taskId"], status_is("shouting loud"), timeout=30)
     assert shown["status"] == "working" and shown["statusMessage"] == "shouting loud", shown
     (gate / "go").write_text("1")
-    done = await calls.wait_for(created["taskId"], timeout=60)
+    done = await calls.wait_for(created["taskId"], timeout=30)
     assert done["result"]["content"][0]["text"] == "LOUD!", done
 
 
 async def test_question_from_an_activity_is_asked_through_the_task(calls: TaskCalls) -> None:
     created = await calls.start("shout", {"text": "Soft", "ask": True}, capabilities=ELICIT)
-    asking = await calls.wait_for(created["taskId"], {"input_required"}, timeout=60)
+    asking = await calls.wait_for(created["taskId"], {"input_required"}, timeout=30)
     assert set(asking["inputRequests"]) == {"loud"}
     assert asking["inputRequests"]["loud"]["method"] == "elicitation/create"
     no = {"action": "accept", "content": {"go": False}}
     assert "error" not in (await calls.update(created["taskId"], {"loud": no})).body
-    done = await calls.wait_for(created["taskId"], timeout=60)
+    done = await calls.wait_for(created["taskId"], timeout=30)
     assert done["result"]["content"][0]["text"] == "Soft!", done
 
 
 async def test_question_from_an_activity_needs_a_client_that_can_answer(calls: TaskCalls) -> None:
     created = await calls.start("shout", {"text": "x", "ask": True})  # no elicitation capability
-    done = await calls.wait_for(created["taskId"], timeout=60)
+    done = await calls.wait_for(created["taskId"], timeout=30)
     assert done["status"] == "failed", done
     assert done["error"]["code"] == -32021
 
 
 async def test_status_and_question_from_a_tool(calls: TaskCalls, gate: Path) -> None:
     created = await calls.start("whisper", {"text": "QUIET", "gate": str(gate)})
-    shown = await calls.wait_for(created["taskId"], status_is("whispering QUIET"), timeout=60)
+    shown = await calls.wait_for(created["taskId"], status_is("whispering QUIET"), timeout=30)
     assert shown["statusMessage"] == "whispering QUIET", shown
     (gate / "go").write_text("1")
-    done = await calls.wait_for(created["taskId"], timeout=60)
+    done = await calls.wait_for(created["taskId"], timeout=30)
     assert done["result"]["content"][0]["text"] == "quiet", done
     asked = await calls.start("whisper", {"text": "Ask", "ask": True}, capabilities=ELICIT)
-    asking = await calls.wait_for(asked["taskId"], {"input_required"}, timeout=60)
+    asking = await calls.wait_for(asked["taskId"], {"input_required"}, timeout=30)
     assert len(asking["inputRequests"]) == 1
     key = next(iter(asking["inputRequests"]))
     await calls.update(asked["taskId"], {key: GO})
-    assert (await calls.wait_for(asked["taskId"], timeout=60))["result"]["content"][0]["text"] == "ask"
+    assert (await calls.wait_for(asked["taskId"], timeout=30))["result"]["content"][0]["text"] == "ask"
 
 
 async def test_a_tool_called_synchronously_may_still_call_set_status(calls: TaskCalls) -> None:

@@ -52,7 +52,7 @@ pytestmark = pytest.mark.anyio
 
 UNKNOWN = "00000000-0000-4000-8000-000000000000"
 EXTENSION_ID = "io.modelcontextprotocol/tasks"
-WAIT = 60
+WAIT = 30
 
 
 def stdio_server(stack: Stack, app: str = FIXTURE_APP) -> StdioServerParameters:

@@ -45,7 +45,7 @@ def cli(journal: Path) -> Any:
 
 
 async def wait_for_file(path: Path) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(30):
         while not path.exists():
             await anyio.sleep(0.02)
 
@@ -233,6 +233,10 @@ async def test_answer_takes_the_tools_own_key_and_refuses_keys_that_are_not_open
     assert "'ask/only'" in line and "open: only" in line
     assert (await mcp.get(task_id)).result["status"] == "input_required", "nothing was delivered"
 
+    misfit = await cli("answer", task_id, "only", '{"action": "accept", "content": {"approve": "maybe"}}')
+    assert misfit.code == 2, misfit.err  # an answer that does not fit its question: usage, as a key not open
+    assert "-32602" in assert_one_line(misfit)
+
     right = await cli("answer", task_id, "only", '{"action": "accept", "content": {"approve": true}}')
     assert right.code == 0, right.err
     done = await mcp.wait_for(task_id)
@@ -283,9 +287,9 @@ async def test_every_exit_status_is_in_the_help(cli: Any) -> None:
         assert shown.code == 0
         lines = shown.out.split("exit status:", 1)[1].splitlines()
         assert {int(line.split()[0]) for line in lines if line.strip()} >= set(codes), command
-    readme = (REPO_ROOT / "README.md").read_text()
+    documented = (REPO_ROOT / "docs" / "clients.md").read_text()
     for code in codes:
-        assert f"| {code} |" in readme, f"exit status {code} is not in the README's table"
+        assert f"| {code} |" in documented, f"exit status {code} is not in docs/clients.md's table"
 
 
 async def test_the_status_line_never_goes_backwards(cli: Any, stack: Stack) -> None:
@@ -323,6 +327,19 @@ async def test_tasks_shows_statuses_changed_elsewhere(cli: Any, stack: Stack, mc
     assert (await cli("tasks", "--json")).json() == [], "both ended, whoever ended them"
     ended = {e["taskId"]: e["status"] for e in (await cli("tasks", "--all", "--json")).json()}
     assert ended == {asked: "completed", gated_id: "cancelled"}, ended
+    nothing_open = await cli("tasks")
+    assert "2 finished: tasks --all" in nothing_open.err, nothing_open.err
+
+
+async def test_tasks_says_which_statuses_it_could_not_check(cli: Any, stack: Stack, mcp: TaskCalls) -> None:
+    front = stack.add_front()
+    asked = (await cli("call", "ask_one_midway", "--url", front, "--detach")).out.strip()
+    await mcp.wait_for(asked, ["input_required"])
+    assert (await cli("tasks", "--json")).json()[0]["stale"] is False
+    stack.fronts.pop()[0].stop()  # its server goes away; the task lives on in Temporal
+    [entry] = (await cli("tasks", "--json")).json()
+    assert entry["status"] == "input_required" and entry["stale"] is True, entry
+    assert "input_required (last seen, server unreachable)" in (await cli("tasks")).out
 
 
 async def test_answer_takes_plain_words_where_the_question_has_one_field(
@@ -351,7 +368,7 @@ async def test_call_without_a_terminal_leaves_the_question_open_and_says_how_to_
     async with await anyio.open_process(command, cwd=REPO_ROOT, env=environment, stdin=subprocess.DEVNULL) as call:
         assert call.stderr is not None and call.stdout is not None
         err = b""
-        with anyio.fail_after(60):
+        with anyio.fail_after(30):
             while b"mcp-tasks-temporal answer" not in err:
                 err += await call.stderr.receive()
         [hint] = [line for line in err.decode().splitlines() if "mcp-tasks-temporal answer" in line]
@@ -359,8 +376,21 @@ async def test_call_without_a_terminal_leaves_the_question_open_and_says_how_to_
         assert (await cli("get", task_id, "--json")).json()["status"] == "input_required", "not cancelled for us"
         answered = await cli("answer", task_id, "only", "yes")
         assert answered.code == 0, answered.err
-        with anyio.fail_after(60):
+        with anyio.fail_after(30):
             code = await call.wait()
             out = b"".join([chunk async for chunk in call.stdout])
     assert code == 0, err.decode()
     assert out.decode() == "accept\n"
+
+
+def test_every_call_in_the_docs_names_its_server() -> None:
+    """`call` starts a task on a server it is told of (`--url` or `--stdio`): a copied command must run as shown."""
+    commands = [
+        line.strip()
+        for page in sorted((REPO_ROOT / "docs").glob("*.md"))
+        for line in re.sub(r"\\\n\s*", " ", page.read_text()).splitlines()
+        if re.search(r"(^|[\s`$])mcp-tasks-temporal call ", line)
+    ]
+    assert commands, "the docs show no call: update this test"
+    missing = [line for line in commands if "--url" not in line and "--stdio" not in line]
+    assert not missing, missing

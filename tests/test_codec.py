@@ -14,12 +14,15 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
-from temporalio.converter import PayloadCodec
+from temporalio.converter import ActivitySerializationContext, PayloadCodec, WorkflowSerializationContext
 
 from mcp_tasks_temporal.temporal.codec import (
+    ALLOW_PLAINTEXT_ENV,
+    BINDING_METADATA,
     ENCODING,
     KEY_ID_METADATA,
     AesGcmCodec,
@@ -31,7 +34,7 @@ from mcp_tasks_temporal.temporal.codec import (
 )
 from mcp_tasks_temporal.temporal.ids import workflow_id
 from tests.conftest import Stack, module_stack
-from tests.processes import CLI, Process, child_env, free_port, wait_until
+from tests.processes import CLI, Process, child_env, free_port, start_front, wait_until
 from tests.wire import HttpMcp, TaskCalls
 
 pytestmark = pytest.mark.anyio
@@ -104,6 +107,64 @@ async def test_a_tampered_payload_is_refused() -> None:
     tampered = Payload(metadata=dict(sealed.metadata), data=bytes(flipped))
     with pytest.raises(CodecError):
         await codec.decode([tampered])
+
+
+def task_context(task: str, namespace: str = "default") -> WorkflowSerializationContext:
+    return WorkflowSerializationContext(namespace=namespace, workflow_id=f"mcp-task/owner/{task}")
+
+
+async def test_a_payload_is_sealed_for_its_workflow_and_opens_nowhere_else() -> None:
+    codec = AesGcmCodec([secrets.token_bytes(32)])
+    mine, theirs = codec.with_context(task_context("mine")), codec.with_context(task_context("theirs"))
+    [sealed] = await mine.encode([plain("my result")])
+    assert sealed.metadata[BINDING_METADATA] == b"default/mcp-task/owner/mine"
+    assert await mine.decode([sealed]) == [plain("my result")]
+    # Copied into another task's history or storage: refused, never read as that task's.
+    with pytest.raises(CodecError):
+        await theirs.decode([sealed])
+    with pytest.raises(CodecError):
+        await codec.with_context(task_context("mine", namespace="other")).decode([sealed])
+    # Its binding rewritten to the other task's: the authentication fails.
+    rebound = Payload(
+        metadata={**sealed.metadata, BINDING_METADATA: b"default/mcp-task/owner/theirs"}, data=sealed.data
+    )
+    with pytest.raises(CodecError):
+        await theirs.decode([rebound])
+    # An activity of the task, and a read that names no workflow (a Nexus payload, a listing), open it too.
+    activity = ActivitySerializationContext(
+        namespace="default",
+        activity_id="1",
+        activity_type="run",
+        activity_task_queue="q",
+        workflow_id="mcp-task/owner/mine",
+        workflow_type="t",
+        is_local=False,
+    )
+    assert await codec.with_context(activity).decode([sealed]) == [plain("my result")]
+    assert await codec.decode([sealed]) == [plain("my result")]
+
+
+async def test_payloads_sealed_before_the_binding_still_open() -> None:
+    key = secrets.token_bytes(32)
+    kid = key_id(key).encode()
+    nonce = secrets.token_bytes(NONCE_BYTES)
+    # Format 1, as the codec wrote it before: the key ID alone as associated data.
+    sealed = AESGCM(key).encrypt(nonce, plain("from before").SerializeToString(), kid)
+    legacy = Payload(metadata={"encoding": ENCODING, KEY_ID_METADATA: kid}, data=nonce + sealed)
+    codec = AesGcmCodec([key])
+    assert await codec.with_context(task_context("any")).decode([legacy]) == [plain("from before")]
+
+
+async def test_a_plaintext_payload_where_a_workflows_ciphertext_belongs_is_refused() -> None:
+    codec = AesGcmCodec([secrets.token_bytes(32)])
+    with pytest.raises(CodecError):
+        await codec.with_context(task_context("mine")).decode([plain("written around the codec")])
+    # During a migration from plaintext histories, an operator lets them through on purpose.
+    migrating = AesGcmCodec([secrets.token_bytes(32)], allow_plaintext=True)
+    assert await migrating.with_context(task_context("mine")).decode([plain("old")]) == [plain("old")]
+    loaded = load_codec(environ={"MCP_TASKS_CODEC_KEYS": new_key(), ALLOW_PLAINTEXT_ENV: "1"})
+    assert isinstance(loaded, AesGcmCodec)
+    assert await loaded.with_context(task_context("mine")).decode([plain("old")]) == [plain("old")]
 
 
 def test_key_files_take_base64_keys_one_per_line_with_comments(tmp_path: Path) -> None:
@@ -305,7 +366,39 @@ async def test_a_front_server_without_the_key_answers_a_json_rpc_error(
     created = await TaskCalls(HttpMcp(encrypted.url, http)).start("double", {"x": 2})
     other_keys = tmp_path / "other-keys"
     other_keys.write_text(new_key())
-    stranger = TaskCalls(HttpMcp(encrypted.add_front(extra=["--codec-key-file", str(other_keys)]), http))
-    reply = await stranger.get(created["taskId"])
+    # On the workers' own queue it would be refused at start (tests/test_shared_settings.py); a front of
+    # another app's queue in the namespace still reads the task by its ID.
+    front, url = start_front(
+        encrypted.workdir, encrypted.temporal, f"other-{uuid.uuid4()}", extra=["--codec-key-file", str(other_keys)]
+    )
+    encrypted.fronts.append((front, url))
+    reply = await TaskCalls(HttpMcp(url, http)).get(created["taskId"])
     assert reply.status == 200 and reply.error["code"] == -32603
-    assert "cannot decrypt" in encrypted.fronts[-1][0].log()  # the cause is in the operator's log
+    assert "cannot decrypt" in front.log()  # the cause is in the operator's log
+
+
+async def test_another_tasks_sealed_memo_under_a_task_id_is_refused_not_shown(
+    encrypted: Stack, http: httpx.AsyncClient
+) -> None:
+    mcp = TaskCalls(HttpMcp(encrypted.url, http))
+    theirs = (await mcp.start("double", {"x": 21}))["taskId"]
+    assert (await mcp.wait_for(theirs))["status"] == "completed"
+    raw = Client(  # no codec: the memo as Temporal stores it, ciphertext sealed for their task's workflow
+        (await Client.connect(encrypted.temporal)).service_client, namespace="default"
+    )
+    info = (await raw.get_workflow_handle(workflow_id(theirs, None)).describe()).raw_description
+    sealed = dict(info.workflow_execution_info.memo.fields)
+    assert sealed and all(payload.metadata["encoding"] == ENCODING for payload in sealed.values())
+
+    # Their memo's ciphertext, copied whole under another task ID (as write access to the database could).
+    mine = str(uuid.uuid4())
+    handle = await raw.start_workflow(
+        "mcp_tasks.NoSuchWorkflow", id=workflow_id(mine, None), task_queue=f"nobody-{mine}", memo=sealed
+    )
+    try:
+        reply = await mcp.get(mine)
+        assert reply.error["code"] == -32603, reply.body  # refused: sealed for another workflow
+        assert mine in reply.error["message"]
+        assert "21" not in json.dumps(reply.body) and theirs not in json.dumps(reply.body)
+    finally:
+        await handle.terminate()

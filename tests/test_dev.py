@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -45,6 +47,8 @@ async def test_tasks_survive_a_dev_restart_and_ctrl_c_stops_all_three(
     tmp_path: Path, http: httpx.AsyncClient, gate: Path
 ) -> None:
     state, port, temporal_port = tmp_path / "state", free_port(), free_port()
+    state.mkdir()
+    state.chmod(0o755)  # made readable by others before: dev takes that back
     dev = start_dev(tmp_path, state, port, temporal_port)
     mcp = TaskCalls(HttpMcp(f"http://127.0.0.1:{port}/mcp", http))
     with anyio.fail_after(30):
@@ -66,6 +70,10 @@ async def test_tasks_survive_a_dev_restart_and_ctrl_c_stops_all_three(
     with socket.socket() as probe:
         assert probe.connect_ex(("127.0.0.1", temporal_port)) != 0, "the embedded Temporal server must be gone too"
     assert (state / "temporal.db").exists()
+    # Every task's history is in there: the owner's alone.
+    assert stat.S_IMODE(state.stat().st_mode) == 0o700
+    for name in ("temporal.db", "temporal.log"):
+        assert stat.S_IMODE((state / name).stat().st_mode) == 0o600, name
 
     dev = start_dev(tmp_path, state, port, temporal_port)
     try:
@@ -78,7 +86,7 @@ async def test_tasks_survive_a_dev_restart_and_ctrl_c_stops_all_three(
                     await anyio.sleep(0.1)
         assert done["status"] == "completed" and done["result"]["structuredContent"] == {"value": 18}
         (gate / "release").write_text("1")
-        resumed: dict[str, Any] = await mcp.wait_for(running["taskId"], timeout=60)
+        resumed: dict[str, Any] = await mcp.wait_for(running["taskId"], timeout=30)
         assert resumed["status"] == "completed"
     finally:
         dev.stop(signal.SIGINT, timeout=30)
@@ -185,14 +193,15 @@ async def test_kill_9_of_dev_stops_its_worker_and_temporal_and_a_restart_loses_n
 
     dev.stop(signal.SIGKILL)
     started = time.monotonic()
-    wait_until(lambda: gone(worker) and gone(server), timeout=60, what="dev's children to end with it")
+    # The worker does not drain the running tool against a Temporal that is gone (ORPHANED_EXIT_S).
+    wait_until(lambda: gone(worker) and gone(server), timeout=15, what="dev's children to end with it")
     print(f"worker and Temporal gone {time.monotonic() - started:.1f}s after dev was killed")
     assert port_closed(temporal_port)
 
     dev = start_dev(tmp_path, state, port, temporal_port, extra=["--heartbeat-timeout", "3"])
     try:
         (gate / "release").write_text("1")
-        resumed: dict[str, Any] = await mcp.wait_for(running["taskId"], timeout=60)
+        resumed: dict[str, Any] = await mcp.wait_for(running["taskId"], timeout=30)
         assert resumed["status"] == "completed", resumed
     finally:
         dev.stop(signal.SIGINT, timeout=30)
@@ -226,7 +235,9 @@ def test_a_restart_replaces_a_temporal_server_a_killed_dev_left_running(tmp_path
     state, temporal_port = tmp_path / "state", free_port()
     survivor = _leave_a_survivor(state, temporal_port, tmp_path / "survivor.log")
     try:
-        wait_until(lambda: not port_closed(temporal_port), timeout=60, what="the left-behind server")
+        # Start-up under load; a server that died instead fails at once.
+        wait_until(lambda: not port_closed(temporal_port) or gone(survivor), timeout=60, what="the left-behind server")
+        assert not gone(survivor), (tmp_path / "survivor.log").read_text()
         dev = start_dev(tmp_path, state, free_port(), temporal_port)
         try:
             assert f"stopping the Temporal server (pid {survivor})" in dev.log(), dev.log()
@@ -263,12 +274,14 @@ async def test_dev_restarts_a_worker_that_dies_and_its_tasks_carry_on(
         await mcp.wait_for(running["taskId"], lambda t: t.get("statusMessage") is not None)
         first = worker_pid(dev)
         os.kill(first, signal.SIGKILL)
-        wait_until(lambda: "restarted it" in dev.log(), timeout=90, what="the worker's restart")
+        # A generous bound for the new worker's start-up under load; a `dev` that stops instead fails at once.
+        wait_until(lambda: "restarted it" in dev.log() or not dev.alive, timeout=90, what="the worker's restart")
+        assert dev.alive, dev.log()
         [line] = [line for line in dev.log().splitlines() if "restarted it" in line]
         assert "worker was killed by signal 9" in line and "worker.log" in line, dev.log()
         assert dev.alive and (await http.get(f"http://127.0.0.1:{port}/healthz")).status_code == 200
         (gate / "release").write_text("1")
-        done: dict[str, Any] = await mcp.wait_for(running["taskId"], timeout=60)
+        done: dict[str, Any] = await mcp.wait_for(running["taskId"], timeout=30)
         assert done["status"] == "completed", done
         assert "Traceback" not in dev.log()
     finally:
@@ -287,7 +300,14 @@ def test_dev_stops_with_one_line_when_its_worker_keeps_dying(tmp_path: Path) -> 
                 what="the worker's restart",
             )
         os.kill(current_worker_pid(dev), signal.SIGKILL)
-        dev.popen.wait(timeout=60)
+        # It stops at once: a restart past the limit fails here as soon as its line is written.
+        wait_until(
+            lambda: not dev.alive or dev.log().count("restarted it") > SupervisedWorker.MAX_RESTARTS,
+            timeout=30,
+            what="dev to stop",
+        )
+        assert dev.log().count("restarted it") == SupervisedWorker.MAX_RESTARTS, dev.log()
+        dev.popen.wait(timeout=10)
         assert dev.popen.returncode == 2, dev.log()
         last = dev.log().strip().splitlines()[-1]
         assert "worker was killed by signal 9" in last and "worker.log" in last, dev.log()
@@ -302,7 +322,7 @@ def current_worker_pid(dev: Process) -> int:
 
 
 async def test_dev_stops_when_its_temporal_server_dies_and_a_restart_loses_nothing(
-    tmp_path: Path, http: httpx.AsyncClient
+    tmp_path: Path, http: httpx.AsyncClient, gate: Path
 ) -> None:
     state, port, temporal_port = tmp_path / "state", free_port(), free_port()
     dev = start_dev(tmp_path, state, port, temporal_port)
@@ -310,10 +330,13 @@ async def test_dev_stops_when_its_temporal_server_dies_and_a_restart_loses_nothi
     try:
         finished = await start_task(mcp, "double", {"x": 4})
         await mcp.wait_for(finished["taskId"])
+        running = await start_task(mcp, "gated", {"gate": str(gate)})
+        await mcp.wait_for(running["taskId"], lambda t: t.get("statusMessage") is not None)
         worker = worker_pid(dev)
         os.kill(temporal_pid(dev), signal.SIGKILL)
         started = time.monotonic()
-        dev.popen.wait(timeout=60)
+        # A running tool is not drained for --graceful-shutdown against a Temporal that is gone.
+        dev.popen.wait(timeout=15)
         print(f"dev stopped {time.monotonic() - started:.1f}s after its Temporal server died")
         assert dev.popen.returncode == 2, dev.log()
         last = dev.log().strip().splitlines()[-1]
@@ -350,16 +373,23 @@ async def test_dev_restarted_as_a_new_build_names_the_pinned_tasks_its_last_buil
         warning = next((line for line in banner.splitlines() if line.startswith("  Other builds")), banner)
         assert "pinned tasks still run on devapp:1 (1);" in warning, warning
         assert "--deployment-name devapp --build-id 1)" in warning
-        # What the line says to do: a worker of build 1 beside dev, and the task finishes on release 1's code.
-        worker = start_worker(
-            tmp_path,
-            f"127.0.0.1:{temporal_port}",
-            "mcp-tasks/rolling-app",
-            app="tests.rolling_app:v1",
-            extra=[*as_build, "1"],
-        )
+        # What the line says to do, word for word: a worker of build 1 beside dev with dev's payload
+        # storage (one without it is refused), and the task finishes on release 1's code.
+        command = shlex.split(warning[warning.index("(mcp-tasks-temporal worker ") + 1 : -1])
+        assert command[command.index("--payload-storage") + 1] == "local", command
+        command[command.index("--app") + 1] = "tests.rolling_app:v1"  # release 1's checkout
+        with pytest.raises(RuntimeError, match="payload storage"):
+            start_worker(
+                tmp_path,
+                f"127.0.0.1:{temporal_port}",
+                "mcp-tasks/rolling-app",
+                app="tests.rolling_app:v1",
+                extra=[*as_build, "1"],
+            )
+        worker = Process("worker-build-1", [*CLI, *command[1:]], tmp_path / "worker-build-1.log").start()
+        wait_until(lambda: "mcp-tasks-temporal worker:" in worker.log(), timeout=60, what="build 1's worker")
         await mcp.update(waiting, {"ship": SHIP})
-        done = await mcp.wait_for(waiting, timeout=60)
+        done = await mcp.wait_for(waiting, timeout=30)
         assert done["result"]["structuredContent"] == {"release": "1", "action": "accept"}, done
         fresh = (await mcp.start("gate", {}, capabilities=ELICIT))["taskId"]
         asked = await mcp.wait_for(fresh, lambda task: task["status"] == "input_required")

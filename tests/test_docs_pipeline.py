@@ -25,7 +25,8 @@ from tests.wire import HttpMcp, TaskCalls
 pytestmark = pytest.mark.anyio
 
 APP = "tests.docs_release_app:app"
-START_TO_CLOSE_S = 2 * 3600
+HEARTBEAT_S = 2
+"""The silent step's heartbeat timeout: it must outlive several of them, and a kill must cost about one."""
 
 
 @pytest.fixture
@@ -57,34 +58,47 @@ async def until(predicate: Any, *, timeout: float) -> None:
             await anyio.sleep(0.05)
 
 
-async def test_a_step_interrupted_by_kill_9_resumes_within_seconds(
+async def stays(predicate: Any, *, for_s: float) -> None:
+    """`predicate` holds all along for `for_s` seconds: fails at the first moment it does not."""
+    deadline = time.monotonic() + for_s
+    while time.monotonic() < deadline:
+        assert predicate()
+        await anyio.sleep(0.05)
+
+
+async def test_a_silent_step_lives_past_its_heartbeat_timeout_and_resumes_within_seconds_of_kill_9(
     pipeline: Stack, http: httpx.AsyncClient, effects: Path
 ) -> None:
     calls = TaskCalls(HttpMcp(pipeline.url, http))
-    created = await calls.start("release", {"ref": "v1", "effects": str(effects)})
-    await until(lambda: attempts(effects) == ["1"], timeout=60)
+    created = await calls.start("release", {"ref": "v1", "effects": str(effects), "heartbeat_s": HEARTBEAT_S})
+    await until(lambda: attempts(effects) == ["1"], timeout=30)
+    # The step never heartbeats itself: only the worker's heartbeats keep it from timing out meanwhile.
+    await stays(lambda: attempts(effects) == ["1"], for_s=2 * HEARTBEAT_S)
+    # The next worker polls already, so the retry waits for the missed heartbeat alone.
+    pipeline.workers.append(start_worker(pipeline.workdir, pipeline.temporal, pipeline.task_queue, app=APP))
     pipeline.workers[0].kill()
     killed_at = time.monotonic()
-    pipeline.workers.append(start_worker(pipeline.workdir, pipeline.temporal, pipeline.task_queue, app=APP))
     # Bounded far below the step's start_to_close_timeout: without heartbeat_timeout this waits two hours.
-    await until(lambda: len(attempts(effects)) == 2, timeout=90)
+    await until(lambda: len(attempts(effects)) == 2, timeout=HEARTBEAT_S + 10)
     resumed_s = time.monotonic() - killed_at
-    print(f"step retried {resumed_s:.1f} s after kill -9 (heartbeat_timeout 10 s)")
-    assert resumed_s < START_TO_CLOSE_S / 60
+    print(f"step retried {resumed_s:.1f} s after kill -9 (heartbeat_timeout {HEARTBEAT_S} s)")
     (effects / "release-build").write_text("1")
-    done = await calls.wait_for(created["taskId"], timeout=60)
+    done = await calls.wait_for(created["taskId"], timeout=30)
     assert done["status"] == "completed", done
     assert done["result"]["content"][0]["text"] == "v1.tar.gz deployed"
 
 
 async def test_cancel_reaches_a_running_step(pipeline: Stack, http: httpx.AsyncClient, effects: Path) -> None:
     calls = TaskCalls(HttpMcp(pipeline.url, http))
-    created = await calls.start("release", {"ref": "v2", "effects": str(effects)})
-    await until(lambda: attempts(effects) == ["1"], timeout=60)
+    created = await calls.start("release", {"ref": "v2", "effects": str(effects), "heartbeat_s": 10})
+    await until(lambda: attempts(effects) == ["1"], timeout=30)
     cancelled_at = time.monotonic()
     assert "error" not in (await calls.cancel(created["taskId"])).body
-    await until((effects / "cancelled-build").exists, timeout=30)
+    # Well inside the 10 s heartbeat timeout: the cancel came with the answer to a worker's heartbeat,
+    # not with the SDK's own stop of an attempt whose heartbeats ran out.
+    await until((effects / "cancelled-build").exists, timeout=5)
     print(f"the step saw the cancel {time.monotonic() - cancelled_at:.2f} s after tasks/cancel")
+    assert attempts(effects) == ["1"]
     assert (await calls.wait_for(created["taskId"]))["status"] == "cancelled"
 
 
@@ -94,7 +108,7 @@ async def test_a_step_without_heartbeat_timeout_is_warned_about_once(
     calls = TaskCalls(HttpMcp(pipeline.url, http))
     for ref in ("v3", "v4"):
         await calls.start("release", {"ref": ref, "effects": str(effects), "heartbeat_s": 0})
-    await until(lambda: len(attempts(effects)) == 2, timeout=60)
+    await until(lambda: len(attempts(effects)) == 2, timeout=30)
     warnings = [line for line in pipeline.workers[0].log().splitlines() if "without heartbeat_timeout" in line]
     assert len(warnings) == 1, pipeline.workers[0].log()
     assert "ReleaseWorkflow starts activity build" in warnings[0]

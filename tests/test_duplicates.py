@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from mcp_tasks_temporal.demo import review_files
 from mcp_tasks_temporal.demo.duplicates import Location, find_duplicates, shape_lines
-from mcp_tasks_temporal.temporal.activities import review_files
 
 LOAD = """\
 import json

@@ -59,7 +59,7 @@ async def test_reads_answer_quickly_with_no_worker_running(stack_factory: Any, h
     with anyio.fail_after(3):
         assert (await mcp.cancel(running["taskId"])).result["resultType"] == "complete"
     private.add_worker()
-    cancelled = await mcp.wait_for(running["taskId"], timeout=60)
+    cancelled = await mcp.wait_for(running["taskId"], timeout=30)
     assert cancelled["status"] == "cancelled"
 
 

@@ -43,7 +43,7 @@ LATE = 3
 SHARED = 12
 """Each principal's tasks queued side by side, for the weights."""
 BOB_WEIGHT = 3
-WAIT = 120
+WAIT = 30
 
 
 @dataclass

@@ -19,13 +19,13 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from mcp_tasks_temporal.contrib.pydantic_ai.sub_agent import worker_plugins
+from mcp_tasks_temporal.demo.review import ReviewCode
 from mcp_tasks_temporal.temporal.sandbox import workflow_runner
 from mcp_tasks_temporal.temporal.task_interceptor import TaskInterceptor
 from mcp_tasks_temporal.temporal.worker import WORKFLOWS
 from mcp_tasks_temporal.temporal.workflow_tools import workflow_definition
 from mcp_tasks_temporal.temporal.workflows.nexus_question import NexusQuestionWorkflow
 from mcp_tasks_temporal.temporal.workflows.nexus_tool import NexusToolWorkflow
-from mcp_tasks_temporal.temporal.workflows.review_code import ReviewCode
 from tests.histories import record
 from tests.test_workflow_helpers import FIXTURE_WORKFLOWS
 
@@ -89,6 +89,15 @@ def test_every_task_path_has_a_committed_history() -> None:
     assert {"workflow_tools/workflow_tool_question", "workflow_tools/workflow_tool_continued_last_run"} <= committed
     # Nexus tools: status and a question across namespaces (with its relay), and a cancel.
     assert {"nexus/nexus_tool_status_question", "nexus/nexus_tool_cancelled", "nexus/nexus_question_relay"} <= committed
+    # ... and with the reply's caller checked: forged reports ignored, an answer whose relay its handler cancelled,
+    # and a question its handler withdrew (task and relay).
+    assert {
+        "nexus/nexus_tool_caller_checked",
+        "nexus/nexus_question_relay_caller",
+        "nexus/nexus_tool_answer_to_cancelled_relay",
+        "nexus/nexus_tool_question_withdrawn",
+        "nexus/nexus_question_relay_withdrawn",
+    } <= committed
 
 
 async def test_the_recorder_still_records_every_path(temporal_client: Client) -> None:

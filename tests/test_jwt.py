@@ -26,8 +26,10 @@ from mcp_tasks_temporal.front.http_app import BearerAuth, front_app
 from mcp_tasks_temporal.front.jwt_auth import JwtSettings, JwtVerifier
 from tests.cli_runs import run_in_process
 from tests.conftest import Stack, module_stack
+from tests.legacy_wire import LegacyMcp
 from tests.processes import CLI, FIXTURE_APP, REPO_ROOT, child_env
-from tests.test_auth import BearerMcp
+from tests.test_auth import BearerMcp, ended_with
+from tests.test_push import http_listen, listen_message
 from tests.wire import TaskCalls, base_headers, request_message
 
 pytestmark = pytest.mark.anyio
@@ -289,3 +291,28 @@ async def test_operators_name_a_jwt_principal_by_its_claim_and_the_issuer(
     story = await run_in_process(audit, stdin="", env=child_env())
     assert story.code == 0, story.err
     assert story.json()["task"]["taskId"] == task_id
+
+
+async def test_streams_end_when_their_jwt_expires(
+    secured: str, http: httpx.AsyncClient, signer: Signer, gate: Path
+) -> None:
+    expires_at = int(time.time()) + 4
+    token = signer.token("erin", exp=expires_at)
+    erin = TaskCalls(BearerMcp(secured, http, token))
+    listened_task = (await erin.start("gated", {"gate": str(gate)}))["taskId"]
+    legacy = LegacyMcp(secured, http, headers={"authorization": f"Bearer {token}"})
+    created = await legacy.request("tools/call", {"name": "gated", "arguments": {"gate": str(gate)}, "task": {}})
+    polled = created.result["task"]["taskId"]
+    with anyio.fail_after(20):
+        async with (
+            http_listen(secured, http, listen_message([listened_task]), token=token) as listened,
+            legacy.stream("tasks/result", {"taskId": polled}) as long_poll,
+        ):
+            assert (await anext(listened))["params"]["notifications"]["taskIds"] == [listened_task]
+            for frames in (listened, long_poll):
+                error = await ended_with(frames)
+                assert error["code"] == -32600 and error["data"] == {"reason": "credential_expired"}
+                assert time.time() >= expires_at
+    # A request made in exp's own second is still let in by the SDK's check, then ended at once by the front.
+    await anyio.sleep(max(0.0, expires_at + 1 - time.time()))
+    assert (await erin.get(listened_task)).status == 401

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,7 @@ from tests.wire import HttpMcp
 
 pytestmark = pytest.mark.anyio
 
-WAIT = 60
+WAIT = 30
 
 
 @pytest.fixture
@@ -123,6 +125,7 @@ async def test_cancel(legacy: LegacyMcp, gate: Path) -> None:
 
 
 async def test_list_pages_through_the_callers_tasks(legacy: LegacyMcp) -> None:
+    legacy = await _initialized(legacy, {})
     made = {(await _task(legacy, "double", {"x": n}))["taskId"] for n in range(3)}
     with anyio.fail_after(WAIT):
         while True:
@@ -138,8 +141,8 @@ async def test_list_pages_through_the_callers_tasks(legacy: LegacyMcp) -> None:
             if made <= seen:
                 break
             await anyio.sleep(0.2)  # visibility is eventually consistent
-    bad = await legacy.request("tasks/list", {"cursor": "%%%"})
-    assert bad.error["code"] == -32602
+    for forged in ("%%%", base64.urlsafe_b64encode(os.urandom(40)).decode(), "AAAA." + "A" * 32):
+        assert (await legacy.request("tasks/list", {"cursor": forged})).error["code"] == -32602
 
 
 async def test_unknown_tasks(legacy: LegacyMcp) -> None:
@@ -257,6 +260,8 @@ async def test_a_host_without_elicitation_is_served_as_before(legacy: LegacyMcp)
     ] == {"value": 6}
     reply = await host.request("tools/call", {"name": "numbered_steps", "arguments": {"steps": 1, "pause": 0}})
     assert reply.error["code"] == -32021
+    # What it lacks is elicitation: a 2025-11-25 client can never declare the tasks extension.
+    assert reply.error["data"] == {"requiredCapabilities": {"elicitation": {}}}
 
 
 # -- principals ---------------------------------------------------------------------------------
@@ -292,3 +297,42 @@ async def test_a_task_and_its_questions_belong_to_their_principal(secured: str, 
     assert await alice.answer(answer_id, {"action": "decline"}) == 202
     result = (await alice.request("tasks/result", {"taskId": task["taskId"]})).result
     assert result["content"][0]["text"] == "decline"
+
+
+# -- anonymous callers: each lists only what its own session created -----------------------------
+
+
+@pytest.fixture(scope="module")
+def keyed_fronts(stack: Stack) -> list[str]:
+    """Two anonymous fronts sharing a request-state key, on the shared stack's task queue and worker."""
+    key = ["--request-state-key", "k" * 40]
+    return [stack.add_front(extra=key), stack.add_front(extra=key)]
+
+
+async def _listed(legacy: LegacyMcp) -> set[str]:
+    reply = await legacy.request("tasks/list")
+    return {task["taskId"] for task in reply.result["tasks"]}
+
+
+async def test_an_anonymous_caller_lists_only_its_own_sessions_tasks(
+    keyed_fronts: list[str], http: httpx.AsyncClient
+) -> None:
+    first_front, second_front = keyed_fronts
+    first = await _initialized(LegacyMcp(first_front, http), {})
+    mine = {(await _task(first, "double", {"x": n}))["taskId"] for n in range(2)}
+    with anyio.fail_after(WAIT):
+        while not mine <= await _listed(first):
+            await anyio.sleep(0.2)  # visibility is eventually consistent
+    # The same session through another front sharing the key: the same tasks.
+    through_second = LegacyMcp(second_front, http, headers=first.extra_headers)
+    assert mine <= await _listed(through_second)
+
+    second = await _initialized(LegacyMcp(first_front, http), {})
+    sessionless = LegacyMcp(first_front, http)
+    session = first.extra_headers["mcp-session-id"]
+    untagged = LegacyMcp(first_front, http, headers={"mcp-session-id": session.rpartition(".")[0]})
+    retagged = LegacyMcp(first_front, http, headers={"mcp-session-id": session[:-4] + "AAAA"})
+    for stranger in (second, sessionless, untagged, retagged):
+        assert not mine & await _listed(stranger)
+        assert (await stranger.request("tasks/list", {"cursor": "AAAA." + "A" * 32})).error["code"] == -32602
+    assert (await _task(second, "double", {"x": 9}))["taskId"] not in await _listed(first)

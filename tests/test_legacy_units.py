@@ -6,6 +6,7 @@ from typing import Any
 
 from mcp_tasks_temporal.front import handshake_echo
 from mcp_tasks_temporal.front.legacy_tasks import answer_id, legacy_task, parse_answer_id
+from mcp_tasks_temporal.front.session_binding import SessionKeys
 
 INIT: dict[str, Any] = {
     "protocolVersion": "2025-11-25",
@@ -29,6 +30,37 @@ def test_foreign_or_oversized_session_ids_carry_no_handshake() -> None:
     assert handshake_echo.decode("hs1.!!!") is None
     huge = {**INIT, "clientInfo": {"name": "x" * 4000, "version": "1"}}
     assert handshake_echo.encode(huge) is None
+
+
+def test_a_tagged_session_checks_only_under_the_fronts_keys() -> None:
+    old, new = SessionKeys(["o" * 40]), SessionKeys(["n" * 40])
+    rotating = SessionKeys(["n" * 40, "o" * 40])
+    session = handshake_echo.encode(INIT, old)
+    assert session is not None
+    assert handshake_echo.decode(session) is not None  # any front reads the handshake, key or not
+    untagged = session.rpartition(".")[0]
+    assert old.untagged(session) == untagged and rotating.untagged(session) == untagged
+    assert new.untagged(session) is None
+    for forged in (untagged, untagged + "." + "A" * 32, session[:-1] + "B", session + "x", "\ud800", None):
+        assert old.bindings(forged) == []
+    # A binding made under the old key is still matched once the new key leads.
+    assert old.bindings(session)[0] in rotating.bindings(session)
+    assert old.bindings(session)[0] not in new.bindings(new.tag(untagged))
+
+
+def test_list_cursors_open_only_for_whom_they_were_made() -> None:
+    keys = SessionKeys(["k" * 40])
+    cursor = keys.seal_cursor(b"\x00page-token\xff", "owner-a")
+    assert keys.open_cursor(cursor, "owner-a") == b"\x00page-token\xff"
+    assert keys.open_cursor(cursor, "owner-b") is None
+    assert SessionKeys(["j" * 40]).open_cursor(cursor, "owner-a") is None
+    for forged in ("%%%", "AAAA", "AAAA." + "A" * 32, cursor[:-1] + "A", "é." + "A" * 32):
+        assert keys.open_cursor(forged, "owner-a") is None
+
+
+def test_a_handshake_that_is_not_valid_unicode_is_not_echoed_nor_read() -> None:
+    assert handshake_echo.encode({**INIT, "clientInfo": {"name": "\ud800", "version": "1"}}) is None
+    assert handshake_echo.decode("hs1.eyJpIjp7Im5hbWUiOiJcdWQ4MDAifX0") is None  # {"i":{"name":"\ud800"}}
 
 
 def test_question_ids_name_their_task_and_key() -> None:

@@ -17,8 +17,14 @@ from mcp_tasks_temporal.temporal.nexus_contract import (
     REPLY_ENDPOINT_HEADER,
     REPLY_MEMO,
     TASK_WORKFLOW_HEADER,
+    Caller,
+    HandlerWorkflow,
     NexusCall,
+    ReplyRoute,
+    caller_of_links,
+    handler_of_token,
     reply_memo,
+    reply_route,
 )
 from mcp_tasks_temporal.temporal.nexus_tools import NexusToolOptions
 
@@ -62,11 +68,39 @@ def test_the_embedded_server_creates_every_namespace_it_is_given() -> None:
     assert command.count("--namespace") == 1 and command[command.index("--namespace") + 1] == "team"
 
 
-def test_reply_memo_needs_all_three_headers_in_any_case() -> None:
+def test_the_reply_route_needs_all_three_headers_in_any_case_and_the_memo_keeps_only_the_endpoint() -> None:
     headers = {REPLY_ENDPOINT_HEADER.upper(): "reply", TASK_WORKFLOW_HEADER: "mcp-task/o/t", NONCE_HEADER: "n"}
-    assert reply_memo(headers) == {REPLY_MEMO: {"endpoint": "reply", "task": "mcp-task/o/t", "nonce": "n"}}
-    assert reply_memo({TASK_WORKFLOW_HEADER: "mcp-task/o/t", NONCE_HEADER: "n"}) == {}
-    assert reply_memo({}) == {}
+    route = reply_route(headers)
+    assert route == ReplyRoute(endpoint="reply", task="mcp-task/o/t", nonce="n")
+    assert route is not None
+    assert reply_memo(route) == {REPLY_MEMO: {"endpoint": "reply"}}  # no nonce, no task ID where a listing shows it
+    assert reply_route({TASK_WORKFLOW_HEADER: "mcp-task/o/t", NONCE_HEADER: "n"}) is None
+    assert reply_route({}) is None
+
+
+def test_the_handler_is_the_workflow_a_workflow_run_token_names() -> None:
+    token = (
+        "eyJ0IjoxLCJucyI6InJlcG9ydHMtdGVhbSIsIndpZCI6InJlcG9ydC0xIn0"  # {"t":1,"ns":"reports-team","wid":"report-1"}
+    )
+    assert handler_of_token(token) == HandlerWorkflow("reports-team", "report-1")
+    not_a_workflow = "eyJ0IjoyLCJucyI6Im4iLCJ3aWQiOiJ3In0"  # {"t":2,...}: an update, say
+    for bad in (None, "", "%%%", "bm90IGpzb24", not_a_workflow):
+        assert handler_of_token(bad) is None
+
+
+def test_the_caller_is_the_one_workflow_event_link_and_nothing_else() -> None:
+    link = "temporal:///namespaces/team%2Fa/workflows/report%2F1/run-1/history?referenceType=EventReference&eventID=7"
+    assert caller_of_links([link]) == Caller("team/a", "report/1", "run-1")
+    forged = "temporal:///namespaces/team/workflows/victim/run-2/history"
+    assert caller_of_links([link, forged]) is None  # a sender may add links of its own beside Temporal's
+    assert caller_of_links([]) is None  # not a workflow
+    for bad in (
+        "https:///namespaces/n/workflows/w/r/history",
+        "temporal:///namespaces/n/workflows/w/r",
+        "temporal:///namespaces/n/activities/a/r/details",
+        "temporal:///namespaces//workflows/w/r/history",
+    ):
+        assert caller_of_links([bad]) is None, bad
 
 
 def options(reply: str | None = None, input_type: object = Order) -> NexusToolOptions:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +29,7 @@ def collector() -> Iterator[Collector]:
         yield running
 
 
-async def spans_until(collector: Collector, wanted: set[str], *, task_id: str, timeout: float = 60) -> list[Span]:
+async def spans_until(collector: Collector, wanted: set[str], *, task_id: str, timeout: float = 30) -> list[Span]:
     """Poll what the processes exported until every wanted span name of this task's trace has arrived."""
     with anyio.fail_after(timeout):
         while True:
@@ -146,7 +147,7 @@ async def test_readyz_follows_temporal_while_healthz_stays_up(workdir: Path, htt
         ready = await http.get(f"{base}/readyz")
         assert (ready.status_code, ready.json()["status"]) == (200, "ready")
         temporal_process.stop()
-        with anyio.fail_after(60):
+        with anyio.fail_after(30):
             while (ready := await http.get(f"{base}/readyz")).status_code == 200:
                 await anyio.sleep(0.2)
         assert (ready.status_code, ready.json()) == (503, {"status": "unready", "reason": "Temporal unreachable"})
@@ -184,4 +185,4 @@ def test_tracing_follows_the_standard_variables(
     monkeypatch.delenv("OTEL_SDK_DISABLED", raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    assert tracing_requested(flag) is on
+    assert tracing_requested(os.environ, flag) is on

@@ -35,7 +35,7 @@ from tests.wire import TaskCalls, envelope
 pytestmark = pytest.mark.anyio
 
 INTERNAL_ERROR = -32603
-WAIT = 60
+WAIT = 30
 
 
 class _RunDeadline(Interceptor):

@@ -2,13 +2,36 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import os
+import stat
 import uuid
+from collections.abc import Callable
+from pathlib import Path
 
+import httpx
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 
+from mcp_tasks_temporal.ops.dev.owner_secret import DATABASE_FILE, SECRET_FILE, use_dev_owner_secret
+from mcp_tasks_temporal.ops.operator_cli import principal_of
 from mcp_tasks_temporal.temporal.contract import TOOL_TASK_WORKFLOW, Memo, ToolTaskInput
-from mcp_tasks_temporal.temporal.ids import ANONYMOUS_OWNER, owner_key, workflow_id
+from mcp_tasks_temporal.temporal.fairness import FairnessPolicy, fairness_key
+from mcp_tasks_temporal.temporal.ids import (
+    ANONYMOUS_OWNER,
+    LEGACY_OWNERS_ENV,
+    MIN_SECRET_CHARS,
+    OWNER_SECRET_ENV,
+    OwnerSecretError,
+    legacy_owner_key,
+    owner_key,
+    owner_keys,
+    workflow_id,
+)
+from tests.conftest import Stack
+from tests.processes import child_env, start_front
+from tests.test_auth import BearerMcp
 from tests.wire import TaskCalls, envelope
 
 pytestmark = pytest.mark.anyio
@@ -47,3 +70,109 @@ async def test_a_workflow_under_a_task_id_whose_memo_names_another_owner_is_not_
         assert (await handle.describe()).status == WorkflowExecutionStatus.RUNNING, "the refused cancel did nothing"
     finally:
         await handle.terminate()
+
+
+# -- keyed owner keys ---------------------------------------------------------------------
+
+SECRET = "a-deployment-wide-owner-secret-0123456789"
+
+
+def test_owner_keys_are_keyed_hashes_every_component_computes_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    principal = principal_of("alice@example.com")
+    monkeypatch.delenv(LEGACY_OWNERS_ENV, raising=False)
+    monkeypatch.delenv(OWNER_SECRET_ENV, raising=False)
+    unkeyed = owner_key(principal)
+    assert unkeyed == hashlib.sha256(principal.encode()).hexdigest()[:32] == legacy_owner_key(principal)
+
+    monkeypatch.setenv(OWNER_SECRET_ENV, SECRET)
+    keyed = owner_key(principal)
+    expected = hmac.new(SECRET.encode(), b"mcp-tasks-temporal/owner\x00" + principal.encode(), hashlib.sha256)
+    assert keyed == expected.hexdigest()[:32] != unkeyed
+    # The workflow ID, the fairness key and the operator commands' lookups all derive from the one key.
+    assert workflow_id("t", principal) == f"mcp-task/{keyed}/t"
+    assert fairness_key(principal) == keyed
+    assert FairnessPolicy.weighted(["alice@example.com=3"]).weight(principal) == 3
+    assert owner_keys(principal) == [keyed]
+    assert owner_key(None) == ANONYMOUS_OWNER  # nothing to hide about the anonymous owner
+
+    # Another deployment's secret gives other keys: a guessed name hashed without the secret matches nothing.
+    monkeypatch.setenv(OWNER_SECRET_ENV, SECRET[::-1])
+    assert owner_key(principal) not in (keyed, unkeyed)
+
+    # The migration window: the legacy key is found as well, after the keyed one.
+    monkeypatch.setenv(OWNER_SECRET_ENV, SECRET)
+    monkeypatch.setenv(LEGACY_OWNERS_ENV, "1")
+    assert owner_keys(principal) == [keyed, unkeyed]
+    assert owner_keys(None) == [ANONYMOUS_OWNER]
+
+    monkeypatch.setenv(OWNER_SECRET_ENV, "short")
+    with pytest.raises(OwnerSecretError):
+        owner_key(principal)
+
+
+async def test_a_keyed_front_finds_tasks_stored_under_legacy_keys_only_in_the_migration_window(
+    stack_factory: Callable[[], Stack], tmp_path: Path, http: httpx.AsyncClient, temporal_client: Client
+) -> None:
+    alice, bob = (f"{who}-{uuid.uuid4().hex[:8]}@example.com" for who in ("alice", "bob"))
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"token-alice {alice}\ntoken-bob {bob}\n")
+    stack = stack_factory()
+    stack.add_worker()
+    flags = ["--tokens", str(tokens)]
+
+    def front(env: dict[str, str]) -> str:
+        process, url = start_front(stack.workdir, stack.temporal, stack.task_queue, extra=flags, env=env)
+        stack.fronts.append((process, url))
+        return url
+
+    unkeyed_env = {name: value for name, value in child_env().items() if name != OWNER_SECRET_ENV}
+    before = front(unkeyed_env)
+    keyed = front({**unkeyed_env, OWNER_SECRET_ENV: SECRET})
+    migrating = front({**unkeyed_env, OWNER_SECRET_ENV: SECRET, LEGACY_OWNERS_ENV: "1"})
+
+    # A task stored before the secret was set, under the unkeyed key.
+    old = (await TaskCalls(BearerMcp(before, http, "token-alice")).start("double", {"x": 1}))["taskId"]
+    principal = principal_of(alice)
+    stored = await temporal_client.get_workflow_handle(f"mcp-task/{legacy_owner_key(principal)}/{old}").describe()
+    assert (await stored.memo())[Memo.OWNER] == legacy_owner_key(principal)
+
+    assert (await TaskCalls(BearerMcp(keyed, http, "token-alice")).get(old)).error["code"] == -32602
+    done = await TaskCalls(BearerMcp(migrating, http, "token-alice")).wait_for(old, timeout=60)
+    assert done["status"] == "completed", done
+    # The window opens no door between principals.
+    assert (await TaskCalls(BearerMcp(migrating, http, "token-bob")).get(old)).error["code"] == -32602
+
+    # A new task goes under the keyed hash, which nobody without the secret can compute from her name.
+    new = (await TaskCalls(BearerMcp(keyed, http, "token-alice")).start("double", {"x": 2}))["taskId"]
+    key = hmac.new(SECRET.encode(), b"mcp-tasks-temporal/owner\x00" + principal.encode(), hashlib.sha256)
+    stored = await temporal_client.get_workflow_handle(f"mcp-task/{key.hexdigest()[:32]}/{new}").describe()
+    assert (await stored.memo())[Memo.OWNER] == key.hexdigest()[:32]
+    done = await TaskCalls(BearerMcp(migrating, http, "token-alice")).wait_for(new, timeout=60)
+    assert done["status"] == "completed", done
+
+
+def test_dev_keeps_one_owner_secret_per_state_directory_readable_by_its_owner_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(OWNER_SECRET_ENV, raising=False)
+    fresh = tmp_path / "fresh"
+    use_dev_owner_secret(fresh)
+    drawn = os.environ[OWNER_SECRET_ENV]
+    assert len(drawn) >= MIN_SECRET_CHARS
+    assert stat.S_IMODE((fresh / SECRET_FILE).stat().st_mode) == 0o600
+    monkeypatch.delenv(OWNER_SECRET_ENV)
+    use_dev_owner_secret(fresh)  # a restart on the same state directory: the same keys
+    assert os.environ[OWNER_SECRET_ENV] == drawn
+
+    # A state directory with tasks from before keeps their unkeyed keys.
+    monkeypatch.delenv(OWNER_SECRET_ENV)
+    older = tmp_path / "older"
+    older.mkdir()
+    (older / DATABASE_FILE).write_bytes(b"")
+    use_dev_owner_secret(older)
+    assert OWNER_SECRET_ENV not in os.environ and not (older / SECRET_FILE).exists()
+
+    # A secret the environment sets wins.
+    monkeypatch.setenv(OWNER_SECRET_ENV, SECRET)
+    use_dev_owner_secret(fresh)
+    assert os.environ[OWNER_SECRET_ENV] == SECRET

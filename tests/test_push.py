@@ -22,7 +22,7 @@ pytestmark = pytest.mark.anyio
 ELICIT: dict[str, Any] = {"elicitation": {}}
 SUB = "io.modelcontextprotocol/subscriptionId"
 UNKNOWN = "00000000-0000-4000-8000-000000000000"
-LISTEN_TIMEOUT = 90
+LISTEN_TIMEOUT = 30
 """Bound on a whole listen exchange: a stream that never acks or never ends fails its test instead of hanging it."""
 REFUSAL_TIMEOUT = 30
 

@@ -80,7 +80,7 @@ async def test_a_watcher_whose_temporal_goes_away_ends_its_subscribers_with_a_re
                     while not seen:
                         await anyio.sleep(0.05)
                 server.kill()
-                with anyio.fail_after(90):
+                with anyio.fail_after(30):
                     await lost.wait()
                 unsubscribe()
         assert seen[0]["status"] == "working"
@@ -103,7 +103,7 @@ async def test_a_listen_whose_task_cannot_be_followed_ends_with_an_error_naming_
     front, url = start_front(tmp_path, address, queue, env={"MCP_TASKS_PUSH_GIVE_UP_S": "2"})
     try:
         task_id = (await TaskCalls(HttpMcp(url, http)).start("gated", {"gate": str(gate)}))["taskId"]
-        async with http_listen(url, http, listen_message([task_id]), timeout=180) as frames:
+        async with http_listen(url, http, listen_message([task_id]), timeout=30) as frames:
             ack = await anext(frames)
             assert ack["params"]["notifications"]["taskIds"] == [task_id]
             assert (await anext(frames))["params"]["status"] == "working"

@@ -1,14 +1,17 @@
-"""Every `python` and `bash` block of the README runs, as written, against a live `mcp-tasks-temporal dev`.
+"""Every `python` and `bash` block of the README and docs/*.md runs, as written, against a live `dev`.
 
 `dev` runs exactly as the README starts it: no flags, from a fresh directory,
 on the README's own ports (8000, 7233, 8233). When any of them is taken the
 test skips and says so, unless `MCP_TASKS_README_PORTS=rewrite`: then `dev`
 runs on free ports and the README's `127.0.0.1:8000` in the blocks is rewritten
 to match (the only change made to any block). `text` blocks are sample output
-and are not run; a block whose first line is `# not run by the README test:
-<why>` is left out, visibly to anyone reading the README. The opening block, the
-two commands that install and run the product and its tests, is left out too:
-it is what `.ci/run` and this suite's own set-up already run.
+and are not run (nor are `json` and `toml` samples); a block whose first line
+is `# not run by the README test: <why>`, or whose fence follows an HTML comment
+`<!-- not run: <why> -->`, is left out, visibly to anyone reading the source. The
+README's opening block, the two commands that install and run the product and
+its tests, is left out too: it is what `.ci/run` (with .ci/fresh_install.sh) and
+this suite's own set-up already run. Each document's bash blocks run in one
+shell session of their own, in order; each python block in a fresh interpreter.
 """
 
 from __future__ import annotations
@@ -31,35 +34,48 @@ from tests.processes import child_env as process_env
 pytestmark = pytest.mark.slow
 
 README = REPO_ROOT / "README.md"
+DOCS = [README, *sorted((REPO_ROOT / "docs").glob("*.md"))]
 SCRIPT = str(Path(sys.executable).parent / "mcp-tasks-temporal")
 README_PORTS = {"port": 8000, "temporal": 7233, "ui": 8233}
 NOT_RUN = re.compile(r"^# not run by the README test: (?P<why>\S.*)$")
+NOT_RUN_COMMENT = re.compile(r"^<!-- not run: (?P<why>\S.*) -->$")
 RUNNABLE = {"python": "python", "bash": "bash", "sh": "bash"}
-SAMPLES = {"text"}
+SAMPLES = {"text", "json", "toml"}
 _FENCE = re.compile(r"^```(?P<lang>[\w-]*)\s*$")
 
 
 @dataclass(frozen=True)
 class Block:
+    doc: str
+    """The document, relative to the repository (README.md, docs/clients.md, ...)."""
     line: int
-    """Where the block's code starts in README.md (1-based)."""
+    """Where the block's code starts in its document (1-based)."""
     lang: str
     code: str
     opening: bool = False
     """The README's first block: the install-and-run and install-and-test commands."""
+    marked: str | None = None
+    """Why not run, from an `<!-- not run: why -->` comment right before the fence."""
+
+    @property
+    def where(self) -> str:
+        return f"{self.doc}:{self.line}"
 
     @property
     def not_run_because(self) -> str | None:
         if self.opening:
             return "the opening install commands are what CI and this suite's set-up run"
+        if self.marked is not None:
+            return self.marked
         first = self.code.splitlines()[0] if self.code else ""
         match = NOT_RUN.match(first)
         return match["why"] if match else None
 
 
-def readme_blocks(text: str) -> list[Block]:
+def doc_blocks(doc: Path) -> list[Block]:
+    name = doc.relative_to(REPO_ROOT).as_posix()
     blocks: list[Block] = []
-    lines = text.splitlines()
+    lines = doc.read_text().splitlines()
     index = 0
     while index < len(lines):
         opening = _FENCE.match(lines[index])
@@ -68,24 +84,31 @@ def readme_blocks(text: str) -> list[Block]:
             continue
         end = next(i for i in range(index + 1, len(lines)) if lines[i].startswith("```"))
         code = "\n".join(lines[index + 1 : end]) + "\n"
-        blocks.append(Block(index + 2, opening["lang"], code, opening=not blocks))
+        comment = NOT_RUN_COMMENT.match(lines[index - 1].strip()) if index else None
+        first = doc == README and not blocks
+        blocks.append(Block(name, index + 2, opening["lang"], code, first, comment["why"] if comment else None))
         index = end + 1
     return blocks
 
 
-BLOCKS = readme_blocks(README.read_text())
+BLOCKS = [block for doc in DOCS for block in doc_blocks(doc)]
 
 
-def runnable(lang: str) -> list[Block]:
-    return [b for b in BLOCKS if RUNNABLE.get(b.lang) == lang and b.not_run_because is None]
+def runnable(lang: str, doc: str | None = None) -> list[Block]:
+    return [
+        b
+        for b in BLOCKS
+        if RUNNABLE.get(b.lang) == lang and b.not_run_because is None and (doc is None or b.doc == doc)
+    ]
 
 
 def test_every_block_is_run_sample_output_or_says_why_not() -> None:
     for block in BLOCKS:
         assert block.lang in RUNNABLE or block.lang in SAMPLES, (
-            f"README.md:{block.line}: a ```{block.lang or '(no language)'} block: use python, bash or text"
+            f"{block.where}: a ```{block.lang or '(no language)'} block: use python, bash, text, json or toml "
+            "(and mark a code block that cannot run here with `<!-- not run: why -->` before it)"
         )
-    assert runnable("python") and runnable("bash"), "the README's tour must have runnable blocks"
+    assert runnable("python", "README.md") and runnable("bash", "README.md"), "the tour must have runnable blocks"
     skipped = [b for b in BLOCKS if b.not_run_because is not None]
     assert all(b.lang in RUNNABLE for b in skipped), "only code blocks can be marked as not run"
 
@@ -153,24 +176,26 @@ def _run(live_dev: LiveDev, command: list[str], script: str) -> subprocess.Compl
     )
 
 
-@pytest.mark.parametrize("block", runnable("python"), ids=lambda b: f"README.md:{b.line}")
+@pytest.mark.parametrize("block", runnable("python"), ids=lambda b: b.where)
 def test_python_block_runs(live_dev: LiveDev, block: Block) -> None:
     done = _run(live_dev, [sys.executable, "-"], live_dev.code_of(block))
-    assert done.returncode == 0, f"README.md:{block.line} failed:\n{done.stdout}\n{done.stderr}"
+    assert done.returncode == 0, f"{block.where} failed:\n{done.stdout}\n{done.stderr}"
     assert "Traceback" not in done.stderr, done.stderr
 
 
-def test_bash_blocks_run_in_one_shell_session(live_dev: LiveDev) -> None:
-    """One session, as a reader types them: a later block uses what an earlier one defined."""
+@pytest.mark.parametrize("doc", sorted({b.doc for b in runnable("bash")}))
+def test_bash_blocks_run_in_one_shell_session(live_dev: LiveDev, doc: str) -> None:
+    """One session per document, as a reader types them: a later block uses what an earlier one defined."""
     parts = ["set -euo pipefail"]
-    for block in runnable("bash"):
-        parts += [f"echo '>>> README.md:{block.line}'", live_dev.code_of(block)]
+    for block in runnable("bash", doc):
+        parts += [f"echo '>>> {block.where}'", live_dev.code_of(block)]
     done = _run(live_dev, ["bash", "-s"], "\n".join(parts))
     transcript = f"{done.stdout}\n{done.stderr}"
     print(transcript)
     assert done.returncode == 0, transcript
     for line in done.stdout.splitlines():
         if line.startswith("{"):
-            assert '"error"' not in line, f"a JSON-RPC error in the README's shell tour:\n{transcript}"
-    answers = [line for line in done.stdout.splitlines() if line.startswith('{"jsonrpc"')]
-    assert len(answers) >= 3, f"every mcp call answers with one JSON-RPC message:\n{transcript}"
+            assert '"error"' not in line, f"a JSON-RPC error in {doc}'s shell blocks:\n{transcript}"
+    if doc == "README.md":
+        answers = [line for line in done.stdout.splitlines() if line.startswith('{"jsonrpc"')]
+        assert len(answers) >= 3, f"every mcp call answers with one JSON-RPC message:\n{transcript}"

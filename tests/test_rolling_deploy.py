@@ -27,6 +27,7 @@ from temporalio.common import VersioningBehavior
 
 from mcp_tasks_temporal import TasksExtension
 from mcp_tasks_temporal.ops.cli import build_parser
+from mcp_tasks_temporal.ops.deployment_admin import build_line
 from mcp_tasks_temporal.temporal.deployment import VERSION_SEARCH_ATTRIBUTE, Deployment
 from mcp_tasks_temporal.temporal.ids import workflow_id
 from tests.processes import Process, start_front, start_worker
@@ -98,7 +99,7 @@ async def _operator(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int
 
 async def _waiting(mcp: TaskCalls, tool: str) -> str:
     task_id = (await mcp.start(tool, {}, capabilities=ELICIT))["taskId"]
-    await mcp.wait_for(task_id, {"input_required"}, timeout=60)
+    await mcp.wait_for(task_id, {"input_required"}, timeout=30)
     return task_id
 
 
@@ -135,14 +136,14 @@ async def test_tasks_begun_on_build_a_end_on_a_while_new_ones_run_on_b(
         new_tool = await _waiting(mcp, "ask")
         assert await _build_of(temporal_client, new_tool) == rollout.build("b")
         await mcp.update(new_tool, {"ship": SHIP})
-        done = await mcp.wait_for(new_tool, timeout=60)
+        done = await mcp.wait_for(new_tool, timeout=30)
         assert done["result"]["structuredContent"] == {"release": "2", "action": "accept"}
 
         # The tasks begun on A are answered after the deploy and finish with release 1's code, on A.
         assert set((await mcp.get(workflow_tool)).result["inputRequests"]) == {"ship"}
         # An auto-upgrade task moves to B at its next step; the tool attempt already running on A finishes there.
         await mcp.update(moving_tool, {"ship": SHIP})
-        done = await mcp.wait_for(moving_tool, timeout=60)
+        done = await mcp.wait_for(moving_tool, timeout=30)
         assert done["result"]["structuredContent"] == {"release": "1", "action": "accept"}, done
         assert await _build_of(temporal_client, moving_tool) == rollout.build("b")
 
@@ -150,7 +151,7 @@ async def test_tasks_begun_on_build_a_end_on_a_while_new_ones_run_on_b(
         for task_id in begun_on_a:
             await mcp.update(task_id, {"ship": SHIP})
         for task_id in begun_on_a:
-            done = await mcp.wait_for(task_id, timeout=60)
+            done = await mcp.wait_for(task_id, timeout=30)
             assert done["status"] == "completed", done
             assert done["result"]["structuredContent"] == {"release": "1", "action": "accept"}, done
             assert await _build_of(temporal_client, task_id) == rollout.build("a")
@@ -186,7 +187,7 @@ async def test_tasks_begun_on_build_a_end_on_a_while_new_ones_run_on_b(
         f"TaskQueue = '{rollout.task_queue}' AND ExecutionStatus = 'Running' "
         f"AND {VERSION_SEARCH_ATTRIBUTE} = '{rollout.build('a')}'"
     )
-    with anyio.fail_after(60):
+    with anyio.fail_after(30):
         while (await temporal_client.count_workflows(query)).count:
             await anyio.sleep(0.2)
     rollout.worker_a.stop()
@@ -231,3 +232,12 @@ def test_a_versioning_that_contradicts_the_class_or_is_unknown_is_refused() -> N
         Deployment.from_args("tasks", None)
     with pytest.raises(ValueError, match="may not contain"):
         Deployment.from_args("tasks.v2", "b")
+
+
+def test_admin_deployment_says_a_builds_drainage_once() -> None:
+    draining = {"build": "app:a", "status": "draining", "drainage": "draining", "createdAt": "2026-12-04T10:00:00Z"}
+    assert build_line(draining) == "  app:a  draining  since 2026-12-04T10:00:00Z"
+    # Where the drainage adds to the status (an inactive build's pinned tasks drained), it is said.
+    inactive = {**draining, "status": "inactive", "drainage": "drained"}
+    assert build_line(inactive) == "  app:a  inactive (drained)  since 2026-12-04T10:00:00Z"
+    assert "(" not in build_line({**draining, "status": "current", "drainage": None})

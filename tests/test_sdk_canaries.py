@@ -200,3 +200,23 @@ async def test_write_on_request_stream_reaches_the_dispatchers_raw_write() -> No
     metadata = ServerMessageMetadata(related_request_id=1)
     await sdk_compat.write_on_request_stream(Outbound(Dispatcher()), message, metadata)
     assert written == [(message, metadata)]
+
+
+async def test_forget_captured_signals_keeps_a_stopped_uvicorn_server_from_re_raising() -> None:
+    import signal
+
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app=lambda *_: None))
+    with server.capture_signals():
+        server.handle_exit(signal.SIGINT, None)
+        sdk_compat.forget_captured_signals(server)
+    # Without the clear, leaving capture_signals() re-raises SIGINT as a KeyboardInterrupt.
+
+
+def test_parser_actions_are_the_options_a_parser_was_given() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int)
+    assert [action.dest for action in sdk_compat.parser_actions(parser)] == ["help", "port"]

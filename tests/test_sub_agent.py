@@ -20,11 +20,11 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.worker import Replayer
 
 from mcp_tasks_temporal.contrib.pydantic_ai.sub_agent import AGENT_MODEL_ENV, worker_plugins
+from mcp_tasks_temporal.demo.review import ReviewCode
+from mcp_tasks_temporal.demo.review_files import REVIEW_ROOT_ENV
 from mcp_tasks_temporal.front.app_loading import DEMO_APP
-from mcp_tasks_temporal.temporal.activities.review_files import REVIEW_ROOT_ENV
 from mcp_tasks_temporal.temporal.connection import connect_temporal
 from mcp_tasks_temporal.temporal.ids import workflow_id
-from mcp_tasks_temporal.temporal.workflows.review_code import ReviewCode
 from mcp_tasks_temporal.testing.scripted_model import ScriptedModel, calls, scripted_model
 from tests.conftest import Stack
 from tests.processes import start_front, start_worker
@@ -171,7 +171,7 @@ async def test_review_finds_the_planted_duplicate(mcp: TaskCalls, model: Scripte
         ]
     )
     created = await mcp.start("review_code", {"path": "shop", "rules": ["No duplicated blocks."]})
-    done = await mcp.wait_for(created["taskId"], timeout=120)
+    done = await mcp.wait_for(created["taskId"], timeout=30)
 
     assert done["status"] == "completed", done
     result = done["result"]["structuredContent"]
@@ -208,7 +208,7 @@ async def test_worker_killed_between_turns_repeats_no_model_request_and_no_tool(
         ]
     )
     created = await mcp.start("review_code", {"path": "shop"}, capabilities={"elicitation": {}})
-    waiting = await mcp.wait_for(created["taskId"], {"input_required"}, timeout=120)
+    waiting = await mcp.wait_for(created["taskId"], {"input_required"}, timeout=30)
     asked = waiting["inputRequests"]["question_1"]
     assert asked["method"] == "elicitation/create" and asked["params"]["message"] == question
     assert waiting["statusMessage"] == "turn 3: waiting for an answer"
@@ -218,7 +218,7 @@ async def test_worker_killed_between_turns_repeats_no_model_request_and_no_tool(
         agent_stack.workers[0] = start_worker(workdir, temporal, agent_stack.task_queue, app=DEMO_APP)
     answer = {"action": "accept", "content": {"answer": "No, it is hand-written."}}
     assert (await mcp.update(created["taskId"], {"question_1": answer})).result["resultType"] == "complete"
-    done = await mcp.wait_for(created["taskId"], timeout=120)
+    done = await mcp.wait_for(created["taskId"], timeout=30)
 
     assert done["status"] == "completed", done
     assert done["result"]["structuredContent"]["findings"] == FINDINGS["findings"]
@@ -254,7 +254,7 @@ async def test_committed_sub_agent_histories_still_replay(path: Path) -> None:
 async def test_a_client_that_cannot_be_asked_leaves_the_agent_to_decide(mcp: TaskCalls, model: ScriptedModel) -> None:
     model.reset([calls(("ask_user", {"question": "Which rules apply?"})), calls(("final_result", FINDINGS))])
     created = await mcp.start("review_code", {"path": "shop"})  # no elicitation capability declared
-    done = await mcp.wait_for(created["taskId"], timeout=120)
+    done = await mcp.wait_for(created["taskId"], timeout=30)
     assert done["status"] == "completed" and done["result"]["structuredContent"]["complete"] is True
     told = _tool_results(model.requests[1])[0]
     assert told.startswith("Nobody can answer questions in this session") and "best judgement" in told
@@ -287,7 +287,7 @@ async def test_an_exhausted_budget_ends_with_a_clear_result(
         ]
     )
     created = await mcp.start("review_code", {"path": "shop", **budget})
-    done = await mcp.wait_for(created["taskId"], timeout=120)
+    done = await mcp.wait_for(created["taskId"], timeout=30)
     assert done["status"] == "completed" and not done["result"].get("isError"), done
     result = done["result"]["structuredContent"]
     assert result["complete"] is False and result["findings"] == []
@@ -298,7 +298,7 @@ async def test_an_exhausted_budget_ends_with_a_clear_result(
 async def test_a_path_outside_the_review_root_is_a_tool_error(mcp: TaskCalls, model: ScriptedModel) -> None:
     model.reset([])
     created = await mcp.start("review_code", {"path": "../.."})
-    done = await mcp.wait_for(created["taskId"], timeout=60)
+    done = await mcp.wait_for(created["taskId"], timeout=30)
     assert done["status"] == "completed" and done["result"]["isError"] is True
     assert "outside the review root" in done["result"]["content"][0]["text"]
     assert model.requests == []
@@ -307,11 +307,11 @@ async def test_a_path_outside_the_review_root_is_a_tool_error(mcp: TaskCalls, mo
 async def test_the_demos_other_tasks_run_on_the_same_worker(mcp: TaskCalls) -> None:
     """pydantic-ai's plugin changes the worker's sandbox and converter for every workflow, not only the agent's."""
     pipeline = await mcp.start("build_pipeline", {"ref": "v2", "step_seconds": 0}, capabilities={"elicitation": {}})
-    await mcp.wait_for(pipeline["taskId"], {"input_required"}, timeout=60)
+    await mcp.wait_for(pipeline["taskId"], {"input_required"}, timeout=30)
     await mcp.update(pipeline["taskId"], {"approve": {"action": "accept", "content": {"approve": True}}})
     logs = await mcp.start("search_logs", {"pattern": "release", "seconds_per_file": 0})
-    built = await mcp.wait_for(pipeline["taskId"], timeout=60)
-    searched = await mcp.wait_for(logs["taskId"], timeout=60)
+    built = await mcp.wait_for(pipeline["taskId"], timeout=30)
+    searched = await mcp.wait_for(logs["taskId"], timeout=30)
     assert built["status"] == "completed" and "v2" in built["result"]["content"][0]["text"], built
     assert searched["status"] == "completed" and searched["result"]["structuredContent"]["result"], searched
 

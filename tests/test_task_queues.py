@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
 import httpx
 import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
 
 from mcp_tasks_temporal.front.app_loading import default_task_queue, load_app
@@ -69,7 +72,7 @@ async def test_two_apps_on_one_namespace_do_not_take_each_others_tasks(
 
         searches = [await _start(demo, "search_logs", {"pattern": "release", "seconds_per_file": 0}) for _ in range(6)]
         # The other app's worker is polling its own queue (its task completes), yet takes none of these.
-        doubled = await fixture.wait_for(await _start(fixture, "double", {"x": 4}), timeout=60)
+        doubled = await fixture.wait_for(await _start(fixture, "double", {"x": 4}), timeout=30)
         assert doubled["result"]["structuredContent"] == {"value": 8}
         for task_id in searches:
             description = await temporal_client.get_workflow_handle(workflow_id(task_id, None)).describe()
@@ -80,7 +83,7 @@ async def test_two_apps_on_one_namespace_do_not_take_each_others_tasks(
 
         processes.append(_worker(tmp_path, temporal, DEMO))
         for task_id in searches:
-            done = await demo.wait_for(task_id, timeout=60)
+            done = await demo.wait_for(task_id, timeout=30)
             assert done["status"] == "completed", done
             assert not done["result"].get("isError"), done
             assert done["result"]["structuredContent"]["result"], done
@@ -89,8 +92,21 @@ async def test_two_apps_on_one_namespace_do_not_take_each_others_tasks(
             process.stop(timeout=TEARDOWN_GRACE_S)
 
 
+async def _until_next_round(client: Client, task_id: str) -> float:
+    """Seconds left on the last timer the task's workflow started (the wait before its next round)."""
+    handle = client.get_workflow_handle(workflow_id(task_id, None))
+    last: HistoryEvent | None = None
+    async for event in handle.fetch_history_events():
+        if event.event_type == EventType.EVENT_TYPE_TIMER_STARTED:
+            last = event
+    if last is None:
+        return 0.0
+    fires_at = last.event_time.ToDatetime(UTC) + last.timer_started_event_attributes.start_to_fire_timeout.ToTimedelta()
+    return max(0.0, (fires_at - datetime.now(UTC)).total_seconds())
+
+
 async def test_a_tool_only_newer_workers_have_waits_for_one_of_them(
-    tmp_path: Path, temporal: str, http: httpx.AsyncClient
+    tmp_path: Path, temporal: str, http: httpx.AsyncClient, temporal_client: Client
 ) -> None:
     processes: list[Process] = []
     try:
@@ -102,14 +118,15 @@ async def test_a_tool_only_newer_workers_have_waits_for_one_of_them(
 
         task_id = await _start(mcp, "added", {"x": 7})
         # The old worker was handed the task and said so in its log, without finishing it.
-        wait_until(lambda: "does not have" in old_worker.log(), timeout=60, what="the old worker's warning")
+        wait_until(lambda: "does not have" in old_worker.log(), timeout=30, what="the old worker's warning")
         assert "'added'" in old_worker.log() and task_id in old_worker.log()
         assert (await mcp.get(task_id)).result["status"] == "working"
-        old_tool = await mcp.wait_for(await _start(mcp, "stable", {"x": 1}), timeout=60)
+        old_tool = await mcp.wait_for(await _start(mcp, "stable", {"x": 1}), timeout=30)
         assert old_tool["result"]["structuredContent"] == {"value": 2}, "the old worker still runs what it has"
 
         processes.append(_worker(tmp_path, temporal, "tests.rolling_app:v2"))
-        done = await mcp.wait_for(task_id, timeout=120)
+        # The task waits on a durable timer (2 s doubling to 60 s) between rounds: bounded by the one now running.
+        done = await mcp.wait_for(task_id, timeout=await _until_next_round(temporal_client, task_id) + 20)
         assert done["status"] == "completed", done
         assert not done["result"].get("isError"), done
         assert done["result"]["structuredContent"] == {"value": "v2 ran 7"}

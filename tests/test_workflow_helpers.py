@@ -27,7 +27,7 @@ from temporalio.worker import Replayer, Worker
 from mcp_tasks_temporal import TasksExtension
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, WorkflowTask
 from mcp_tasks_temporal.temporal.connection import connect_temporal
-from mcp_tasks_temporal.temporal.contract import CLIENT_CAPABILITIES_META_KEY, EXTENSION_ID
+from mcp_tasks_temporal.temporal.contract import CLIENT_CAPABILITIES_META_KEY, EXTENSION_ID, PLAIN_CALL_META_KEY
 from mcp_tasks_temporal.temporal.tool_results import call_tool_result, failure_outcome
 from mcp_tasks_temporal.temporal.workflow_api import task_error
 from mcp_tasks_temporal.temporal.workflows import ToolTaskWorkflow
@@ -57,6 +57,7 @@ FIXTURE_WORKFLOWS = [
     WaitingWorkflow,
 ]
 ENVELOPE: dict[str, Any] = {CLIENT_CAPABILITIES_META_KEY: {"elicitation": {}, "extensions": {EXTENSION_ID: {}}}}
+PLAIN_ENVELOPE: dict[str, Any] = {CLIENT_CAPABILITIES_META_KEY: {}, PLAIN_CALL_META_KEY: {"answerable": {}}}
 YES = {"action": "accept", "content": {"approve": True}}
 
 
@@ -146,6 +147,26 @@ async def test_fresh_workflow_tool_histories_replay_and_can_be_recorded(
     if os.environ.get("MCP_TASKS_WRITE_HISTORIES"):
         for name, history in histories.items():
             (WORKFLOW_TOOL_HISTORIES / f"{name}.json").write_text(history.to_json())
+
+
+async def test_a_plain_calls_question_is_published_and_a_cancel_keeps_its_reason_and_replays(
+    fixture_worker: tuple[Client, Worker], tmp_path: Path
+) -> None:
+    client, worker = fixture_worker
+    gateway = TemporalTaskGateway(client, task_queue=worker.task_queue)
+    request = PipelineRequest(ref="h2", effects=str(tmp_path), approve_before="deploy")
+    # A plain call from a client without elicitation: the workflow still publishes, the front decides.
+    plain = replace(workflow_task("ReleasePipeline", [request]), envelope=PLAIN_ENVELOPE)
+    handle = await gateway.start_workflow_task(plain, None)
+    asking = await until_status(gateway, plain.task_id, {"input_required"})
+    assert asking["inputRequests"] == {"approve": APPROVE}
+    await gateway.cancel(plain.task_id, None, reason="Cancelled: nobody can answer")
+    done = await until_status(gateway, plain.task_id, {"cancelled"})
+    assert done["statusMessage"] == "Cancelled: nobody can answer"
+    history = await handle.fetch_history()
+    await Replayer(workflows=FIXTURE_WORKFLOWS, data_converter=pydantic_data_converter).replay_workflow(history)
+    if os.environ.get("MCP_TASKS_WRITE_HISTORIES"):
+        (WORKFLOW_TOOL_HISTORIES / "workflow_tool_plain_call_cancelled.json").write_text(history.to_json())
 
 
 @pytest.mark.parametrize("path", sorted(WORKFLOW_TOOL_HISTORIES.glob("*.json")), ids=lambda p: p.stem)

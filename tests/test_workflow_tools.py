@@ -379,7 +379,7 @@ async def test_push_carries_each_status_in_order_across_continue_as_new(
     seen: list[dict[str, Any]] = []
     async with http_listen(wf_stack.url, http, listen_message([task_id])) as frames:
         assert (await anext(frames))["method"] == "notifications/subscriptions/acknowledged"
-        with anyio.fail_after(60):
+        with anyio.fail_after(30):
             async with anyio.create_task_group() as group:
                 group.start_soon(collect, frames, task_id, seen)
                 for number in (1, 2, 3):
@@ -405,7 +405,7 @@ async def test_push_shows_a_mapped_failure_as_tasks_get_does(
     await wf.wait_for(task_id, {"input_required"})
     seen: list[dict[str, Any]] = []
     async with http_listen(wf_stack.url, http, listen_message([task_id])) as frames:
-        with anyio.fail_after(60):
+        with anyio.fail_after(30):
             async with anyio.create_task_group() as group:
                 group.start_soon(collect, frames, task_id, seen)
                 await wf.update(task_id, {"approve": YES, "reviewer": YES})
@@ -460,7 +460,7 @@ async def test_kill_9_of_the_worker_mid_pipeline_never_repeats_a_finished_step(
     private.workers[0].kill()
     private.workers.append(start_worker(private.workdir, private.temporal, private.task_queue, app=APP))
     release(effects, "compile")
-    done = await calls.wait_for(task_id, timeout=90)
+    done = await calls.wait_for(task_id, timeout=30)
     assert done["result"]["structuredContent"]["steps"] == PIPELINE
     assert runs(effects, "checkout") == 1
     assert 1 <= runs(effects, "compile") <= 2
@@ -482,7 +482,7 @@ async def test_question_answered_after_a_worker_restart(
     private.workers[0].kill()
     private.workers.append(start_worker(private.workdir, private.temporal, private.task_queue, app=APP))
     await calls.update(task_id, {"approve": YES})
-    done = await calls.wait_for(task_id, timeout=90)
+    done = await calls.wait_for(task_id, timeout=30)
     assert done["result"]["structuredContent"]["deployed"] is True
     assert [runs(effects, step) for step in PIPELINE] == [1, 1, 1, 1]
 
@@ -557,7 +557,7 @@ async def test_ctrl_c_on_dev_mid_pipeline_resumes_at_the_step_it_was_in(
             lambda: calls.start("build_pipeline", {"ref": "v7", "step_seconds": 1.5}, capabilities=ELICIT)
         )
         task_id = created["taskId"]
-        await calls.wait_for(task_id, lambda task: step_of(task) >= 3, timeout=60)
+        await calls.wait_for(task_id, lambda task: step_of(task) >= 3, timeout=30)
     finally:
         dev.stop(signal.SIGINT, timeout=30)
     assert dev.popen.returncode == 0, dev.log()
@@ -566,12 +566,12 @@ async def test_ctrl_c_on_dev_mid_pipeline_resumes_at_the_step_it_was_in(
     try:
         first = (await until_served(lambda: calls.get(task_id))).result
         assert first["status"] == "input_required" or step_of(first) >= 3, first
-        asking = await calls.wait_for(task_id, {"input_required"}, timeout=60)
+        asking = await calls.wait_for(task_id, {"input_required"}, timeout=30)
         assert asking["inputRequests"]["approve"]["params"]["requestedSchema"]["properties"]["approve"]["type"] == (
             "boolean"
         )
         await calls.update(task_id, {"approve": YES})
-        done = await calls.wait_for(task_id, timeout=60)
+        done = await calls.wait_for(task_id, timeout=30)
         assert done["result"]["content"][0]["text"].startswith("Built and published v7")
         client = await connect_temporal(f"127.0.0.1:{temporal_port}")
         history = await client.get_workflow_handle(workflow_id(task_id, None)).fetch_history()

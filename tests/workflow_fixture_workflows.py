@@ -9,7 +9,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
-from mcp_tasks_temporal.temporal.workflow_api import request_input, request_inputs, set_status, task_error
+from mcp_tasks_temporal.temporal.workflow_api import can_ask, request_input, request_inputs, set_status, task_error
 
 with workflow.unsafe.imports_passed_through():
     from tests.workflow_fixture_activities import refuse, run_step
@@ -162,3 +162,15 @@ class WaitingWorkflow:
         answer = await request_input("go", APPROVE)
         await workflow.sleep(timedelta(days=days))
         return ["waited", str(answer.get("action"))]
+
+
+@workflow.defn
+class OptionalApprovalWorkflow:
+    """Asks for approval when the client can answer, and goes on without it otherwise."""
+
+    @workflow.run
+    async def run(self) -> str:
+        if not can_ask(APPROVE):
+            return "decided alone"
+        answer = await request_input("approve", APPROVE)
+        return str(answer.get("action"))

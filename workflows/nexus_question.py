@@ -9,19 +9,26 @@ task workflow sends back. Cancelling the handler's operation cancels it.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from temporalio import workflow
+from temporalio.exceptions import FailureError
 
 from mcp_tasks_temporal.temporal.nexus_contract import (
     ANSWER_SIGNAL,
     ASK_SIGNAL,
     NEXUS_QUESTION_WORKFLOW,
+    WITHDRAW_SIGNAL,
     Answers,
     Ask,
     AskRequest,
 )
 from mcp_tasks_temporal.temporal.workflow_api import task_error
+
+CALLER_PATCH = "nexus-question-caller"
+WITHDRAW_PATCH = "nexus-question-withdraw"
+"""A question its handler cancelled is taken back from the client, not left shown."""
 
 
 @workflow.defn(name=NEXUS_QUESTION_WORKFLOW)
@@ -32,8 +39,15 @@ class NexusQuestionWorkflow:
     @workflow.run
     async def run(self, request: AskRequest) -> dict[str, dict[str, Any]]:
         task = workflow.get_external_workflow_handle(request.task_workflow_id)
-        await task.signal(ASK_SIGNAL, Ask(request.nonce, request.questions, workflow.info().workflow_id))
-        await workflow.wait_condition(lambda: self._reply is not None)
+        # The caller the reply service stamped: the task takes questions only from its operation's handler.
+        caller = request.caller if workflow.patched(CALLER_PATCH) else None
+        await task.signal(ASK_SIGNAL, Ask(request.nonce, request.questions, workflow.info().workflow_id, caller))
+        try:
+            await workflow.wait_condition(lambda: self._reply is not None)
+        except asyncio.CancelledError:
+            if workflow.patched(WITHDRAW_PATCH):
+                await _withdraw(task)
+            raise
         assert self._reply is not None
         if self._reply.error is not None:
             error = self._reply.error
@@ -44,3 +58,10 @@ class NexusQuestionWorkflow:
     def answer(self, reply: Answers) -> None:
         if self._reply is None:
             self._reply = reply
+
+
+async def _withdraw(task: workflow.ExternalWorkflowHandle[Any]) -> None:
+    try:
+        await task.signal(WITHDRAW_SIGNAL, workflow.info().workflow_id)
+    except FailureError as err:  # the task already ended: nothing is shown any more
+        workflow.logger.info("a withdrawn question's task has ended: %s", err.message)

@@ -6,7 +6,9 @@ usually a workflow in their namespace. Cancelling the task cancels the
 operation and waits until the handler side has ended, so a cancelled task
 never leaves the other team's workflow running. Status the handler workflow
 sets comes back as a signal from our reply service (`nexus_reply`), tagged with
-a nonce drawn here, so nothing else can write this task's status line.
+a nonce drawn here and stamped with its caller by the reply service: only the
+workflow the operation's start named, holding the nonce, writes this task's
+status line or asks its client.
 """
 
 from __future__ import annotations
@@ -22,21 +24,31 @@ from mcp_tasks_temporal.temporal.contract import INTERNAL_ERROR_CODE, JSONRPC_ER
 from mcp_tasks_temporal.temporal.nexus_contract import (
     ANSWER_SIGNAL,
     ASK_SIGNAL,
+    ASKED_BY_META,
+    MAX_SEQUENCE_STEP,
     NEXUS_TOOL_WORKFLOW,
     NONCE_HEADER,
     REPLY_ENDPOINT_HEADER,
     STATUS_SIGNAL,
     TASK_WORKFLOW_HEADER,
+    WITHDRAW_SIGNAL,
     Answers,
     Ask,
+    Caller,
+    HandlerWorkflow,
     NexusCall,
     StatusReport,
+    handler_of_token,
 )
-from mcp_tasks_temporal.temporal.workflow_api import request_inputs, set_status, task_error
+from mcp_tasks_temporal.temporal.workflow_api import request_inputs, set_status, task_error, withdraw_inputs
 
 EXPIRY_MARGIN_S = 30.0
 NEXUS_OPERATION_FAILED = "NexusOperationFailed"
 """ApplicationError type of a failed operation: the task completes with `isError: true` and its message."""
+CALLER_CHECK_PATCH = "nexus-reply-caller"
+"""Reports and questions are taken only from the handler workflow the operation's start named."""
+WITHDRAW_PATCH = "nexus-question-withdraw"
+"""A question its handler cancelled (its relay says so) stops being shown."""
 
 
 @workflow.defn(name=NEXUS_TOOL_WORKFLOW)
@@ -45,11 +57,21 @@ class NexusToolWorkflow:
         self._nonce: str | None = None
         self._shown = 0
         self._relayed: set[str] = set()
+        self._checks_caller = False
+        self._call: NexusCall | None = None
+        self._handler: HandlerWorkflow | None = None
+        self._started = False
+        """Whether the operation's start returned: before that, reports wait to be checked."""
+        self._early: list[StatusReport] = []
+        self._asking: dict[str, tuple[asyncio.Task[dict[str, dict[str, Any]]], set[str]]] = {}
+        """By relay workflow ID: the wait for a question's answers, and its keys, while the handler may withdraw it."""
 
     @workflow.run
     async def run(self, call: NexusCall) -> Any:
+        self._call = call
         headers: dict[str, str] = {}
         if call.reply_endpoint:
+            self._checks_caller = workflow.patched(CALLER_CHECK_PATCH)
             self._nonce = str(workflow.uuid4())
             headers = {
                 REPLY_ENDPOINT_HEADER: call.reply_endpoint,
@@ -62,6 +84,7 @@ class NexusToolWorkflow:
             handle: workflow.NexusOperationHandle[Any] = await client.start_operation(
                 call.operation, call.input, headers=headers, schedule_to_close_timeout=timeout
             )
+            self._handler_started(handle.operation_token)
             expires_in = _time_to_expiry()
             if expires_in is None:
                 result: Any = await handle
@@ -82,28 +105,108 @@ class NexusToolWorkflow:
                 non_retryable=True,
             ) from err
 
+    def _handler_started(self, token: str | None) -> None:
+        if not self._checks_caller:
+            return
+        self._handler = handler_of_token(token)
+        self._started = True
+        early, self._early = self._early, []
+        for report in early:
+            self.report_status(report)
+
+    def _from_handler(self, nonce: str, caller: Caller | None) -> bool:
+        """Whether a report or question comes from our operation's handler workflow, holding our nonce."""
+        if self._nonce is None or nonce != self._nonce:
+            return False
+        if not self._checks_caller:
+            return True  # a task started before callers were checked keeps the nonce alone
+        handler = self._handler
+        return (
+            handler is not None
+            and caller is not None
+            and (caller.namespace, caller.workflow_id) == (handler.namespace, handler.workflow_id)
+        )
+
     @workflow.signal(name=STATUS_SIGNAL)
     def report_status(self, report: StatusReport) -> None:
-        if self._nonce is None or report.nonce != self._nonce or report.sequence <= self._shown:
+        if self._checks_caller and not self._started:
+            # The handler can report before its operation's start is recorded here; checked once it is.
+            self._early = [*self._early[-MAX_SEQUENCE_STEP:], report]
             return
+        if not self._from_handler(report.nonce, report.caller) or report.sequence <= self._shown:
+            return
+        if self._checks_caller and report.sequence > self._shown + MAX_SEQUENCE_STEP:
+            return  # a sequence no handler reaches from here would pin its line for the rest of the task
         self._shown = report.sequence
         set_status(report.text)
 
     @workflow.signal(name=ASK_SIGNAL, unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON)
     async def relay_questions(self, ask: Ask) -> None:
         """Ask the client the handler workflow's questions, as this task's own, and send the answers back."""
-        if self._nonce is None or ask.nonce != self._nonce or ask.relay_workflow_id in self._relayed:
+        if self._checks_caller:
+            await workflow.wait_condition(lambda: self._started)
+        if not self._from_handler(ask.nonce, ask.caller) or ask.relay_workflow_id in self._relayed:
             return  # not from our operation's handler, or a signal delivered twice
         self._relayed.add(ask.relay_workflow_id)
+        questions = self._attributed(ask.questions) if self._checks_caller else ask.questions
         try:
-            reply = Answers(answers=await request_inputs(ask.questions))
+            if self._checks_caller and workflow.patched(WITHDRAW_PATCH):
+                asking = asyncio.create_task(request_inputs(questions))
+                self._asking[ask.relay_workflow_id] = (asking, set(questions))
+                try:
+                    answers = await asking
+                except asyncio.CancelledError:
+                    return  # withdrawn by the handler that asked: nobody waits for the answers
+                finally:
+                    self._asking.pop(ask.relay_workflow_id, None)
+            else:
+                answers = await request_inputs(questions)
+            reply = Answers(answers=answers)
         except ApplicationError as err:
             # A client that cannot answer (-32021) or a malformed question: the handler's request_input raises it.
             error: dict[str, Any] = dict(as_object(err.details[0])) if err.type == JSONRPC_ERROR and err.details else {}
             if not isinstance(error.get("code"), int):
                 error = {"code": INTERNAL_ERROR_CODE, "message": err.message}
             reply = Answers(error=error)
-        await workflow.get_external_workflow_handle(ask.relay_workflow_id).signal(ANSWER_SIGNAL, reply)
+        relay = workflow.get_external_workflow_handle(ask.relay_workflow_id)
+        if not self._checks_caller:
+            await relay.signal(ANSWER_SIGNAL, reply)
+            return
+        try:
+            await relay.signal(ANSWER_SIGNAL, reply)
+        except FailureError as err:
+            # The handler cancelled its question (its relay is gone): the answer has no taker, the task goes on.
+            workflow.logger.info("the answers to a withdrawn Nexus question were dropped: %s", err.message)
+
+    @workflow.signal(name=WITHDRAW_SIGNAL)
+    def withdraw_question(self, relay_workflow_id: str) -> None:
+        """The handler cancelled a question not answered yet: the client no longer sees it."""
+        asking = self._asking.get(relay_workflow_id)
+        if asking is None:
+            return  # answered already, or never relayed
+        wait, keys = asking
+        withdraw_inputs(keys)
+        wait.cancel()
+
+    def _attributed(self, questions: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """The questions as the client sees them: asked by the other team's operation, not by this server."""
+        assert self._call is not None
+        asker = f"{self._call.service}.{self._call.operation}"
+        shown: dict[str, dict[str, Any]] = {}
+        for key, question in questions.items():
+            params = dict(as_object(question.get("params")))
+            params["_meta"] = {
+                **as_object(params.get("_meta")),
+                ASKED_BY_META: {
+                    "endpoint": self._call.endpoint,
+                    "service": self._call.service,
+                    "operation": self._call.operation,
+                },
+            }
+            if isinstance(params.get("message"), str):
+                params["message"] = f"[{asker}] {params['message']}"
+            shown[key] = {**question, "params": params}
+        return shown
 
 
 async def _outcome(handle: workflow.NexusOperationHandle[Any]) -> Any:

@@ -47,6 +47,7 @@ with workflow.unsafe.imports_passed_through():
 # recorded before it still replay.
 WAIT_FOR_TOOL_PATCH = "wait-for-a-worker-with-the-tool"
 TOOL_KEYS_PATCH = "client-sees-the-tools-input-keys"
+CANCEL_REASON_PATCH = "tool-task-cancel-reason-as-status"
 FEED_PATCH = "publish-transitions-to-the-task-feed"
 
 _TOOL_WAIT_MAX_S = 60.0
@@ -103,7 +104,10 @@ class ToolTaskWorkflow:
             self._transition("failed", status_message="Task expired before it finished")
             raise ApplicationError("Task expired", self._error, type=TASK_EXPIRED, non_retryable=True) from None
         except asyncio.CancelledError:
-            self._transition("cancelled", status_message="Cancelled by request")
+            # A front that cancels a question nobody can answer says why; the cancelled task shows it.
+            reason = workflow.cancellation_reason()
+            shown = reason if reason and workflow.patched(CANCEL_REASON_PATCH) else "Cancelled by request"
+            self._transition("cancelled", status_message=shown)
             raise
 
     @workflow.query(name=STATE_QUERY)

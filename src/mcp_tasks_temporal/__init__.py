@@ -1,7 +1,10 @@
 """mcp-tasks-temporal: the MCP Tasks extension (SEP-2663) as an adapter on Temporal.
 
 The package root stays import-light because the workflow sandbox imports it;
-the public names below load their modules on first use.
+the public names below load their modules on first use. `__all__` is the public
+surface (tests/test_public_api.py pins it); `mcp_tasks_temporal.client` (the task
+client) and `mcp_tasks_temporal.contrib.pydantic_ai` (sub-agents, the `agent` extra)
+are the public submodules.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ _EXPORTS = {
     "request_input": "mcp_tasks_temporal.temporal.task_context",
     "request_inputs": "mcp_tasks_temporal.temporal.task_context",
     "set_status": "mcp_tasks_temporal.temporal.task_context",
+    "start_task_workflow": "mcp_tasks_temporal.temporal.nexus_handler",
+    "task_error": "mcp_tasks_temporal.temporal.workflow_api",
 }
 
 __all__ = [
@@ -32,13 +37,17 @@ __all__ = [
     "request_input",
     "request_inputs",
     "set_status",
+    "start_task_workflow",
+    "task_error",
 ]
 
 if TYPE_CHECKING:
     from mcp_tasks_temporal.front.extension import TaskPolicy, TasksExtension, ToolTaskOptions
     from mcp_tasks_temporal.temporal.contract import ActivityPolicy
+    from mcp_tasks_temporal.temporal.nexus_handler import start_task_workflow
     from mcp_tasks_temporal.temporal.plugin import McpTasksPlugin
     from mcp_tasks_temporal.temporal.task_context import request_input, request_inputs, set_status
+    from mcp_tasks_temporal.temporal.workflow_api import task_error
 
 
 def __getattr__(name: str) -> Any:

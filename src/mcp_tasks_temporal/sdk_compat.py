@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import argparse
+
     from mcp.server.extension import Extension
     from mcp.server.lowlevel.server import Server
     from mcp.server.mcpserver import Context, MCPServer
@@ -152,3 +154,27 @@ def activity_name(fn: Callable[..., Any]) -> str | None:
 
     definition = _Definition.from_callable(fn)  # pyright: ignore[reportUnknownMemberType]
     return definition.name if definition is not None else None
+
+
+# -- uvicorn ------------------------------------------------------------------------
+
+
+def forget_captured_signals(server: Any) -> None:
+    """Keep a stopped `uvicorn.Server` from re-raising the Ctrl-C or SIGTERM that stopped it.
+
+    uvicorn re-raises a captured signal once `capture_signals()` exits, as a KeyboardInterrupt that
+    would cut short what follows its stop: the worker's graceful shutdown, then the embedded Temporal
+    server's. It keeps the captured signals in a private list and has no setting to keep them.
+    """
+    server._captured_signals.clear()  # pyright: ignore[reportPrivateUsage]
+
+
+# -- argparse -----------------------------------------------------------------------
+
+
+def parser_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    """A parser's options, to give each its environment variable.
+
+    argparse has no public way to list them; `_actions` has been that list since Python 2.7.
+    """
+    return list(parser._actions)  # pyright: ignore[reportPrivateUsage]

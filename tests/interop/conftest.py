@@ -1,4 +1,4 @@
-"""Live stacks for the interop suite: the tool fixture app (`stack`) and the workflow fixture app.
+"""Live stacks for the interop suite: the tool fixture app (`stack`), the workflow fixture app and the demo.
 
 Each client is driven against real front servers and workers, as its users run it.
 """
@@ -11,13 +11,29 @@ from pathlib import Path
 
 import pytest
 
+from mcp_tasks_temporal.front.app_loading import DEMO_APP
 from tests.conftest import Stack
+from tests.interop.mcp1_venv import Mcp1Clients, mcp1_clients
 from tests.interop.node import NodeClients, node_clients
 from tests.processes import start_front, start_worker
 
 WORKFLOW_APP = "tests.workflow_fixture_app:app"
 YES: dict[str, str | int | float | bool | list[str] | None] = {"approve": True}
 """The content every question of the fixture apps accepts (their schemas ask for `approve`)."""
+WAIT = 20
+"""A cancel reaches a running tool through its heartbeat (every 2 s): well within this."""
+PIPELINE_STATUS = [
+    "checkout (v1) (1/6)",
+    "resolve dependencies (v1) (2/6)",
+    "compile (v1) (3/6)",
+    "unit tests (v1) (4/6)",
+    "package (v1) (5/6)",
+    "waiting for approval to publish v1 (5/6)",
+    "publish (v1) (6/6)",
+]
+"""The demo's `build_pipeline` of `v1`, line by line, as a client following it sees its status."""
+MATCHES = ["audit.log: user alice approved release 1.4", "audit.log: user bob rolled back release 1.3"]
+"""What the demo's `search_logs` finds for `release`."""
 
 
 @pytest.fixture(scope="session")
@@ -30,6 +46,24 @@ def wf_stack(workdir: Path, temporal: str) -> Iterator[Stack]:
         yield shared
     finally:
         shared.stop()
+
+
+@pytest.fixture(scope="session")
+def demo_stack(workdir: Path, temporal: str) -> Iterator[Stack]:
+    """Front and worker of the demo `dev` serves (`build_pipeline`, `search_logs`), for the agent frameworks."""
+    shared = Stack(workdir, temporal, task_queue=f"interop-demo-{uuid.uuid4()}")
+    try:
+        shared.workers.append(start_worker(workdir, temporal, shared.task_queue, app=DEMO_APP))
+        shared.fronts.append(start_front(workdir, temporal, shared.task_queue, app=DEMO_APP))
+        yield shared
+    finally:
+        shared.stop()
+
+
+@pytest.fixture(scope="session")
+def mcp1() -> Mcp1Clients:
+    """mcp 1.x and langchain-mcp-adapters in their own venv, installed on first use."""
+    return mcp1_clients()
 
 
 @pytest.fixture(scope="session")

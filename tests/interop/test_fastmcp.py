@@ -76,11 +76,11 @@ async def test_a_client_without_an_elicitation_handler_is_refused_a_tool_that_as
 async def test_cancel_stops_the_task(stack: Stack, gate: Path) -> None:
     async with Client(stack.url) as client:
         task = await call_tool_task(client, "gated", {"gate": str(gate)})
-        with anyio.fail_after(60):
+        with anyio.fail_after(30):
             while not (gate / "started").exists():
                 await anyio.sleep(0.1)
         await task.cancel()
-        final = await task.wait(timeout=60)
+        final = await task.wait(timeout=30)
         assert final.status == "cancelled"
         with pytest.raises(ToolError):
             await task.result()

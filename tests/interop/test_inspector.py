@@ -19,7 +19,8 @@ and `tasks/list`. At `--era modern` its own `tools/call` never shows the id of t
 task it follows (not in its output, not in `elicitationPending`, and its
 `tasks/list` lists only the tasks that command itself saw), so it cancels or
 answers a task whose id it is given; at `--era legacy` the server's `tasks/list`
-shows it, and a second connection cancels the call in flight. Two limits seen:
+shows it to a second connection of the same principal (`--header "Authorization: Bearer ..."`; without
+authentication each connection lists only its own session's tasks), which cancels the call in flight. Two limits seen:
 a second command on the connection a call is waiting on aborts that call's
 requests (so the call in flight and the cancel use two connections, named by the
 URL); at legacy, `tools/call --task` of a tool that asks never shows the question
@@ -145,10 +146,11 @@ class Mcpdo:
         reply: dict[str, Any] = json.loads(done.stdout[start:])
         return reply
 
-    def connect(self, url: str, era: str, who: str) -> str:
+    def connect(self, url: str, era: str, who: str, *, token: str | None = None) -> str:
         """Open a connection of its own (the query names it; the server ignores it); returns its name."""
         name = f"{url}?as={who}"
-        assert self("connect", name, "--era", era, "--elicit", "form")["protocolEra"] == era
+        bearer = ["--header", f"Authorization: Bearer {token}"] if token is not None else []
+        assert self("connect", name, "--era", era, "--elicit", "form", *bearer)["protocolEra"] == era
         return name
 
     def on(self, connection: str, *args: str) -> dict[str, Any]:
@@ -205,12 +207,12 @@ async def test_a_question_answered_with_mcpdo_tasks_update(stack: Stack, mcpdo: 
         calls = TaskCalls(HttpMcp(stack.url, http))
         created = await calls.start("approve_step", {"gate": str(gate)}, capabilities={"elicitation": {}})
         task_id = created["taskId"]
-        await calls.wait_for(task_id, {"input_required"}, timeout=60)
+        await calls.wait_for(task_id, {"input_required"}, timeout=30)
         operator = mcpdo.connect(stack.url, "modern", "updater")
         answer = {"approve": {"action": "accept", "content": YES}}
         updated = mcpdo.on(operator, "tasks/update", task_id, "--input-responses", json.dumps(answer))
         assert updated == {"updated": True, "taskId": task_id}
-        done = await calls.wait_for(task_id, timeout=60)
+        done = await calls.wait_for(task_id, timeout=30)
     assert done["status"] == "completed" and done["result"]["content"][0]["text"] == "approved", done
 
 
@@ -219,19 +221,25 @@ async def test_cancel_a_task_by_its_id_with_mcpdo(stack: Stack, mcpdo: Mcpdo, ga
     async with httpx.AsyncClient() as http:
         calls = TaskCalls(HttpMcp(stack.url, http))
         task_id = (await calls.start("gated", {"gate": str(gate)}))["taskId"]
-        await calls.wait_for(task_id, lambda task: task.get("statusMessage") is not None, timeout=60)
+        await calls.wait_for(task_id, lambda task: task.get("statusMessage") is not None, timeout=30)
         operator = mcpdo.connect(stack.url, "modern", "canceller")
         assert mcpdo.on(operator, "tasks/cancel", task_id) == {"cancelled": True, "taskId": task_id}
-        await calls.wait_for(task_id, timeout=60)
+        await calls.wait_for(task_id, timeout=30)
     assert mcpdo.on(operator, "tasks/get", task_id)["task"]["status"] == "cancelled"
     assert (gate / "cancelled").exists()
 
 
 def test_legacy_cancel_of_a_call_in_flight_from_a_second_mcpdo_connection(
-    stack: Stack, mcpdo: Mcpdo, gate: Path
+    stack_factory: Any, stack: Stack, mcpdo: Mcpdo, gate: Path, tmp_path: Path
 ) -> None:
-    caller = mcpdo.connect(stack.url, "legacy", "caller")
-    operator = mcpdo.connect(stack.url, "legacy", "operator")
+    # One principal on both connections: without authentication a connection lists only its own session's tasks.
+    tokens = tmp_path / "tokens"
+    tokens.write_text("operator-token-5d0c1b ops@example.com\n")
+    private = stack_factory()
+    private.task_queue = stack.task_queue  # the shared worker runs the tools
+    url = private.add_front(extra=["--tokens", str(tokens)])
+    caller = mcpdo.connect(url, "legacy", "caller", token="operator-token-5d0c1b")
+    operator = mcpdo.connect(url, "legacy", "operator", token="operator-token-5d0c1b")
 
     def working() -> set[str]:
         listed = mcpdo.on(operator, "tasks/list")["tasks"]

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from mcp_tasks_temporal.client import EXTENSION_ID, TaskCreated, TaskFailedError, TasksClientExtension
 from tests.conftest import Stack
-from tests.interop.conftest import YES
+from tests.interop.conftest import MATCHES, YES
 
 pytestmark = pytest.mark.anyio
 
@@ -79,11 +79,11 @@ async def test_cancel_stops_the_task(stack: Stack, gate: Path) -> None:
         created = await client.session.call_tool("gated", {"gate": str(gate)}, allow_claimed=True)
         assert isinstance(created, TaskCreated)
         handle = extension.handle(client.session, created.task_id)
-        with anyio.fail_after(60):
+        with anyio.fail_after(30):
             while not (gate / "started").exists():
                 await anyio.sleep(0.1)
         await handle.cancel()
-        with anyio.fail_after(60):
+        with anyio.fail_after(30):
             assert (await handle.wait()).status == "cancelled"
 
 
@@ -102,3 +102,38 @@ async def test_a_workflow_tool_with_questions(wf_stack: Stack) -> None:
     assert sorted(questions) == ["Deploy?", "Reviewer?"]
     answers: dict[str, Any] = result.structured_content or {}
     assert answers["approve"] == {"action": "accept", "content": YES}
+
+
+async def test_a_plain_client_gets_a_workflow_tools_status_lines_as_progress(wf_stack: Stack, gate: Path) -> None:
+    """No tasks extension: a 2026-07-28 plain call with a progress callback (`_meta.progressToken`)."""
+    updates: list[tuple[float, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        updates.append((progress, message))
+
+    async with Client(wf_stack.url) as client:
+        result = await client.call_tool("release", {"ref": "v7", "effects": str(gate)}, progress_callback=on_progress)
+    assert (result.structured_content or {})["steps"] == ["checkout", "compile", "test", "deploy"]
+    assert updates == [(1, "checkout (1/4)"), (2, "compile (2/4)"), (3, "test (3/4)"), (4, "deploy (4/4)")]
+
+
+async def test_a_plain_client_gets_a_task_tools_status_lines_as_progress(demo_stack: Stack) -> None:
+    updates: list[tuple[float, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        updates.append((progress, message))
+
+    arguments = {"pattern": "release", "seconds_per_file": 1.2}
+    async with Client(demo_stack.url) as client:
+        result = await client.call_tool("search_logs", arguments, progress_callback=on_progress)
+    assert result.structured_content == {"result": MATCHES}
+    assert updates[0] == (1, "searching audit.log (1/3), 0 matches so far")
+
+
+async def test_a_plain_client_answers_the_demo_question_inside_the_call(demo_stack: Stack) -> None:
+    """The question comes back as an InputRequiredResult; the SDK answers it and retries by itself."""
+    questions.clear()
+    async with Client(demo_stack.url, elicitation_callback=approve) as client:
+        result = await client.call_tool("build_pipeline", {"ref": "v4", "step_seconds": 0.2})
+    assert text(result).startswith("Built and published v4 as artifact")
+    assert questions == ["Publish v4?"]

@@ -57,11 +57,11 @@ async def test_a_question_is_answered_through_the_elicitation_handler(stack: Sta
 async def test_cancel_through_the_toolsets_client(stack: Stack, gate: Path) -> None:
     async with MCPToolset(stack.url) as toolset:
         task = await call_tool_task(toolset.client, "gated", {"gate": str(gate)})
-        with anyio.fail_after(60):
+        with anyio.fail_after(30):
             while not (gate / "started").exists():
                 await anyio.sleep(0.1)
         await task.cancel()
-        assert (await task.wait(timeout=60)).status == "cancelled"
+        assert (await task.wait(timeout=30)).status == "cancelled"
 
 
 async def test_a_failing_tool_is_a_retry_for_the_model_or_an_error_for_the_caller(stack: Stack) -> None:

@@ -26,7 +26,7 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from mcp_tasks_temporal.contrib.pydantic_ai.sub_agent import AGENT_MODEL_ENV
-from mcp_tasks_temporal.temporal.activities.review_files import REVIEW_ROOT_ENV
+from mcp_tasks_temporal.demo.review_files import REVIEW_ROOT_ENV
 from mcp_tasks_temporal.testing.scripted_model import Reply, ScriptedModel, calls, scripted_model
 from tests.conftest import Stack
 from tests.interop.conftest import YES

@@ -62,6 +62,7 @@ from mcp_tasks_temporal.client._terminal import (
     format_age,
     render_result,
 )
+from mcp_tasks_temporal.ops.settings import environment, variable
 
 _PROG = "mcp-tasks-temporal"
 logger = logging.getLogger(__name__)
@@ -137,7 +138,13 @@ async def run_answer(args: argparse.Namespace) -> None:
         open_keys = sorted(task.input_requests or {})
         if args.key in open_keys:
             response = answer_response(args.response, (task.input_requests or {})[args.key])
-            await handle.update({args.key: response})
+            try:
+                await handle.update({args.key: response})
+            except MCPError as error:
+                if error.code != types.INVALID_PARAMS or not isinstance(error.data, dict):
+                    raise
+                # The server named the key: the answer does not fit its question, a usage error like a key not open.
+                _fail(args, EXIT_USAGE, f"error {error.code}: {error.message}", code=error.code)
             await handle.get()  # the journal, and so `tasks`, shows the task as the answer left it
     if args.key not in open_keys:
         if open_keys:
@@ -154,10 +161,16 @@ async def run_answer(args: argparse.Namespace) -> None:
 async def run_tasks(args: argparse.Namespace) -> None:
     journal = Journal(args.journal)
     try:
-        await _refresh(journal, journal.entries(finished=args.all))
+        unreached = await _refresh(journal, journal.entries(finished=args.all))
         entries = journal.entries(finished=args.all)
+        finished = 0 if args.all or entries else len(journal.entries(finished=True))
     finally:
         journal.close()
+
+    def stale(entry: JournalEntry) -> bool:
+        """Its server did not answer: the status is what the journal last saw, not what the task is."""
+        return entry.server in unreached and entry.status not in TERMINAL_STATUSES
+
     if args.json:
         _print_json(
             [
@@ -170,16 +183,24 @@ async def run_tasks(args: argparse.Namespace) -> None:
                     "createdAt": e.created_at,
                     "ttlMs": e.ttl_ms,
                     "ageSeconds": round(e.age_s, 1),
+                    "stale": stale(e),
                 }
                 for e in entries
             ]
         )
         return
     if not entries:
-        print("no tasks in the journal", file=sys.stderr)
+        if finished:
+            print(f"no unfinished tasks in the journal ({finished} finished: tasks --all)", file=sys.stderr)
+        else:
+            print("no tasks in the journal", file=sys.stderr)
         return
     rows = [("ID", "TOOL", "SERVER", "STATUS", "AGE")]
-    rows += [(e.task_id, e.tool or "?", e.server, e.status, format_age(e.age_s)) for e in entries]
+    rows += [
+        (e.task_id, e.tool or "?", e.server, f"{e.status} (last seen, server unreachable)" if stale(e) else e.status,
+         format_age(e.age_s))
+        for e in entries
+    ]  # fmt: skip
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[4])
@@ -189,33 +210,38 @@ _REFRESH_S = 10.0
 """How long `tasks` waits for its servers before it shows what the journal last saw."""
 
 
-async def _refresh(journal: Journal, entries: list[JournalEntry]) -> None:
+async def _refresh(journal: Journal, entries: list[JournalEntry]) -> set[str]:
     """Read each unfinished task's status from its HTTP server into the journal, all servers at once.
 
     The journal holds what this client last saw; an answer or a cancel from elsewhere (another
     client, an operator) moves a task on without it. A stdio server is not started just to list;
     an unreachable server or one that wants a token leaves its tasks as the journal saw them.
+    Returns the servers that could not be read (their tasks' statuses are the journal's last word).
     """
+    unreached: set[str] = set()
     by_server: dict[str, list[str]] = {}
     for entry in entries:
         if entry.status not in TERMINAL_STATUSES and not entry.server.startswith("stdio:"):
             by_server.setdefault(entry.server, []).append(entry.task_id)
-    token = os.environ.get(TOKEN_ENV)
+    token = variable(TOKEN_ENV)
     headers = {"Authorization": f"Bearer {token}"} if token else {}
 
     async def refresh(server: str, task_ids: list[str]) -> None:
+        unreached.add(server)
         with anyio.move_on_after(_REFRESH_S):
             try:
                 async with TasksClient(server, journal=journal, push=False, headers=headers) as client:
                     for task_id in task_ids:
                         with contextlib.suppress(MCPError):  # expired or unknown: the journal forgets it
                             await client.task(task_id).get()
+                unreached.discard(server)
             except Exception:  # unreachable, or a token it wants: the journal's word stands
                 logger.debug("cannot refresh the tasks of %s", server, exc_info=True)
 
     async with anyio.create_task_group() as group:
         for server, task_ids in by_server.items():
             group.start_soon(refresh, server, task_ids)
+    return unreached
 
 
 def answer_response(text: str, request: Any) -> dict[str, Any]:
@@ -337,7 +363,7 @@ def _stdio(command: list[str]) -> StdioServerParameters:
     if not command:
         raise ValueError("--stdio needs a command")
     # The SDK passes a server only a minimal environment; a CLI user expects theirs.
-    return StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ), cwd=os.getcwd())
+    return StdioServerParameters(command=command[0], args=command[1:], env=dict(environment()), cwd=os.getcwd())
 
 
 def _client(

@@ -6,12 +6,12 @@ Kept apart from `_cli`, which imports the MCP client, so `--help` starts fast.
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Protocol
 
 from mcp_tasks_temporal.client._journal import default_journal_path
+from mcp_tasks_temporal.ops.settings import variable
 
 EXIT_TOOL_ERROR = 1
 EXIT_USAGE = 2
@@ -62,7 +62,7 @@ def add_commands(commands: _Subparsers) -> None:
     where.add_argument("--header", action="append", default=[], metavar="NAME:VALUE", help="extra HTTP header (repeat)")
     where.add_argument(
         "--token",
-        default=os.environ.get(TOKEN_ENV),
+        default=variable(TOKEN_ENV),
         help=f"bearer token for the server (default ${TOKEN_ENV}); never written to the journal",
     )
     where.add_argument("--no-push", action="store_true", help="poll tasks/get even if the server pushes")

@@ -13,7 +13,7 @@ import math
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import anyio
 import mcp_types as types
@@ -57,6 +57,8 @@ class WaitOptions:
     """While on push, a `tasks/get` after this long without a frame: catches a silently dead stream or a TTL expiry."""
     max_push_losses: int = 3
     """Listen streams lost during one wait before it settles for polling."""
+    retry_unavailable_s: float = 600.0
+    """How long a wait keeps reading through errors the server marks retryable (Temporal dropped a call)."""
 
 
 @dataclass(frozen=True)
@@ -180,7 +182,7 @@ class TaskHandle:
                 self.stats.source = "push" if feed is not None else "poll"
                 while not task.terminal:
                     if answer_inputs and task.status == "input_required" and await self._answer(task):
-                        following = await self.get()  # the answers show at once on a fresh read
+                        following = await self._read()  # the answers show at once on a fresh read
                     else:
                         following = await self._next(task, feed)
                     if following is None:
@@ -192,7 +194,7 @@ class TaskHandle:
                     task = following
             if not task.terminal and feed is not None:
                 losses += 1
-                following = await self.get()
+                following = await self._read()
                 if not _older(following, task):
                     if following.wire() != task.wire():
                         yield following
@@ -237,7 +239,7 @@ class TaskHandle:
         """The next state: pushed, or polled after the server's suggested interval."""
         if feed is None:
             await anyio.sleep(poll_delay_s(task, self._context.options))
-            return await self.get()
+            return await self._read()
         pushed = await feed.next(self._context.options.push_check_interval_s)
         if pushed is not None:
             self.stats.pushed += 1
@@ -245,7 +247,23 @@ class TaskHandle:
             return pushed
         if feed.lost:
             return None
-        return await self.get()
+        return await self._read()
+
+    async def _read(self) -> DetailedTask:
+        """`get` during a wait: an error the server marks retryable is read through, with backoff, for a while."""
+        delay_s, started = 0.5, anyio.current_time()
+        while True:
+            try:
+                return await self.get()
+            except MCPError as error:
+                data: Any = error.data
+                retryable = isinstance(data, dict) and cast("dict[str, Any]", data).get("retryable") is True
+                waited = anyio.current_time() - started
+                if not retryable or waited + delay_s > self._context.options.retry_unavailable_s:
+                    raise
+                logger.info("task %s: %s; reading it again in %.1fs", self.task_id, error.message, delay_s)
+                await anyio.sleep(delay_s)
+                delay_s = min(delay_s * 2, 10.0)
 
     async def _answer(self, task: DetailedTask) -> bool:
         """Route each not-yet-answered input request to its callback; send each answer when ready; True if any was."""

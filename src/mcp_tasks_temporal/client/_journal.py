@@ -27,6 +27,7 @@ from datetime import UTC
 from pathlib import Path
 from typing import Final
 
+from mcp_tasks_temporal.ops.settings import variable
 from mcp_tasks_temporal.temporal.contract import TERMINAL_STATUSES
 
 JOURNAL_ENV: Final = "MCP_TASKS_JOURNAL"
@@ -53,10 +54,10 @@ _COLUMNS = "server, task_id, tool, status, status_message, created_at, ttl_ms, e
 
 def default_journal_path() -> Path:
     """`$MCP_TASKS_JOURNAL`, else `$XDG_STATE_HOME/mcp-tasks-temporal/journal.sqlite3` (`~/.local/state/...`)."""
-    explicit = os.environ.get(JOURNAL_ENV)
+    explicit = variable(JOURNAL_ENV)
     if explicit:
         return Path(explicit).expanduser()
-    state_home = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    state_home = variable("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(state_home) / "mcp-tasks-temporal" / "journal.sqlite3"
 
 

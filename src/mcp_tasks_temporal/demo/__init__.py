@@ -1,7 +1,12 @@
-"""The built-in demo served by `mcp-tasks-temporal dev` when no `--app` is given (`mcp_tasks_temporal.demo.server`).
+"""The built-in demo served by `mcp-tasks-temporal dev` when no `--app` is given (`mcp_tasks_temporal.demo:app`).
 
-The app is loaded on first use: its review activity imports `demo.duplicates`, and loading the app
-from here would import the review workflow while that workflow is still being imported.
+`server` is the app; `pipeline` and `review` hold its workflows, `pipeline_steps` and
+`review_files` their activities, `duplicates` the review's duplicate finder. The Nexus
+demo (`nexus_app`, `nexus_team`, `report_workflow`) is served with `--app` instead.
+
+`app` is built on first use, not when the package is imported: the workflow sandbox
+imports this package again for every run of the demo's workflows, and the Nexus demo's
+other team imports its workflow from here without wanting an MCP server.
 """
 
 from __future__ import annotations

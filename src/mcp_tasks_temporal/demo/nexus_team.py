@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 
 import nexusrpc.handler
@@ -36,7 +37,11 @@ class ReportsService:
 
 
 async def run_worker(address: str, namespace: str, task_queue: str) -> None:
-    client = await Client.connect(address, namespace=namespace)
+    try:
+        client = await Client.connect(address, namespace=namespace)
+    except Exception as err:  # the SDK's word for an unreachable or refusing server
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise SystemExit(f"reports team worker: cannot connect to Temporal at {address}: {reason}") from None
     worker = Worker(
         client, task_queue=task_queue, workflows=[BuildReportWorkflow], nexus_service_handlers=[ReportsService()]
     )
@@ -51,7 +56,11 @@ async def run_worker(address: str, namespace: str, task_queue: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--temporal", default="127.0.0.1:7233", help="Temporal frontend address")
+    parser.add_argument(
+        "--temporal",
+        default=os.environ.get("TEMPORAL_ADDRESS") or "127.0.0.1:7233",
+        help="Temporal frontend address (default: $TEMPORAL_ADDRESS, else 127.0.0.1:7233)",
+    )
     parser.add_argument("--namespace", default="reports-team")
     parser.add_argument("--task-queue", default="reports")
     args = parser.parse_args()

@@ -1,21 +1,27 @@
 """The built-in example app served by `mcp-tasks-temporal dev` when no `--app` is given.
 
-`build_pipeline` is a Temporal workflow exposed as a tool (`workflows/build_pipeline.py`):
+`build_pipeline` is a Temporal workflow exposed as a tool (`demo/pipeline.py`):
 each step an activity, its status and an approval question written in the
 workflow. `search_logs` is an ordinary `mcp` tool made a task with one line;
 it reports progress with `set_status`, shown as the task's `statusMessage`.
+`review_code` is a sub-agent (`demo/review.py`); it needs the agent extra, and
+without it the demo serves everything else and says at start what it left out.
 """
 
 from __future__ import annotations
 
+import logging
+
 import anyio
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 
+from mcp_tasks_temporal.contrib import MissingExtra
+from mcp_tasks_temporal.demo.pipeline import BuildPipeline
+from mcp_tasks_temporal.demo.pipeline_steps import build_step
 from mcp_tasks_temporal.front.extension import TasksExtension
-from mcp_tasks_temporal.temporal.activities.build_steps import build_step
 from mcp_tasks_temporal.temporal.progress import set_status
-from mcp_tasks_temporal.temporal.workflows.build_pipeline import BuildPipeline
+
+logger = logging.getLogger(__name__)
 
 tasks = TasksExtension()
 app = MCPServer(
@@ -33,7 +39,7 @@ _CORPUS = {
 
 
 # A Temporal workflow as a tool: every step an activity, status and an approval question from the workflow.
-tasks.workflow_tool(BuildPipeline, name="build_pipeline", activities=[build_step])
+tasks.workflow_tool(BuildPipeline, name="build_pipeline", activities=[build_step], asks=["elicitation"])
 
 
 @tasks.tool(policy="optional")
@@ -55,17 +61,11 @@ def add(a: int, b: int) -> int:
 
 
 try:
-    from mcp_tasks_temporal.contrib.pydantic_ai.sub_agent import sub_agent_tool
-    from mcp_tasks_temporal.temporal.workflows.review_code import ReviewCode, prepare_review
-except ImportError as missing:
-    if not (missing.name or "").startswith(("pydantic_ai", "openai")):
-        raise
-
-    @app.tool()
-    def review_code(path: str, rules: list[str] | None = None) -> str:
-        """Review a directory for duplicated code and house rules with a sub-agent (needs the agent extra)."""
-        raise ToolError('review_code needs the agent extra: pip install "mcp-tasks-temporal[agent]"')
-
+    from mcp_tasks_temporal.contrib.pydantic_ai import sub_agent_tool
+except MissingExtra as missing:
+    logger.warning("review_code left out: needs the %s extra (%s)", missing.extra, missing.install)
 else:
+    from mcp_tasks_temporal.demo.review import ReviewCode, prepare_review
+
     # A sub-agent in a task: its own model (--agent-model, OPENAI_BASE_URL) and tools, asking through the task.
     sub_agent_tool(tasks, ReviewCode, activities=[prepare_review])

@@ -35,8 +35,8 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.request_state import authenticated_principal
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-from temporalio.service import RPCError
 
+from mcp_tasks_temporal.front.gateway import temporal_errors
 from mcp_tasks_temporal.front.handshake_echo import SESSION_HEADER
 from mcp_tasks_temporal.front.handshake_echo import decode as decode_handshake
 from mcp_tasks_temporal.front.held_calls import CANCEL_BOUND_S
@@ -90,14 +90,12 @@ class PlainCallCancels:
         # Shielded and bounded: the POST is answered (202) before this runs, and its connection ends then.
         with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_BOUND_S):
             try:
-                await self._extension.gateway.cancel(task_id, authenticated_principal(ctx))
+                with temporal_errors():  # Temporal's refusal is logged there
+                    await self._extension.gateway.cancel(task_id, authenticated_principal(ctx))
             except MCPError:
-                # No such task for this principal: a call this server ran without a task, one that has
-                # ended, or another principal's. Nothing to tell: a notification has no answer.
-                logger.debug("notifications/cancelled for request %r names no running task", request_id)
-                return None
-            except RPCError as err:
-                logger.warning("could not cancel task %s: Temporal answered %s", task_id, err.status)
+                # No such task for this principal (a call this server ran without a task, one that has
+                # ended, or another principal's), or Temporal refused. A notification has no answer.
+                logger.debug("notifications/cancelled for request %r cancelled no running task", request_id)
                 return None
             logger.info("task %s cancelled: the client cancelled its plain call", task_id)
         return None

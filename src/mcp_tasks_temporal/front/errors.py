@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mcp.shared.exceptions import MCPError
-from mcp_types import HEADER_MISMATCH, INVALID_PARAMS
+from mcp_types import HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS
 
 
 class TaskNotFoundError(MCPError):
@@ -36,3 +36,24 @@ class InvalidInputResponseError(MCPError):
         super().__init__(
             code=INVALID_PARAMS, message=f"Invalid input response for {key!r}: {problem}", data={"key": key}
         )
+
+
+class AnswerNotTakenError(MCPError):
+    """The task's workflow code keeps failing, so it cannot take an answer in.
+
+    `recorded`: the answer reached the history before the failure showed (the failure came with
+    it); it takes effect once the workflow resumes, and a repeat of it is ignored then.
+    """
+
+    def __init__(self, *, recorded: bool = False) -> None:
+        if recorded:
+            message = (
+                "Answer not taken yet: the task's workflow is failing (its statusMessage says why); "
+                "it is recorded and takes effect once the workflow resumes"
+            )
+        else:
+            message = (
+                "Answer not taken: the task's workflow is failing (its statusMessage says why); "
+                "answer again once it resumes"
+            )
+        super().__init__(code=INTERNAL_ERROR, message=message, data={"recorded": recorded})

@@ -44,10 +44,11 @@ from pydantic import Field, ValidationError
 from mcp_tasks_temporal.front.call_cancels import PlainCallCancels, task_id_for
 from mcp_tasks_temporal.front.errors import HeaderMismatchError
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, WorkflowTask, temporal_errors
-from mcp_tasks_temporal.front.held_calls import call_result, follow_call
 from mcp_tasks_temporal.front.listen import TaskListen
+from mcp_tasks_temporal.front.plain_calls import PlainCalls, plain_call_envelope, task_of
 from mcp_tasks_temporal.front.push_mode import push_hub
-from mcp_tasks_temporal.front.request_capabilities import declares_tasks
+from mcp_tasks_temporal.front.request_capabilities import declared_capabilities, declares_tasks, is_modern
+from mcp_tasks_temporal.front.session_binding import SessionKeys
 from mcp_tasks_temporal.front.task_watch import TaskWatchHub
 from mcp_tasks_temporal.sdk_compat import (
     get_tool,
@@ -56,8 +57,14 @@ from mcp_tasks_temporal.sdk_compat import (
     set_output_schema,
     validate_arguments,
 )
-from mcp_tasks_temporal.temporal.capabilities import check_asks, undeclared_asks
-from mcp_tasks_temporal.temporal.contract import EXTENSION_ID, ActivityPolicy, ToolTaskInput
+from mcp_tasks_temporal.temporal.capabilities import Refusal, check_asks, refusal_for_revision, undeclared_asks
+from mcp_tasks_temporal.temporal.contract import (
+    EXTENSION_ID,
+    MISSING_CAPABILITY_CODE,
+    ActivityPolicy,
+    ToolTaskInput,
+    as_object,
+)
 from mcp_tasks_temporal.temporal.deployment import Versioning, check_versioning
 from mcp_tasks_temporal.temporal.fairness import check_priority
 from mcp_tasks_temporal.temporal.ids import new_task_id, owner_key
@@ -163,6 +170,9 @@ class TasksExtension(Extension):
     nexus_reply_endpoint: str | None = None
     """Nexus endpoint targeting this app's namespace and task queue, through which handler workflows of
     `nexus_tool`s report status (`--nexus-reply-endpoint`); `None`: their status does not cross."""
+    session_keys: SessionKeys = field(default_factory=SessionKeys.process_local)
+    """What tags handshake session IDs and binds anonymous tasks to them (`session_binding`); fronts
+    sharing `--request-state-key` share these too."""
     _tools: dict[str, ToolTaskOptions] = field(default_factory=dict[str, ToolTaskOptions], init=False)
     _workflow_tools: dict[str, WorkflowToolOptions] = field(default_factory=dict[str, WorkflowToolOptions], init=False)
     _workflow_asks: dict[str, tuple[Asks, ...]] = field(default_factory=dict[str, tuple[Asks, ...]], init=False)
@@ -170,6 +180,7 @@ class TasksExtension(Extension):
     _gateway: TemporalTaskGateway | None = field(default=None, init=False)
     _server: MCPServer[Any] | None = field(default=None, init=False)
     _hub: TaskWatchHub | None = field(default=None, init=False)
+    _plain: PlainCalls | None = field(default=None, init=False)
     _plugins: list[Any] = field(default_factory=list[Any], init=False)
     _call_checks: dict[str, Callable[[], str | None]] = field(
         default_factory=dict[str, Callable[[], "str | None"]], init=False
@@ -435,6 +446,7 @@ class TasksExtension(Extension):
         # How long a front retries a task's history before ending its listeners' streams (`docs/operations.md`).
         give_up = float(os.environ.get(PUSH_GIVE_UP_ENV) or 300)
         self._hub = push_hub(gateway, give_up_after_s=give_up)
+        self._plain = PlainCalls(gateway, self._hub)
         server.middleware.append(RejectLoneSurrogates())
         server.middleware.append(TaskListen(server, gateway, self._hub))
         server.middleware.append(LegacyTasks(self, self._hub))
@@ -466,6 +478,11 @@ class TasksExtension(Extension):
         assert tool is not None
         # Published as is: the result is mapped from the decoded return value, not validated against a model.
         set_output_schema(tool, options.output_schema())
+
+    def _plain_calls(self) -> PlainCalls:
+        if self._plain is None:
+            raise RuntimeError("attach the extension before serving calls")
+        return self._plain
 
     @property
     def gateway(self) -> TemporalTaskGateway:
@@ -513,13 +530,42 @@ class TasksExtension(Extension):
         if not declares_tasks(ctx):
             if options.policy == "required":
                 require_client_extension(ctx, EXTENSION_ID)
-            return await call_next(ctx)
+            if is_modern(ctx):
+                return await self._call_tool_held(options, params, ctx)
+            try:
+                return await call_next(ctx)
+            except MCPError as err:
+                data = as_object(err.error.data)
+                if err.error.code != MISSING_CAPABILITY_CODE or not data:
+                    raise
+                # A handshake client can never declare the extension: tell it what its revision lacks.
+                refusal = refusal_for_revision(Refusal(err.error.code, err.error.message, dict(data)), modern=False)
+                raise MCPError(code=refusal.code, message=refusal.message, data=refusal.data) from None
         if options.resolve_inputs_first:
             answered_now = await self._resolve_before_task(params, ctx)
             if answered_now is not None:
                 return answered_now
         created = await self._create_tool_task(options, params, ctx, _envelope(ctx))
         return {"resultType": "task", **created}
+
+    async def _call_tool_held(
+        self, options: ToolTaskOptions, params: CallToolRequestParams, ctx: ServerRequestContext[Any, Any]
+    ) -> HandlerResult:
+        """A plain 2026-07-28 call of a task tool: a task nobody is told about, held open as the call.
+
+        Served as a workflow tool's plain call is (`plain_calls`): its status lines go out as
+        progress, a client that leaves cancels it, and a question midway comes back inside the
+        call, or cancels the task for a client that cannot answer it. The tool's `Resolve`
+        questions are asked first, on the call itself, as they always were.
+        """
+        if task_of(params.request_state) is not None:
+            # The retry carrying the answers to a held call's question.
+            return await self._plain_calls().resume(params, ctx)
+        answered_now = await self._resolve_before_task(params, ctx)
+        if answered_now is not None:
+            return answered_now
+        created = await self._create_tool_task(options, params, ctx, plain_call_envelope(ctx, _envelope(ctx)))
+        return await self._plain_calls().hold(ctx, str(created["taskId"]), authenticated_principal(ctx))
 
     async def create_task(
         self, params: CallToolRequestParams, ctx: ServerRequestContext[Any, Any], envelope: dict[str, Any]
@@ -530,6 +576,7 @@ class TasksExtension(Extension):
         gets, or `None` when `params` names no tool that may run as a task.
         `envelope` is the `_meta` the tool will see (its client and capabilities).
         """
+        self._check_asks(params.name, ctx)
         workflow_options = self._workflow_tools.get(params.name)
         if workflow_options is not None:
             if workflow_options.policy == "never":
@@ -573,15 +620,18 @@ class TasksExtension(Extension):
             )
 
     def _check_asks(self, tool_name: str, ctx: ServerRequestContext[Any, Any]) -> None:
-        """-32021 for a client that cannot answer what the tool declared it asks."""
+        """-32021 for a client that cannot answer what the tool declared it asks, naming what its revision needs."""
         tool_options = self._tools.get(tool_name)
         asks = tool_options.asks if tool_options is not None else self._workflow_asks.get(tool_name, ())
-        capabilities = ctx.session.client_capabilities
-        if not asks or capabilities is None:
-            return  # nothing declared, or a handshake client whose capabilities this stateless front never saw
-        refusal = undeclared_asks(asks, capabilities.model_dump(by_alias=True, exclude_none=True))
-        if refusal is not None:
-            raise MCPError(code=refusal.code, message=refusal.message, data=refusal.data)
+        capabilities = declared_capabilities(ctx) if asks else None
+        if capabilities is None:
+            return  # nothing declared, or a handshake client that echoes no handshake
+        refusal = undeclared_asks(asks, capabilities)
+        if refusal is None:
+            return
+        if not declares_tasks(ctx):
+            refusal = refusal_for_revision(refusal, modern=is_modern(ctx))
+        raise MCPError(code=refusal.code, message=refusal.message, data=refusal.data)
 
     async def _resolve_before_task(
         self, params: CallToolRequestParams, ctx: ServerRequestContext[Any, Any]
@@ -618,6 +668,9 @@ class TasksExtension(Extension):
         if options.policy == "never" or not declares_tasks(ctx):
             if options.policy == "required":
                 require_client_extension(ctx, EXTENSION_ID)
+            if task_of(params.request_state) is not None:
+                # The retry carrying the answers to a held plain call's question (`front/plain_calls.py`).
+                return await self._plain_calls().resume(params, ctx)
             return await call_next(ctx)  # the app's tool: validates, then `_run_workflow_synchronously`
         created = await self._create_workflow_tool_task(options, params, ctx, _envelope(ctx))
         if created is None:
@@ -680,21 +733,22 @@ class TasksExtension(Extension):
 
     async def _run_workflow_synchronously(
         self, options: WorkflowToolOptions, arguments: dict[str, Any], context: Context[Any, Any]
-    ) -> CallToolResult:
+    ) -> CallToolResult | InputRequiredResult:
         """A workflow tool called without a task: start the workflow and answer with its result.
 
         The run is a task like any other in Temporal (same ID scheme, memo, TTL),
-        only nobody is given its ID, so it lives as long as the call (`held_calls`);
-        a question it asks fails it with -32021.
+        only nobody is given its ID, so it lives as long as the call (`held_calls`). A
+        question it asks goes back inside the call, or, to a client that cannot answer
+        it, cancels the task (`plain_calls`).
         """
         ctx = context.request_context
-        task = self._workflow_task(options, options.workflow_args(arguments), _envelope(ctx), task_id_for(ctx))
+        envelope = plain_call_envelope(ctx, _envelope(ctx))
+        task = self._workflow_task(options, options.workflow_args(arguments), envelope, task_id_for(ctx))
         principal = authenticated_principal(ctx)
         with temporal_errors():
             handle = await self.gateway.start_workflow_task(task, principal)
-        assert self._hub is not None
         started = self.gateway.as_started(task, principal, handle)
-        return call_result(await follow_call(ctx, self._hub, self.gateway, task.task_id, principal, started=started))
+        return await self._plain_calls().hold(ctx, task.task_id, principal, started=started)
 
     # -- tasks/* ------------------------------------------------------------------
 

@@ -23,15 +23,27 @@ import anyio
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST
 from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.workflow.v1 import PendingActivityInfo
-from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
+from temporalio.api.workflow.v1 import PendingActivityInfo, PendingWorkflowTaskInfo
+from temporalio.api.workflowservice.v1 import (
+    DescribeNamespaceRequest,
+    DescribeWorkflowExecutionRequest,
+    ListWorkflowExecutionsRequest,
+)
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.common import AutoUpgradeVersioningOverride, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.converter import WorkflowSerializationContext
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_tasks_temporal.front.closed_tasks import ClosedTaskCache
-from mcp_tasks_temporal.front.errors import InvalidInputResponseError, TaskExpiredError, TaskNotFoundError
+from mcp_tasks_temporal.front.errors import (
+    AnswerNotTakenError,
+    InvalidInputResponseError,
+    TaskExpiredError,
+    TaskNotFoundError,
+)
+from mcp_tasks_temporal.front.failing_workflows import FailingWorkflows, WorkflowTaskFailure
+from mcp_tasks_temporal.front.session_binding import creating_binding
 from mcp_tasks_temporal.task_wire import DetailedTask
 from mcp_tasks_temporal.temporal.codec import CodecError
 from mcp_tasks_temporal.temporal.contract import (
@@ -47,10 +59,11 @@ from mcp_tasks_temporal.temporal.contract import (
     as_object,
 )
 from mcp_tasks_temporal.temporal.fairness import FairnessPolicy
-from mcp_tasks_temporal.temporal.ids import is_task_id, owner_key, workflow_id
+from mcp_tasks_temporal.temporal.ids import WORKFLOW_ID_PREFIX, is_task_id, owner_key, workflow_id, workflow_ids
 from mcp_tasks_temporal.temporal.inputs import response_problem
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits
+from mcp_tasks_temporal.temporal.payload_storage import StoredPayloadError
 from mcp_tasks_temporal.temporal.result_text import expand
 from mcp_tasks_temporal.temporal.search_attributes import start_attributes
 from mcp_tasks_temporal.temporal.tool_results import call_tool_result, failure_outcome
@@ -79,12 +92,40 @@ def temporal_errors() -> Generator[None]:
         # A front server without the key that sealed the task: an operator's fix, never the client's.
         logger.error("cannot decrypt a task's payloads: %s", err)
         raise MCPError(code=INTERNAL_ERROR, message="Task service misconfigured") from None
+    except StoredPayloadError as err:
+        # Outside a task's view (a synchronous call's result): no task to name, and never the storage's details.
+        logger.error("cannot read a stored payload: %s", err)
+        raise MCPError(code=INTERNAL_ERROR, message="A stored payload is missing or fails verification") from None
     except RPCError as err:
         if err.status == RPCStatusCode.INVALID_ARGUMENT:
             logger.warning("Temporal refused a task request: %s", err.message)
             raise MCPError(code=INVALID_PARAMS, message="Task request refused: too large or malformed") from None
         logger.warning("Temporal call failed: %s %s", err.status.name if err.status else "?", err.message)
-        raise MCPError(code=INTERNAL_ERROR, message="Task service unavailable, try again") from None
+        # A client waiting on the task retries what Temporal only dropped (a cancelled long poll, a restart).
+        data = {RETRYABLE: True} if err.status in TRANSIENT_STATUSES else None
+        raise MCPError(code=INTERNAL_ERROR, message="Task service unavailable, try again", data=data) from None
+
+
+TRANSIENT_STATUSES = frozenset(
+    {RPCStatusCode.CANCELLED, RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.UNKNOWN}
+)
+"""A call Temporal dropped rather than refused (a cancelled long poll, a restart, a broken connection, which
+the SDK reports as UNKNOWN "transport error"): the same call may well succeed next time."""
+RETRYABLE = "retryable"
+"""Key of a -32603 error's `data` that tells the client the same request may succeed if sent again."""
+_DESCRIBE_RETRIES_S = (0.1, 0.3, 0.6)
+
+
+async def described(client: Client, workflow_id: str) -> Snapshot:
+    """`snapshot`, retried for about a second when Temporal drops the call instead of answering it."""
+    for delay in (*_DESCRIBE_RETRIES_S, None):
+        try:
+            return await snapshot(client, workflow_id)
+        except RPCError as err:
+            if err.status not in TRANSIENT_STATUSES or delay is None:
+                raise
+            await anyio.sleep(delay)
+    raise AssertionError("unreachable")
 
 
 @dataclass(frozen=True)
@@ -121,6 +162,8 @@ class Snapshot:
     pending_activities: Sequence[PendingActivityInfo]
     close_time_ms: int | None = None
     """When the run closed, if it has."""
+    pending_workflow_task: PendingWorkflowTaskInfo | None = None
+    """Past its first attempt when the workflow code keeps failing (front/failing_workflows.py)."""
 
 
 async def snapshot(client: Client, workflow_id: str) -> Snapshot:
@@ -141,7 +184,11 @@ async def snapshot(client: Client, workflow_id: str) -> Snapshot:
     response = await client.workflow_service.describe_workflow_execution(request)
     info = response.workflow_execution_info
     fields = info.memo.fields
-    values = await client.data_converter.decode(list(fields.values())) if fields else []
+    # In this workflow's context: a codec that seals payloads for their workflow refuses another task's memo.
+    converter = client.data_converter.with_context(
+        WorkflowSerializationContext(namespace=client.namespace, workflow_id=workflow_id)
+    )
+    values = await converter.decode(list(fields.values())) if fields else []
     return Snapshot(
         namespace=client.namespace,
         workflow_id=info.execution.workflow_id,
@@ -152,7 +199,71 @@ async def snapshot(client: Client, workflow_id: str) -> Snapshot:
         memo=dict(zip(fields.keys(), values, strict=True)),
         pending_activities=response.pending_activities,
         close_time_ms=info.close_time.ToMilliseconds() if info.HasField("close_time") else None,
+        pending_workflow_task=response.pending_workflow_task if response.HasField("pending_workflow_task") else None,
     )
+
+
+@dataclass(frozen=True)
+class OwnedTask:
+    """One of a principal's tasks as Temporal visibility lists it."""
+
+    task_id: str
+    memo: dict[str, Any]
+    status: WorkflowExecutionStatus | None
+
+
+@dataclass(frozen=True)
+class OwnedPage:
+    tasks: list[OwnedTask]
+    next_page_token: bytes
+
+
+async def list_owned(client: Client, owner: str, *, page_token: bytes, page_size: int) -> OwnedPage:
+    """A page of the tasks whose workflow IDs name `owner`, newest first, from Temporal visibility.
+
+    A task whose memo this server cannot decode (written through another codec) is left out:
+    it can be neither read nor shown to be the owner's.
+    """
+    request = ListWorkflowExecutionsRequest(
+        namespace=client.namespace,
+        page_size=page_size,
+        next_page_token=page_token,
+        query=f'WorkflowId STARTS_WITH "{WORKFLOW_ID_PREFIX}/{owner}/"',
+    )
+    response = await client.workflow_service.list_workflow_executions(request)
+    tasks: list[OwnedTask] = []
+    for info in response.executions:
+        fields = info.memo.fields
+        try:
+            values = await client.data_converter.decode(list(fields.values())) if fields else []
+        except Exception:
+            logger.warning("tasks/list: left out %s, whose memo this server cannot decode", info.execution.workflow_id)
+            continue
+        memo = dict(zip(fields.keys(), values, strict=True))
+        task_id = memo.get("taskId")
+        if memo.get("owner") != owner or not isinstance(task_id, str):
+            continue
+        memo.setdefault("createdAt", info.start_time.ToMilliseconds())
+        status = WorkflowExecutionStatus(info.status) if info.status else None
+        tasks.append(OwnedTask(task_id, memo, status))
+    return OwnedPage(tasks, response.next_page_token)
+
+
+async def unready_reason(client: Client, *, timeout_s: float = 2.0) -> str | None:
+    """Why this front cannot serve tasks now (Temporal or the namespace unreachable), or `None` when it can."""
+    try:
+        await client.workflow_service.describe_namespace(
+            DescribeNamespaceRequest(namespace=client.namespace),
+            # A probe must answer within its own deadline, not wait out the client's retries.
+            retry=False,
+            timeout=timedelta(seconds=timeout_s),
+        )
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            return "namespace not found"
+        logger.warning("readiness: Temporal call failed: %s", err.status.name if err.status else "?")
+        return "Temporal unreachable"
+    return None
 
 
 @dataclass(frozen=True)
@@ -200,6 +311,7 @@ class TemporalTaskGateway:
         """How large arguments and answers may be: refused here, not after Temporal has taken the task."""
         self.fairness = fairness or FairnessPolicy()
         """Each task's priority: its tool's, and its principal's fairness key and weight."""
+        self.failing_workflows = FailingWorkflows()
 
     async def create(
         self, task: ToolTaskInput, principal: str | None, *, pinned: bool = False, priority: int | None = None
@@ -327,6 +439,8 @@ class TemporalTaskGateway:
         accepted = {key: value for key, value in responses.items() if key in outstanding}
         if not accepted:
             return
+        if await self.failing(observed) is not None:
+            raise AnswerNotTakenError()
         for key, value in accepted.items():
             problem = response_problem(outstanding[key], value)
             if problem is not None:
@@ -339,33 +453,38 @@ class TemporalTaskGateway:
             if err.status != RPCStatusCode.NOT_FOUND:
                 raise
             return
-        await self._until_answered(observed.handle.id, set(accepted))
+        await self._until_answered(observed, set(accepted))
 
     def _check_input(self, value: Any, what: str) -> None:
         self.payload_limits.check_input(self.client.data_converter.payload_converter, value, what)
 
-    async def _until_answered(self, workflow_id: str, keys: set[str]) -> None:
+    async def _until_answered(self, observed: Observed, keys: set[str]) -> None:
         delay = 0.01
         with anyio.move_on_after(self.answer_visibility_timeout_s):
             while True:
-                seen = await snapshot(self.client, workflow_id)
+                seen = await described(self.client, observed.handle.id)
                 if seen.status != WorkflowExecutionStatus.RUNNING:
                     return
+                if await self.failing(Observed(observed.handle, seen)) is not None:
+                    raise AnswerNotTakenError(recorded=True)
                 pending = as_object(seen.memo.get(Memo.INPUT_REQUESTS))
                 if not keys & set(pending):
                     return
                 await anyio.sleep(delay)
                 delay = min(delay * 2, 0.02)  # the answer usually lands within a workflow task (~40 ms)
 
-    async def cancel(self, task_id: str, principal: str | None) -> None:
-        """Request cooperative cancellation; a task that already ended keeps its outcome."""
+    async def cancel(self, task_id: str, principal: str | None, *, reason: str = "") -> None:
+        """Request cooperative cancellation; a task that already ended keeps its outcome.
+
+        `reason` is recorded with the request; a workflow tool waiting for an answer shows it as its status.
+        """
         if self._closed(task_id, principal) is not None:
             return
         observed = await self.observe(task_id, principal)
         if observed.status != WorkflowExecutionStatus.RUNNING:
             return
         try:
-            await observed.handle.cancel()
+            await observed.handle.cancel(reason=reason)
         except RPCError as err:
             if err.status != RPCStatusCode.NOT_FOUND:
                 raise
@@ -373,27 +492,74 @@ class TemporalTaskGateway:
     async def observe(self, task_id: str, principal: str | None) -> Observed:
         if not is_task_id(task_id):
             raise TaskNotFoundError()
-        handle = self.client.get_workflow_handle(workflow_id(task_id, principal))
-        try:
-            seen = await snapshot(self.client, handle.id)
-        except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:
-                raise TaskNotFoundError() from None
-            raise
-        memo = seen.memo
-        if memo.get(Memo.OWNER) != owner_key(principal):
-            # The workflow ID already names the owner; the memo is what audits read, and a workflow
-            # started under a task's ID by anything else (an operator, another tool) is not a task.
+        # The current owner key first; during a migration window also the legacy one (ids.owner_keys).
+        for candidate, key in workflow_ids(task_id, principal):
+            handle = self.client.get_workflow_handle(candidate)
+            try:
+                seen = await described(self.client, handle.id)
+            except RPCError as err:
+                if err.status == RPCStatusCode.NOT_FOUND:
+                    continue
+                raise
+            except CodecError as err:
+                raise unreadable(task_id, err) from None
+            if seen.memo.get(Memo.OWNER) != key:
+                # The workflow ID already names the owner; the memo is what audits read, and a workflow
+                # started under a task's ID by anything else (an operator, another tool) is not a task.
+                raise TaskNotFoundError()
+            break
+        else:
             raise TaskNotFoundError()
+        memo = seen.memo
         memo.setdefault(Memo.CREATED_AT, seen.start_time_ms)
         ttl_ms = memo.get(Memo.TTL_MS)
         if ttl_ms is not None and now_ms() >= int(memo[Memo.CREATED_AT]) + int(ttl_ms):
             raise TaskExpiredError()
         return Observed(handle, seen)
 
+    async def failing(self, observed: Observed) -> WorkflowTaskFailure | None:
+        """Why the task's workflow code keeps failing, if it does; counted and logged once per failure."""
+        seen = observed.snapshot
+        if seen.status != WorkflowExecutionStatus.RUNNING:
+            return None
+        failure = await self.failing_workflows.failure(
+            self.client, seen.workflow_id, seen.run_id, seen.pending_workflow_task
+        )
+        if failure is not None and failure.first_report:
+            tool = str(observed.memo.get(Memo.TOOL) or "")
+            self.metrics.workflow_failing(tool, failure.kind)
+            task_id = observed.memo.get(Memo.TASK_ID) or seen.workflow_id.rsplit("/", 1)[-1]
+            logger.warning("task %s (%s): workflow failing: %s", task_id, tool, failure.cause)
+        return failure
+
+    async def watch_failing(self, *, every_s: float = 2.0) -> None:
+        """Look at every running task now and then, so a failing one is logged (once) before anyone reads it.
+
+        For `dev`, whose console is where a developer looks; one describe per running task per
+        round, which a production front with thousands of tasks leaves to `tasks/get` and `admin tasks`.
+        """
+        query = f"WorkflowId STARTS_WITH '{WORKFLOW_ID_PREFIX}/' AND ExecutionStatus = 'Running'"
+        while True:
+            try:
+                async for execution in self.client.list_workflows(query):
+                    seen = await described(self.client, execution.id)
+                    await self.failing(Observed(self.client.get_workflow_handle(execution.id), seen))
+            except RPCError as err:
+                logger.debug("looking for failing tasks: %s", err.message)
+            await anyio.sleep(every_s)
+
     async def view(self, task_id: str, observed: Observed) -> dict[str, Any]:
         """The `DetailedTask` of an observed workflow, tool task or workflow tool alike."""
+        try:
+            return await self._view(task_id, observed)
+        except (StoredPayloadError, CodecError) as err:
+            raise unreadable(task_id, err) from None
+
+    async def _view(self, task_id: str, observed: Observed) -> dict[str, Any]:
         memo, status = observed.memo, observed.status
+        failure = await self.failing(observed)
+        if failure is not None:
+            return task_view(task_id, memo, status, failing=failure.status_message)
         if memo.get(Memo.KIND) == WORKFLOW_KIND:
             return await self._workflow_task_view(task_id, observed)
         heartbeat = None
@@ -440,6 +606,18 @@ class TemporalTaskGateway:
         return None
 
 
+def unreadable(task_id: str, err: Exception) -> MCPError:
+    """A task whose payloads are gone, altered, sealed for another task or under a key this front lacks.
+
+    Refused and said of this task, never served as its own; the detail (a digest, a key ID) goes to the log.
+    """
+    logger.error("task %s: cannot decrypt or read its payloads: %s", task_id, err)
+    return MCPError(
+        code=INTERNAL_ERROR,
+        message=f"Task {task_id}: its payloads cannot be read (missing, altered, or under a key this server lacks)",
+    )
+
+
 def _task(**fields: Any) -> dict[str, Any]:
     """A `DetailedTask` on the wire, built and checked by the model the client reads it with."""
     return DetailedTask.build(**fields).wire()
@@ -448,7 +626,7 @@ def _task(**fields: Any) -> dict[str, Any]:
 def _initial_memo(
     task_id: str, tool: str, principal: str | None, created_at_ms: int, ttl_ms: int | None, poll_interval_ms: int
 ) -> dict[str, Any]:
-    return {
+    memo: dict[str, Any] = {
         Memo.TASK_ID: task_id,
         Memo.TOOL: tool,
         Memo.OWNER: owner_key(principal),
@@ -458,6 +636,10 @@ def _initial_memo(
         Memo.STATUS: "working",
         Memo.LAST_UPDATED_AT: created_at_ms,
     }
+    session = creating_binding()
+    if principal is None and session is not None:
+        memo[Memo.SESSION] = session
+    return memo
 
 
 def _workflow_task_memo(task: WorkflowTask, principal: str | None) -> dict[str, Any]:
@@ -487,6 +669,7 @@ def task_view(
     result: dict[str, Any] | None = None,
     error: dict[str, Any] | None = None,
     closed_at_ms: int | None = None,
+    failing: str | None = None,
 ) -> dict[str, Any]:
     """The `DetailedTask` of a workflow, from its memo, its Temporal status and what only a read can add.
 
@@ -512,6 +695,8 @@ def task_view(
         if memo_status == "working" and heartbeat is not None:
             fields["status_message"] = heartbeat[0]
             fields["last_updated_at_ms"] = max(fields["last_updated_at_ms"], heartbeat[1])
+        if failing is not None:
+            fields["status_message"] = failing
         return _task(
             status=memo_status, input_requests=memo.get(Memo.INPUT_REQUESTS), error=memo.get(Memo.ERROR), **fields
         )

@@ -7,7 +7,8 @@ response gives the client, which it must send back on every request, is
 therefore the handshake itself (protocol version, capabilities, client info),
 encoded: any front reads it, none stores anything. It is the client's own
 declaration, so it needs no protection: a client that misstates it only
-misleads the server about itself.
+misleads the server about itself. It also carries a tag (`session_binding`)
+that only the fronts can make, which is what binds anonymous tasks to it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,16 @@ from typing import Any, Final
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from mcp_tasks_temporal.front.bounded_body import (
+    Read,
+    parse_json,
+    read_bounded,
+    refuse_too_large,
+    refuse_unparsable,
+    replay,
+)
+from mcp_tasks_temporal.front.session_binding import SessionKeys
+from mcp_tasks_temporal.front.unicode_params import lone_surrogate_at
 from mcp_tasks_temporal.temporal.contract import as_object
 
 SESSION_HEADER: Final = "mcp-session-id"
@@ -37,8 +48,11 @@ class Handshake:
     client_info: Mapping[str, Any]
 
 
-def encode(initialize_params: Mapping[str, Any]) -> str | None:
-    """The session ID for an `initialize` request's params, or `None` when it would not fit a header."""
+def encode(initialize_params: Mapping[str, Any], keys: SessionKeys | None = None) -> str | None:
+    """The session ID for an `initialize` request's params (tagged under `keys`), or `None` when it would not
+    fit a header or is not valid Unicode (the SDK refuses such an `initialize` itself)."""
+    if lone_surrogate_at(initialize_params) is not None:
+        return None
     declared = {
         "n": secrets.token_hex(8),  # one ID per handshake, as the spec asks of session IDs
         "v": str(initialize_params.get("protocolVersion", "")),
@@ -47,6 +61,8 @@ def encode(initialize_params: Mapping[str, Any]) -> str | None:
     }
     raw = json.dumps(declared, separators=(",", ":"), sort_keys=True).encode()
     value = _PREFIX + base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    if keys is not None:
+        value = keys.tag(value)
     return value if len(value) <= MAX_LENGTH else None
 
 
@@ -54,10 +70,12 @@ def decode(value: str | None) -> Handshake | None:
     """The handshake a session ID carries; `None` for an absent or foreign one."""
     if not value or not value.startswith(_PREFIX) or len(value) > MAX_LENGTH:
         return None
-    encoded = value[len(_PREFIX) :]
+    encoded = value[len(_PREFIX) :].partition(".")[0]  # the tag, if any, is for `session_binding`
     try:
         declared = as_object(json.loads(base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))))
-    except ValueError:
+        if lone_surrogate_at(declared) is not None:
+            return None  # no valid Unicode to carry into a task's envelope: served as a client that echoes none
+    except (ValueError, RecursionError):
         return None
     return Handshake(
         protocol_version=str(declared.get("v", "")),
@@ -69,68 +87,53 @@ def decode(value: str | None) -> Handshake | None:
 class HandshakeEcho:
     """ASGI middleware: the response to an `initialize` carries the handshake as its session ID."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int, sessions: SessionKeys | None = None) -> None:
         self.app = app
+        self.max_body_bytes = max_body_bytes
+        self.sessions = sessions
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # A 2026-07-28 request streams through unread: only the handshake revisions have an initialize.
         if scope["type"] != "http" or scope.get("method") != "POST" or not handshake_era(scope):
             await self.app(scope, receive, send)
             return
-        body, complete = await read_body(receive)
-        if not complete:
-            return  # the client went away
-        session_id = _session_id_for(body) if b'"initialize"' in body else None
+        body, read = await read_bounded(scope.get("headers", []), receive, self.max_body_bytes)
+        if read is Read.TOO_LARGE:
+            await refuse_too_large(send)
+            return
+        if read is Read.DISCONNECTED:
+            return
+        session_id: str | None = None
+        if b'"initialize"' in body:
+            message = parse_json(body)
+            if isinstance(message, ValueError):
+                await refuse_unparsable(send)
+                return
+            session_id = self._session_id_for(message)
         if session_id is None:
             await self.app(scope, replay(body, receive), send)
             return
+        tagged = session_id
 
         async def send_with_session(message: Message) -> None:
             if message["type"] == "http.response.start" and message.get("status") == 200:
                 headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != SESSION_HEADER.encode()]
-                message = {**message, "headers": [*headers, (SESSION_HEADER.encode(), session_id.encode())]}
+                message = {**message, "headers": [*headers, (SESSION_HEADER.encode(), tagged.encode())]}
             await send(message)
 
         await self.app(scope, replay(body, receive), send_with_session)
+
+    def _session_id_for(self, message: Any) -> str | None:
+        request = as_object(message)
+        if request.get("method") != "initialize":
+            return None
+        try:
+            return encode(as_object(request.get("params")), self.sessions)
+        except RecursionError:  # capabilities nested too deeply to echo: the SDK answers the request itself
+            return None
 
 
 def handshake_era(scope: Scope) -> bool:
     """A request of a handshake revision: no version header (an `initialize`), or one of those revisions."""
     versions = [value for key, value in scope.get("headers", []) if key == b"mcp-protocol-version"]
     return not versions or versions[0].decode("latin-1") in HANDSHAKE_PROTOCOL_VERSIONS
-
-
-def _session_id_for(body: bytes) -> str | None:
-    try:
-        message = as_object(json.loads(body))
-    except ValueError:
-        return None
-    if message.get("method") != "initialize":
-        return None
-    return encode(as_object(message.get("params")))
-
-
-async def read_body(receive: Receive) -> tuple[bytes, bool]:
-    """The whole request body, and whether it was read to its end (not cut by a disconnect)."""
-    chunks: list[bytes] = []
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return b"", False
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            return b"".join(chunks), True
-
-
-def replay(body: bytes, receive: Receive) -> Receive:
-    """A `receive` that hands the already-read body back once, then defers to the real one."""
-    sent = False
-
-    async def replayed() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replayed

@@ -48,12 +48,14 @@ async def follow_call(
     *,
     on_task: OnTask | None = None,
     started: Snapshot | None = None,
+    until: Callable[[dict[str, Any]], bool] | None = None,
 ) -> dict[str, Any]:
     """Wait for the end of the task serving the call `ctx`; returns its final `DetailedTask`.
 
     Cancels the task if the wait ends any other way (see the module's docstring).
     `started` is the task as its start left it, when the caller knows it: every status
     line since is then replayed from the history, none lost to a step quicker than the first read.
+    `until` ends the wait early, at a state the call answers with (a question it hands back, `plain_calls`).
     """
     progress = CallProgress(ctx)
     send, receive = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
@@ -69,7 +71,7 @@ async def follow_call(
         async with receive:
             async for task in receive:
                 await progress.report(task)
-                if task["status"] in TERMINAL_STATUSES:
+                if task["status"] in TERMINAL_STATUSES or (until is not None and until(task)):
                     finished = True
                     return task
                 if on_task is not None:

@@ -12,7 +12,6 @@ request sees the task move on and carries on there.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
@@ -22,9 +21,11 @@ from mcp.server.request_state import compact_json
 from mcp.shared.exceptions import MCPError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from mcp_tasks_temporal.front.bounded_body import Read, parse_json, read_bounded, refuse_too_large, replay
 from mcp_tasks_temporal.front.extension import TasksExtension
-from mcp_tasks_temporal.front.handshake_echo import handshake_era, read_body, replay
+from mcp_tasks_temporal.front.handshake_echo import handshake_era
 from mcp_tasks_temporal.front.legacy_tasks import ANSWER_ID_PREFIX, parse_answer_id
+from mcp_tasks_temporal.front.unicode_params import lone_surrogate_at
 from mcp_tasks_temporal.temporal.contract import as_object
 
 logger = logging.getLogger(__name__)
@@ -35,23 +36,32 @@ _MARKER = ANSWER_ID_PREFIX.encode()
 class LegacyAnswers:
     """ASGI middleware: a POSTed reply to one of this server's questions becomes the task's answer."""
 
-    def __init__(self, app: ASGIApp, extension: TasksExtension) -> None:
+    def __init__(self, app: ASGIApp, extension: TasksExtension, *, max_body_bytes: int) -> None:
         self.app = app
         self.extension = extension
+        self.max_body_bytes = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # Only handshake-revision clients answer questions this way; a 2026-07-28 request streams through unread.
         if scope["type"] != "http" or scope.get("method") != "POST" or not handshake_era(scope):
             await self.app(scope, receive, send)
             return
-        body, complete = await read_body(receive)
-        if not complete:
+        body, read = await read_bounded(scope.get("headers", []), receive, self.max_body_bytes)
+        if read is Read.TOO_LARGE:
+            await refuse_too_large(send)
+            return
+        if read is Read.DISCONNECTED:
             return
         reply = _reply(body) if _MARKER in body else None
         if reply is None:
             await self.app(scope, replay(body, receive), send)
             return
-        status = await self._deliver(*reply)
+        # What cannot be stored (not valid Unicode, nested past what a payload converter takes) is refused here.
+        try:
+            unstorable = lone_surrogate_at(reply[2]) is not None
+        except RecursionError:
+            unstorable = True
+        status = 400 if unstorable else await self._deliver(*reply)
         await send({"type": "http.response.start", "status": status, "headers": [(b"content-length", b"0")]})
         await send({"type": "http.response.body", "body": b""})
 
@@ -77,10 +87,9 @@ class LegacyAnswers:
 
 def _reply(body: bytes) -> tuple[str, str, dict[str, Any]] | None:
     """`(task_id, key, response)` when the body is a JSON-RPC response to one of our questions."""
-    try:
-        message = json.loads(body)
-    except ValueError:
-        return None
+    message = parse_json(body)
+    if isinstance(message, ValueError):
+        return None  # the SDK answers what is not JSON (or nested past what a parser takes)
     response = as_object(message)
     if not response or "method" in response or not ("result" in response or "error" in response):
         return None

@@ -42,17 +42,16 @@ from mcp_types import (
 )
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_MODERN_VERSION
 from pydantic import BaseModel, ValidationError
-from temporalio.api.workflowservice.v1 import ListWorkflowExecutionsRequest
-from temporalio.client import WorkflowExecutionStatus
 
-from mcp_tasks_temporal.front.gateway import task_view, temporal_errors
+from mcp_tasks_temporal.front.gateway import list_owned, task_view, temporal_errors
 from mcp_tasks_temporal.front.handshake_echo import SESSION_HEADER, Handshake
 from mcp_tasks_temporal.front.handshake_echo import decode as decode_handshake
 from mcp_tasks_temporal.front.held_calls import follow_call
 from mcp_tasks_temporal.front.outbound_requests import send_request_on_stream
+from mcp_tasks_temporal.front.session_binding import creating_under
 from mcp_tasks_temporal.sdk_compat import request_outbound
-from mcp_tasks_temporal.temporal.contract import EXTENSION_ID, TERMINAL_STATUSES, as_object
-from mcp_tasks_temporal.temporal.ids import WORKFLOW_ID_PREFIX, owner_key
+from mcp_tasks_temporal.temporal.contract import EXTENSION_ID, TERMINAL_STATUSES, Memo, as_object
+from mcp_tasks_temporal.temporal.ids import owner_key
 from mcp_tasks_temporal.temporal.tracing import tag_task
 
 if TYPE_CHECKING:
@@ -203,7 +202,8 @@ class LegacyTasks:
         if policy is None or policy == "never":
             # The tool's `taskSupport` is "forbidden": nothing to make a task of.
             raise MCPError(code=METHOD_NOT_FOUND, message=f"Tool {params.name!r} does not run as a task")
-        created = await self._extension.create_task(params, ctx, legacy_envelope(ctx))
+        with creating_under(self._session_binding(ctx)):
+            created = await self._extension.create_task(params, ctx, legacy_envelope(ctx))
         if created is None:
             raise MCPError(code=METHOD_NOT_FOUND, message=f"Tool {params.name!r} does not run as a task")
         if isinstance(created, CallToolResult):
@@ -235,7 +235,8 @@ class LegacyTasks:
         The client has no task ID, so a call it abandons cancels the task (`held_calls`).
         """
         params = _params(CallToolRequestParams, ctx)
-        created = await self._extension.create_task(params, ctx, legacy_envelope(ctx))
+        with creating_under(self._session_binding(ctx)):
+            created = await self._extension.create_task(params, ctx, legacy_envelope(ctx))
         if created is None:
             raise MCPError(code=METHOD_NOT_FOUND, message=f"Tool {params.name!r} does not run as a task")
         if isinstance(created, CallToolResult):
@@ -278,44 +279,51 @@ class LegacyTasks:
                     task = await gateway.get(params.task_id, principal)
         return legacy_task(task)
 
+    def _session_bindings(self, ctx: ServerRequestContext[Any, Any]) -> list[str]:
+        """The bindings of the caller's tagged session ID under each shared key; none without one."""
+        headers = getattr(ctx.request, "headers", None)
+        return self._extension.session_keys.bindings(headers.get(SESSION_HEADER) if headers is not None else None)
+
+    def _session_binding(self, ctx: ServerRequestContext[Any, Any]) -> str | None:
+        """What an anonymous caller's new task records: its session under the current key."""
+        if authenticated_principal(ctx) is not None:
+            return None
+        bindings = self._session_bindings(ctx)
+        return bindings[0] if bindings else None
+
     async def _list(self, ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
-        """The caller's own tasks, newest first, from Temporal visibility (its workflow IDs name the owner)."""
+        """The caller's own tasks, newest first, from Temporal visibility (its workflow IDs name the owner).
+
+        Every anonymous caller is the same principal, so an anonymous caller's own tasks are those its
+        session created (`session_binding`); a caller without a session this front can check has none.
+        """
         params = _params(_ListParams, ctx)
-        try:
-            token = base64.b64decode(params.cursor, altchars=b"-_", validate=True) if params.cursor else b""
-        except ValueError:
-            raise MCPError(code=INVALID_PARAMS, message="Invalid cursor") from None
-        gateway = self._extension.gateway
-        client = gateway.client
-        owner = owner_key(authenticated_principal(ctx))
-        request = ListWorkflowExecutionsRequest(
-            namespace=client.namespace,
-            page_size=LIST_PAGE_SIZE,
-            next_page_token=token,
-            query=f'WorkflowId STARTS_WITH "{WORKFLOW_ID_PREFIX}/{owner}/"',
-        )
+        principal = authenticated_principal(ctx)
+        sessions: list[str] | None = None
+        if principal is None:
+            sessions = self._session_bindings(ctx)
+            if not sessions:
+                if params.cursor:
+                    raise MCPError(code=INVALID_PARAMS, message="Invalid cursor")  # none was ever given to it
+                return {"tasks": []}
+        keys = self._extension.session_keys
+        # A cursor is good for the caller it was given to: its principal, or its session.
+        caller = sessions[0] if sessions else owner_key(principal)
+        token = keys.open_cursor(params.cursor, caller) if params.cursor else b""
+        if token is None:
+            raise MCPError(code=INVALID_PARAMS, message="Invalid cursor")
         with temporal_errors():
-            response = await client.workflow_service.list_workflow_executions(request)
-            tasks: list[dict[str, Any]] = []
-            for info in response.executions:
-                fields = info.memo.fields
-                try:
-                    values = await client.data_converter.decode(list(fields.values())) if fields else []
-                except Exception:  # encoded through another codec: neither readable nor provably the caller's
-                    logger.warning(
-                        "tasks/list: left out %s, whose memo this server cannot decode", info.execution.workflow_id
-                    )
-                    continue
-                memo = dict(zip(fields.keys(), values, strict=True))
-                task_id = memo.get("taskId")
-                if memo.get("owner") != owner or not isinstance(task_id, str):
-                    continue
-                memo.setdefault("createdAt", info.start_time.ToMilliseconds())
-                status = WorkflowExecutionStatus(info.status) if info.status else None
-                tasks.append(legacy_task(task_view(task_id, memo, status)))
+            page = await list_owned(
+                self._extension.gateway.client, owner_key(principal), page_token=token, page_size=LIST_PAGE_SIZE
+            )
+        tasks = [
+            legacy_task(task_view(owned.task_id, owned.memo, owned.status))
+            for owned in page.tasks
+            if sessions is None or owned.memo.get(Memo.SESSION) in sessions
+        ]
         result: dict[str, Any] = {"tasks": tasks}
-        if response.next_page_token:
-            result["nextCursor"] = base64.urlsafe_b64encode(response.next_page_token).decode()
+        if page.next_page_token:
+            result["nextCursor"] = keys.seal_cursor(page.next_page_token, caller)
         return result
 
     async def _result(self, ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
@@ -354,6 +362,7 @@ async def follow_task(
                     return task
     finally:
         unsubscribe()
+        send.close()
     raise MCPError(code=INTERNAL_ERROR, message="Task service unavailable, try again")
 
 

@@ -204,7 +204,9 @@ class TaskWatchHub:
             else None
         )
         if status == WorkflowExecutionStatus.RUNNING:
-            watcher.publish(task_view(watcher.task_id, memo, status, heartbeat=heartbeat))
+            failure = await self._gateway.failing(Observed(handle, current))
+            failing = failure.status_message if failure is not None else None
+            watcher.publish(task_view(watcher.task_id, memo, status, heartbeat=heartbeat, failing=failing))
         else:
             watcher.publish(await self._gateway.view(watcher.task_id, Observed(handle, current)))
             return
@@ -252,6 +254,9 @@ class TaskWatchHub:
                             if closed is not None:
                                 watcher.publish(await self.closed_view(watcher.task_id, state.memo, closed, event))
                                 return
+                            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+                                # Temporal records a failing series' first failure only: say it once, as get does.
+                                await self._publish_failing(watcher, state)
                             if event.event_type == EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
                                 await self._apply_upsert(event, state)
                                 # A terminal status is upserted just before the run closes; the close event
@@ -298,6 +303,16 @@ class TaskWatchHub:
         for name, payload in fields.items():
             [value] = await self._gateway.client.data_converter.decode([payload])
             state.memo[name] = value
+
+    async def _publish_failing(self, watcher: _Watcher, state: _Followed) -> None:
+        """The task as `tasks/get` shows it once its workflow task is being retried after a failure."""
+        try:
+            current = await snapshot(self._gateway.client, watcher.handle.id)
+        except RPCError:
+            return  # the next get or event says it
+        failure = await self._gateway.failing(Observed(watcher.handle, current))
+        if failure is not None:
+            watcher.publish(task_view(watcher.task_id, state.memo, None, failing=failure.status_message))
 
     async def _current_heartbeat(self, watcher: _Watcher) -> tuple[str, int] | None:
         try:

@@ -9,6 +9,7 @@ so tasks started before the search attributes were registered are found too.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from collections.abc import AsyncIterator, Mapping
@@ -16,8 +17,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
+from temporalio.api.common.v1 import WorkflowExecution as ExecutionRef
+from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 
+from mcp_tasks_temporal.front.failing_workflows import FailingWorkflows
 from mcp_tasks_temporal.temporal.contract import TERMINAL_STATUSES, Memo, as_object, to_iso
 from mcp_tasks_temporal.temporal.deployment import build_of
 from mcp_tasks_temporal.temporal.ids import WORKFLOW_ID_PREFIX
@@ -87,6 +91,8 @@ class ListedTask:
     kind: str
     build: str | None = None
     """`<deployment>:<build ID>` the task runs (or last ran) on under worker versioning; `None` unversioned."""
+    failing: str | None = None
+    """Why the task's workflow task keeps failing (a running task only), as `tasks/get`'s statusMessage says."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -98,6 +104,7 @@ class ListedTask:
             "closedAt": self.closed_at,
             "kind": self.kind,
             "build": self.build,
+            "failing": self.failing,
             "workflowId": self.workflow_id,
             "runId": self.run_id,
         }
@@ -110,13 +117,27 @@ async def list_tasks(
     query = task_filter.query(now or datetime.now(UTC))
     if not query:
         return
+    failing = FailingWorkflows()
     async for execution in client.list_workflows(query):
         task = await _listed(execution)
+        if not is_terminal(task.status):
+            task = await _with_failure(client, failing, task)
         if task_filter.tool is not None and task.tool != task_filter.tool:
             continue
         if task_filter.status is not None and task.status != task_filter.status:
             continue
         yield task
+
+
+async def _with_failure(client: Client, failing: FailingWorkflows, task: ListedTask) -> ListedTask:
+    """The task marked when its workflow task keeps failing (one describe per running task)."""
+    request = DescribeWorkflowExecutionRequest(
+        namespace=client.namespace, execution=ExecutionRef(workflow_id=task.workflow_id, run_id=task.run_id)
+    )
+    response = await client.workflow_service.describe_workflow_execution(request)
+    pending = response.pending_workflow_task if response.HasField("pending_workflow_task") else None
+    failure = await failing.failure(client, task.workflow_id, task.run_id, pending)
+    return dataclasses.replace(task, failing=failure.cause) if failure is not None else task
 
 
 async def _listed(execution: WorkflowExecution) -> ListedTask:

@@ -12,6 +12,7 @@ continue-as-new back to the first run. The JSON form is versioned
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -84,11 +85,36 @@ async def verify(
     *,
     plugins: Sequence[Any] = (),
 ) -> None:
-    """Replay every run against `workflows`; raises the nondeterminism error if the code no longer fits."""
+    """Replay every run against `workflows`.
+
+    Raises:
+        ReplayMismatch: the code no longer issues the recorded commands; its message is the replayer's
+            own reason on one line (the event and command that differ).
+    """
     histories = runs.histories if isinstance(runs, TaskRuns) else runs
-    replayer = Replayer(workflows=list(workflows), data_converter=converter, plugins=list(plugins))
+    # debug_mode turns off the deadlock detector only: a verdict must not depend on the machine's load
+    # (a workflow's first import under replay can take over its 2 s); the sandbox stays on.
+    replayer = Replayer(workflows=list(workflows), data_converter=converter, plugins=list(plugins), debug_mode=True)
     for history in histories:
-        await replayer.replay_workflow(history)
+        try:
+            await replayer.replay_workflow(history)
+        except Exception as err:  # the replayer reports a mismatch as any of several error types
+            raise ReplayMismatch(_one_line(err)) from err
+
+
+class ReplayMismatch(Exception):
+    """A recorded history that the installed workflow code does not reproduce."""
+
+
+_REASON = re.compile(r"(Nondeterminism error: [^\"]*)")
+
+
+def _one_line(err: BaseException) -> str:
+    """The replayer's reason without the Rust failure dump around it."""
+    text = str(err)
+    found = _REASON.search(text)
+    reason = found.group(1) if found else text
+    return " ".join(reason.split())
 
 
 def _as_returned(value: Any) -> Any:

@@ -6,9 +6,9 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
+from mcp_tasks_temporal.ops.settings import variable
 from mcp_tasks_temporal.temporal.contract import CODEC_KEYS_ENV, DEFAULT_ADDRESS, DEFAULT_NAMESPACE
 
 KEYS_ENV = CODEC_KEYS_ENV
@@ -27,13 +27,13 @@ def add_codec_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--codec-key-file",
         type=Path,
-        default=os.environ.get(KEY_FILE_ENV) or None,
+        default=variable(KEY_FILE_ENV),
         metavar="FILE",
         help=f"AES-256-GCM keys, one per line, newest first (${KEY_FILE_ENV})",
     )
     group.add_argument(
         "--codec",
-        default=os.environ.get(CODEC_ENV) or None,
+        default=variable(CODEC_ENV),
         metavar="MODULE:ATTR",
         help=f"a PayloadCodec instance, or a callable returning one (${CODEC_ENV})",
     )

@@ -67,8 +67,14 @@ async def run_deployment(args: argparse.Namespace) -> None:
         return
     print(f"deployment {info.name}: current {document['current'] or '-'}", flush=True)
     for build in builds:
-        drainage = f" ({build['drainage']})" if build["drainage"] else ""
-        print(f"  {build['build']}  {build['status']}{drainage}  since {build['createdAt']}", flush=True)
+        print(build_line(build), flush=True)
+
+
+def build_line(build: dict[str, Any]) -> str:
+    """One build of `admin deployment`'s listing; its drainage only where the status does not say it already."""
+    drainage = build["drainage"]
+    said = f" ({drainage})" if drainage and drainage != build["status"] else ""
+    return f"  {build['build']}  {build['status']}{said}  since {build['createdAt']}"
 
 
 async def run_set_current(args: argparse.Namespace) -> None:

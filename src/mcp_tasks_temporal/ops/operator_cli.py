@@ -28,13 +28,14 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_tasks_temporal.ops.admin import ListedTask, TaskFilter, list_tasks
-from mcp_tasks_temporal.ops.audit import TaskNotFound, TaskRuns, build_story, load_runs, verify
+from mcp_tasks_temporal.ops.audit import ReplayMismatch, TaskNotFound, TaskRuns, build_story, load_runs, verify
 from mcp_tasks_temporal.ops.audit_render import render_markdown, render_text
 from mcp_tasks_temporal.ops.cli_options import KEYS_ENV
+from mcp_tasks_temporal.sdk_compat import workflow_definition
 from mcp_tasks_temporal.temporal.codec import ENCODING, codec_from_args
 from mcp_tasks_temporal.temporal.connection import ConnectionOptions
 from mcp_tasks_temporal.temporal.connection import connect as connect_temporal_client
-from mcp_tasks_temporal.temporal.ids import WORKFLOW_ID_PREFIX, is_task_id, owner_key, workflow_id
+from mcp_tasks_temporal.temporal.ids import WORKFLOW_ID_PREFIX, is_task_id, owner_key, workflow_id, workflow_ids
 from mcp_tasks_temporal.temporal.payload_storage import open_storage, storage_from_args
 from mcp_tasks_temporal.temporal.web_ui import web_ui_link
 
@@ -138,7 +139,7 @@ async def run_audit(args: argparse.Namespace) -> None:
             raise _fail(f"cannot verify: the task runs workflow {missing}, which is not installed here; {hint}")
         try:
             await verify(runs, workflows, client.data_converter, plugins=plugins)
-        except Exception as err:  # the replayer reports incompatibility as any of several error types
+        except ReplayMismatch as err:
             print(f"verify: INCOMPATIBLE with the workflow code installed here: {err}", file=sys.stderr, flush=True)
             raise _Exit(EXIT_INCOMPATIBLE) from None
         print(f"verify: compatible ({len(runs.histories)} run(s) replayed)", file=sys.stderr, flush=True)
@@ -157,13 +158,17 @@ def _installed_workflows(app_spec: str | None) -> tuple[list[type], list[Any]]:
         for options in tasks_extension(app).workflow_tools.values():
             if options.workflow_class not in workflows:
                 workflows.append(options.workflow_class)
-        plugins = list(tasks_extension(app).plugins)
+        from mcp_tasks_temporal.temporal.plugin import McpTasksPlugin
+
+        # The replayer gets what the worker had: the app's workflow tools with the interceptor that
+        # takes their activities' status lines and questions, and the sandbox pass-through.
+        plugins = [*tasks_extension(app).plugins, McpTasksPlugin(app)]
     return workflows, plugins
 
 
 def _missing_workflow_types(runs: TaskRuns, workflows: list[type]) -> str | None:
     """The task's workflow type if no class here defines it (a workflow tool of an app not given)."""
-    installed = {getattr(cls, "__temporal_workflow_definition").name for cls in workflows}
+    installed = {workflow_definition(cls).name for cls in workflows}
     for history in runs.histories:
         started = history.events[0].workflow_execution_started_event_attributes
         if started.workflow_type.name not in installed:
@@ -178,7 +183,7 @@ async def _find_task(client: Client, task: str, principal: str | None) -> TaskRu
     elif not is_task_id(task):
         return None
     elif principal is not None:
-        candidates = [workflow_id(task, principal)]
+        candidates = [candidate for candidate, _ in workflow_ids(task, principal)]
     else:
         candidates = [workflow_id(task, None)]
         # Without the principal the owner key is unknown: the task ID is unique, so look it up.
@@ -213,12 +218,19 @@ def _print_tasks(tasks: Sequence[ListedTask], args: argparse.Namespace) -> None:
         print("no matching tasks", file=sys.stderr, flush=True)
         return
     rows = [("TASK", "TOOL", "STATUS", "CREATED", "OWNER KEY", "BUILD")]
-    rows += [(t.task_id, t.tool, t.status, t.created_at, t.owner, t.build or "-") for t in tasks]
+    rows += [(t.task_id, t.tool, _status_cell(t), t.created_at, t.owner, t.build or "-") for t in tasks]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip(), flush=True)
     if args.temporal_ui:
         print(f"Web UI: {web_ui_link(args.temporal_ui, args.namespace, tasks[0].workflow_id)} ...", flush=True)
+    for task in tasks:
+        if task.failing:
+            print(f"{task.task_id}: workflow failing: {task.failing}", flush=True)
+
+
+def _status_cell(task: ListedTask) -> str:
+    return f"{task.status} FAILING" if task.failing else task.status
 
 
 async def run_admin_tasks(args: argparse.Namespace) -> None:

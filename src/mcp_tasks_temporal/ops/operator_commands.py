@@ -6,11 +6,11 @@ What they run is in `operator_cli`, imported when one runs.
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from mcp_tasks_temporal.ops.cli_options import add_codec_options, add_connection_options
+from mcp_tasks_temporal.ops.settings import variable
 from mcp_tasks_temporal.temporal.contract import TASK_STATUSES
 from mcp_tasks_temporal.temporal.payload_options import add_storage_options
 
@@ -28,7 +28,7 @@ def add_temporal_options(parser: argparse.ArgumentParser) -> None:
     add_storage_options(parser)
     parser.add_argument(
         "--temporal-ui",
-        default=os.environ.get(UI_ENV) or None,
+        default=variable(UI_ENV),
         metavar="URL",
         help=f"Temporal Web UI address, for links to the task (default ${UI_ENV})",
     )
@@ -57,7 +57,7 @@ def add_operator_commands(commands: _Subparsers) -> None:
     )
     audit.add_argument(
         "--app",
-        default=os.environ.get("MCP_TASKS_APP"),
+        default=variable("MCP_TASKS_APP"),
         metavar="MODULE:ATTR",
         help="the app whose workflow tools --verify should include",
     )
@@ -86,7 +86,7 @@ def add_operator_commands(commands: _Subparsers) -> None:
 def _add_jwt_issuer(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--jwt-issuer",
-        default=os.environ.get("MCP_TASKS_JWT_ISSUER") or None,
+        default=variable("MCP_TASKS_JWT_ISSUER"),
         metavar="URL",
         help="the front servers' JWT issuer, so a principal is named by its claim as they name it "
         "($MCP_TASKS_JWT_ISSUER)",
@@ -98,8 +98,8 @@ def _add_deployment_actions(actions: _Subparsers) -> None:
     add_temporal_options(connection)
     connection.add_argument(
         "--deployment-name",
-        default=os.environ.get("MCP_TASKS_DEPLOYMENT_NAME") or None,
-        required=not os.environ.get("MCP_TASKS_DEPLOYMENT_NAME"),
+        default=variable("MCP_TASKS_DEPLOYMENT_NAME"),
+        required=not variable("MCP_TASKS_DEPLOYMENT_NAME"),
         metavar="NAME",
         help="the worker deployment ($MCP_TASKS_DEPLOYMENT_NAME)",
     )

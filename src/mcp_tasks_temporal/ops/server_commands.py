@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shlex
 import signal
 import sys
 import tempfile
+import threading
 from collections.abc import Generator
 from contextlib import AsyncExitStack, contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,19 +25,22 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from mcp_tasks_temporal.front.app_loading import default_task_queue, load_app, tasks_extension, use_request_state_keys
-from mcp_tasks_temporal.front.auth import StaticTokenVerifier, load_tokens
+from mcp_tasks_temporal.front.auth import StaticTokenVerifier
 from mcp_tasks_temporal.front.closed_tasks import DEFAULT_MAX_ENTRIES, ClosedTaskCache
-from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
+from mcp_tasks_temporal.front.credential_life import EndWithCredential
+from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, unready_reason
 from mcp_tasks_temporal.front.handshake_echo import HandshakeEcho
 from mcp_tasks_temporal.front.health import health_routes
 from mcp_tasks_temporal.front.http_app import BearerAuth, front_app
 from mcp_tasks_temporal.front.http_errors import JsonRpcHttpErrors
 from mcp_tasks_temporal.front.legacy_answers import LegacyAnswers
 from mcp_tasks_temporal.front.protocol_versions import AdvertiseServedVersions, run_stdio
+from mcp_tasks_temporal.front.session_binding import SessionKeys
 from mcp_tasks_temporal.ops.cli_options import DEFAULT_UI_ORIGINS
 from mcp_tasks_temporal.ops.codec_server import codec_app
 from mcp_tasks_temporal.ops.dev.embedded_temporal import EmbeddedTemporal, embedded_temporal
 from mcp_tasks_temporal.ops.dev.nexus_routes import EndpointRoute
+from mcp_tasks_temporal.ops.dev.owner_secret import use_dev_owner_secret
 from mcp_tasks_temporal.ops.dev.ports import PortInUseError, check_ports
 from mcp_tasks_temporal.ops.dev.state_dir import StateDirLock, state_dir_lock
 from mcp_tasks_temporal.ops.dev.worker_process import (
@@ -45,6 +51,8 @@ from mcp_tasks_temporal.ops.dev.worker_process import (
     dev_worker,
     stop_with_parent,
 )
+from mcp_tasks_temporal.ops.settings import environment, variable
+from mcp_tasks_temporal.sdk_compat import forget_captured_signals
 from mcp_tasks_temporal.temporal.codec import codec_from_args, new_key
 from mcp_tasks_temporal.temporal.connection import (
     ConnectionOptions,
@@ -53,10 +61,12 @@ from mcp_tasks_temporal.temporal.connection import (
 from mcp_tasks_temporal.temporal.contract import ActivityPolicy
 from mcp_tasks_temporal.temporal.deployment import Deployment, pinned_on_other_builds, set_current
 from mcp_tasks_temporal.temporal.fairness import FairnessPolicy
+from mcp_tasks_temporal.temporal.ids import OWNER_SECRET_ENV, owner_secret
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics, RequestMetrics, install_metrics, metrics_runtime
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits, namespace_blob_limit
 from mcp_tasks_temporal.temporal.payload_storage import open_storage, storage_from_args
 from mcp_tasks_temporal.temporal.search_attributes import check_namespace
+from mcp_tasks_temporal.temporal.shared_settings import SettingsDisagreement, SharedSettings, check_shared_settings
 from mcp_tasks_temporal.temporal.tracing import setup_tracing, tracing_plugins
 
 logger = logging.getLogger("mcp_tasks_temporal")
@@ -69,13 +79,18 @@ def configure(app: MCPServer[Any], args: argparse.Namespace) -> None:
     if not args.task_queue:
         args.task_queue = default_task_queue(app)
     if getattr(args, "agent_model", None):
+        from mcp_tasks_temporal.contrib import MissingExtra
+
         try:
-            from mcp_tasks_temporal.contrib.pydantic_ai.sub_agent import configure_model
-        except ImportError:
-            raise ValueError('--agent-model needs the agent extra: pip install "mcp-tasks-temporal[agent]"') from None
+            from mcp_tasks_temporal.contrib.pydantic_ai import configure_model
+        except MissingExtra as missing:
+            raise ValueError(f"--agent-model needs the {missing.extra} extra: {missing.install}") from None
         configure_model(args.agent_model)
     if getattr(args, "request_state_key", None):
         use_request_state_keys(app, args.request_state_key)
+        # The same shared secrets, so any front checks the session IDs every other one hands out.
+        extension.session_keys = SessionKeys(args.request_state_key)
+    owner_secret()  # a secret too short to key owner keys stops the start, not a request
     if "ttl_ms" in vars(args):
         extension.default_ttl_ms = args.ttl_ms
     if getattr(args, "poll_interval_ms", None):
@@ -99,18 +114,29 @@ def configure(app: MCPServer[Any], args: argparse.Namespace) -> None:
 class _HttpServer(uvicorn.Server):
     @contextmanager
     def capture_signals(self) -> Generator[None]:
-        # uvicorn re-raises Ctrl-C/SIGTERM once it has stopped, as a KeyboardInterrupt that would cut
-        # short what follows: the worker's graceful shutdown and then the embedded Temporal server's.
         with super().capture_signals():
             yield
-            self._captured_signals.clear()  # pyright: ignore[reportPrivateUsage]
+            forget_captured_signals(self)
 
 
 def _bearer_auth(args: argparse.Namespace) -> BearerAuth | None:
+    """The front's bearer auth, if asked for; a bad key set or token file stops the start, on one line."""
+    auth = _verified_bearer(args)
+    if auth is not None and owner_secret() is None:
+        # Only once the setup is known good: a start that fails says that one line and nothing else.
+        logger.warning(
+            "$%s is not set: owner keys are unkeyed hashes, and whoever sees workflow IDs can test guessed principals"
+            " against them (docs/operations.md, 'Owner keys')",
+            OWNER_SECRET_ENV,
+        )
+    return auth
+
+
+def _verified_bearer(args: argparse.Namespace) -> BearerAuth | None:
     if args.tokens is not None and args.jwt_jwks is not None:
         raise ValueError("--tokens and --jwt-jwks are alternatives: choose one")
     if args.tokens is not None:
-        return BearerAuth(StaticTokenVerifier(load_tokens(args.tokens)))
+        return BearerAuth(StaticTokenVerifier.from_file(args.tokens))
     if args.jwt_jwks is None:
         return None
     from mcp_tasks_temporal.front.jwt_auth import JwtSettings, JwtVerifier
@@ -139,10 +165,19 @@ def _http_server(app: MCPServer[Any], args: argparse.Namespace, client: Client, 
     # Stateless for the handshake revisions too: an older client's requests may reach any front server.
     mcp_app = app.streamable_http_app(host=args.host, max_request_body_size=args.max_body_bytes, stateless_http=True)
     # Replies to the questions a front asked on a request's stream may reach any front: each takes them.
-    mcp_app.add_middleware(LegacyAnswers, extension=tasks_extension(app))
+    extension = tasks_extension(app)
+    mcp_app.add_middleware(LegacyAnswers, extension=extension, max_body_bytes=args.max_body_bytes)
     # The handshake revisions' capabilities reach every front through the session ID the client echoes.
-    mcp_app.add_middleware(HandshakeEcho)
-    http_app = front_app(mcp_app, auth=auth, extra_routes=health_routes(client), running=tasks_extension(app).running)
+    mcp_app.add_middleware(HandshakeEcho, max_body_bytes=args.max_body_bytes, sessions=extension.session_keys)
+    if auth is not None:
+        # Outermost, so it ends long polls and push streams whichever layer serves them.
+        app.middleware.insert(0, EndWithCredential(auth.verifier))
+    http_app = front_app(
+        mcp_app,
+        auth=auth,
+        extra_routes=health_routes(partial(unready_reason, client), client.namespace),
+        running=extension.running,
+    )
     wrapped = JsonRpcHttpErrors(http_app, max_body_bytes=args.max_body_bytes)
     config = uvicorn.Config(wrapped, host=args.host, port=args.port, log_level="warning", lifespan="on")
     return _HttpServer(config)
@@ -154,7 +189,7 @@ async def _serve_http(app: MCPServer[Any], args: argparse.Namespace, client: Cli
 
 def _start_telemetry(args: argparse.Namespace, role: str) -> None:
     """Tracing and metrics, before the first Temporal client: both are fixed when a client connects."""
-    setup_tracing(f"mcp-tasks-temporal-{role}", flag=args.otel)
+    setup_tracing(f"mcp-tasks-temporal-{role}", environment(), flag=args.otel)
     if args.metrics_port:
         install_metrics(f"{args.metrics_host}:{args.metrics_port}")
 
@@ -181,6 +216,17 @@ async def _connect(
         use_environment=options is None,  # TEMPORAL_* describe the user's cluster, not a server started here
         require_namespace=require_namespace,
     )
+
+
+async def _agree_on_settings(client: Client, args: argparse.Namespace, role: str, *, owner: bool = False) -> None:
+    """Refuse to start with settings the task queue's other processes do not share (temporal/shared_settings.py)."""
+    deployment = None if role == "serve" else (args.deployment_name or "")
+    mine = SharedSettings.of(role, storage_from_args(args), codec_from_args(args), deployment)
+    try:
+        await check_shared_settings(client, args.task_queue, mine, owner=owner)
+    except SettingsDisagreement:
+        args.one_shot_temporal = True  # it exits right after connecting: skip the teardown (cli.main says why)
+        raise
 
 
 async def _payload_limits(client: Client, args: argparse.Namespace) -> PayloadLimits:
@@ -258,10 +304,26 @@ async def _pinned_elsewhere(client: Client, args: argparse.Namespace) -> str | N
         return None
     counted = ", ".join(f"{build} ({count})" for build, count in builds.most_common())
     example = builds.most_common(1)[0][0].split(":", 1)[-1]
-    return (
-        f"pinned tasks still run on {counted}; each goes on only while a worker of its build runs "
-        f"(mcp-tasks-temporal worker --app APP --deployment-name {deployment.name} --build-id {example})"
-    )
+    command = " ".join(shlex.quote(part) for part in worker_command_for(client, args, build_id=example))
+    return f"pinned tasks still run on {counted}; each goes on only while a worker of its build runs ({command})"
+
+
+def worker_command_for(client: Client, args: argparse.Namespace, *, build_id: str) -> list[str]:
+    """A worker of another build beside this process: every setting the task queue's processes share.
+
+    A worker started without them is refused at start (temporal/shared_settings.py); beside
+    `dev`, whose payload storage is on by default, that is the storage directory above all.
+    """
+    command = ["mcp-tasks-temporal", "worker", "--app", args.app, "--task-queue", args.task_queue]
+    command += ["--temporal", client.service_client.config.target_host, "--namespace", client.namespace]
+    if args.codec:
+        command += ["--codec", args.codec]
+    elif args.codec_key_file is not None:
+        command += ["--codec-key-file", str(args.codec_key_file.resolve())]
+    elif codec_from_args(args) is not None:
+        command += ["--codec-key-file", "FILE"]  # the keys came from the environment: not printed
+    command += storage_from_args(args).worker_args()
+    return [*command, "--deployment-name", args.deployment_name, "--build-id", build_id]
 
 
 async def dev(args: argparse.Namespace) -> None:
@@ -269,6 +331,7 @@ async def dev(args: argparse.Namespace) -> None:
         # The state directory first: a Temporal server a killed `dev` left running there still holds
         # its ports, and is stopped before they are checked.
         lock = stack.enter_context(state_dir_lock(args.state_dir)) if args.state_dir is not None else None
+        use_dev_owner_secret(args.state_dir)
         await _run_dev(stack, lock, args)
 
 
@@ -310,6 +373,7 @@ async def _run_dev(stack: AsyncExitStack, lock: StateDirLock | None, args: argpa
     await _nexus_endpoints(temporal, args)
     client = await _connect(stack, args, app, ConnectionOptions(address=temporal.address, namespace=temporal.namespace))
     indexed = await check_namespace(client, address=temporal.address, namespace=temporal.namespace, role="dev")
+    await _agree_on_settings(client, args, "dev", owner=True)
     await _attach_front(app, client, args, search_attributes=indexed, web_ui=temporal.ui_url)
     worker: SupervisedWorker | None = None
     if args.in_process_worker or args.metrics_port:
@@ -349,6 +413,8 @@ async def _run_dev(stack: AsyncExitStack, lock: StateDirLock | None, args: argpa
 
         group.start_soon(serve)
         group.start_soon(watch_temporal)
+        # The console says once when a task's workflow code keeps failing, as tasks/get does.
+        group.start_soon(tasks_extension(app).gateway.watch_failing)
         if worker is not None:
             group.start_soon(watch_worker, worker)
         # The banner says the endpoint is up, so it waits until it is.
@@ -357,6 +423,8 @@ async def _run_dev(stack: AsyncExitStack, lock: StateDirLock | None, args: argpa
         if server.started:
             pinned = await _pinned_elsewhere(client, args)
             _dev_banner(args, temporal, worker.current if worker is not None else None, pinned)
+    if temporal_exit is not None and worker is not None:
+        await worker.stop(temporal_gone=True)
     if bind_failed:
         raise PortInUseError(args.host, args.port, "--port", "MCP endpoint")
     if temporal_exit is not None:
@@ -417,6 +485,7 @@ async def serve(args: argparse.Namespace) -> None:
         client = await _connect(stack, args, app, require_namespace=False)
         address = client.service_client.config.target_host
         indexed = await check_namespace(client, address=address, namespace=client.namespace, role="serve")
+        await _agree_on_settings(client, args, "serve")
         await _attach_front(app, client, args, search_attributes=indexed, web_ui=args.temporal_ui)
         if args.transport == "stdio":
             async with tasks_extension(app).running():
@@ -441,6 +510,7 @@ async def worker(args: argparse.Namespace) -> None:
         # The worker upserts nothing the run did not start with; this only tells the operator what is missing.
         address = client.service_client.config.target_host
         await check_namespace(client, address=address, namespace=client.namespace, role="worker")
+        await _agree_on_settings(client, args, "worker")
         await _run_worker(stack, client, app, args, make_current=args.make_current)
         pinned = await _pinned_elsewhere(client, args) if args.make_current else None
         if pinned:
@@ -462,7 +532,7 @@ async def codec_server(args: argparse.Namespace) -> None:
     codec = codec_from_args(args)
     if codec is None:
         raise ValueError("codec-server needs the codec: --codec-key-file, $MCP_TASKS_CODEC_KEYS or --codec")
-    verifier = StaticTokenVerifier(load_tokens(args.tokens)) if args.tokens is not None else None
+    verifier = StaticTokenVerifier.from_file(args.tokens) if args.tokens is not None else None
     # Who decrypted what is the audit trail operators want from this server, whatever the global level.
     logging.getLogger("mcp_tasks_temporal.ops.codec_server").setLevel(logging.INFO)
     http_app = codec_app(codec, ui_origins=args.ui_origin or DEFAULT_UI_ORIGINS, verifier=verifier)
@@ -475,24 +545,54 @@ async def codec_key(args: argparse.Namespace) -> None:
     print(new_key())
 
 
+ORPHANED_EXIT_S = 3.0
+"""How long `dev`'s worker may take to stop once `dev` is gone, however it went."""
+
+
+def _exit_without_drain() -> None:
+    """`dev` is gone, and its Temporal with it: end within `ORPHANED_EXIT_S`, whatever still runs.
+
+    A graceful drain would wait `--graceful-shutdown` for running tools whose heartbeats and results
+    can no longer reach a Temporal server; their attempts are retried when `dev` starts again.
+    """
+    print(
+        "mcp-tasks-temporal worker: dev is gone; stopping without waiting for running tools",
+        file=sys.stderr,
+        flush=True,
+    )
+
+    def exit_now() -> None:
+        sys.stderr.flush()
+        os._exit(0)
+
+    timer = threading.Timer(ORPHANED_EXIT_S, exit_now)
+    timer.daemon = True
+    timer.start()
+
+
 async def _until_stopped() -> None:
     """Wait for Ctrl-C or SIGTERM (a container stop), so shutdown runs the graceful path.
 
     `dev`'s worker also stops when `dev` is gone, even if it was killed too hard to stop it.
     """
-    parent = os.environ.get(PARENT_PID_ENV)
+    parent = variable(PARENT_PID_ENV)
+    parent_pid = int(parent) if parent is not None and parent.isdigit() else None
     async with anyio.create_task_group() as group:
 
         async def on_signal() -> None:
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                 async for _ in signals:
                     break
+            # The kernel's parent-death signal is a SIGTERM too: by now this process has a new parent.
+            if parent_pid is not None and os.getppid() != parent_pid:
+                _exit_without_drain()
             group.cancel_scope.cancel()
 
         async def on_orphaned(parent_pid: int) -> None:
             await stop_with_parent(parent_pid)
+            _exit_without_drain()
             group.cancel_scope.cancel()
 
         group.start_soon(on_signal)
-        if parent is not None and parent.isdigit():
-            group.start_soon(on_orphaned, int(parent))
+        if parent_pid is not None:
+            group.start_soon(on_orphaned, parent_pid)

@@ -18,6 +18,8 @@ import os
 from collections.abc import Mapping
 from typing import Final
 
+from mcp_tasks_temporal.sdk_compat import parser_actions
+
 PREFIX: Final = "MCP_TASKS_"
 
 NAMES: Final[Mapping[str, Mapping[str, str]]] = {
@@ -41,6 +43,21 @@ NAMES: Final[Mapping[str, Mapping[str, str]]] = {
 }
 
 
+def environment() -> Mapping[str, str]:
+    """The process's environment variables: every read in the package comes through here."""
+    return os.environ
+
+
+def variable(name: str) -> str | None:
+    """One environment variable, `None` when unset or empty."""
+    return os.environ.get(name) or None
+
+
+def export_variable(name: str, value: str) -> None:
+    """Set a variable for this process and the children it starts (the worker `dev` runs)."""
+    os.environ[name] = value
+
+
 def variable_for(command: str, flag: str) -> str:
     """The environment variable of `flag` in `command` (`""` for the top-level options)."""
     named = NAMES.get(command, {}).get(flag) or NAMES["*"].get(flag)
@@ -50,8 +67,7 @@ def variable_for(command: str, flag: str) -> str:
 def apply_environment(parser: argparse.ArgumentParser, command: str, environ: Mapping[str, str] | None = None) -> None:
     """Name each option's variable in its help and take its value, when set, as the option's default."""
     environ = os.environ if environ is None else environ
-    # argparse has no public way to list a parser's options; `_actions` has been that list since Python 2.7.
-    for action in parser._actions:  # pyright: ignore[reportPrivateUsage]
+    for action in parser_actions(parser):
         flags = [flag for flag in action.option_strings if flag.startswith("--")]
         if not flags or action.dest == "help" or (action.help and "$" in action.help):
             continue

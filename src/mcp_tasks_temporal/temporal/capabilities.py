@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from mcp_tasks_temporal.temporal.contract import INVALID_PARAMS_CODE, MISSING_CAPABILITY_CODE, as_object
+from mcp_tasks_temporal.temporal.contract import EXTENSION_ID, INVALID_PARAMS_CODE, MISSING_CAPABILITY_CODE, as_object
 
 CAPABILITY_OF_METHOD: Final = {
     "elicitation/create": "elicitation",
@@ -90,4 +90,33 @@ def undeclared_asks(asks: Iterable[str], capabilities: object) -> Refusal | None
         f"Client did not declare the {names} {'capability' if len(required) == 1 else 'capabilities'} "
         "this tool asks for",
         {"requiredCapabilities": required},
+    )
+
+
+def refusal_for_revision(refusal: Refusal, *, modern: bool) -> Refusal:
+    """`refusal` as told to a client without the tasks extension: what *its* revision would need.
+
+    A 2025-11-25 client can never declare a 2026 extension: the capability is all it
+    lacks (its questions come on the call's stream). A 2026-07-28 client needs the
+    capability too, and then answers inside the call (`input_required`), or, declaring
+    the tasks extension as well, in a task (`alternativeCapabilities`).
+    """
+    if refusal.code != MISSING_CAPABILITY_CODE or refusal.data is None:
+        return refusal
+    required: dict[str, Any] = dict(as_object(refusal.data.get("requiredCapabilities")))
+    required.pop("extensions", None)
+    if not required:
+        return refusal
+    names = " and ".join(repr(name) for name in required)
+    lacked = f"Client did not declare the {names} {'capability' if len(required) == 1 else 'capabilities'}"
+    if not modern:
+        return Refusal(MISSING_CAPABILITY_CODE, f"{lacked} this tool asks for", {"requiredCapabilities": required})
+    return Refusal(
+        MISSING_CAPABILITY_CODE,
+        f"{lacked} this tool asks for: with it the question comes inside the call, "
+        "or, with the tasks extension too, in a task",
+        {
+            "requiredCapabilities": required,
+            "alternativeCapabilities": {**required, "extensions": {EXTENSION_ID: {}}},
+        },
     )

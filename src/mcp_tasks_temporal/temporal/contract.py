@@ -53,6 +53,11 @@ PROTOCOL_VERSION_META_KEY: Final = "io.modelcontextprotocol/protocolVersion"
 CLIENT_INFO_META_KEY: Final = "io.modelcontextprotocol/clientInfo"
 CLIENT_CAPABILITIES_META_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
 
+PLAIN_CALL_META_KEY: Final = "mcp-tasks-temporal/plainCall"
+"""Envelope key of a task a front holds open as a plain `tools/call`, holding `{"answerable": capabilities}`:
+what the call's client can answer inside the call. The workflow publishes every question, and the front
+relays it (an `InputRequiredResult`) or, for a client that cannot answer it, cancels the task with the reason."""
+
 WORKFLOW_KIND: Final = "workflow"
 """`Memo.KIND` of a task whose workflow is the user's own (`TasksExtension.workflow_tool`)."""
 
@@ -79,6 +84,9 @@ class Memo:
     """`WORKFLOW_KIND` for a workflow tool's task; absent on tool tasks."""
     ENVELOPE: Final = "envelope"
     """The creating request's `_meta` envelope (protocol version, client info, client capabilities)."""
+    SESSION: Final = "session"
+    """An anonymous task's keyed hash of the handshake session that created it (`front/session_binding`):
+    what its 2025-11-25 `tasks/list` lists by."""
     FEED_SEQ: Final = "feedSeq"
     """Number of the last transition published to the task feed; absent on a task that does not publish."""
 

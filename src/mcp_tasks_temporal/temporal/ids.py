@@ -5,16 +5,47 @@ client ever sees. The workflow ID is derived from it *and* from the principal
 that created the task on every request, so a task ID presented by anyone else
 names a workflow that does not exist: not found, with nothing to tell it apart
 from an ID that was never issued. The principal is hashed because workflow IDs
-show up in the Temporal UI, logs and visibility.
+show up in the Temporal UI, logs and visibility: with a keyed hash (HMAC-SHA256
+under `MCP_TASKS_OWNER_SECRET`, which every front, worker, `admin` and `audit` of a
+deployment shares), so that nobody without the secret can tell whose tasks they
+see by hashing guessed names. Without the secret the key is the unkeyed SHA-256
+of earlier versions; `MCP_TASKS_LEGACY_OWNER_KEYS=1` lets a keyed deployment still
+find the tasks stored under those (docs/operations.md, "Owner keys").
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
+import os
 import uuid
+from typing import Final
 
 WORKFLOW_ID_PREFIX = "mcp-task"
 ANONYMOUS_OWNER = "anonymous"
+OWNER_SECRET_ENV: Final = "MCP_TASKS_OWNER_SECRET"
+LEGACY_OWNERS_ENV: Final = "MCP_TASKS_LEGACY_OWNER_KEYS"
+MIN_SECRET_CHARS: Final = 16
+_OWNER_LABEL: Final = b"mcp-tasks-temporal/owner\x00"
+
+
+class OwnerSecretError(ValueError):
+    """`MCP_TASKS_OWNER_SECRET` is set but too short to key anything."""
+
+
+def owner_secret() -> bytes | None:
+    """The deployment's owner-key secret, read from the environment on each call (`None`: unkeyed)."""
+    secret = os.environ.get(OWNER_SECRET_ENV, "")
+    if not secret:
+        return None
+    if len(secret) < MIN_SECRET_CHARS:
+        raise OwnerSecretError(f"${OWNER_SECRET_ENV} needs at least {MIN_SECRET_CHARS} characters")
+    return secret.encode()
+
+
+def reads_legacy_owners() -> bool:
+    """Whether tasks stored under unkeyed owner keys are still found (a migration window)."""
+    return os.environ.get(LEGACY_OWNERS_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
 def new_task_id() -> str:
@@ -32,12 +63,33 @@ def is_task_id(value: str) -> bool:
 
 
 def owner_key(principal: str | None) -> str:
-    """A stable, non-reversible key for the principal (or the shared anonymous key)."""
+    """A stable key for the principal that only holders of the owner secret can compute (or the anonymous key)."""
     if principal is None:
         return ANONYMOUS_OWNER
+    secret = owner_secret()
+    if secret is None:
+        return legacy_owner_key(principal)
+    return hmac.new(secret, _OWNER_LABEL + principal.encode(), hashlib.sha256).hexdigest()[:32]
+
+
+def legacy_owner_key(principal: str) -> str:
+    """The unkeyed owner key of earlier versions: anyone can compute it from a guessed principal."""
     return hashlib.sha256(principal.encode()).hexdigest()[:32]
+
+
+def owner_keys(principal: str | None) -> list[str]:
+    """The keys a principal's tasks may be stored under: the current one, then the legacy one while it is read."""
+    keys = [owner_key(principal)]
+    if principal is not None and reads_legacy_owners() and legacy_owner_key(principal) not in keys:
+        keys.append(legacy_owner_key(principal))
+    return keys
 
 
 def workflow_id(task_id: str, principal: str | None) -> str:
     """The workflow ID behind `task_id` for this principal."""
     return f"{WORKFLOW_ID_PREFIX}/{owner_key(principal)}/{task_id}"
+
+
+def workflow_ids(task_id: str, principal: str | None) -> list[tuple[str, str]]:
+    """`(workflow ID, owner key)` of every place this principal's task may be, current key first."""
+    return [(f"{WORKFLOW_ID_PREFIX}/{key}/{task_id}", key) for key in owner_keys(principal)]

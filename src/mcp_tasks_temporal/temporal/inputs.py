@@ -117,15 +117,21 @@ async def request_inputs(requests: Mapping[str, Any]) -> dict[str, dict[str, Any
         MCPError: -32021 when the tool does not run as a task, or the creating
             request's client cannot answer that kind of request.
     """
+    normalised = {key: as_input_request(request) for key, request in requests.items()}
     run = current_run()
     if run is None:
+        # What answering needs besides the task, so a client of a revision without the extension is told that.
+        needed: dict[str, Any] = {}
+        for request in normalised.values():
+            refusal = missing_capability(request, {})
+            if refusal is not None and refusal.data is not None:
+                needed.update(refusal.data["requiredCapabilities"])
         raise MCPError(
             code=MISSING_REQUIRED_CLIENT_CAPABILITY,
             message="Asking for input midway needs the tool to run as a task",
-            data={"requiredCapabilities": {"extensions": {EXTENSION_ID: {}}}},
+            data={"requiredCapabilities": {**needed, "extensions": {EXTENSION_ID: {}}}},
         )
-    normalised = {key: as_input_request(request) for key, request in requests.items()}
-    for request in normalised.values():
+    for request in normalised.values() if not run.held_by_front else ():
         error = missing_capability_error(request, run.client_capabilities)
         if error is not None:
             raise error

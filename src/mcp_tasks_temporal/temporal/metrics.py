@@ -76,6 +76,9 @@ class FrontMetrics:
         self._errors = meter.create_counter("mcp_errors", "JSON-RPC errors answered, by method and code")
         self._tasks_created = meter.create_counter("mcp_task_creations", "Tasks created, by tool")
         self._subscribers = meter.create_gauge("mcp_push_subscribers", "Open task subscriptions on this front server")
+        self._failing = meter.create_counter(
+            "mcp_failing_workflows", "Tasks found with a workflow task that keeps failing, by kind, once per failure"
+        )
         self._subscriber_count = 0
 
     @classmethod
@@ -91,6 +94,9 @@ class FrontMetrics:
 
     def task_created(self, tool: str) -> None:
         self._tasks_created.add(1, {"tool": tool})
+
+    def workflow_failing(self, tool: str, kind: str) -> None:
+        self._failing.add(1, {"tool": tool, "kind": kind})
 
     def subscribers_changed(self, delta: int) -> None:
         self._subscriber_count = max(0, self._subscriber_count + delta)

@@ -2,6 +2,7 @@
 
     import nexusrpc.handler
     from temporalio import nexus
+from temporalio.service import RPCError, RPCStatusCode
     from mcp_tasks_temporal.temporal.nexus_handler import start_task_workflow
 
     @nexusrpc.handler.service_handler(name="reports")
@@ -24,8 +25,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from temporalio import nexus
+from temporalio.service import RPCError, RPCStatusCode
 
-from mcp_tasks_temporal.temporal.nexus_contract import reply_memo
+from mcp_tasks_temporal.temporal.nexus_contract import ROUTE_SIGNAL, reply_memo, reply_route
 
 __all__ = ["start_task_workflow"]
 
@@ -44,10 +46,23 @@ async def start_task_workflow(
     """`ctx.start_workflow(run, arg, id=id, ...)`, plus where the workflow's `set_status` reports.
 
     The calling task sends its reply endpoint, workflow ID and a nonce as headers
-    of the operation's start; they go to the workflow's memo. A caller that sent
+    of the operation's start. They reach the workflow as the input of a signal sent
+    right after its start (history only, under this worker's codec); the memo says
+    no more than that it reports, and through which endpoint. A caller that sent
     none (any other Nexus client) starts the workflow exactly as `ctx.start_workflow`
     would. `options` are `start_workflow`'s (`task_queue`, timeouts, ...).
     """
-    reply = reply_memo(dict(ctx.headers))
-    merged = {**(memo or {}), **reply} or None
-    return await ctx.start_workflow(run, arg, id=id, memo=merged, **options)
+    route = reply_route(dict(ctx.headers))
+    if route is None:
+        return await ctx.start_workflow(run, arg, id=id, memo=memo, **options)
+    merged = {**(memo or {}), **reply_memo(route)}
+    handle = await ctx.start_workflow(run, arg, id=id, memo=merged, **options)
+    # Not signal-with-start: that cannot carry the callback that completes the operation. A retry of this
+    # start finds the same run and signals it again; the workflow keeps the first route.
+    try:
+        await nexus.client().get_workflow_handle(handle.workflow_id).signal(ROUTE_SIGNAL, route)
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:
+            raise
+        # Already finished: it has nothing more to report.
+    return handle

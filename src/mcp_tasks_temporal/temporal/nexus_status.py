@@ -4,9 +4,10 @@ Nexus carries an operation's start, result, failure and cancellation, nothing
 in between: a query or signal cannot reach the caller's workflow across
 namespaces. So the caller's task workflow sends, with the operation's start,
 a reply endpoint (targeting its own namespace), its workflow ID and a nonce;
-`start_task_workflow` keeps them in the handler workflow's memo; each
-`set_status` there starts one small Nexus operation back through that
-endpoint, and each `request_input` one operation whose result is the answers.
+`start_task_workflow` hands them to the handler workflow in a signal
+(the memo only marks that it reports); each `set_status` there starts one small
+Nexus operation back through that endpoint, and each `request_input` one
+operation whose result is the answers.
 Workflow code: deterministic, no I/O, nothing kept in this module.
 """
 
@@ -26,7 +27,9 @@ from mcp_tasks_temporal.temporal.nexus_contract import (
     REPLY_MEMO,
     REPLY_SERVICE,
     REPLY_STATUS_OPERATION,
+    ROUTE_SIGNAL,
     AskRequest,
+    ReplyRoute,
     StatusReport,
 )
 
@@ -36,15 +39,27 @@ REPORT_TIMEOUT: Final = timedelta(minutes=5)
 
 
 class _Sender:
-    """Per-run state, held by the workflow instance: the sequence and the reports still in flight."""
+    """Per-run state, held by the workflow instance: the route, the sequence and the reports still in flight."""
 
-    def __init__(self, reply: Mapping[str, Any]) -> None:
-        self.reply = reply
+    def __init__(self, route: ReplyRoute | None) -> None:
+        self.route = route
+        """`None` until the route signal is delivered (its handler is registered on first use)."""
         self.sequence = 0
         self.in_flight: set[asyncio.Task[None]] = set()
 
-    async def send(self, report: StatusReport) -> None:
-        client = workflow.create_nexus_client(endpoint=str(self.reply["endpoint"]), service=REPLY_SERVICE)
+    def take_route(self, route: ReplyRoute) -> None:
+        if self.route is None:
+            self.route = route
+
+    async def arrived(self) -> ReplyRoute:
+        await workflow.wait_condition(lambda: self.route is not None)
+        assert self.route is not None
+        return self.route
+
+    async def send(self, sequence: int, text: str) -> None:
+        route = await self.arrived()
+        report = StatusReport(task_workflow_id=route.task, nonce=route.nonce, sequence=sequence, text=text)
+        client = workflow.create_nexus_client(endpoint=route.endpoint, service=REPLY_SERVICE)
         try:
             await client.execute_operation(REPLY_STATUS_OPERATION, report, schedule_to_close_timeout=REPORT_TIMEOUT)
         except Exception as err:  # a status line is best effort; it must never fail the other team's workflow
@@ -57,13 +72,7 @@ def forward_status(text: str) -> None:
     if sender is None:
         return
     sender.sequence += 1
-    report = StatusReport(
-        task_workflow_id=str(sender.reply["task"]),
-        nonce=str(sender.reply["nonce"]),
-        sequence=sender.sequence,
-        text=text,
-    )
-    task = asyncio.get_running_loop().create_task(sender.send(report))
+    task = asyncio.get_running_loop().create_task(sender.send(sender.sequence, text))
     sender.in_flight.add(task)
     task.add_done_callback(sender.in_flight.discard)
 
@@ -83,10 +92,9 @@ async def ask_across(questions: dict[str, dict[str, Any]]) -> dict[str, dict[str
     """
     sender = _sender()
     assert sender is not None, "ask_across outside a workflow started by an MCP task over Nexus"
-    client = workflow.create_nexus_client(endpoint=str(sender.reply["endpoint"]), service=REPLY_SERVICE)
-    request = AskRequest(
-        task_workflow_id=str(sender.reply["task"]), nonce=str(sender.reply["nonce"]), questions=questions
-    )
+    route = await sender.arrived()
+    client = workflow.create_nexus_client(endpoint=route.endpoint, service=REPLY_SERVICE)
+    request = AskRequest(task_workflow_id=route.task, nonce=route.nonce, questions=questions)
     try:
         answers: dict[str, dict[str, Any]] = await client.execute_operation(
             REPLY_ASK_OPERATION, request, output_type=dict[str, dict[str, Any]]
@@ -113,8 +121,14 @@ def _sender() -> _Sender | None:
     if isinstance(sender, _Sender):
         return sender
     reply = workflow.memo_value(REPLY_MEMO, None)
-    if not isinstance(reply, Mapping) or not all(key in reply for key in ("endpoint", "task", "nonce")):
+    if not isinstance(reply, Mapping) or "endpoint" not in reply:
         return None
-    sender = _Sender(cast(Mapping[str, Any], reply))
+    memo = cast(Mapping[str, Any], reply)
+    if "task" in memo and "nonce" in memo:  # started by an earlier start_task_workflow, which used the memo
+        sender = _Sender(ReplyRoute(endpoint=str(memo["endpoint"]), task=str(memo["task"]), nonce=str(memo["nonce"])))
+    else:
+        sender = _Sender(None)
+        # Registered now, not by the workflow class (it is the other team's): the route signal waited in a buffer.
+        workflow.set_signal_handler(ROUTE_SIGNAL, sender.take_route)  # pyright: ignore[reportUnknownMemberType]
     setattr(instance, _SENDER_ATTRIBUTE, sender)
     return sender

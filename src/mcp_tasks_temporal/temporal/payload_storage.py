@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import hmac
+import logging
 import tempfile
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -48,9 +50,18 @@ from mcp_tasks_temporal.temporal.payload_options import (
 
 __all__ = ["KINDS", "MAX_SETTING", "STORAGE_SETTING", "add_storage_options"]
 
+logger = logging.getLogger("mcp_tasks_temporal")
+
 
 class PayloadStorageError(ValueError):
     """The storage settings are incomplete or its driver's package is missing."""
+
+
+class StoredPayloadError(ValueError):
+    """A stored payload is gone or is not the one its reference names: never handed on as if it were.
+
+    The message names the payload by its digest only: where the storage lives is the operator's business.
+    """
 
 
 @dataclass(frozen=True)
@@ -122,7 +133,7 @@ async def open_storage(settings: StorageSettings) -> AsyncGenerator[ExternalStor
             driver = await _s3_driver(stack, settings)
         else:
             driver = await _gcs_driver(stack, settings)
-        yield ExternalStorage(drivers=[driver], payload_size_threshold=settings.threshold)
+        yield ExternalStorage(drivers=[ReadFailuresNamed(driver)], payload_size_threshold=settings.threshold)
 
 
 async def _s3_driver(stack: AsyncExitStack, settings: StorageSettings) -> StorageDriver:
@@ -157,10 +168,43 @@ async def _gcs_driver(stack: AsyncExitStack, settings: StorageSettings) -> Stora
     )
 
 
+class ReadFailuresNamed(StorageDriver):
+    """A driver whose failed reads are a `StoredPayloadError`: the caller learns that, not the bucket or key.
+
+    temporalio's S3 and GCS drivers check each object against its digest too, and name the bucket and key
+    when that or the read fails; those details go to the log, where operators look, not to a client.
+    """
+
+    def __init__(self, driver: StorageDriver) -> None:
+        self._driver = driver
+
+    def name(self) -> str:
+        return self._driver.name()
+
+    def type(self) -> str:
+        return self._driver.type()
+
+    async def store(self, context: StorageDriverStoreContext, payloads: Sequence[Payload]) -> list[StorageDriverClaim]:
+        return await self._driver.store(context, payloads)
+
+    async def retrieve(
+        self, context: StorageDriverRetrieveContext, claims: Sequence[StorageDriverClaim]
+    ) -> list[Payload]:
+        try:
+            return await self._driver.retrieve(context, claims)
+        except StoredPayloadError:
+            raise
+        except Exception as err:
+            logger.error("reading a stored payload through %s failed: %s", self._driver.name(), err)
+            raise StoredPayloadError(f"a payload stored through {self._driver.name()} cannot be read") from err
+
+
 class LocalStorageDriver(StorageDriver):
     """Payloads as files under one directory, named by their SHA-256: a stored payload is stored once.
 
-    For one machine (`dev`): every process reading the payloads must see the directory.
+    Every read checks the file against the digest it is named by, so a file copied over another (one task's
+    result over another's) is refused, not served. For one machine (`dev`): every process reading the
+    payloads must see the directory.
     """
 
     def __init__(self, directory: Path, *, max_payload_size: int = DEFAULT_MAX_BYTES) -> None:
@@ -203,7 +247,9 @@ class LocalStorageDriver(StorageDriver):
         try:
             data = path.read_bytes()
         except FileNotFoundError:
-            raise ValueError(f"stored payload {digest} is gone from {self._directory}") from None
+            raise StoredPayloadError(f"stored payload sha256:{digest} is missing") from None
+        if not hmac.compare_digest(hashlib.sha256(data).hexdigest(), digest):
+            raise StoredPayloadError(f"stored payload sha256:{digest} does not match its digest")
         payload = Payload()
         payload.ParseFromString(data)
         return payload

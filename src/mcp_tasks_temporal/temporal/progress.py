@@ -66,6 +66,9 @@ class TaskRun:
     workflow_id: str = ""
     client_capabilities: Any = None
     """The creating request's `clientCapabilities` (raw JSON)."""
+    held_by_front: bool = False
+    """The task serves a plain `tools/call` a front holds open: that front relays each question inside
+    the call, or cancels the task for a client that cannot answer it (`front/plain_calls.py`)."""
 
 
 _run: ContextVar[TaskRun | None] = ContextVar("mcp_tasks_run", default=None)

@@ -30,8 +30,9 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from mcp_tasks_temporal.sdk_compat import workflow_definition
 
-_SANDBOXED: Final = frozenset({"temporal.workflows", "contrib", "testing"})
-"""This package's own workflows, and the modules they import in the sandbox (the sub-agent), stay sandboxed."""
+_SANDBOXED: Final = frozenset({"temporal.workflows", "demo.pipeline", "demo.review", "contrib", "testing"})
+"""This package's own workflows (the demo's too), and the modules they import in the sandbox (the sub-agent), stay
+sandboxed."""
 
 _PASSED_THROUGH: Final = ("mcp", "mcp_types", "rich")
 """`rich`: an `MCPServer` built at import (a one-file app) sets up logging with it on first use, and its

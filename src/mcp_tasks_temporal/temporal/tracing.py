@@ -19,8 +19,7 @@ for tracing is a start-up error rather than silently no traces.
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from contextlib import contextmanager
 from importlib.metadata import entry_points
 from typing import Any, Final
@@ -36,35 +35,36 @@ _installed: list[Any] = []
 """The tracer provider this process installed (at most one), for the flush on exit."""
 
 
-def tracing_requested(flag: bool = False) -> bool:
-    """Whether the flag or the standard `OTEL_*` variables ask for traces."""
-    if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+def tracing_requested(environ: Mapping[str, str], flag: bool = False) -> bool:
+    """Whether the flag or the standard `OTEL_*` variables in `environ` ask for traces."""
+    if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return False
-    exporters = _exporter_names()
+    exporters = _exporter_names(environ)
     if exporters is not None:
         return exporters != ["none"]
     endpoints = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-    return flag or any(os.environ.get(name) for name in endpoints)
+    return flag or any(environ.get(name) for name in endpoints)
 
 
-def _exporter_names() -> list[str] | None:
-    raw = os.environ.get("OTEL_TRACES_EXPORTER")
+def _exporter_names(environ: Mapping[str, str]) -> list[str] | None:
+    raw = environ.get("OTEL_TRACES_EXPORTER")
     if raw is None or not raw.strip():
         return None
     return [name.strip().lower() for name in raw.split(",") if name.strip()]
 
 
-def setup_tracing(service_name: str, *, flag: bool = False) -> bool:
+def setup_tracing(service_name: str, environ: Mapping[str, str], *, flag: bool = False) -> bool:
     """Install a tracer provider for this process when tracing is asked for; returns whether it is on.
 
-    `service_name` is the default for `service.name` (`OTEL_SERVICE_NAME` overrides it).
+    `service_name` is the default for `service.name` (`OTEL_SERVICE_NAME` overrides it). The
+    exporters take their endpoint, headers and batching from the same `OTEL_*` variables themselves.
 
     Raises:
         ValueError: Tracing is asked for but the `otel` extra is missing, or an exporter is unknown.
     """
     if _installed:
         return True
-    if not tracing_requested(flag):
+    if not tracing_requested(environ, flag):
         return False
     try:
         from opentelemetry.sdk.resources import Resource
@@ -72,10 +72,10 @@ def setup_tracing(service_name: str, *, flag: bool = False) -> bool:
         from temporalio.contrib.opentelemetry import create_tracer_provider
     except ImportError:
         raise ValueError("tracing needs the OpenTelemetry SDK: pip install 'mcp-tasks-temporal[otel]'") from None
-    attributes = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": service_name}
+    attributes = {} if environ.get("OTEL_SERVICE_NAME") else {"service.name": service_name}
     # Replay-safe: a workflow replayed on another worker does not emit its spans twice.
     provider = create_tracer_provider(resource=Resource.create(attributes))
-    for exporter in _exporters(_exporter_names() or ["otlp"]):
+    for exporter in _exporters(_exporter_names(environ) or ["otlp"], environ):
         # Batching parameters come from OTEL_BSP_*.
         provider.add_span_processor(BatchSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
@@ -84,11 +84,11 @@ def setup_tracing(service_name: str, *, flag: bool = False) -> bool:
     return True
 
 
-def _exporters(names: Sequence[str]) -> list[Any]:
-    return [_exporter(name) for name in names if name != "none"]
+def _exporters(names: Sequence[str], environ: Mapping[str, str]) -> list[Any]:
+    return [_exporter(name, environ) for name in names if name != "none"]
 
 
-def _exporter(name: str) -> Any:
+def _exporter(name: str, environ: Mapping[str, str]) -> Any:
     """The exporter an installed OpenTelemetry package registers as `name`.
 
     `otlp` means OTLP over the protocol `OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL` names,
@@ -98,7 +98,7 @@ def _exporter(name: str) -> Any:
     registered = name
     if name == "otlp":
         protocol = (
-            os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL") or ""
+            environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or environ.get("OTEL_EXPORTER_OTLP_PROTOCOL") or ""
         ).strip()
         registered = "otlp_proto_grpc" if protocol == "grpc" else "otlp_proto_http"
     found = entry_points(group="opentelemetry_traces_exporter", name=registered)

@@ -123,10 +123,15 @@ def _worker(
     **options: Any,
 ) -> Worker:
     """A worker whose workflow tools load in the sandbox as written, or that says on one line why not."""
+    # The plugin would add the workflow tools itself, but only after the client's plugins configured
+    # the worker: the app's plugins (pydantic-ai's, for a sub-agent) register each workflow's own
+    # activities, so they must see the workflows there already.
+    workflows, _ = workflow_tools_on(plugin.app, task_queue, default_queue=plugin.task_queue or task_queue)
     try:
         return Worker(
             client,
             task_queue=task_queue,
+            workflows=workflows,
             plugins=[plugin],
             sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
             max_heartbeat_throttle_interval=plugin.status_freshness,

@@ -23,7 +23,8 @@ between runs. Outside an MCP task (the workflow started some other way)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -37,6 +38,7 @@ from mcp_tasks_temporal.temporal.contract import (
     INPUT_SIGNAL,
     JSONRPC_ERROR,
     MISSING_CAPABILITY_CODE,
+    PLAIN_CALL_META_KEY,
     WORKFLOW_KIND,
     Memo,
     as_object,
@@ -44,12 +46,16 @@ from mcp_tasks_temporal.temporal.contract import (
 from mcp_tasks_temporal.temporal.nexus_status import ask_across, called_over_nexus, forward_status
 from mcp_tasks_temporal.temporal.search_attributes import upsert_status
 
-__all__ = ["INVALID_INPUT_REQUEST", "request_input", "request_inputs", "set_status", "task_error"]
+__all__ = ["INVALID_INPUT_REQUEST", "can_ask", "request_input", "request_inputs", "set_status", "task_error"]
 
 INVALID_INPUT_REQUEST: Final = "InvalidInputRequest"
 """ApplicationError type of a malformed question or a key asked twice: a bug in the workflow, shown as a tool error."""
 
 _STATE_ATTRIBUTE: Final = "_mcp_tasks_task_state"
+PLAIN_CALL_PATCH: Final = "plain-call-questions-relayed"
+"""Runs from before it refused every question of a plain call here, as -32021."""
+CANCEL_REASON_PATCH: Final = "cancel-reason-as-status"
+"""Runs from before it kept its last status line when cancelled during a question."""
 
 
 def task_error(code: int, message: str, data: Any = None) -> ApplicationError:
@@ -117,18 +123,10 @@ async def request_inputs(requests: Mapping[str, Any]) -> dict[str, dict[str, Any
     questions = {key: _wire_request(key, request) for key, request in requests.items()}
     if not questions:
         return {}
-    capabilities = as_object(workflow.memo_value(Memo.ENVELOPE, {})).get(CLIENT_CAPABILITIES_META_KEY)
-    if EXTENSION_ID not in as_object(as_object(capabilities).get("extensions")):
-        # Run synchronously for a client without the extension: it has no tasks/update to answer with.
-        raise task_error(
-            MISSING_CAPABILITY_CODE,
-            "Asking for input needs a client that declares the tasks extension",
-            {"requiredCapabilities": {"extensions": {EXTENSION_ID: {}}}},
-        )
-    for question in questions.values():
-        refusal = missing_capability(question, capabilities)
-        if refusal is not None:
-            raise task_error(refusal.code, refusal.message, refusal.data)
+    envelope = as_object(workflow.memo_value(Memo.ENVELOPE, {}))
+    if not (PLAIN_CALL_META_KEY in envelope and workflow.patched(PLAIN_CALL_PATCH)):
+        _check_answerable(questions, envelope.get(CLIENT_CAPABILITIES_META_KEY))
+    # else: the front holding the plain call relays each question inside the call, or cancels the task.
     state = _state()
     new = {key: question for key, question in questions.items() if key not in state.asked}
     for key, question in questions.items():
@@ -143,8 +141,68 @@ async def request_inputs(requests: Mapping[str, Any]) -> dict[str, dict[str, Any
         state.outstanding.update(new)
         state.status = "input_required"
         state.publish()
-    await workflow.wait_condition(lambda: all(key in state.answers for key in questions))
+    try:
+        await workflow.wait_condition(lambda: all(key in state.answers for key in questions))
+    except asyncio.CancelledError:
+        # A front that cancels a question nobody can answer says why; the cancelled task shows it.
+        reason = workflow.cancellation_reason()
+        if reason and workflow.patched(CANCEL_REASON_PATCH):
+            state.status_message = reason
+            state.publish()
+        raise
     return {key: state.answers[key] for key in questions}
+
+
+def withdraw_inputs(keys: Iterable[str]) -> None:
+    """Take back questions not answered yet: the task stops showing them, and their keys may be asked anew.
+
+    Whoever awaits their answers must stop waiting (cancel it): they will not come.
+    """
+    state = _state()
+    withdrawn = [key for key in keys if key in state.outstanding]
+    if not withdrawn:
+        return
+    for key in withdrawn:
+        del state.outstanding[key]
+        state.asked.pop(key, None)
+    state.status = "input_required" if state.outstanding else "working"
+    state.publish()
+
+
+def _check_answerable(questions: Mapping[str, dict[str, Any]], capabilities: Any) -> None:
+    """-32021 (the task fails) for a question the creating client declared it cannot answer."""
+    if EXTENSION_ID not in as_object(as_object(capabilities).get("extensions")):
+        # Run synchronously for a client without the extension: it has no tasks/update to answer with.
+        raise task_error(
+            MISSING_CAPABILITY_CODE,
+            "Asking for input needs a client that declares the tasks extension",
+            {"requiredCapabilities": {"extensions": {EXTENSION_ID: {}}}},
+        )
+    for question in questions.values():
+        refusal = missing_capability(question, capabilities)
+        if refusal is not None:
+            raise task_error(refusal.code, refusal.message, refusal.data)
+
+
+def can_ask(request: Any) -> bool:
+    """Whether the task's client can answer `request`, so a workflow may go on without asking instead.
+
+    `request_input` of a question the client cannot answer fails the task with -32021
+    (a client of the tasks extension), or cancels it (a plain call held open by a front);
+    a workflow that can do without the answer asks this first. Reads the memo only: no
+    command, so adding the check to a workflow changes nothing in its history.
+    """
+    if not _in_task():
+        return called_over_nexus()  # the calling task decides
+    question = _wire_request("question", request)
+    envelope = as_object(workflow.memo_value(Memo.ENVELOPE, {}))
+    plain_call = envelope.get(PLAIN_CALL_META_KEY)
+    if plain_call is not None:
+        return missing_capability(question, as_object(plain_call).get("answerable")) is None
+    capabilities = envelope.get(CLIENT_CAPABILITIES_META_KEY)
+    if EXTENSION_ID not in as_object(as_object(capabilities).get("extensions")):
+        return False
+    return missing_capability(question, capabilities) is None
 
 
 @dataclass

@@ -59,8 +59,7 @@ class ScriptedModel:
 
     def reset(self, script: list[Reply]) -> None:
         """Start over with another script (the server, and its URL, stay)."""
-        for event in self._held.values():
-            event.set()
+        self.release_all()
         self.script = script
         self.requests.clear()
         self.authorizations.clear()
@@ -83,7 +82,12 @@ class ScriptedModel:
     def _arrival(self, number: int) -> anyio.Event:
         return self._arrivals.setdefault(number, anyio.Event())
 
-    async def _chat(self, request: Request) -> JSONResponse:
+    def release_all(self) -> None:
+        """Let every held request through (the server is stopping)."""
+        for event in self._held.values():
+            event.set()
+
+    async def chat(self, request: Request) -> JSONResponse:
         body = await request.json()
         self.requests.append(body)
         self.authorizations.append(request.headers.get("authorization"))
@@ -134,7 +138,7 @@ async def scripted_model(script: list[Reply]) -> AsyncGenerator[ScriptedModel]:
     """Serve `script` on a free port for the duration of the block."""
     model = ScriptedModel(script)
     port = _free_port()
-    app = Starlette(routes=[Route("/v1/chat/completions", model._chat, methods=["POST"])])  # pyright: ignore[reportPrivateUsage]
+    app = Starlette(routes=[Route("/v1/chat/completions", model.chat, methods=["POST"])])
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
     model.base_url = f"http://127.0.0.1:{port}/v1"
     async with anyio.create_task_group() as group:
@@ -145,6 +149,5 @@ async def scripted_model(script: list[Reply]) -> AsyncGenerator[ScriptedModel]:
         try:
             yield model
         finally:
-            for event in model._held.values():  # pyright: ignore[reportPrivateUsage]
-                event.set()
+            model.release_all()
             server.should_exit = True

@@ -177,7 +177,7 @@ async def ask_user(question: str) -> str:
     if not workflow.in_workflow():
         raise RuntimeError("ask_user runs inside a sub-agent workflow")
     from mcp_tasks_temporal.temporal.contract import JSONRPC_ERROR
-    from mcp_tasks_temporal.temporal.workflow_api import request_input
+    from mcp_tasks_temporal.temporal.workflow_api import can_ask, request_input
 
     state = workflow.instance()
     number = getattr(state, "_mcp_tasks_questions", 0) + 1
@@ -194,6 +194,9 @@ async def ask_user(question: str) -> str:
             },
         },
     }
+    if not can_ask(request):
+        # A plain call from a client without elicitation: asking would end the task.
+        return "Nobody can answer questions in this session. Decide with your best judgement."
     try:
         answer = await request_input(f"question_{number}", request)
     except ApplicationError as exc:

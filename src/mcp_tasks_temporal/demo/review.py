@@ -30,7 +30,7 @@ from mcp_tasks_temporal.contrib.pydantic_ai.sub_agent import (
     ask_user,
     configured_model,
 )
-from mcp_tasks_temporal.temporal.activities import review_files
+from mcp_tasks_temporal.demo import review_files
 from mcp_tasks_temporal.temporal.workflow_api import set_status
 
 DEFAULT_RULES = (

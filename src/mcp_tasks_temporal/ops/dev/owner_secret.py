@@ -1,0 +1,42 @@
+"""`dev`'s owner-key secret: kept in its state directory, so its tasks' owner keys are keyed and stay put.
+
+A deployment sets `MCP_TASKS_OWNER_SECRET` itself (every front, worker, `admin`
+and `audit` must share it). `dev` runs all of those from one environment, so
+it draws the secret once per state directory and exports it to its worker. A
+state directory that already holds tasks from before (a database and no secret
+file) keeps the unkeyed keys its tasks were stored under.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from typing import Final
+
+from mcp_tasks_temporal.temporal.ids import OWNER_SECRET_ENV
+
+SECRET_FILE: Final = "owner-secret"
+DATABASE_FILE: Final = "temporal.db"
+
+
+def use_dev_owner_secret(state_dir: Path | None) -> None:
+    """Export the owner secret `dev` and its worker key owner keys with, unless the environment sets one."""
+    if os.environ.get(OWNER_SECRET_ENV):
+        return
+    if state_dir is None:
+        os.environ[OWNER_SECRET_ENV] = secrets.token_urlsafe(32)  # tasks last as long as this run
+        return
+    path = state_dir / SECRET_FILE
+    if path.exists():
+        os.environ[OWNER_SECRET_ENV] = path.read_text().strip()
+        return
+    if (state_dir / DATABASE_FILE).exists():
+        return  # tasks stored under unkeyed owner keys: they stay reachable
+    state_dir.mkdir(parents=True, exist_ok=True)
+    secret = secrets.token_urlsafe(32)
+    # Created readable by its owner only: whoever reads it can tell whose tasks are whose.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(secret + "\n")
+    os.environ[OWNER_SECRET_ENV] = secret

@@ -1,0 +1,74 @@
+"""A long wait survives Temporal dropping the front's calls: the front retries, then tells the client to.
+
+The front reaches Temporal through a relay the test cuts: every call fails while it is
+cut, as when Temporal cancels a long poll or restarts. A client polling a task meanwhile
+gets -32603 marked retryable, reads again with backoff, and its wait ends with the task.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from mcp_tasks_temporal.client import TasksClient
+from mcp_tasks_temporal.client._handle import TaskHandle
+from tests.conftest import Stack
+from tests.processes import start_front, start_worker
+from tests.tcp_cut import CuttableRelay
+
+pytestmark = pytest.mark.anyio
+
+CUT_S = 4.0
+"""Longer than the front's own retries (about a second): the client must retry too."""
+
+
+@pytest.fixture
+def relay(temporal: str) -> Iterator[CuttableRelay]:
+    host, port = temporal.rsplit(":", 1)
+    relay = CuttableRelay(host, int(port))
+    yield relay
+    relay.close()
+
+
+async def test_a_wait_reads_through_a_cut_of_the_fronts_temporal_calls(
+    workdir: Path, temporal: str, relay: CuttableRelay, gate: Path
+) -> None:
+    stack = Stack(workdir, temporal, task_queue=f"cut-{uuid.uuid4()}")
+    try:
+        stack.workers.append(start_worker(workdir, temporal, stack.task_queue))
+        front, url = start_front(workdir, relay.address, stack.task_queue)
+        stack.fronts.append((front, url))
+        async with TasksClient(url, journal=None, push=False) as client:
+            handle = await client.start_tool("gated", {"gate": str(gate)})
+            assert isinstance(handle, TaskHandle)
+            with anyio.fail_after(60):
+                while not (gate / "started").exists():
+                    await anyio.sleep(0.05)
+            async with anyio.create_task_group() as group:
+                waited: list[str] = []
+
+                async def wait() -> None:
+                    waited.append((await handle.wait()).status)
+
+                group.start_soon(wait)
+                with relay.cut():
+                    with pytest.raises(MCPError) as dropped:
+                        await handle.get()
+                    assert dropped.value.code == -32603 and dropped.value.data == {"retryable": True}
+                    cut_at = time.monotonic()
+                    while time.monotonic() - cut_at < CUT_S:
+                        await anyio.sleep(0.1)
+                (gate / "release").write_text("1")
+                with anyio.fail_after(60):
+                    while not waited:
+                        await anyio.sleep(0.05)
+            assert waited == ["completed"]
+        assert "Temporal call failed" in front.log()
+    finally:
+        stack.stop()
