@@ -271,11 +271,26 @@ async def test_a_feed_front_follows_a_task_a_poll_front_created_through_its_hist
     assert listener.statuses(task_id) == EVERY_TRANSITION
 
 
+async def connect_when_up(address: str) -> Client:
+    """A client with one quick retry inside the SDK, so the hub's own backoff is what the test sees.
+
+    The dev server just started may not take connections yet on a loaded machine: connecting is retried, bounded.
+    """
+    with anyio.fail_after(30):
+        while True:
+            try:
+                return await Client.connect(
+                    address, retry_config=RetryConfig(max_retries=1, max_elapsed_time_millis=1000)
+                )
+            except RuntimeError:
+                await anyio.sleep(0.2)
+
+
 async def test_a_feed_watcher_whose_temporal_goes_away_ends_its_subscribers_with_a_reason(tmp_path: Path) -> None:
     server, address = start_temporal(tmp_path, db_path=tmp_path / "temporal.db")
     worker = None
     try:
-        client = await Client.connect(address, retry_config=RetryConfig(max_retries=1, max_elapsed_time_millis=1000))
+        client = await connect_when_up(address)
         queue = f"feed-outage-{uuid.uuid4()}"
         worker = start_worker(tmp_path, address, queue)
         gateway = TemporalTaskGateway(client, task_queue=queue)
