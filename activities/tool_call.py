@@ -56,6 +56,7 @@ from mcp_tasks_temporal.temporal.contract import (
     ToolRoundInput,
     as_object,
 )
+from mcp_tasks_temporal.temporal.feed_status import publish_status_lines
 from mcp_tasks_temporal.temporal.inputs import missing_capability_error
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits
 from mcp_tasks_temporal.temporal.progress import StatusReporter, TaskRun, bind_run, progress_message
@@ -63,6 +64,9 @@ from mcp_tasks_temporal.temporal.result_text import compact
 from mcp_tasks_temporal.temporal.tracing import tool_span
 
 logger = logging.getLogger(__name__)
+
+FEED_STATUS_PERIOD_S = 1.0
+"""As the heartbeat throttle: a status line on the feed is as fresh as one `tasks/get` reads."""
 
 _TRANSPORT = TransportContext(kind="temporal-activity", can_send_request=False)
 
@@ -162,6 +166,8 @@ class ToolActivities:
             failure: Exception | None = None
             async with anyio.create_task_group() as attempt:
                 attempt.start_soon(self._keep_alive, reporter)
+                if call.feed_workflow_id:
+                    attempt.start_soon(publish_status_lines, reporter, call.feed_workflow_id, FEED_STATUS_PERIOD_S)
                 if call.progress_timeout_s is not None:
                     attempt.start_soon(_watch_progress, reporter, call.progress_timeout_s, attempt.cancel_scope, hung)
                 request_id = f"{call.task_id}/{call.round}/{info.attempt}"

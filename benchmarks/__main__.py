@@ -45,7 +45,7 @@ BENCHMARKS: Final = (
     Benchmark("reads", quick_deadline_s=200, full_deadline_s=300),
     Benchmark("workflow_reads", quick_deadline_s=120, full_deadline_s=200),
     Benchmark("agent_turns", quick_deadline_s=180, full_deadline_s=400),
-    Benchmark("push", quick_deadline_s=270, full_deadline_s=660),
+    Benchmark("push", quick_deadline_s=270, full_deadline_s=660, smoke_deadline_s=180),
     Benchmark("throughput", quick_deadline_s=230, full_deadline_s=660),
     Benchmark("memory", quick_deadline_s=240, full_deadline_s=1200),
     Benchmark("peers", quick_deadline_s=360, full_deadline_s=600),

@@ -38,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
         ToolTaskInput,
         detailed_task,
     )
+    from mcp_tasks_temporal.temporal.feed_publisher import FeedOutbox
     from mcp_tasks_temporal.temporal.result_text import expand
     from mcp_tasks_temporal.temporal.search_attributes import upsert_status
 
@@ -47,6 +48,7 @@ with workflow.unsafe.imports_passed_through():
 WAIT_FOR_TOOL_PATCH = "wait-for-a-worker-with-the-tool"
 TOOL_KEYS_PATCH = "client-sees-the-tools-input-keys"
 CANCEL_REASON_PATCH = "tool-task-cancel-reason-as-status"
+FEED_PATCH = "publish-transitions-to-the-task-feed"
 
 _TOOL_WAIT_MAX_S = 60.0
 
@@ -72,10 +74,22 @@ class ToolTaskWorkflow:
         self._answers: dict[str, Any] = {}
         # The task key each `request_input` key was published under, so a retried attempt's ask is the same question.
         self._asked: dict[str, str] = {}
+        self._feed: FeedOutbox | None = None
 
     @workflow.run
     async def run(self, task: ToolTaskInput) -> dict[str, Any]:
         """Run the tool to its end, or until cancelled or expired."""
+        if task.feed and workflow.patched(FEED_PATCH):
+            # Number 0 is the state so far: from here on a front may follow the task on the feed.
+            self._feed = FeedOutbox()
+            workflow.upsert_memo({Memo.FEED_SEQ: 0})
+        try:
+            return await self._run(task)
+        finally:
+            if self._feed is not None:
+                await self._feed.drained()
+
+    async def _run(self, task: ToolTaskInput) -> dict[str, Any]:
         try:
             if task.ttl_ms is None:
                 return await self._execute()
@@ -182,6 +196,7 @@ class ToolTaskWorkflow:
                         input_responses=responses,
                         request_state=request_state,
                         progress_timeout_s=policy.progress_timeout_s,
+                        feed_workflow_id=self._feed.feed_workflow_id if self._feed is not None else None,
                     ),
                     result_type=dict[str, Any],
                     task_queue=policy.task_queue,
@@ -253,15 +268,16 @@ class ToolTaskWorkflow:
     def _publish(self) -> None:
         """Mirror the state into the memo so reads never need a worker, and into `McpStatus` for visibility."""
         upsert_status(self._status)
-        workflow.upsert_memo(
-            {
-                Memo.STATUS: self._status,
-                Memo.STATUS_MESSAGE: self._status_message,
-                Memo.LAST_UPDATED_AT: self._last_updated_ms,
-                Memo.INPUT_REQUESTS: self._input_requests or None,
-                Memo.ERROR: self._error,
-            }
-        )
+        fields: dict[str, Any] = {
+            Memo.STATUS: self._status,
+            Memo.STATUS_MESSAGE: self._status_message,
+            Memo.LAST_UPDATED_AT: self._last_updated_ms,
+            Memo.INPUT_REQUESTS: self._input_requests or None,
+            Memo.ERROR: self._error,
+        }
+        if self._feed is not None:
+            fields[Memo.FEED_SEQ] = self._feed.post(dict(fields))
+        workflow.upsert_memo(fields)
 
 
 def _no_worker_has_tool(err: ActivityError) -> bool:

@@ -25,6 +25,7 @@ from typing import Any
 import anyio
 from temporalio import activity
 from temporalio.client import Client, WorkflowHandle, WorkflowHistory
+from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
@@ -40,9 +41,11 @@ from mcp_tasks_temporal.temporal.contract import (
     ToolRoundInput,
     ToolTaskInput,
 )
+from mcp_tasks_temporal.temporal.feed_contract import FEED_SHARDS, TASK_FEED_WORKFLOW, TaskFeedInput, feed_workflow_id
 from mcp_tasks_temporal.temporal.ids import owner_key
 from mcp_tasks_temporal.temporal.search_attributes import start_attributes
 from mcp_tasks_temporal.temporal.worker import WORKFLOWS
+from mcp_tasks_temporal.temporal.workflows.task_feed import TaskFeedWorkflow
 
 HERE = Path(__file__).parent
 ENVELOPE: dict[str, Any] = {
@@ -129,7 +132,11 @@ PATHS: dict[str, tuple[str, int | None, Drive]] = {
     "ttl_expiry": ("hang", 1500, _nothing),
     "tool_failure": ("fail", 60_000, _nothing),
     "retried_attempt": ("flaky", None, _nothing),
+    "feed_input_rounds": ("multi_round", 60_000, lambda h: _answer_each_round(h, 2)),
+    "feed_cancel": ("hang", 60_000, _cancel_while_running),
 }
+FEED_PATHS = frozenset({"feed_input_rounds", "feed_cancel"})
+"""Paths of a task that publishes its transitions to the task feed (a front in feed mode started it)."""
 
 
 async def record(client: Client, name: str, task_queue: str) -> WorkflowHistory:
@@ -145,7 +152,10 @@ async def record(client: Client, name: str, task_queue: str) -> WorkflowHistory:
         poll_interval_ms=500,
         owner=owner_key("history-recorder"),
         activity=ActivityPolicy(heartbeat_timeout_s=5, maximum_attempts=3, initial_retry_interval_s=0.1),
+        feed=name in FEED_PATHS,
     )
+    if task.feed:
+        await start_feed(client, task_queue)
     handle = await client.start_workflow(
         TOOL_TASK_WORKFLOW,
         task,
@@ -161,11 +171,22 @@ async def record(client: Client, name: str, task_queue: str) -> WorkflowHistory:
     return await handle.fetch_history()
 
 
+async def start_feed(client: Client, task_queue: str) -> None:
+    for shard in range(FEED_SHARDS):
+        await client.start_workflow(
+            TASK_FEED_WORKFLOW,
+            TaskFeedInput(shard=shard),
+            id=feed_workflow_id(task_queue, shard),
+            task_queue=task_queue,
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        )
+
+
 def worker(client: Client, task_queue: str) -> Worker:
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=list(WORKFLOWS),
+        workflows=[*WORKFLOWS, TaskFeedWorkflow],
         activities=[scripted_tool],
         max_cached_workflows=0,  # every workflow task replays the whole history, as after a restart
         max_heartbeat_throttle_interval=timedelta(milliseconds=200),

@@ -46,6 +46,7 @@ from mcp_tasks_temporal.front.errors import HeaderMismatchError
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, WorkflowTask, temporal_errors
 from mcp_tasks_temporal.front.listen import TaskListen
 from mcp_tasks_temporal.front.plain_calls import PlainCalls, plain_call_envelope, task_of
+from mcp_tasks_temporal.front.push_mode import push_hub
 from mcp_tasks_temporal.front.request_capabilities import declared_capabilities, declares_tasks, is_modern
 from mcp_tasks_temporal.front.session_binding import SessionKeys
 from mcp_tasks_temporal.front.task_watch import TaskWatchHub
@@ -444,7 +445,7 @@ class TasksExtension(Extension):
             self._add_workflow_tool(server, options)
         # How long a front retries a task's history before ending its listeners' streams (`docs/operations.md`).
         give_up = float(os.environ.get(PUSH_GIVE_UP_ENV) or 300)
-        self._hub = TaskWatchHub(gateway, give_up_after_s=give_up)
+        self._hub = push_hub(gateway, give_up_after_s=give_up)
         self._plain = PlainCalls(gateway, self._hub)
         server.middleware.append(RejectLoneSurrogates())
         server.middleware.append(TaskListen(server, gateway, self._hub))

@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Generator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
@@ -298,6 +298,8 @@ class TemporalTaskGateway:
     ) -> None:
         self.client = client
         self.task_queue = task_queue
+        self.feed_tasks = False
+        """Tasks started here publish to the task feed: set by a front that follows it (`front.push_mode`)."""
         self.answer_visibility_timeout_s = answer_visibility_timeout_s
         self.metrics = metrics or FrontMetrics()
         self.closed_tasks = closed_tasks if closed_tasks is not None else ClosedTaskCache()
@@ -320,6 +322,8 @@ class TemporalTaskGateway:
         the tool's (1 highest .. 5); the run's activities inherit it with the fairness key.
         """
         self._check_input(task.arguments, "The tool's arguments")
+        if self.feed_tasks:
+            task = replace(task, feed=True)
         memo = _initial_memo(task.task_id, task.tool, principal, task.created_at_ms, task.ttl_ms, task.poll_interval_ms)
         await self.client.start_workflow(
             PINNED_TOOL_TASK_WORKFLOW if pinned else TOOL_TASK_WORKFLOW,

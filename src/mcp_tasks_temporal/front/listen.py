@@ -152,6 +152,7 @@ class TaskListen:
             )
             for t, seen in honored.items()
         ]
+        honored.clear()  # the watchers hold what they need; a long listen must not keep every task's read
         try:
             await ctx.session.send_notification(
                 SubscriptionsAcknowledgedNotification(

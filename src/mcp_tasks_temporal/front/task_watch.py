@@ -46,7 +46,7 @@ _E = TypeVar("_E", bound=BaseException)
 Lost = Callable[[str], None]
 """Told why, when the task can no longer be followed; the reason holds no secret."""
 
-_CLOSE_STATUS = {
+CLOSE_STATUS = {
     EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED: WorkflowExecutionStatus.COMPLETED,
     EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED: WorkflowExecutionStatus.FAILED,
     EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED: WorkflowExecutionStatus.CANCELED,
@@ -250,9 +250,9 @@ class TaskWatchHub:
                             elif not workflow_kind and event.event_type in _ACTIVITY_CLOSED:
                                 activities = max(activities - 1, 0)
                                 state.heartbeat = None
-                            closed = _CLOSE_STATUS.get(event.event_type)
+                            closed = CLOSE_STATUS.get(event.event_type)
                             if closed is not None:
-                                watcher.publish(await self._closed_view(watcher.task_id, state.memo, closed, event))
+                                watcher.publish(await self.closed_view(watcher.task_id, state.memo, closed, event))
                                 return
                             if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
                                 # Temporal records a failing series' first failure only: say it once, as get does.
@@ -279,7 +279,7 @@ class TaskWatchHub:
             finally:
                 refreshers.cancel_scope.cancel()
 
-    async def _closed_view(
+    async def closed_view(
         self, task_id: str, memo: dict[str, Any], closed: WorkflowExecutionStatus, event: HistoryEvent
     ) -> dict[str, Any]:
         """The task as its close event leaves it: what `tasks/get` answers from now on."""

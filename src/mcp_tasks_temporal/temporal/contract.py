@@ -87,6 +87,8 @@ class Memo:
     SESSION: Final = "session"
     """An anonymous task's keyed hash of the handshake session that created it (`front/session_binding`):
     what its 2025-11-25 `tasks/list` lists by."""
+    FEED_SEQ: Final = "feedSeq"
+    """Number of the last transition published to the task feed; absent on a task that does not publish."""
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,8 @@ class ToolTaskInput:
     input_responses: dict[str, Any] | None = None
     """Answers given on the `tools/call` before the task existed (MRTR rounds), for the first round."""
     request_state: str | None = None
+    feed: bool = False
+    """Publish every transition to the task feed (`feed_contract`), for fronts that follow it."""
 
 
 @dataclass(frozen=True)
@@ -136,6 +140,8 @@ class ToolRoundInput:
     input_responses: dict[str, Any] | None = None
     request_state: str | None = None
     progress_timeout_s: float | None = None
+    feed_workflow_id: str | None = None
+    """The task's feed shard, if it publishes to the task feed: the tool's status lines go there too."""
 
 
 @dataclass(frozen=True)

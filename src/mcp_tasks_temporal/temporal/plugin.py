@@ -43,6 +43,7 @@ from mcp_tasks_temporal.temporal.workflows import (
     ToolTaskWorkflow,
 )
 from mcp_tasks_temporal.temporal.workflows.nexus_question import NexusQuestionWorkflow
+from mcp_tasks_temporal.temporal.workflows.task_feed import AutoUpgradeTaskFeedWorkflow, TaskFeedWorkflow
 
 PLUGIN_NAME = "mcp_tasks_temporal.McpTasksPlugin"
 
@@ -50,7 +51,7 @@ TOOL_TASK_WORKFLOWS: Sequence[type] = (ToolTaskWorkflow, PinnedToolTaskWorkflow)
 VERSIONED_TOOL_TASK_WORKFLOWS: Sequence[type] = (AutoUpgradeToolTaskWorkflow, PinnedToolTaskWorkflow)
 """The same workflow types for a worker under worker versioning, each declaring its behaviour."""
 ENGINE_WORKFLOWS: frozenset[type] = frozenset(
-    {*TOOL_TASK_WORKFLOWS, *VERSIONED_TOOL_TASK_WORKFLOWS, NexusQuestionWorkflow}
+    {*TOOL_TASK_WORKFLOWS, *VERSIONED_TOOL_TASK_WORKFLOWS, NexusQuestionWorkflow, TaskFeedWorkflow}
 )
 
 
@@ -102,6 +103,8 @@ class McpTasksPlugin(SimplePlugin):
             deployment = values.get("deployment_config")
             versioned = deployment is not None and deployment.use_worker_versioning
             workflows[:0] = VERSIONED_TOOL_TASK_WORKFLOWS if versioned else TOOL_TASK_WORKFLOWS
+            # The task feed's shards run beside the tasks that publish to them.
+            workflows.append(AutoUpgradeTaskFeedWorkflow if versioned else TaskFeedWorkflow)
             tool_activities = ToolActivities(
                 self.app, None, keepalive_s=self.keepalive_s, payload_limits=self.payload_limits
             )
@@ -126,7 +129,7 @@ class McpTasksPlugin(SimplePlugin):
         tools = list(dict.fromkeys(options.workflow_class for options in self._workflow_tools()))
         activities = _distinct(fn for options in self._workflow_tools() for fn in options.activities)
         # A versioned type replays as its unversioned twin: versioning changes routing, not commands.
-        _extend(values, "workflows", [*TOOL_TASK_WORKFLOWS, NexusQuestionWorkflow, *tools])
+        _extend(values, "workflows", [*TOOL_TASK_WORKFLOWS, NexusQuestionWorkflow, TaskFeedWorkflow, *tools])
         values["interceptors"] = [*(values.get("interceptors") or []), _interceptor(tools, activities)]
         values["workflow_runner"] = _with_passthrough(values.get("workflow_runner"), tools)
         return config
