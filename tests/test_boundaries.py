@@ -27,6 +27,7 @@ ENVIRONMENT_DEBT = frozenset(
         "src/mcp_tasks_temporal/demo/nexus_team.py",
         "src/mcp_tasks_temporal/demo/review_files.py",
         "src/mcp_tasks_temporal/front/extension.py",
+        "src/mcp_tasks_temporal/front/push_mode.py",
         "src/mcp_tasks_temporal/ops/dev/owner_secret.py",
         "src/mcp_tasks_temporal/temporal/codec.py",
         "src/mcp_tasks_temporal/temporal/connection.py",
