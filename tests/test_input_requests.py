@@ -6,7 +6,9 @@ Temporal; a test that kills a worker or a front starts that one as a process.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import anyio
@@ -317,6 +319,30 @@ async def test_request_state_sealed_by_one_front_is_accepted_by_another(stack: I
     assert created["resultType"] == "task"
     done = await front_a.wait_for(created["taskId"])
     assert done["result"]["content"][0]["text"] == "Hello, Bo, from a task!"
+
+
+async def test_a_request_state_is_taken_back_hours_later_as_a_person_answers(
+    mcp: TaskCalls, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import mcp.server.request_state as request_state
+
+    round_one = (await mcp.call_tool("greet_first", capabilities=ELICIT)).result
+    [key] = round_one["inputRequests"]
+    # Eleven hours on (past the SDK's default ten minutes, within a day), as the front's clock reads it.
+    later = time.time() + 11 * 60 * 60
+    monkeypatch.setattr(request_state, "time", SimpleNamespace(time=lambda: later))
+    params = {
+        "name": "greet_first",
+        "arguments": {},
+        "inputResponses": {key: accept(name="Cy")},
+        "requestState": round_one["requestState"],
+    }
+    created = (await mcp.client.request("tools/call", params, capabilities=ELICIT)).result
+    assert created["resultType"] == "task", created
+    # Two days on, it is refused: a question does not wait longer than a task lives by default.
+    monkeypatch.setattr(request_state, "time", SimpleNamespace(time=lambda: later + 2 * 24 * 60 * 60))
+    refused = await mcp.client.request("tools/call", params, capabilities=ELICIT)
+    assert refused.error["code"] == -32602, refused.body
 
 
 @pytest.mark.slow

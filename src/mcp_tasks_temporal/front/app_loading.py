@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from importlib import import_module
-from typing import Any
+from typing import Any, Final
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
@@ -84,14 +84,23 @@ def tasks_extension(app: MCPServer[Any]) -> TasksExtension:
     )
 
 
+REQUEST_STATE_TTL_S: Final = 24 * 60 * 60
+"""How long a sealed `requestState` is taken back: a question inside a plain call waits for a person,
+for as long as a task lives by default (a day), not the SDK's ten minutes."""
+
+
 def use_request_state_keys(app: MCPServer[Any], keys: list[str]) -> None:
     """Seal MRTR `requestState` with shared keys, so any front server accepts any other's.
 
     An `MCPServer` defaults to a per-process key: fine for one process, but behind
     a load balancer the retry of a `tools/call` may reach another front server.
-    `keys[0]` seals and every key unseals, which allows rotation.
+    `keys[0]` seals and every key unseals, which allows rotation. Without keys, a
+    per-process key as before, with the same lifetime.
     """
-    security = RequestStateSecurity(keys=keys, audience=app.name)
+    if keys:
+        security = RequestStateSecurity(keys=keys, audience=app.name, ttl=REQUEST_STATE_TTL_S)
+    else:
+        security = RequestStateSecurity.ephemeral(ttl=REQUEST_STATE_TTL_S, audience=app.name)
     boundary = RequestStateBoundary(security, default_audience=app.name)
     middleware = app.middleware
     for index, layer in enumerate(middleware):

@@ -87,8 +87,8 @@ def configure(app: MCPServer[Any], args: argparse.Namespace) -> None:
         except MissingExtra as missing:
             raise ValueError(f"--agent-model needs the {missing.extra} extra: {missing.install}") from None
         configure_model(args.agent_model)
+    use_request_state_keys(app, getattr(args, "request_state_key", None) or [])
     if getattr(args, "request_state_key", None):
-        use_request_state_keys(app, args.request_state_key)
         # The same shared secrets, so any front checks the session IDs every other one hands out.
         extension.session_keys = SessionKeys(args.request_state_key)
     owner_secret()  # a secret too short to key owner keys stops the start, not a request
