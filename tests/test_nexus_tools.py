@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncGenerator, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,7 +73,7 @@ class NexusWorld:
 
 
 @pytest.fixture(scope="module")
-def world(workdir: Path, temporal: str) -> Iterator[NexusWorld]:
+async def world(workdir: Path, temporal: str) -> AsyncIterator[NexusWorld]:
     suffix = uuid.uuid4().hex[:8]
     team_namespace = f"reports-team-{suffix}"
     stack = Stack(workdir, temporal, task_queue=f"nexus-{suffix}")
@@ -82,16 +82,14 @@ def world(workdir: Path, temporal: str) -> Iterator[NexusWorld]:
     puppet_endpoint = EndpointRoute(f"team-puppets-{suffix}", team_namespace, PUPPET_QUEUE)
     reply_endpoint = EndpointRoute(f"mcp-tasks-reply-{suffix}", "default", stack.task_queue)
 
-    async def prepare() -> None:
-        client = await Client.connect(temporal)
-        await ensure_namespace(client, team_namespace)
-        await ensure_namespace(client, third_namespace)
-        await ensure_endpoint(client, team_endpoint)
-        await ensure_endpoint(client, puppet_endpoint)
-        await ensure_endpoint(client, reply_endpoint)
-        await ensure_endpoint(client, reply_endpoint)  # a second start finds it there and keeps it
-
-    anyio.run(prepare)
+    # Async, in the session's event loop: another module's session fixture may keep one running in this thread.
+    client = await Client.connect(temporal)
+    await ensure_namespace(client, team_namespace)
+    await ensure_namespace(client, third_namespace)
+    await ensure_endpoint(client, team_endpoint)
+    await ensure_endpoint(client, puppet_endpoint)
+    await ensure_endpoint(client, reply_endpoint)
+    await ensure_endpoint(client, reply_endpoint)  # a second start finds it there and keeps it
     env = {"NEXUS_DEMO_ENDPOINT": team_endpoint.name, PUPPET_ENDPOINT_ENV: puppet_endpoint.name}
     team = Process(
         "nexus-team",
