@@ -25,7 +25,6 @@ from mcp_tasks_temporal.ops.dev.embedded_temporal import temporal_cli
 from mcp_tasks_temporal.temporal.connection import connect_temporal
 from tests import processes
 from tests.forkserver import ForkServer
-from tests.inprocess import InProcessStack
 from tests.processes import Process, child_env, start_front, start_temporal, start_worker
 from tests.wire import HttpMcp, TaskCalls
 
@@ -113,16 +112,6 @@ def stack(workdir: Path, temporal: str) -> Iterator[Stack]:
     shared.add_front()
     yield shared
     shared.stop()
-
-
-@pytest.fixture(scope="session")
-async def inprocess(workdir: Path, temporal: str) -> AsyncIterator[InProcessStack]:
-    """A front and a worker in the test process, on the session's Temporal: for protocol behaviour that
-    needs no process boundary (tests/inprocess.py). A test may add fronts; none may stop one."""
-    async with InProcessStack.open(workdir, temporal) as shared:
-        await shared.add_worker()
-        await shared.add_front()
-        yield shared
 
 
 @pytest.fixture

@@ -1,18 +1,11 @@
-"""input_required end to end: questions from tasks, answers through tasks/update.
-
-The fronts and the shared worker run in the test's process (tests/inprocess.py), on the session's
-Temporal; a test that kills a worker or a front starts that one as a process.
-"""
+"""input_required end to end: questions from tasks, answers through tasks/update, on real processes."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
@@ -20,7 +13,6 @@ from temporalio.client import Client
 from mcp_tasks_temporal.temporal.ids import workflow_id
 from tests.conftest import Stack
 from tests.direct_signals import signal_answers
-from tests.inprocess import InProcessStack
 from tests.processes import free_port
 from tests.wire import HttpMcp, TaskCalls
 
@@ -28,18 +20,6 @@ pytestmark = pytest.mark.anyio
 
 ELICIT: dict[str, Any] = {"elicitation": {}}
 ALL_KINDS: dict[str, Any] = {"elicitation": {}, "sampling": {}, "roots": {}}
-
-
-@pytest.fixture
-def stack(inprocess: InProcessStack) -> InProcessStack:
-    """The `mcp` fixture's front and the worker of every task but a restarted worker's run in this process."""
-    return inprocess
-
-
-@pytest.fixture
-def http(inprocess: InProcessStack) -> httpx.AsyncClient:
-    """Reaches the in-process fronts and, over the network, the front processes."""
-    return inprocess.http
 
 
 def accept(**content: Any) -> dict[str, Any]:
@@ -265,7 +245,7 @@ async def test_sampling_and_roots_answers_must_be_their_result_types(
 
 
 async def test_questions_and_answers_are_in_the_workflow_history(
-    mcp: TaskCalls, temporal_client: Client, stack: InProcessStack
+    mcp: TaskCalls, temporal_client: Client, stack: Stack
 ) -> None:
     created = await mcp.start("greet_someone", capabilities=ELICIT)
     task = await wait_input(mcp, created["taskId"])
@@ -303,10 +283,14 @@ async def test_mrtr_rounds_before_the_task_then_a_task_without_request_state(mcp
     assert "requestState" not in done
 
 
-async def test_request_state_sealed_by_one_front_is_accepted_by_another(stack: InProcessStack, http: Any) -> None:
+async def test_request_state_sealed_by_one_front_is_accepted_by_another(
+    stack_factory: Any, stack: Stack, http: Any
+) -> None:
+    private: Stack = stack_factory()
+    private.task_queue = stack.task_queue  # the shared worker runs the task
     keys = ["--request-state-key", "k" * 43]
-    front_a = TaskCalls(HttpMcp(await stack.add_front(extra=keys), http))
-    front_b = TaskCalls(HttpMcp(await stack.add_front(extra=keys), http))
+    front_a = TaskCalls(HttpMcp(private.add_front(extra=keys), http))
+    front_b = TaskCalls(HttpMcp(private.add_front(extra=keys), http))
     round_one = (await front_a.call_tool("greet_first", capabilities=ELICIT)).result
     [key] = round_one["inputRequests"]
     params = {
@@ -319,30 +303,6 @@ async def test_request_state_sealed_by_one_front_is_accepted_by_another(stack: I
     assert created["resultType"] == "task"
     done = await front_a.wait_for(created["taskId"])
     assert done["result"]["content"][0]["text"] == "Hello, Bo, from a task!"
-
-
-async def test_a_request_state_is_taken_back_hours_later_as_a_person_answers(
-    mcp: TaskCalls, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import mcp.server.request_state as request_state
-
-    round_one = (await mcp.call_tool("greet_first", capabilities=ELICIT)).result
-    [key] = round_one["inputRequests"]
-    # Eleven hours on (past the SDK's default ten minutes, within a day), as the front's clock reads it.
-    later = time.time() + 11 * 60 * 60
-    monkeypatch.setattr(request_state, "time", SimpleNamespace(time=lambda: later))
-    params = {
-        "name": "greet_first",
-        "arguments": {},
-        "inputResponses": {key: accept(name="Cy")},
-        "requestState": round_one["requestState"],
-    }
-    created = (await mcp.client.request("tools/call", params, capabilities=ELICIT)).result
-    assert created["resultType"] == "task", created
-    # Two days on, it is refused: a question does not wait longer than a task lives by default.
-    monkeypatch.setattr(request_state, "time", SimpleNamespace(time=lambda: later + 2 * 24 * 60 * 60))
-    refused = await mcp.client.request("tools/call", params, capabilities=ELICIT)
-    assert refused.error["code"] == -32602, refused.body
 
 
 @pytest.mark.slow
@@ -367,7 +327,7 @@ async def test_worker_restart_while_waiting_loses_nothing(stack_factory: Any, ht
 
 
 @pytest.mark.slow
-async def test_front_restart_between_question_and_answer(stack_factory: Any, stack: InProcessStack, http: Any) -> None:
+async def test_front_restart_between_question_and_answer(stack_factory: Any, stack: Stack, http: Any) -> None:
     private: Stack = stack_factory()
     private.task_queue = stack.task_queue
     port = free_port()

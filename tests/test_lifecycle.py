@@ -1,7 +1,4 @@
-"""The task lifecycle over Streamable HTTP against the front's real ASGI app, a worker and Temporal.
-
-The front and the worker run in the test's process (tests/inprocess.py), on the session's Temporal.
-"""
+"""The task lifecycle over Streamable HTTP against a real front server, worker and Temporal."""
 
 from __future__ import annotations
 
@@ -12,29 +9,16 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 from temporalio.client import Client
 
 from mcp_tasks_temporal.temporal.contract import to_iso
 from mcp_tasks_temporal.temporal.ids import workflow_id
-from tests.inprocess import InProcessStack
 from tests.wire import TaskCalls
 
 pytestmark = pytest.mark.anyio
 
 ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
-
-
-@pytest.fixture
-def stack(inprocess: InProcessStack) -> InProcessStack:
-    """The `mcp` fixture's front runs in this process."""
-    return inprocess
-
-
-@pytest.fixture
-def http(inprocess: InProcessStack) -> httpx.AsyncClient:
-    return inprocess.http
 
 
 async def test_declaring_client_gets_a_flat_create_task_result_that_resolves_at_once(mcp: TaskCalls) -> None:

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.failure.v1 import Failure
@@ -14,22 +13,9 @@ from temporalio.client import Client
 
 from mcp_tasks_temporal.temporal.contract import TOOL_HUNG
 from mcp_tasks_temporal.temporal.ids import workflow_id
-from tests.inprocess import InProcessStack
 from tests.wire import TaskCalls
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def stack(inprocess: InProcessStack) -> InProcessStack:
-    """The `mcp` fixture's front and its worker run in this process (tests/inprocess.py)."""
-    return inprocess
-
-
-@pytest.fixture
-def http(inprocess: InProcessStack) -> httpx.AsyncClient:
-    return inprocess.http
-
 
 ELICIT: dict[str, Any] = {"elicitation": {}}
 HANGS_ONCE_PROGRESS_TIMEOUT_S = 1.5

@@ -1,8 +1,6 @@
-"""The protocol surface over Streamable HTTP: negotiation, gates, routing headers, removed methods.
+"""The protocol surface over real Streamable HTTP: negotiation, gates, routing headers, removed methods.
 
-The fronts and the worker run in the test's process (tests/inprocess.py): the front's real ASGI app,
-reached through httpx's ASGI transport, on the session's Temporal. Errors are recognised by JSON-RPC
-code and HTTP status only, never by message text.
+Errors are recognised by JSON-RPC code and HTTP status only, never by message text.
 """
 
 from __future__ import annotations
@@ -13,7 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.inprocess import InProcessStack
+from tests.conftest import Stack
+from tests.processes import start_front
 from tests.wire import HttpMcp, Reply, TaskCalls, base_headers, envelope
 
 pytestmark = pytest.mark.anyio
@@ -36,17 +35,6 @@ def _assert_error(reply: Reply, code: int, status: int) -> dict[str, Any]:
     assert error["code"] == code, reply.body
     assert reply.status == status, (reply.status, reply.body)
     return error
-
-
-@pytest.fixture
-def stack(inprocess: InProcessStack) -> InProcessStack:
-    """Every front of these tests, and the `mcp` fixture's, runs in this process."""
-    return inprocess
-
-
-@pytest.fixture
-def http(inprocess: InProcessStack) -> httpx.AsyncClient:
-    return inprocess.http
 
 
 def _sentinel(value: str) -> str:
@@ -178,12 +166,15 @@ async def test_tasks_get_with_an_empty_mcp_name_is_header_mismatch(mcp: TaskCall
 
 @pytest.mark.parametrize("how", ["flag", "environment"])
 async def test_a_front_that_requires_mcp_name_refuses_tasks_methods_without_it(
-    stack: InProcessStack, http: httpx.AsyncClient, how: str
+    stack: Stack, http: httpx.AsyncClient, how: str
 ) -> None:
     if how == "flag":
-        url = await stack.add_front(extra=["--require-mcp-name"])
+        url = stack.add_front(extra=["--require-mcp-name"])
     else:
-        url = await stack.add_front(env={"MCP_TASKS_REQUIRE_MCP_NAME": "1"})
+        process, url = start_front(
+            stack.workdir, stack.temporal, stack.task_queue, env={"MCP_TASKS_REQUIRE_MCP_NAME": "1"}
+        )
+        stack.fronts.append((process, url))
     strict = TaskCalls(HttpMcp(url, http))
     created = await strict.start("double", {"x": 1})
     for method in ("tasks/get", "tasks/update", "tasks/cancel"):
@@ -335,9 +326,9 @@ async def test_raw_tasks_get_with_a_numeric_task_id_is_invalid_params_not_a_serv
 
 
 async def test_a_task_created_on_one_front_is_read_and_cancelled_through_another(
-    mcp: TaskCalls, stack: InProcessStack, http: httpx.AsyncClient, gate: Any
+    mcp: TaskCalls, stack: Stack, http: httpx.AsyncClient, gate: Any
 ) -> None:
-    front_b = TaskCalls(HttpMcp(await stack.add_front(), http))
+    front_b = TaskCalls(HttpMcp(stack.add_front(), http))
     created = await mcp.start("gated", {"gate": str(gate)})
     got = await front_b.get(created["taskId"])
     assert got.status == 200

@@ -1,13 +1,13 @@
 """Tools that declare what they ask (`asks=`): a client that cannot answer is refused at `tools/call`.
 
 The refusal is -32021 with the capabilities it lacks, before any step runs: no
-task, no activity, no workflow. Over the fronts' real ASGI apps and workers, both in the test's
-process (tests/inprocess.py), on the session's Temporal.
+task, no activity, no workflow. Over real front servers and workers.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,24 +17,14 @@ import pytest
 from mcp_tasks_temporal import TasksExtension
 from mcp_tasks_temporal.front.extension import ToolTaskOptions
 from mcp_tasks_temporal.temporal.capabilities import undeclared_asks
-from tests.inprocess import InProcessStack
+from tests.conftest import Stack
+from tests.processes import start_front, start_worker
 from tests.wire import HttpMcp, TaskCalls
 from tests.workflow_fixture_workflows import QuestionsWorkflow
 
 MISSING_CAPABILITY = -32021
 WF_APP = "tests.workflow_fixture_app:app"
 YES = {"action": "accept", "content": {"approve": True}}
-
-
-@pytest.fixture
-def stack(inprocess: InProcessStack) -> InProcessStack:
-    """The `mcp` fixture's front runs in this process."""
-    return inprocess
-
-
-@pytest.fixture
-def http(inprocess: InProcessStack) -> httpx.AsyncClient:
-    return inprocess.http
 
 
 # -- the rule ------------------------------------------------------------------------------------
@@ -96,17 +86,20 @@ async def test_a_tool_that_asks_runs_for_a_client_that_declared_elicitation(mcp:
 
 
 @pytest.fixture(scope="module")
-async def wf_stack(workdir: Path, temporal: str) -> AsyncIterator[InProcessStack]:
-    async with InProcessStack.open(workdir, temporal, name="asks") as shared:
-        await shared.add_worker(app=WF_APP)
-        await shared.add_front(app=WF_APP)
+def wf_stack(workdir: Path, temporal: str) -> Iterator[Stack]:
+    shared = Stack(workdir, temporal, task_queue=f"asks-{uuid.uuid4()}")
+    try:
+        shared.workers.append(start_worker(workdir, temporal, shared.task_queue, app=WF_APP))
+        shared.fronts.append(start_front(workdir, temporal, shared.task_queue, app=WF_APP))
         yield shared
+    finally:
+        shared.stop()
 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("tasks", [True, False])
 async def test_a_workflow_tool_that_asks_is_refused_to_a_client_without_what_it_asks(
-    wf_stack: InProcessStack, http: httpx.AsyncClient, tasks: bool
+    wf_stack: Stack, http: httpx.AsyncClient, tasks: bool
 ) -> None:
     wf = TaskCalls(HttpMcp(wf_stack.url, http))
     reply = await wf.call_tool("declared_questions", {}, tasks=tasks, capabilities={"elicitation": {}})
@@ -117,7 +110,7 @@ async def test_a_workflow_tool_that_asks_is_refused_to_a_client_without_what_it_
 
 @pytest.mark.anyio
 async def test_a_workflow_tool_that_asks_runs_for_a_client_that_declared_it(
-    wf_stack: InProcessStack, http: httpx.AsyncClient
+    wf_stack: Stack, http: httpx.AsyncClient
 ) -> None:
     wf = TaskCalls(HttpMcp(wf_stack.url, http))
     created = await wf.start("declared_questions", {}, capabilities={"elicitation": {}, "sampling": {}})

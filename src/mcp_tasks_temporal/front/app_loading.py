@@ -89,6 +89,13 @@ REQUEST_STATE_TTL_S: Final = 24 * 60 * 60
 for as long as a task lives by default (a day), not the SDK's ten minutes."""
 
 
+def request_state_security(app: MCPServer[Any], keys: list[str]) -> RequestStateSecurity:
+    """The shared `keys` (`keys[0]` seals), or a key of this process's own; either way for a day."""
+    if keys:
+        return RequestStateSecurity(keys=keys, audience=app.name, ttl=REQUEST_STATE_TTL_S)
+    return RequestStateSecurity.ephemeral(ttl=REQUEST_STATE_TTL_S, audience=app.name)
+
+
 def use_request_state_keys(app: MCPServer[Any], keys: list[str]) -> None:
     """Seal MRTR `requestState` with shared keys, so any front server accepts any other's.
 
@@ -97,11 +104,7 @@ def use_request_state_keys(app: MCPServer[Any], keys: list[str]) -> None:
     `keys[0]` seals and every key unseals, which allows rotation. Without keys, a
     per-process key as before, with the same lifetime.
     """
-    if keys:
-        security = RequestStateSecurity(keys=keys, audience=app.name, ttl=REQUEST_STATE_TTL_S)
-    else:
-        security = RequestStateSecurity.ephemeral(ttl=REQUEST_STATE_TTL_S, audience=app.name)
-    boundary = RequestStateBoundary(security, default_audience=app.name)
+    boundary = RequestStateBoundary(request_state_security(app, keys), default_audience=app.name)
     middleware = app.middleware
     for index, layer in enumerate(middleware):
         if isinstance(layer, RequestStateBoundary):
