@@ -95,9 +95,8 @@ class McpTasksPlugin(SimplePlugin):
         config = super().configure_worker(config)
         values = cast("dict[str, Any]", config)
         queue: str = values.get("task_queue") or ""
-        tools = self._workflow_tools_on(queue)
+        tools, own_activities = workflow_tools_on(self.app, queue, default_queue=self.task_queue or queue)
         workflows: list[type] = list(tools)
-        own_activities = _distinct(fn for options in self._options_on(queue) for fn in options.activities)
         activities: list[Callable[..., Any]] = list(own_activities)
         if self._serves_tool_tasks(queue):
             deployment = values.get("deployment_config")
@@ -126,8 +125,9 @@ class McpTasksPlugin(SimplePlugin):
     def configure_replayer(self, config: ReplayerConfig) -> ReplayerConfig:
         config = super().configure_replayer(config)
         values = cast("dict[str, Any]", config)
-        tools = list(dict.fromkeys(options.workflow_class for options in self._workflow_tools()))
-        activities = _distinct(fn for options in self._workflow_tools() for fn in options.activities)
+        options = workflow_tool_options(self.app)
+        tools = list(dict.fromkeys(option.workflow_class for option in options))
+        activities = _distinct(fn for option in options for fn in option.activities)
         # A versioned type replays as its unversioned twin: versioning changes routing, not commands.
         _extend(values, "workflows", [*TOOL_TASK_WORKFLOWS, NexusQuestionWorkflow, TaskFeedWorkflow, *tools])
         values["interceptors"] = [*(values.get("interceptors") or []), _interceptor(tools, activities)]
@@ -163,21 +163,25 @@ class McpTasksPlugin(SimplePlugin):
     def _serves_tool_tasks(self, queue: str) -> bool:
         return self.task_queue is None or queue == self.task_queue
 
-    def _workflow_tools(self) -> list[WorkflowToolOptions]:
-        for extension in server_extensions(self.app):
-            if isinstance(extension, WorkflowToolRegistry):
-                return list(extension.workflow_tools.values())
-        return []
-
-    def _options_on(self, queue: str) -> list[WorkflowToolOptions]:
-        default = self.task_queue or queue
-        return [options for options in self._workflow_tools() if (options.task_queue or default) == queue]
-
-    def _workflow_tools_on(self, queue: str) -> list[type]:
-        return list(dict.fromkeys(options.workflow_class for options in self._options_on(queue)))
-
     def _has_nexus_tools(self) -> bool:
-        return any(isinstance(options, NexusToolOptions) for options in self._workflow_tools())
+        return any(isinstance(options, NexusToolOptions) for options in workflow_tool_options(self.app))
+
+
+def workflow_tool_options(app: MCPServer[Any]) -> list[WorkflowToolOptions]:
+    """The app's workflow tools, as its `TasksExtension` registered them."""
+    for extension in server_extensions(app):
+        if isinstance(extension, WorkflowToolRegistry):
+            return list(extension.workflow_tools.values())
+    return []
+
+
+def workflow_tools_on(
+    app: MCPServer[Any], task_queue: str, *, default_queue: str
+) -> tuple[list[type], list[Callable[..., Any]]]:
+    """The workflow classes and activities of the app's workflow tools that run on `task_queue`."""
+    here = [options for options in workflow_tool_options(app) if (options.task_queue or default_queue) == task_queue]
+    workflows = list(dict.fromkeys(options.workflow_class for options in here))
+    return workflows, _distinct(fn for options in here for fn in options.activities)
 
 
 def _distinct(activities: Iterable[Callable[..., Any]]) -> list[Callable[..., Any]]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -10,12 +10,18 @@ from mcp.server.mcpserver import MCPServer
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from mcp_tasks_temporal.sdk_compat import server_extensions
 from mcp_tasks_temporal.temporal.deployment import Deployment
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits
-from mcp_tasks_temporal.temporal.plugin import ENGINE_WORKFLOWS, TOOL_TASK_WORKFLOWS, McpTasksPlugin
+from mcp_tasks_temporal.temporal.plugin import (
+    ENGINE_WORKFLOWS,
+    TOOL_TASK_WORKFLOWS,
+    McpTasksPlugin,
+    workflow_tool_options,
+    workflow_tools_on,
+)
 from mcp_tasks_temporal.temporal.sandbox import WorkflowSandboxError, explain
-from mcp_tasks_temporal.temporal.workflow_tools import WorkflowToolOptions, WorkflowToolRegistry
+
+__all__ = ["WORKFLOWS", "build_worker", "workflow_tool_workers", "workflow_tools_on"]
 
 WORKFLOWS: Sequence[type] = TOOL_TASK_WORKFLOWS
 
@@ -81,7 +87,7 @@ def workflow_tool_workers(
 
     Under a `deployment` they are the same version as the app's worker: a version spans task queues.
     """
-    queues = {options.task_queue for options in _workflow_tools(app)} - {None, task_queue}
+    queues = {options.task_queue for options in workflow_tool_options(app)} - {None, task_queue}
     # As on the app's queue: a cancel reaches a heartbeating activity within about a second.
     plugin = McpTasksPlugin(app, task_queue=task_queue)
     return [
@@ -95,22 +101,6 @@ def workflow_tool_workers(
         )
         for queue in sorted(q for q in queues if q is not None)
     ]
-
-
-def workflow_tools_on(
-    app: MCPServer[Any], task_queue: str, *, default_queue: str
-) -> tuple[list[type], list[Callable[..., Any]]]:
-    """The workflow classes and activities of the app's workflow tools that run on `task_queue`."""
-    workflows: list[type] = []
-    activities: list[Callable[..., Any]] = []
-    for options in _workflow_tools(app):
-        if (options.task_queue or default_queue) != task_queue:
-            continue
-        if options.workflow_class not in workflows:
-            workflows.append(options.workflow_class)
-        # Two tools may share an activity; a worker refuses the same activity twice.
-        activities.extend(fn for fn in options.activities if fn not in activities)
-    return workflows, activities
 
 
 def _worker(
@@ -141,15 +131,8 @@ def _worker(
             **options,
         )
     except RuntimeError as err:
-        workflows = [options.workflow_class for options in _workflow_tools(plugin.app)]
+        workflows = [options.workflow_class for options in workflow_tool_options(plugin.app)]
         explained = explain(err, [*workflows, *ENGINE_WORKFLOWS])
         if explained is None:
             raise
         raise WorkflowSandboxError(explained) from err
-
-
-def _workflow_tools(app: MCPServer[Any]) -> list[WorkflowToolOptions]:
-    for extension in server_extensions(app):
-        if isinstance(extension, WorkflowToolRegistry):
-            return list(extension.workflow_tools.values())
-    return []
