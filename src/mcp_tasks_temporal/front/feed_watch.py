@@ -43,7 +43,7 @@ from temporalio.service import RPCError
 
 from mcp_tasks_temporal.front.backoff import Backoff, GaveUpError
 from mcp_tasks_temporal.front.gateway import Observed, Snapshot, TemporalTaskGateway, snapshot, task_view
-from mcp_tasks_temporal.front.task_watch import CLOSE_STATUS, Listener, Lost, TaskWatchHub
+from mcp_tasks_temporal.front.task_watch import CLOSE_STATUS, Listener, Lost, TaskWatchHub, attach
 from mcp_tasks_temporal.temporal.contract import TERMINAL_STATUSES, Memo
 from mcp_tasks_temporal.temporal.feed_contract import (
     FEED_SHARDS,
@@ -163,23 +163,13 @@ class FeedWatchHub(TaskWatchHub):
             watcher = self._feed_watchers[key] = _Watcher(task_id, key, memo, int(memo[Memo.FEED_SEQ]))
             watcher.pending = list(self._recent.get(key, ()))
             self._feed_group.start_soon(self._first_view, watcher, seen)
-        if listener not in watcher.listeners:
-            watcher.listeners.add(listener)
-            self._gateway.metrics.subscribers_changed(+1)
-        if on_lost is not None:
-            watcher.on_lost[listener] = on_lost
-        if watcher.last is not None:
-            listener(watcher.last)
+        followed = watcher
 
-        def unsubscribe() -> None:
-            if listener in watcher.listeners:
-                watcher.listeners.discard(listener)
-                watcher.on_lost.pop(listener, None)
-                self._gateway.metrics.subscribers_changed(-1)
-            if not watcher.listeners and self._feed_watchers.get(key) is watcher:
+        def stop_following() -> None:
+            if self._feed_watchers.get(key) is followed:
                 del self._feed_watchers[key]
 
-        return unsubscribe
+        return attach(watcher, listener, on_lost, self._gateway.metrics, when_left=stop_following)
 
     async def _first_view(self, watcher: _Watcher, seen: Snapshot) -> None:
         try:

@@ -24,7 +24,7 @@ import logging
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 import anyio
 from anyio.abc import TaskGroup
@@ -37,6 +37,7 @@ from mcp_tasks_temporal.front.backoff import Backoff, GaveUpError
 from mcp_tasks_temporal.front.gateway import Observed, Snapshot, TemporalTaskGateway, snapshot, task_view
 from mcp_tasks_temporal.temporal.contract import TERMINAL_STATUSES, WORKFLOW_KIND, Memo
 from mcp_tasks_temporal.temporal.ids import workflow_id
+from mcp_tasks_temporal.temporal.metrics import FrontMetrics
 from mcp_tasks_temporal.temporal.tool_results import call_tool_result, failure_outcome
 
 logger = logging.getLogger(__name__)
@@ -45,6 +46,46 @@ Listener = Callable[[dict[str, Any]], None]
 _E = TypeVar("_E", bound=BaseException)
 Lost = Callable[[str], None]
 """Told why, when the task can no longer be followed; the reason holds no secret."""
+
+
+class Followed(Protocol):
+    """A watcher of one task, as its subscribers see it: whichever way the hub follows the task."""
+
+    listeners: set[Listener]
+    on_lost: dict[Listener, Lost]
+    last: dict[str, Any] | None
+
+
+def attach(
+    watcher: Followed,
+    listener: Listener,
+    on_lost: Lost | None,
+    metrics: FrontMetrics,
+    *,
+    when_left: Callable[[], None],
+) -> Callable[[], None]:
+    """Add `listener` to `watcher` (told the state so far at once); returns its unsubscribe.
+
+    `when_left` runs once the last listener has left: the hub stops following the task.
+    """
+    if listener not in watcher.listeners:
+        watcher.listeners.add(listener)
+        metrics.subscribers_changed(+1)
+    if on_lost is not None:
+        watcher.on_lost[listener] = on_lost
+    if watcher.last is not None:
+        listener(watcher.last)
+
+    def unsubscribe() -> None:
+        if listener in watcher.listeners:
+            watcher.listeners.discard(listener)
+            watcher.on_lost.pop(listener, None)
+            metrics.subscribers_changed(-1)
+        if not watcher.listeners:
+            when_left()
+
+    return unsubscribe
+
 
 CLOSE_STATUS = {
     EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED: WorkflowExecutionStatus.COMPLETED,
@@ -146,24 +187,14 @@ class TaskWatchHub:
             handle = self._gateway.client.get_workflow_handle(key)
             watcher = self._watchers[key] = _Watcher(task_id, handle, seen=seen)
             self._group.start_soon(self._run, key, watcher, name=f"watch {key}")
-        if listener not in watcher.listeners:
-            watcher.listeners.add(listener)
-            self._gateway.metrics.subscribers_changed(+1)
-        if on_lost is not None:
-            watcher.on_lost[listener] = on_lost
-        if watcher.last is not None:
-            listener(watcher.last)
+        followed = watcher
 
-        def unsubscribe() -> None:
-            if listener in watcher.listeners:
-                watcher.listeners.discard(listener)
-                watcher.on_lost.pop(listener, None)
-                self._gateway.metrics.subscribers_changed(-1)
-            if not watcher.listeners and self._watchers.get(key) is watcher:
+        def stop_following() -> None:
+            if self._watchers.get(key) is followed:
                 del self._watchers[key]
-                watcher.scope.cancel()
+                followed.scope.cancel()
 
-        return unsubscribe
+        return attach(watcher, listener, on_lost, self._gateway.metrics, when_left=stop_following)
 
     async def _run(self, key: str, watcher: _Watcher) -> None:
         reason: str | None = None
