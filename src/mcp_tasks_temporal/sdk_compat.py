@@ -156,6 +156,30 @@ def activity_name(fn: Callable[..., Any]) -> str | None:
     return definition.name if definition is not None else None
 
 
+async def end_unstarted_worker(worker: Any) -> None:
+    """End a worker that a plugin's `run_worker` refused before it polled, as if it had run and stopped.
+
+    temporalio marks a worker shut down only once its own run has begun (or its namespace check
+    failed): after a plugin refuses earlier, `async with worker` waits forever in `shutdown()`, and
+    the core worker keeps the task queue's slot on its client. The core worker is shut down the way
+    temporalio's own run does it: each kind of poll taken until it reports the shutdown, then finalized.
+    """
+    import asyncio
+
+    bridge = worker._bridge_worker  # pyright: ignore[reportPrivateUsage]
+    pollers = [
+        worker._activity_worker,  # pyright: ignore[reportPrivateUsage]
+        worker._workflow_worker,  # pyright: ignore[reportPrivateUsage]
+        worker._nexus_worker,  # pyright: ignore[reportPrivateUsage]
+    ]
+    try:
+        bridge.initiate_shutdown()
+        await asyncio.gather(*(poller.drain_poll_queue() for poller in pollers if poller is not None))
+        await bridge.finalize_shutdown()
+    finally:
+        worker._shutdown_complete_event.set()  # pyright: ignore[reportPrivateUsage]
+
+
 # -- uvicorn ------------------------------------------------------------------------
 
 

@@ -54,6 +54,7 @@ from mcp_tasks_temporal.ops.dev.worker_process import (
 )
 from mcp_tasks_temporal.ops.settings import environment, variable
 from mcp_tasks_temporal.sdk_compat import forget_captured_signals
+from mcp_tasks_temporal.temporal.app_plugins import app_client_plugins
 from mcp_tasks_temporal.temporal.codec import codec_from_args, new_key
 from mcp_tasks_temporal.temporal.connection import (
     ConnectionOptions,
@@ -222,7 +223,8 @@ async def _connect(
         codec=codec_from_args(args),
         external_storage=storage,
         runtime=metrics_runtime(),
-        plugins=[*tasks_extension(app).plugins, *tracing_plugins()],
+        # Only their client side: the workers get them from `McpTasksPlugin`, after the app's workflows.
+        plugins=[*app_client_plugins(app), *tracing_plugins()],
         use_environment=options is None,  # TEMPORAL_* describe the user's cluster, not a server started here
         require_namespace=require_namespace,
     )

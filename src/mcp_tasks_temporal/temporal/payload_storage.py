@@ -133,7 +133,9 @@ async def open_storage(settings: StorageSettings) -> AsyncGenerator[ExternalStor
             driver = await _s3_driver(stack, settings)
         else:
             driver = await _gcs_driver(stack, settings)
-        yield ExternalStorage(drivers=[ReadFailuresNamed(driver)], payload_size_threshold=settings.threshold)
+        yield ExternalStorage(
+            drivers=[ReadFailuresNamed(driver, settings=settings)], payload_size_threshold=settings.threshold
+        )
 
 
 async def _s3_driver(stack: AsyncExitStack, settings: StorageSettings) -> StorageDriver:
@@ -175,8 +177,10 @@ class ReadFailuresNamed(StorageDriver):
     when that or the read fails; those details go to the log, where operators look, not to a client.
     """
 
-    def __init__(self, driver: StorageDriver) -> None:
+    def __init__(self, driver: StorageDriver, *, settings: StorageSettings | None = None) -> None:
         self._driver = driver
+        self.settings = settings
+        """What it was opened with: a worker compares it with the other processes' (`shared_settings`)."""
 
     def name(self) -> str:
         return self._driver.name()

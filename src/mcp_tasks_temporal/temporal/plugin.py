@@ -5,6 +5,12 @@
 
 or, with the plugin on one worker only, `Worker(client, ..., plugins=[McpTasksPlugin(app)])`.
 
+The app's own Temporal plugins (`TasksExtension.add_plugin`: pydantic-ai's, for a sub-agent) come
+with it: they configure the worker after the app's workflows are on it, since some register each
+workflow's own activities, and wrap its run inside the app's lifespan. Before a worker polls, its
+settings are compared with those the task queue's other processes recorded (`shared_settings`),
+and a worker that disagrees is refused with the one line that says why.
+
 On the queue the fronts start tasks on, the plugin adds the tool-task workflows, the tool activity
 (entering the app's lifespan while the worker runs) and, when the app has Nexus tools, the reply
 service. On every queue it adds the app's workflow tools that run there with their activities, the
@@ -17,24 +23,38 @@ sets the data converter (pydantic JSON, the codec and external storage when give
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import timedelta
 from typing import Any, cast
 
+import temporalio.client
+import temporalio.worker
 from mcp.server.mcpserver import MCPServer
+from temporalio.client import ClientConfig, WorkflowHistory
 from temporalio.converter import DataConverter, ExternalStorage, PayloadCodec
 from temporalio.plugin import SimplePlugin
-from temporalio.worker import ReplayerConfig, Worker, WorkerConfig
+from temporalio.service import ConnectConfig, ServiceClient
+from temporalio.worker import (
+    Replayer,
+    ReplayerConfig,
+    Worker,
+    WorkerConfig,
+    WorkerDeploymentConfig,
+    WorkflowReplayResult,
+)
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
-from mcp_tasks_temporal.sdk_compat import activity_name, server_extensions
+from mcp_tasks_temporal.sdk_compat import activity_name, end_unstarted_worker, server_extensions
 from mcp_tasks_temporal.temporal.activities import ToolActivities
+from mcp_tasks_temporal.temporal.app_plugins import app_plugins
 from mcp_tasks_temporal.temporal.connection import data_converter
 from mcp_tasks_temporal.temporal.contract import RUN_TOOL_ACTIVITY
 from mcp_tasks_temporal.temporal.nexus_reply import ReplyService
 from mcp_tasks_temporal.temporal.nexus_tools import NexusToolOptions
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits
 from mcp_tasks_temporal.temporal.sandbox import app_module_passthrough, passthrough_modules
+from mcp_tasks_temporal.temporal.shared_settings import SharedSettings, check_shared_settings
 from mcp_tasks_temporal.temporal.task_interceptor import TaskInterceptor
 from mcp_tasks_temporal.temporal.workflow_tools import WorkflowToolOptions, WorkflowToolRegistry, workflow_definition
 from mcp_tasks_temporal.temporal.workflows import (
@@ -54,6 +74,10 @@ ENGINE_WORKFLOWS: frozenset[type] = frozenset(
     {*TOOL_TASK_WORKFLOWS, *VERSIONED_TOOL_TASK_WORKFLOWS, NexusQuestionWorkflow, TaskFeedWorkflow}
 )
 
+_RunReplayer = Callable[
+    [Replayer, AsyncIterator[WorkflowHistory]], AbstractAsyncContextManager[AsyncIterator[WorkflowReplayResult]]
+]
+
 
 class McpTasksPlugin(SimplePlugin):
     """Serves `app`'s tasks from any worker it is given to, beside the worker's own workflows.
@@ -69,6 +93,9 @@ class McpTasksPlugin(SimplePlugin):
         keepalive_s: Heartbeat period of a running tool; a cancel reaches it within about this long.
         status_freshness_s: How stale a status line may be when `tasks/get` reads it: the worker's
             heartbeat throttle is lowered to this, never raised.
+        check_settings: Compare the worker's payload storage, codec keys and versioning with the
+            task queue's record before it polls (`shared_settings`), and refuse it when they
+            disagree. False where the process compared them itself (the `worker` and `dev` commands).
     """
 
     def __init__(
@@ -81,6 +108,7 @@ class McpTasksPlugin(SimplePlugin):
         payload_limits: PayloadLimits | None = None,
         keepalive_s: float = 2.0,
         status_freshness_s: float = 1.0,
+        check_settings: bool = True,
     ) -> None:
         self.app = app
         self.task_queue = task_queue
@@ -89,7 +117,26 @@ class McpTasksPlugin(SimplePlugin):
         self.payload_limits = payload_limits
         self.keepalive_s = keepalive_s
         self.status_freshness = timedelta(seconds=status_freshness_s)
+        self.check_settings = check_settings
         super().__init__(PLUGIN_NAME, data_converter=self._data_converter)  # pyright: ignore[reportUnknownMemberType]
+
+    def configure_client(self, config: ClientConfig) -> ClientConfig:
+        config = super().configure_client(config)
+        # One the client was given itself (by name, as `ClientPart` too) configures it already.
+        present = {plugin.name() for plugin in config.get("plugins", []) if plugin is not self}
+        for plugin in app_plugins(self.app):
+            if isinstance(plugin, temporalio.client.Plugin) and plugin.name() not in present:
+                config = plugin.configure_client(config)
+        return config
+
+    async def connect_service_client(
+        self, config: ConnectConfig, next: Callable[[ConnectConfig], Awaitable[ServiceClient]]
+    ) -> ServiceClient:
+        chained = next
+        for plugin in reversed(app_plugins(self.app)):
+            if isinstance(plugin, temporalio.client.Plugin):
+                chained = _chain_connect(plugin, chained)
+        return await chained(config)
 
     def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
         config = super().configure_worker(config)
@@ -120,6 +167,10 @@ class McpTasksPlugin(SimplePlugin):
         _extend(values, "activities", activities)
         values["interceptors"] = [*(values.get("interceptors") or []), _interceptor(tools, own_activities)]
         values["workflow_runner"] = _with_passthrough(values.get("workflow_runner"), tools)
+        # Last, so that they see the app's workflows: pydantic-ai's registers the activities of the
+        # agents a workflow declares.
+        for plugin in self._app_worker_plugins(values):
+            config = plugin.configure_worker(config)
         return config
 
     def configure_replayer(self, config: ReplayerConfig) -> ReplayerConfig:
@@ -132,18 +183,79 @@ class McpTasksPlugin(SimplePlugin):
         _extend(values, "workflows", [*TOOL_TASK_WORKFLOWS, NexusQuestionWorkflow, TaskFeedWorkflow, *tools])
         values["interceptors"] = [*(values.get("interceptors") or []), _interceptor(tools, activities)]
         values["workflow_runner"] = _with_passthrough(values.get("workflow_runner"), tools)
+        for plugin in app_plugins(self.app):
+            if isinstance(plugin, temporalio.worker.Plugin):
+                config = plugin.configure_replayer(config)
         return config
 
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
-        """The app's lifespan is entered once per worker that runs its tools, as once per front."""
+        """Refuse a worker whose settings disagree; else run it under the app's lifespan and plugins.
+
+        The app's lifespan is entered once per worker that runs its tools, as once per front.
+        """
         active = cast("dict[str, Any]", worker.config(active_config=True))
+        if self.check_settings and self._serves_anything(active):
+            try:
+                await self._agree_on_settings(active)
+            except BaseException:
+                # Nothing polled yet: the worker ends here, as if it had run and stopped.
+                await end_unstarted_worker(worker)
+                raise
+        chained = next
+        for plugin in reversed(self._app_worker_plugins(active)):
+            chained = _chain_run(plugin, chained)
         tool_activities = _tool_activities(active.get("activities") or [])
         if tool_activities is None:
-            await next(worker)
+            await chained(worker)
             return
         async with ToolActivities.lifespan(self.app) as state:
             tool_activities.lifespan_state = state
-            await next(worker)
+            await chained(worker)
+
+    @asynccontextmanager
+    async def run_replayer(
+        self,
+        replayer: Replayer,
+        histories: AsyncIterator[WorkflowHistory],
+        next: _RunReplayer,
+    ) -> AsyncGenerator[AsyncIterator[WorkflowReplayResult]]:
+        chained = next
+        for plugin in reversed(app_plugins(self.app)):
+            if isinstance(plugin, temporalio.worker.Plugin):
+                chained = _chain_replay(plugin, chained)
+        async with chained(replayer, histories) as results:
+            yield results
+
+    def _app_worker_plugins(self, config: dict[str, Any]) -> list[temporalio.worker.Plugin]:
+        """The app's plugins this worker does not already have from its client or its own list."""
+        client: temporalio.client.Client | None = config.get("client")
+        from_client: Sequence[object] = client.config().get("plugins", []) if client is not None else []
+        own: Sequence[object] = config.get("plugins") or []
+        names = {plugin.name() for plugin in (*from_client, *own) if isinstance(plugin, temporalio.worker.Plugin)}
+        return [
+            plugin
+            for plugin in app_plugins(self.app)
+            if isinstance(plugin, temporalio.worker.Plugin) and plugin.name() not in names
+        ]
+
+    async def _agree_on_settings(self, config: dict[str, Any]) -> None:
+        """As `worker` does at start: compare with the fronts' queue's record, or write it first.
+
+        The settings are the ones the worker will read and write with: its client's converter.
+        """
+        client: temporalio.client.Client = config["client"]
+        deployment: WorkerDeploymentConfig | None = config.get("deployment_config")
+        versioned = deployment is not None and deployment.use_worker_versioning
+        name = deployment.version.deployment_name if deployment is not None and versioned else ""
+        mine = SharedSettings.of_converter("worker", client.data_converter, name)
+        await check_shared_settings(client, self.task_queue or config.get("task_queue") or "", mine)
+
+    def _serves_anything(self, config: dict[str, Any]) -> bool:
+        """Whether the plugin put anything of the app's on this worker (one of another queue may get nothing)."""
+        queue: str = config.get("task_queue") or ""
+        return self._serves_tool_tasks(queue) or bool(
+            workflow_tools_on(self.app, queue, default_queue=self.task_queue or queue)[0]
+        )
 
     def _data_converter(self, existing: DataConverter | None) -> DataConverter:
         converter = data_converter(self.codec, self.external_storage)
@@ -221,6 +333,25 @@ def _tool_activities(activities: Sequence[Callable[..., Any]]) -> ToolActivities
         if isinstance(owner, ToolActivities):
             return owner
     return None
+
+
+def _chain_connect(
+    plugin: temporalio.client.Plugin, next: Callable[[ConnectConfig], Awaitable[ServiceClient]]
+) -> Callable[[ConnectConfig], Awaitable[ServiceClient]]:
+    return lambda config: plugin.connect_service_client(config, next)
+
+
+def _chain_run(
+    plugin: temporalio.worker.Plugin, next: Callable[[Worker], Awaitable[None]]
+) -> Callable[[Worker], Awaitable[None]]:
+    return lambda worker: plugin.run_worker(worker, next)
+
+
+def _chain_replay(plugin: temporalio.worker.Plugin, next: _RunReplayer) -> _RunReplayer:
+    def run(replayer: Replayer, histories: AsyncIterator[WorkflowHistory]) -> Any:
+        return plugin.run_replayer(replayer, histories, next)
+
+    return run
 
 
 def _activity_name(fn: Callable[..., Any]) -> str:

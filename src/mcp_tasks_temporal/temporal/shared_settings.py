@@ -24,13 +24,13 @@ from typing import Final
 
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.common import WorkflowIDConflictPolicy
-from temporalio.converter import DataConverter, PayloadCodec
+from temporalio.converter import DataConverter, ExternalStorage, PayloadCodec
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_tasks_temporal.temporal.codec import AesGcmCodec
 from mcp_tasks_temporal.temporal.contract import as_object
-from mcp_tasks_temporal.temporal.payload_storage import StorageSettings
+from mcp_tasks_temporal.temporal.payload_storage import ReadFailuresNamed, StorageSettings
 
 logger = logging.getLogger(__name__)
 
@@ -68,8 +68,24 @@ class SharedSettings:
             threshold=storage.threshold if storage.enabled else None,
             codec=_codec_ids(codec),
             deployment=deployment,
-            writer=f"{role} pid {os.getpid()} on {socket.gethostname()}",
+            writer=_writer(role),
         )
+
+    @classmethod
+    def of_converter(cls, role: str, converter: DataConverter, deployment: str | None) -> SharedSettings:
+        """The settings a client's converter reads and writes with (a worker built on `McpTasksPlugin`)."""
+        storage = converter.external_storage
+        return cls(
+            storage=_external_storage_text(storage),
+            threshold=storage.payload_size_threshold if storage is not None else None,
+            codec=_codec_ids(converter.payload_codec),
+            deployment=deployment,
+            writer=_writer(role),
+        )
+
+
+def _writer(role: str) -> str:
+    return f"{role} pid {os.getpid()} on {socket.gethostname()}"
 
 
 def record_id(task_queue: str) -> str:
@@ -190,6 +206,19 @@ def _storage_text(storage: StorageSettings) -> str:
         return "none"
     where = storage.bucket or (str(storage.directory.resolve()) if storage.directory is not None else "")
     return f"{storage.kind} {where}".strip()
+
+
+def _external_storage_text(storage: ExternalStorage | None) -> str:
+    """As `_storage_text` for storage opened by `open_storage`; a driver of the user's own by its type and name."""
+    if storage is None:
+        return "none"
+    described = [
+        _storage_text(driver.settings)
+        if isinstance(driver, ReadFailuresNamed) and driver.settings is not None
+        else f"{driver.type()} {driver.name()}"
+        for driver in storage.drivers
+    ]
+    return ", ".join(described)
 
 
 def _codec_ids(codec: PayloadCodec | None) -> list[str]:

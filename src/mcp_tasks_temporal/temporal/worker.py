@@ -62,6 +62,8 @@ def build_worker(
         payload_limits=payload_limits,
         keepalive_s=keepalive_s,
         status_freshness_s=status_freshness_s,
+        # The command compared its settings at start, from its flags (as their owner, under `dev`).
+        check_settings=False,
     )
     return _worker(
         client,
@@ -89,7 +91,7 @@ def workflow_tool_workers(
     """
     queues = {options.task_queue for options in workflow_tool_options(app)} - {None, task_queue}
     # As on the app's queue: a cancel reaches a heartbeating activity within about a second.
-    plugin = McpTasksPlugin(app, task_queue=task_queue)
+    plugin = McpTasksPlugin(app, task_queue=task_queue, check_settings=False)
     return [
         _worker(
             client,
@@ -113,15 +115,10 @@ def _worker(
     **options: Any,
 ) -> Worker:
     """A worker whose workflow tools load in the sandbox as written, or that says on one line why not."""
-    # The plugin would add the workflow tools itself, but only after the client's plugins configured
-    # the worker: the app's plugins (pydantic-ai's, for a sub-agent) register each workflow's own
-    # activities, so they must see the workflows there already.
-    workflows, _ = workflow_tools_on(plugin.app, task_queue, default_queue=plugin.task_queue or task_queue)
     try:
         return Worker(
             client,
             task_queue=task_queue,
-            workflows=workflows,
             plugins=[plugin],
             sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
             max_heartbeat_throttle_interval=plugin.status_freshness,
