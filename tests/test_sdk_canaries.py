@@ -6,11 +6,13 @@ before any user meets the breakage as a stalled task or a missing push.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+import uuid
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any
 
+import anyio
 import pytest
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
@@ -21,6 +23,9 @@ from mcp.shared.subscriptions import ServerEvent
 from mcp_types import InputRequiredResult
 from pydantic import BaseModel
 from temporalio import activity, workflow
+from temporalio.client import Client
+from temporalio.plugin import SimplePlugin
+from temporalio.worker import Worker
 
 from mcp_tasks_temporal import sdk_compat
 from mcp_tasks_temporal.temporal.activities import ToolActivities
@@ -220,3 +225,24 @@ def test_parser_actions_are_the_options_a_parser_was_given() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int)
     assert [action.dest for action in sdk_compat.parser_actions(parser)] == ["help", "port"]
+
+
+class _Refuse(SimplePlugin):
+    """A plugin that refuses every worker before it runs, as `McpTasksPlugin` refuses one whose settings disagree."""
+
+    def __init__(self) -> None:
+        super().__init__("canary.refuse")  # pyright: ignore[reportUnknownMemberType]
+
+    async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
+        await sdk_compat.end_unstarted_worker(worker)
+        raise RuntimeError("refused")
+
+
+async def test_end_unstarted_worker_ends_async_with_and_frees_the_queue(temporal_client: Client) -> None:
+    queue = f"canary-{uuid.uuid4()}"
+    for _ in range(2):  # the second worker of the queue may register only if the first let go of it
+        worker = Worker(temporal_client, task_queue=queue, activities=[_canary_activity], plugins=[_Refuse()])
+        with pytest.raises(RuntimeError, match="refused"), anyio.fail_after(20):
+            async with worker:
+                await anyio.Event().wait()
+        assert worker.is_shutdown
