@@ -5,6 +5,7 @@ fronts' refused before the worker polls.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from pydantic_ai.durable_exec.temporal import AgentPlugin
+from pydantic_ai.durable_exec.temporal import AgentPlugin, PydanticAIPayloadConverter
 from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
@@ -198,10 +199,32 @@ async def test_the_plugin_alone_brings_the_apps_plugins_after_the_apps_workflows
     config = _config(worker)
     assert team_agent_app.Summarise in config["workflows"]
     # pydantic-ai's plugin found the agent on the workflow: its model-request activity is registered.
-    agent_activities = list(AgentPlugin(team_agent_app.summary_agent).activities or [])  # pyright: ignore[reportArgumentType]
+    agent_plugin: Any = AgentPlugin(team_agent_app.summary_agent)
+    agent_activities: list[object] = list(agent_plugin.activities)
     assert agent_activities and all(fn in config["activities"] for fn in agent_activities)
     assert agent_model_activity in config["activities"]
     assert config["activities"][0] is count_words
+
+
+async def test_on_a_client_the_plugin_brings_the_apps_plugins_to_the_client_and_its_workers(
+    temporal: str, agent_queue: str
+) -> None:
+    client = await Client.connect(temporal, plugins=[McpTasksPlugin(team_agent_app.app, task_queue=agent_queue)])
+    # pydantic-ai's client side: its payload converter, which the fronts of the app use too.
+    assert client.data_converter.payload_converter_class is PydanticAIPayloadConverter
+    config = _config(Worker(client, task_queue=agent_queue, workflows=[TeamReport], activities=[count_words]))
+    assert team_agent_app.Summarise in config["workflows"]
+    assert agent_model_activity in config["activities"]
+
+
+async def test_the_apps_plugins_given_beside_the_plugin_are_named_in_a_warning(
+    temporal: str, agent_queue: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The app's plugins on the client as well configure the worker before its workflows are there."""
+    client = await Client.connect(temporal, plugins=list(team_agent_app.tasks.plugins))
+    with caplog.at_level(logging.WARNING, logger="mcp_tasks_temporal"):
+        Worker(client, task_queue=agent_queue, workflows=[TeamReport], plugins=[McpTasksPlugin(team_agent_app.app)])
+    assert any("PydanticAIPlugin" in record.getMessage() for record in caplog.records), caplog.text
 
 
 async def test_a_sub_agent_runs_on_a_team_worker_built_with_the_plugin_alone(

@@ -161,8 +161,8 @@ def _installed_workflows(app_spec: str | None) -> tuple[list[type], list[Any]]:
         from mcp_tasks_temporal.temporal.plugin import McpTasksPlugin
 
         # The replayer gets what the worker had: the app's workflow tools with the interceptor that
-        # takes their activities' status lines and questions, and the sandbox pass-through.
-        plugins = [*tasks_extension(app).plugins, McpTasksPlugin(app)]
+        # takes their activities' status lines and questions, the sandbox pass-through and the app's plugins.
+        plugins = [McpTasksPlugin(app)]
     return workflows, plugins
 
 

@@ -23,6 +23,7 @@ sets the data converter (pydantic JSON, the codec and external storage when give
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import timedelta
@@ -64,6 +65,8 @@ from mcp_tasks_temporal.temporal.workflows import (
 )
 from mcp_tasks_temporal.temporal.workflows.nexus_question import NexusQuestionWorkflow
 from mcp_tasks_temporal.temporal.workflows.task_feed import AutoUpgradeTaskFeedWorkflow, TaskFeedWorkflow
+
+logger = logging.getLogger(__name__)
 
 PLUGIN_NAME = "mcp_tasks_temporal.McpTasksPlugin"
 
@@ -169,7 +172,7 @@ class McpTasksPlugin(SimplePlugin):
         values["workflow_runner"] = _with_passthrough(values.get("workflow_runner"), tools)
         # Last, so that they see the app's workflows: pydantic-ai's registers the activities of the
         # agents a workflow declares.
-        for plugin in self._app_worker_plugins(values):
+        for plugin in self._app_worker_plugins(values, warn=True):
             config = plugin.configure_worker(config)
         return config
 
@@ -226,17 +229,22 @@ class McpTasksPlugin(SimplePlugin):
         async with chained(replayer, histories) as results:
             yield results
 
-    def _app_worker_plugins(self, config: dict[str, Any]) -> list[temporalio.worker.Plugin]:
+    def _app_worker_plugins(self, config: dict[str, Any], *, warn: bool = False) -> list[temporalio.worker.Plugin]:
         """The app's plugins this worker does not already have from its client or its own list."""
         client: temporalio.client.Client | None = config.get("client")
         from_client: Sequence[object] = client.config().get("plugins", []) if client is not None else []
         own: Sequence[object] = config.get("plugins") or []
         names = {plugin.name() for plugin in (*from_client, *own) if isinstance(plugin, temporalio.worker.Plugin)}
-        return [
-            plugin
-            for plugin in app_plugins(self.app)
-            if isinstance(plugin, temporalio.worker.Plugin) and plugin.name() not in names
-        ]
+        ours = [plugin for plugin in app_plugins(self.app) if isinstance(plugin, temporalio.worker.Plugin)]
+        given = sorted(plugin.name() for plugin in ours if plugin.name() in names)
+        if warn and given:
+            logger.warning(
+                "the app's Temporal plugins %s were given to this worker or its client as well: they configured it "
+                "before McpTasksPlugin added the app's workflows, so a sub-agent's activities may be missing; "
+                "give only McpTasksPlugin(app), which brings them",
+                ", ".join(given),
+            )
+        return [plugin for plugin in ours if plugin.name() not in names]
 
     async def _agree_on_settings(self, config: dict[str, Any]) -> None:
         """As `worker` does at start: compare with the fronts' queue's record, or write it first.
