@@ -8,8 +8,10 @@ third-party private names are touched.
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 from tests.processes import REPO_ROOT, child_env
@@ -17,6 +19,25 @@ from tests.processes import REPO_ROOT, child_env
 PACKAGE = REPO_ROOT / "src" / "mcp_tasks_temporal"
 SETTINGS = PACKAGE / "ops" / "settings.py"
 SDK_COMPAT = PACKAGE / "sdk_compat.py"
+FRONT = PACKAGE / "front"
+
+FRONT_LINE_CAP = 450
+"""A front module longer than this does more than one job: split it where its parts run or what they answer."""
+LONG_FRONT_MODULES = {
+    # Longer than the cap, to split; each may only shrink, and leaves the list once under the cap.
+    "gateway.py": 714,
+}
+
+FRONT_MODULES_AN_APP_LOADS = frozenset(
+    {
+        # What `from mcp_tasks_temporal import TasksExtension` and building the app load of front/: the facade,
+        # the session keys it defaults to and its methods' params. A worker loading the app stops there.
+        "mcp_tasks_temporal.front",
+        "mcp_tasks_temporal.front.extension",
+        "mcp_tasks_temporal.front.session_binding",
+        "mcp_tasks_temporal.front.task_params",
+    }
+)
 
 ENVIRONMENT_DEBT = frozenset(
     {
@@ -26,7 +47,6 @@ ENVIRONMENT_DEBT = frozenset(
         "src/mcp_tasks_temporal/demo/nexus_app.py",
         "src/mcp_tasks_temporal/demo/nexus_team.py",
         "src/mcp_tasks_temporal/demo/review_files.py",
-        "src/mcp_tasks_temporal/front/extension.py",
         "src/mcp_tasks_temporal/front/push_mode.py",
         "src/mcp_tasks_temporal/ops/dev/owner_secret.py",
         "src/mcp_tasks_temporal/temporal/codec.py",
@@ -100,3 +120,67 @@ def test_third_party_private_names_are_touched_in_sdk_compat_only() -> None:
             if "reportPrivateUsage" in line
         )
     assert not found, f"move these behind a function in sdk_compat.py, with a canary: {found}"
+
+
+def _front_modules_loaded_by(script: str) -> list[str]:
+    """The `mcp_tasks_temporal.front` modules a fresh interpreter holds after running `script`."""
+    front = "[m for m in sys.modules if m.startswith('mcp_tasks_temporal.front')]"
+    report = f"import json, sys; print(json.dumps(sorted({front})))"
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script) + "\n" + report],
+        cwd=REPO_ROOT,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_the_tool_registry_and_the_worker_side_import_nothing_of_the_front() -> None:
+    loaded = _front_modules_loaded_by(
+        """
+        import mcp_tasks_temporal.temporal.tool_execution
+        import mcp_tasks_temporal.temporal.tool_registry
+        """
+    )
+    assert loaded == []
+
+
+def test_a_worker_loading_the_app_and_running_a_task_tool_loads_no_front_handlers() -> None:
+    # A task's round on a worker: the activity binds the run and calls the app's tools/call handler, which the
+    # extension intercepts; the interception must step aside without reaching the front's handlers.
+    loaded = _front_modules_loaded_by(
+        """
+        import asyncio
+        from typing import Any
+        from mcp.server.mcpserver import MCPServer
+        from mcp_types import CallToolRequestParams
+        from mcp_tasks_temporal import TasksExtension, ToolTaskOptions
+        from mcp_tasks_temporal.temporal.progress import TaskRun, bind_run
+
+        tasks = TasksExtension()
+        app = MCPServer("worker-side", extensions=[tasks])
+        tasks.enable("build", ToolTaskOptions(policy="required"))
+
+        async def tool_runs(ctx: Any) -> str:
+            return "ran"
+
+        async def round_on_a_worker() -> Any:
+            bind_run(TaskRun(workflow_id="mcp-task/anonymous/t"))
+            ctx: Any = None  # the worker's own request context; the tool below does not read it
+            return await tasks.intercept_tool_call(CallToolRequestParams(name="build"), ctx, tool_runs)
+
+        assert asyncio.run(round_on_a_worker()) == "ran"
+        """
+    )
+    assert set(loaded) <= FRONT_MODULES_AN_APP_LOADS, sorted(set(loaded) - FRONT_MODULES_AN_APP_LOADS)
+
+
+def test_no_front_module_is_longer_than_the_cap() -> None:
+    lengths = {path.name: len(path.read_text().splitlines()) for path in sorted(FRONT.glob("*.py"))}
+    too_long = {name: n for name, n in lengths.items() if n > LONG_FRONT_MODULES.get(name, FRONT_LINE_CAP)}
+    assert not too_long, f"over {FRONT_LINE_CAP} lines (or longer than their recorded debt): {too_long}"
+    paid = sorted(name for name in LONG_FRONT_MODULES if lengths.get(name, 0) <= FRONT_LINE_CAP)
+    assert not paid, f"now within {FRONT_LINE_CAP} lines: strike from LONG_FRONT_MODULES {paid}"

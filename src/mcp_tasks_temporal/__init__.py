@@ -18,8 +18,8 @@ _EXPORTS = {
     "ActivityPolicy": "mcp_tasks_temporal.temporal.contract",
     "McpTasksPlugin": "mcp_tasks_temporal.temporal.plugin",
     "TasksExtension": "mcp_tasks_temporal.front.extension",
-    "TaskPolicy": "mcp_tasks_temporal.front.extension",
-    "ToolTaskOptions": "mcp_tasks_temporal.front.extension",
+    "TaskPolicy": "mcp_tasks_temporal.temporal.tool_registry",
+    "ToolTaskOptions": "mcp_tasks_temporal.temporal.tool_registry",
     "request_input": "mcp_tasks_temporal.temporal.task_context",
     "request_inputs": "mcp_tasks_temporal.temporal.task_context",
     "set_status": "mcp_tasks_temporal.temporal.task_context",
@@ -42,11 +42,12 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from mcp_tasks_temporal.front.extension import TaskPolicy, TasksExtension, ToolTaskOptions
+    from mcp_tasks_temporal.front.extension import TasksExtension
     from mcp_tasks_temporal.temporal.contract import ActivityPolicy
     from mcp_tasks_temporal.temporal.nexus_handler import start_task_workflow
     from mcp_tasks_temporal.temporal.plugin import McpTasksPlugin
     from mcp_tasks_temporal.temporal.task_context import request_input, request_inputs, set_status
+    from mcp_tasks_temporal.temporal.tool_registry import TaskPolicy, ToolTaskOptions
     from mcp_tasks_temporal.temporal.workflow_api import task_error
 
 

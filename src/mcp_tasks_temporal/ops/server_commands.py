@@ -75,6 +75,9 @@ logger = logging.getLogger("mcp_tasks_temporal")
 
 _DEV_TEMPORAL_HOST = "127.0.0.1"
 
+PUSH_GIVE_UP_ENV = "MCP_TASKS_PUSH_GIVE_UP_S"
+"""How long a front retries a task's history before ending its listeners' streams (docs/operations.md)."""
+
 
 def configure(app: MCPServer[Any], args: argparse.Namespace) -> None:
     extension = tasks_extension(app)
@@ -264,7 +267,11 @@ async def _attach_front(
         payload_limits=await _payload_limits(client, args),
         fairness=FairnessPolicy.weighted(args.fairness_weight, keys=args.fairness_keys),
     )
-    tasks_extension(app).attach(gateway, app)
+    extension = tasks_extension(app)
+    give_up = variable(PUSH_GIVE_UP_ENV)
+    if give_up is not None:
+        extension.push_give_up_s = float(give_up)
+    extension.attach(gateway, app)
 
 
 async def _run_worker(
