@@ -22,17 +22,7 @@ ENVIRONMENT_DEBT = frozenset(
     {
         # Still to read through ops.settings (temporal/ takes the environment as a parameter instead,
         # as tracing.py does). This set only shrinks: a file not named here may not read os.environ.
-        "src/mcp_tasks_temporal/contrib/pydantic_ai/sub_agent.py",
-        "src/mcp_tasks_temporal/demo/nexus_app.py",
-        "src/mcp_tasks_temporal/demo/nexus_team.py",
-        "src/mcp_tasks_temporal/demo/review_files.py",
         "src/mcp_tasks_temporal/front/extension.py",
-        "src/mcp_tasks_temporal/front/push_mode.py",
-        "src/mcp_tasks_temporal/ops/dev/owner_secret.py",
-        "src/mcp_tasks_temporal/temporal/codec.py",
-        "src/mcp_tasks_temporal/temporal/connection.py",
-        "src/mcp_tasks_temporal/temporal/ids.py",
-        "src/mcp_tasks_temporal/temporal/payload_options.py",
     }
 )
 
