@@ -39,22 +39,6 @@ FRONT_MODULES_AN_APP_LOADS = frozenset(
     }
 )
 
-ENVIRONMENT_DEBT = frozenset(
-    {
-        # Still to read through ops.settings (temporal/ takes the environment as a parameter instead,
-        # as tracing.py does). This set only shrinks: a file not named here may not read os.environ.
-        "src/mcp_tasks_temporal/contrib/pydantic_ai/sub_agent.py",
-        "src/mcp_tasks_temporal/demo/nexus_app.py",
-        "src/mcp_tasks_temporal/demo/nexus_team.py",
-        "src/mcp_tasks_temporal/demo/review_files.py",
-        "src/mcp_tasks_temporal/front/push_mode.py",
-        "src/mcp_tasks_temporal/ops/dev/owner_secret.py",
-        "src/mcp_tasks_temporal/temporal/codec.py",
-        "src/mcp_tasks_temporal/temporal/connection.py",
-        "src/mcp_tasks_temporal/temporal/ids.py",
-        "src/mcp_tasks_temporal/temporal/payload_options.py",
-    }
-)
 
 
 def _sources() -> list[Path]:
@@ -85,12 +69,7 @@ def test_environment_variables_are_read_in_ops_settings_only() -> None:
         for path in _sources()
         if path != SETTINGS.resolve() and _environment_reads(ast.parse(path.read_text(), str(path)))
     }
-    assert not readers - ENVIRONMENT_DEBT, (
-        f"read the variable through mcp_tasks_temporal.ops.settings instead: {sorted(readers - ENVIRONMENT_DEBT)}"
-    )
-    assert not ENVIRONMENT_DEBT - readers, (
-        f"no longer reads os.environ: strike it from the debt {sorted(ENVIRONMENT_DEBT - readers)}"
-    )
+    assert not readers, f"read the variable through mcp_tasks_temporal.ops.settings instead: {sorted(readers)}"
 
 
 def _private_reads(tree: ast.AST) -> list[str]:

@@ -13,6 +13,7 @@ import pytest
 from temporalio.service import TLSConfig
 
 from mcp_tasks_temporal.ops.cli import build_parser
+from mcp_tasks_temporal.ops.option_values import connection_options_from_args
 from mcp_tasks_temporal.temporal.connection import ConnectionOptions, connect_config
 from tests.processes import CLI, FIXTURE_APP, REPO_ROOT, child_env, start_front, start_worker
 from tests.tls_proxy import CertificateAuthority, Pem, TlsTerminator
@@ -80,12 +81,12 @@ def test_flags_override_the_profile_and_the_profile_comes_from_temporal_profile(
     args = build_parser().parse_args(
         ["worker", "--app", FIXTURE_APP, "--address", "other:7233", "--namespace", "ops", "--no-tls"]
     )
-    config = connect_config(ConnectionOptions.from_args(args), env)
+    config = connect_config(connection_options_from_args(args), env)
     assert (config["target_host"], config["namespace"], config["api_key"]) == ("other:7233", "ops", "from-file")
     assert config["tls"] is False
     # `--temporal`, the older spelling, is the same flag.
     legacy = build_parser().parse_args(["serve", "--app", FIXTURE_APP, "--temporal", "legacy:7233"])
-    assert connect_config(ConnectionOptions.from_args(legacy), env)["target_host"] == "legacy:7233"
+    assert connect_config(connection_options_from_args(legacy), env)["target_host"] == "legacy:7233"
 
 
 # -- against the dev server behind a TLS terminator --------------------------------------

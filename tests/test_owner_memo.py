@@ -16,6 +16,8 @@ from temporalio.client import Client, WorkflowExecutionStatus
 
 from mcp_tasks_temporal.ops.dev.owner_secret import DATABASE_FILE, SECRET_FILE, use_dev_owner_secret
 from mcp_tasks_temporal.ops.operator_cli import principal_of
+from mcp_tasks_temporal.ops.settings import use_owner_keys
+from mcp_tasks_temporal.temporal import ids
 from mcp_tasks_temporal.temporal.contract import TOOL_TASK_WORKFLOW, Memo, ToolTaskInput
 from mcp_tasks_temporal.temporal.fairness import FairnessPolicy, fairness_key
 from mcp_tasks_temporal.temporal.ids import (
@@ -23,6 +25,7 @@ from mcp_tasks_temporal.temporal.ids import (
     LEGACY_OWNERS_ENV,
     MIN_SECRET_CHARS,
     OWNER_SECRET_ENV,
+    OwnerKeying,
     OwnerSecretError,
     legacy_owner_key,
     owner_key,
@@ -79,12 +82,15 @@ SECRET = "a-deployment-wide-owner-secret-0123456789"
 
 def test_owner_keys_are_keyed_hashes_every_component_computes_alike(monkeypatch: pytest.MonkeyPatch) -> None:
     principal = principal_of("alice@example.com")
+    monkeypatch.setattr(ids, "_keying", OwnerKeying())  # this process's keying, back as it was afterwards
     monkeypatch.delenv(LEGACY_OWNERS_ENV, raising=False)
     monkeypatch.delenv(OWNER_SECRET_ENV, raising=False)
+    use_owner_keys()
     unkeyed = owner_key(principal)
     assert unkeyed == hashlib.sha256(principal.encode()).hexdigest()[:32] == legacy_owner_key(principal)
 
     monkeypatch.setenv(OWNER_SECRET_ENV, SECRET)
+    use_owner_keys()
     keyed = owner_key(principal)
     expected = hmac.new(SECRET.encode(), b"mcp-tasks-temporal/owner\x00" + principal.encode(), hashlib.sha256)
     assert keyed == expected.hexdigest()[:32] != unkeyed
@@ -97,17 +103,19 @@ def test_owner_keys_are_keyed_hashes_every_component_computes_alike(monkeypatch:
 
     # Another deployment's secret gives other keys: a guessed name hashed without the secret matches nothing.
     monkeypatch.setenv(OWNER_SECRET_ENV, SECRET[::-1])
+    use_owner_keys()
     assert owner_key(principal) not in (keyed, unkeyed)
 
     # The migration window: the legacy key is found as well, after the keyed one.
     monkeypatch.setenv(OWNER_SECRET_ENV, SECRET)
     monkeypatch.setenv(LEGACY_OWNERS_ENV, "1")
+    use_owner_keys()
     assert owner_keys(principal) == [keyed, unkeyed]
     assert owner_keys(None) == [ANONYMOUS_OWNER]
 
     monkeypatch.setenv(OWNER_SECRET_ENV, "short")
     with pytest.raises(OwnerSecretError):
-        owner_key(principal)
+        use_owner_keys()
 
 
 async def test_a_keyed_front_finds_tasks_stored_under_legacy_keys_only_in_the_migration_window(

@@ -9,12 +9,11 @@
 
 from __future__ import annotations
 
-import os
-
 from mcp.server.mcpserver import MCPServer
 
 from mcp_tasks_temporal.demo.report_workflow import ReportRequest
 from mcp_tasks_temporal.front.extension import TasksExtension
+from mcp_tasks_temporal.ops.settings import variable
 
 ENDPOINT_ENV = "NEXUS_DEMO_ENDPOINT"
 
@@ -22,7 +21,7 @@ tasks = TasksExtension(default_poll_interval_ms=500)
 app = MCPServer("mcp-tasks-temporal-nexus-demo", version="0.1.0", extensions=[tasks])
 
 tasks.nexus_tool(
-    endpoint=os.environ.get(ENDPOINT_ENV, "team-reports"),
+    endpoint=variable(ENDPOINT_ENV) or "team-reports",
     service="reports",
     operation="build_report",
     name="build_report",

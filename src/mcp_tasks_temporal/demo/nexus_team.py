@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import signal
 
 import nexusrpc.handler
@@ -21,6 +20,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from mcp_tasks_temporal.demo.report_workflow import BuildReportWorkflow, ReportRequest
+from mcp_tasks_temporal.ops.settings import variable
 from mcp_tasks_temporal.temporal.nexus_handler import start_task_workflow
 
 REPORTS_SERVICE = "reports"
@@ -58,7 +58,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
         "--temporal",
-        default=os.environ.get("TEMPORAL_ADDRESS") or "127.0.0.1:7233",
+        default=variable("TEMPORAL_ADDRESS") or "127.0.0.1:7233",
         help="Temporal frontend address (default: $TEMPORAL_ADDRESS, else 127.0.0.1:7233)",
     )
     parser.add_argument("--namespace", default="reports-team")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Final
 
 from mcp_tasks_temporal.demo.duplicates import Duplicate, find_duplicates
+from mcp_tasks_temporal.ops.settings import variable
 
 REVIEW_ROOT_ENV: Final = "MCP_TASKS_REVIEW_ROOT"
 MAX_LISTED: Final = 500
@@ -34,7 +35,7 @@ class OutsideTree(ValueError):
 
 def review_root() -> Path:
     """The directory every review must lie under: `$MCP_TASKS_REVIEW_ROOT`, else the worker's directory."""
-    return Path(os.environ.get(REVIEW_ROOT_ENV) or Path.cwd()).resolve()
+    return Path(variable(REVIEW_ROOT_ENV) or Path.cwd()).resolve()
 
 
 def resolve_review_path(path: str) -> Path:

@@ -17,15 +17,13 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.enums.v1 import WorkflowTaskFailedCause
-from temporalio.api.failure.v1 import Failure
-from temporalio.api.workflow.v1 import PendingWorkflowTaskInfo
-from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
-from temporalio.client import Client
-from temporalio.exceptions import ApplicationError
+from mcp_tasks_temporal.front.gateway_history import WorkflowTaskFailedCause, last_workflow_task_failure
+
+if TYPE_CHECKING:
+    from temporalio.api.workflow.v1 import PendingWorkflowTaskInfo
+    from temporalio.client import Client
 
 SANDBOX_ERRORS: Final = frozenset({"RestrictedWorkflowAccessError", "RestrictedWorkflowAccessErrorGroup"})
 """Exception types whose message names only what the workflow touched, never its data."""
@@ -33,7 +31,6 @@ SANDBOX_ERRORS: Final = frozenset({"RestrictedWorkflowAccessError", "RestrictedW
 _NONDETERMINISM: Final = "Nondeterminism error: "
 _MAX_CAUSE: Final = 240
 _REMEMBERED: Final = 4096
-_PAGE: Final = 16
 
 
 @dataclass(frozen=True)
@@ -73,17 +70,6 @@ def describe_failure(cause: int, error_type: str, message: str) -> tuple[str, st
     return "exception", f"{error_type or 'an exception'} raised in workflow code (the worker's log has the traceback)"
 
 
-async def _readable(client: Client, failure: Failure) -> tuple[str, str]:
-    """The failure's exception type and message (a codec may have sealed them)."""
-    if not failure.HasField("encoded_attributes"):
-        error_type = failure.application_failure_info.type if failure.HasField("application_failure_info") else ""
-        return error_type, failure.message
-    copy = Failure()
-    copy.CopyFrom(failure)
-    err = await client.data_converter.decode_failure(copy)
-    return (err.type or "") if isinstance(err, ApplicationError) else "", getattr(err, "message", str(err))
-
-
 def _line(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= _MAX_CAUSE else text[: _MAX_CAUSE - 1] + "…"
@@ -118,21 +104,5 @@ class FailingWorkflows:
 
 async def _last_failure(client: Client, workflow_id: str, run_id: str) -> tuple[str, str] | None:
     """(kind, cause) of the newest workflow-task failure, when no workflow task completed after it."""
-    request = GetWorkflowExecutionHistoryReverseRequest(
-        namespace=client.namespace,
-        execution=WorkflowExecution(workflow_id=workflow_id, run_id=run_id),
-        maximum_page_size=_PAGE,
-    )
-    while True:
-        response = await client.workflow_service.get_workflow_execution_history_reverse(request)
-        for event in response.history.events:
-            kind = event.WhichOneof("attributes")
-            if kind == "workflow_task_failed_event_attributes":
-                attrs = event.workflow_task_failed_event_attributes
-                return describe_failure(attrs.cause, *(await _readable(client, attrs.failure)))
-            if kind in ("workflow_task_completed_event_attributes", "workflow_task_timed_out_event_attributes"):
-                # Retried after a worker went away, not after a failure: nothing to report.
-                return None
-        if not response.next_page_token:
-            return None
-        request.next_page_token = response.next_page_token
+    found = await last_workflow_task_failure(client, workflow_id, run_id)
+    return describe_failure(*found) if found is not None else None

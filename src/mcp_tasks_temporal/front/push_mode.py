@@ -8,11 +8,11 @@ is followed through its history in feed mode too.
 
 from __future__ import annotations
 
-import os
 from typing import Final
 
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
 from mcp_tasks_temporal.front.task_watch import TaskWatchHub
+from mcp_tasks_temporal.ops.settings import variable
 
 PUSH_MODE_ENV: Final = "MCP_TASKS_PUSH"
 PUSH_MODES: Final = ("poll", "feed")
@@ -20,7 +20,7 @@ DEFAULT_PUSH_MODE: Final = "poll"
 
 
 def push_mode() -> str:
-    mode = (os.environ.get(PUSH_MODE_ENV) or DEFAULT_PUSH_MODE).strip().lower()
+    mode = (variable(PUSH_MODE_ENV) or DEFAULT_PUSH_MODE).strip().lower()
     if mode not in PUSH_MODES:
         raise ValueError(f"{PUSH_MODE_ENV} must be one of {', '.join(PUSH_MODES)}, not {mode!r}")
     return mode

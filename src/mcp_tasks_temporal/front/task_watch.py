@@ -24,21 +24,32 @@ import logging
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 import anyio
 from anyio.abc import TaskGroup
-from temporalio.api.enums.v1 import EventType
-from temporalio.api.history.v1 import HistoryEvent
-from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
-from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_tasks_temporal.front.backoff import Backoff, GaveUpError
 from mcp_tasks_temporal.front.gateway import Observed, Snapshot, TemporalTaskGateway, snapshot, task_view
+from mcp_tasks_temporal.front.gateway_history import (
+    ACTIVITY_CLOSED,
+    CLOSE_STATUS,
+    EventType,
+    HistoryEvent,
+    RPCError,
+    RPCStatusCode,
+    WorkflowExecutionStatus,
+    history_events,
+    upserted_memo,
+    workflow_handle,
+)
 from mcp_tasks_temporal.temporal.contract import TERMINAL_STATUSES, WORKFLOW_KIND, Memo
 from mcp_tasks_temporal.temporal.ids import workflow_id
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics
 from mcp_tasks_temporal.temporal.tool_results import call_tool_result, failure_outcome
+
+if TYPE_CHECKING:
+    from temporalio.client import WorkflowHandle
 
 logger = logging.getLogger(__name__)
 
@@ -85,21 +96,6 @@ def attach(
             when_left()
 
     return unsubscribe
-
-
-CLOSE_STATUS = {
-    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED: WorkflowExecutionStatus.COMPLETED,
-    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED: WorkflowExecutionStatus.FAILED,
-    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED: WorkflowExecutionStatus.CANCELED,
-    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED: WorkflowExecutionStatus.TERMINATED,
-    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT: WorkflowExecutionStatus.TIMED_OUT,
-}
-_ACTIVITY_CLOSED = {
-    EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
-    EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED,
-    EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT,
-    EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED,
-}
 
 
 @dataclass
@@ -184,7 +180,7 @@ class TaskWatchHub:
         key = workflow_id(task_id, principal)
         watcher = self._watchers.get(key)
         if watcher is None:
-            handle = self._gateway.client.get_workflow_handle(key)
+            handle = workflow_handle(self._gateway.client, key)
             watcher = self._watchers[key] = _Watcher(task_id, handle, seen=seen)
             self._group.start_soon(self._run, key, watcher, name=f"watch {key}")
         followed = watcher
@@ -263,11 +259,10 @@ class TaskWatchHub:
                 # A workflow that continues-as-new is still one task: follow each run of the chain in turn.
                 backoff = Backoff(f"following the history of task {watcher.task_id}", logger, **self._retry)
                 while run_id:
-                    run = self._gateway.client.get_workflow_handle(handle.id, run_id=run_id)
                     next_run = ""
                     try:
                         # A retry reads the run's history again from its start: what was seen is skipped.
-                        async for event in run.fetch_history_events(wait_new_event=True):
+                        async for event in history_events(self._gateway.client, handle.id, run_id):
                             backoff.succeeded()
                             if event.event_id <= seen:
                                 continue  # already part of the state described above
@@ -278,7 +273,7 @@ class TaskWatchHub:
                                 break
                             if not workflow_kind and event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
                                 activities += 1
-                            elif not workflow_kind and event.event_type in _ACTIVITY_CLOSED:
+                            elif not workflow_kind and event.event_type in ACTIVITY_CLOSED:
                                 activities = max(activities - 1, 0)
                                 state.heartbeat = None
                             closed = CLOSE_STATUS.get(event.event_type)
@@ -330,10 +325,7 @@ class TaskWatchHub:
         return task_view(task_id, memo, closed, closed_at_ms=closed_at)
 
     async def _apply_upsert(self, event: HistoryEvent, state: _Followed) -> None:
-        fields = event.workflow_properties_modified_event_attributes.upserted_memo.fields
-        for name, payload in fields.items():
-            [value] = await self._gateway.client.data_converter.decode([payload])
-            state.memo[name] = value
+        state.memo.update(await upserted_memo(self._gateway.client, event))
 
     async def _publish_failing(self, watcher: _Watcher, state: _Followed) -> None:
         """The task as `tasks/get` shows it once its workflow task is being retried after a failure."""

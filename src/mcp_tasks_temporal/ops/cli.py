@@ -17,11 +17,11 @@ from typing import cast
 from mcp_tasks_temporal.client._commands import add_commands
 from mcp_tasks_temporal.ops.cli_options import DEFAULT_UI_ORIGINS, add_codec_options, add_connection_options
 from mcp_tasks_temporal.ops.dev.nexus_routes import EndpointRoute
+from mcp_tasks_temporal.ops.fairness_options import add_fairness_options
 from mcp_tasks_temporal.ops.operator_commands import add_operator_commands
+from mcp_tasks_temporal.ops.payload_options import add_storage_options
 from mcp_tasks_temporal.ops.settings import apply_environment
 from mcp_tasks_temporal.temporal.contract import DEFAULT_NAMESPACE
-from mcp_tasks_temporal.temporal.fairness_options import add_fairness_options
-from mcp_tasks_temporal.temporal.payload_options import add_storage_options
 
 DEMO_APP = "mcp_tasks_temporal.demo:app"
 """The app `dev` serves without --app (`app.DEMO_APP`, which imports the MCP SDK)."""

@@ -31,12 +31,13 @@ from mcp_tasks_temporal.ops.admin import ListedTask, TaskFilter, list_tasks
 from mcp_tasks_temporal.ops.audit import ReplayMismatch, TaskNotFound, TaskRuns, build_story, load_runs, verify
 from mcp_tasks_temporal.ops.audit_render import render_markdown, render_text
 from mcp_tasks_temporal.ops.cli_options import KEYS_ENV
+from mcp_tasks_temporal.ops.option_values import codec_from_args, connection_options_from_args, storage_from_args
+from mcp_tasks_temporal.ops.settings import environment, use_owner_keys
 from mcp_tasks_temporal.sdk_compat import workflow_definition
-from mcp_tasks_temporal.temporal.codec import ENCODING, codec_from_args
-from mcp_tasks_temporal.temporal.connection import ConnectionOptions
+from mcp_tasks_temporal.temporal.codec import ENCODING
 from mcp_tasks_temporal.temporal.connection import connect as connect_temporal_client
 from mcp_tasks_temporal.temporal.ids import WORKFLOW_ID_PREFIX, is_task_id, owner_key, workflow_id, workflow_ids
-from mcp_tasks_temporal.temporal.payload_storage import open_storage, storage_from_args
+from mcp_tasks_temporal.temporal.payload_storage import open_storage
 from mcp_tasks_temporal.temporal.web_ui import web_ui_link
 
 EXIT_INCOMPATIBLE = 1
@@ -52,11 +53,16 @@ async def connect(args: argparse.Namespace) -> Client:
     The same settings and codec as the front and the workers, so an encrypted
     history reads as plain text here and nowhere else.
     """
+    use_owner_keys()  # the front's keys, to find and list its tasks by owner
     identity = f"mcp-tasks-temporal {args.command} {getpass.getuser()}@{socket.gethostname()}"
     # Open for the rest of this one-shot command: an audit reads stored results, a replay stored activity results.
     storage = await _storage_for_command.enter_async_context(open_storage(storage_from_args(args)))
     client = await connect_temporal_client(
-        ConnectionOptions.from_args(args), codec=codec_from_args(args), external_storage=storage, identity=identity
+        connection_options_from_args(args),
+        codec=codec_from_args(args),
+        external_storage=storage,
+        environ=environment(),
+        identity=identity,
     )
     args.namespace = client.namespace
     return client

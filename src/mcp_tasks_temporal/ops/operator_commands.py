@@ -10,9 +10,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from mcp_tasks_temporal.ops.cli_options import add_codec_options, add_connection_options
+from mcp_tasks_temporal.ops.payload_options import add_storage_options
 from mcp_tasks_temporal.ops.settings import variable
 from mcp_tasks_temporal.temporal.contract import TASK_STATUSES
-from mcp_tasks_temporal.temporal.payload_options import add_storage_options
 
 UI_ENV = "TEMPORAL_UI_ADDRESS"
 

@@ -52,10 +52,11 @@ from mcp_tasks_temporal.ops.dev.worker_process import (
     dev_worker,
     stop_with_parent,
 )
-from mcp_tasks_temporal.ops.settings import environment, variable
+from mcp_tasks_temporal.ops.option_values import codec_from_args, connection_options_from_args, storage_from_args
+from mcp_tasks_temporal.ops.settings import environment, use_owner_keys, variable
 from mcp_tasks_temporal.sdk_compat import forget_captured_signals
 from mcp_tasks_temporal.temporal.app_plugins import app_client_plugins
-from mcp_tasks_temporal.temporal.codec import codec_from_args, new_key
+from mcp_tasks_temporal.temporal.codec import new_key
 from mcp_tasks_temporal.temporal.connection import (
     ConnectionOptions,
     connect,
@@ -66,7 +67,7 @@ from mcp_tasks_temporal.temporal.fairness import FairnessPolicy
 from mcp_tasks_temporal.temporal.ids import OWNER_SECRET_ENV, owner_secret
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics, RequestMetrics, install_metrics, metrics_runtime
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits, namespace_blob_limit
-from mcp_tasks_temporal.temporal.payload_storage import open_storage, storage_from_args
+from mcp_tasks_temporal.temporal.payload_storage import open_storage
 from mcp_tasks_temporal.temporal.search_attributes import check_namespace
 from mcp_tasks_temporal.temporal.shared_settings import SettingsDisagreement, SharedSettings, check_shared_settings
 from mcp_tasks_temporal.temporal.tracing import setup_tracing, tracing_plugins
@@ -95,7 +96,7 @@ def configure(app: MCPServer[Any], args: argparse.Namespace) -> None:
     if getattr(args, "request_state_key", None):
         # The same shared secrets, so any front checks the session IDs every other one hands out.
         extension.session_keys = SessionKeys(args.request_state_key)
-    owner_secret()  # a secret too short to key owner keys stops the start, not a request
+    use_owner_keys()  # before the first owner key; a secret too short stops the start, not a request
     if "ttl_ms" in vars(args):
         extension.default_ttl_ms = args.ttl_ms
     if getattr(args, "poll_interval_ms", None):
@@ -222,12 +223,13 @@ async def _connect(
     """
     storage = await stack.enter_async_context(open_storage(storage_from_args(args)))
     return await connect(
-        options or ConnectionOptions.from_args(args),
+        options or connection_options_from_args(args),
         codec=codec_from_args(args),
         external_storage=storage,
         runtime=metrics_runtime(),
         # Only their client side: the workers get them from `McpTasksPlugin`, after the app's workflows.
         plugins=[*app_client_plugins(app), *tracing_plugins()],
+        environ=environment(),
         use_environment=options is None,  # TEMPORAL_* describe the user's cluster, not a server started here
         require_namespace=require_namespace,
     )

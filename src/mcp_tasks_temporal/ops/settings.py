@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from mcp_tasks_temporal.sdk_compat import parser_actions
+from mcp_tasks_temporal.temporal.ids import LEGACY_OWNERS_ENV, OWNER_SECRET_ENV, OwnerKeying, use_owner_keying
 
 PREFIX: Final = "MCP_TASKS_"
 
@@ -56,6 +57,15 @@ def variable(name: str) -> str | None:
 def export_variable(name: str, value: str) -> None:
     """Set a variable for this process and the children it starts (the worker `dev` runs)."""
     os.environ[name] = value
+
+
+def use_owner_keys() -> None:
+    """Key this process's owner keys with `$MCP_TASKS_OWNER_SECRET` (`temporal.ids`), as set now.
+
+    Raises:
+        OwnerSecretError: The secret is too short to key anything; a start stops on it, not a request.
+    """
+    use_owner_keying(OwnerKeying.of(variable(OWNER_SECRET_ENV), variable(LEGACY_OWNERS_ENV)))
 
 
 def variable_for(command: str, flag: str) -> str:

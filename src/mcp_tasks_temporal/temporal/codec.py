@@ -24,12 +24,10 @@ encryption was switched on are still retained).
 
 from __future__ import annotations
 
-import argparse
 import base64
 import binascii
 import copy
 import hashlib
-import os
 import secrets
 from collections.abc import Mapping, Sequence
 from importlib import import_module
@@ -174,20 +172,16 @@ def _bound_aad(kid: bytes, binding: bytes) -> bytes:
     return _BOUND_AAD_PREFIX + kid + b"\x00" + binding
 
 
-def codec_from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> PayloadCodec | None:
-    """The codec the command line and environment ask for, if any."""
-    return load_codec(spec=args.codec, key_file=args.codec_key_file, environ=environ)
-
-
 def load_codec(
-    *, spec: str | None = None, key_file: Path | None = None, environ: Mapping[str, str] | None = None
+    *, spec: str | None = None, key_file: Path | None = None, environ: Mapping[str, str]
 ) -> PayloadCodec | None:
     """`--codec MODULE:ATTR`, else AES-GCM from a key file, else from `MCP_TASKS_CODEC_KEYS`, else none.
+
+    `environ` holds the keys and the plaintext switch (`ops.settings.environment()` for a command).
 
     Raises:
         CodecError: The codec cannot be loaded or a key is malformed.
     """
-    environ = os.environ if environ is None else environ
     if spec and (key_file is not None or environ.get(KEYS_ENV)):
         raise CodecError(f"--codec and AES-GCM keys (--codec-key-file, ${KEYS_ENV}) exclude each other")
     if spec:

@@ -16,10 +16,8 @@ configured, sits on top of it.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import logging
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,18 +60,15 @@ class ConnectionOptions:
     profile: str | None = None
     config_file: Path | None = None
 
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> ConnectionOptions:
-        values = vars(args)
-        return cls(**{f.name: values.get(f.name) for f in dataclasses.fields(cls)})
-
 
 def connect_config(
     options: ConnectionOptions, environ: Mapping[str, str] | None = None, *, use_environment: bool = True
 ) -> dict[str, Any]:
     """Keyword arguments for `Client.connect`: the environment's profile with `options` on top.
 
-    `use_environment=False` ignores variables and config files, for a server this process started itself.
+    `environ` holds the `TEMPORAL_*` variables (`ops.settings.environment()` for a command; none when
+    not given). `use_environment=False` ignores variables and config files, for a server this process
+    started itself.
 
     Raises:
         TemporalConnectionError: The profile or a certificate file cannot be read.
@@ -82,7 +77,7 @@ def connect_config(
     if use_environment:
         # An empty variable is an unset one (compose files and manifests often set `TEMPORAL_API_KEY: ""`);
         # taken literally, an empty API key would switch TLS on and an empty CA path would read ".".
-        variables = {name: value for name, value in (os.environ if environ is None else environ).items() if value}
+        variables = {name: value for name, value in (environ or {}).items() if value}
         try:
             profile = ClientConfigProfile.load(
                 profile=options.profile, config_source=options.config_file, override_env_vars=variables

@@ -11,14 +11,17 @@ deployment shares), so that nobody without the secret can tell whose tasks they
 see by hashing guessed names. Without the secret the key is the unkeyed SHA-256
 of earlier versions; `MCP_TASKS_LEGACY_OWNER_KEYS=1` lets a keyed deployment still
 find the tasks stored under those (docs/operations.md, "Owner keys").
+
+The commands read both variables (`ops.settings.use_owner_keys`) and hand them to
+`use_owner_keying` before the first key is computed; until then keys are unkeyed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 import uuid
+from dataclasses import dataclass
 from typing import Final
 
 WORKFLOW_ID_PREFIX = "mcp-task"
@@ -33,19 +36,45 @@ class OwnerSecretError(ValueError):
     """`MCP_TASKS_OWNER_SECRET` is set but too short to key anything."""
 
 
+@dataclass(frozen=True)
+class OwnerKeying:
+    """How this process computes owner keys: under the deployment's secret (`None`: unkeyed), and
+    whether the unkeyed keys of earlier versions are still read (a migration window)."""
+
+    secret: bytes | None = None
+    reads_legacy: bool = False
+
+    @classmethod
+    def of(cls, secret: str | None, legacy: str | None = None) -> OwnerKeying:
+        """From the variables' values, as set (`None` or empty: unset).
+
+        Raises:
+            OwnerSecretError: The secret is shorter than `MIN_SECRET_CHARS`.
+        """
+        if secret and len(secret) < MIN_SECRET_CHARS:
+            raise OwnerSecretError(f"${OWNER_SECRET_ENV} needs at least {MIN_SECRET_CHARS} characters")
+        reads_legacy = (legacy or "").strip().lower() in ("1", "true", "yes")
+        return cls(secret=secret.encode() if secret else None, reads_legacy=reads_legacy)
+
+
+_keying = OwnerKeying()
+"""Process-wide, like the variables it comes from: every front, `admin` and `audit` of a deployment shares it."""
+
+
+def use_owner_keying(keying: OwnerKeying) -> None:
+    """Compute this process's owner keys so from now on."""
+    global _keying
+    _keying = keying
+
+
 def owner_secret() -> bytes | None:
-    """The deployment's owner-key secret, read from the environment on each call (`None`: unkeyed)."""
-    secret = os.environ.get(OWNER_SECRET_ENV, "")
-    if not secret:
-        return None
-    if len(secret) < MIN_SECRET_CHARS:
-        raise OwnerSecretError(f"${OWNER_SECRET_ENV} needs at least {MIN_SECRET_CHARS} characters")
-    return secret.encode()
+    """The deployment's owner-key secret (`None`: unkeyed)."""
+    return _keying.secret
 
 
 def reads_legacy_owners() -> bool:
     """Whether tasks stored under unkeyed owner keys are still found (a migration window)."""
-    return os.environ.get(LEGACY_OWNERS_ENV, "").strip().lower() in ("1", "true", "yes")
+    return _keying.reads_legacy
 
 
 def new_task_id() -> str:

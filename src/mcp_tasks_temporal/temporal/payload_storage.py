@@ -15,7 +15,6 @@ results) needs the same storage: a payload stored by one is read by another.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import hmac
 import logging
@@ -38,17 +37,14 @@ from temporalio.converter import (
 )
 
 from mcp_tasks_temporal.temporal.payload_options import (
-    BUCKET_ENV,
     DEFAULT_MAX_BYTES,
     DEFAULT_THRESHOLD,
-    DIR_ENV,
     KINDS,
     MAX_SETTING,
     STORAGE_SETTING,
-    add_storage_options,
 )
 
-__all__ = ["KINDS", "MAX_SETTING", "STORAGE_SETTING", "add_storage_options"]
+__all__ = ["KINDS", "MAX_SETTING", "STORAGE_SETTING"]
 
 logger = logging.getLogger("mcp_tasks_temporal")
 
@@ -92,26 +88,6 @@ class StorageSettings:
         if self.endpoint_url is not None:
             args += ["--payload-endpoint-url", self.endpoint_url]
         return args
-
-
-def storage_from_args(args: argparse.Namespace) -> StorageSettings:
-    """The settings the command line and environment ask for (`none` where the command has no such options)."""
-    kind = getattr(args, "payload_storage", None) or "none"
-    if kind == "none":
-        return StorageSettings()
-    settings = StorageSettings(
-        kind=kind,
-        directory=args.payload_dir,
-        bucket=args.payload_bucket,
-        endpoint_url=args.payload_endpoint_url,
-        threshold=args.payload_threshold,
-        max_bytes=args.payload_max_bytes,
-    )
-    if kind == "local" and settings.directory is None:
-        raise PayloadStorageError(f"--payload-storage local needs --payload-dir (${DIR_ENV})")
-    if kind in ("s3", "gcs") and not settings.bucket:
-        raise PayloadStorageError(f"--payload-storage {kind} needs --payload-bucket (${BUCKET_ENV})")
-    return settings
 
 
 @asynccontextmanager

@@ -17,7 +17,6 @@ Everything here is safe to import inside the workflow sandbox: no I/O at import.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from datetime import timedelta
 from functools import cache
@@ -32,6 +31,8 @@ from pydantic_ai.providers.openai import OpenAIProvider
 from pydantic_ai.tools import ToolDefinition
 from temporalio import activity, workflow
 from temporalio.exceptions import ApplicationError
+
+from mcp_tasks_temporal.ops.settings import export_variable, variable
 
 if TYPE_CHECKING:
     from pydantic_ai.capabilities.abstract import ValidatedToolArgs
@@ -55,7 +56,7 @@ _T = TypeVar("_T", bound=type)
 
 def configured_model_name() -> str | None:
     """The model name this process was configured with, if any."""
-    return os.environ.get(AGENT_MODEL_ENV, "").strip() or None
+    return (variable(AGENT_MODEL_ENV) or "").strip() or None
 
 
 def configure_model(name: str) -> None:
@@ -63,7 +64,7 @@ def configure_model(name: str) -> None:
 
     Kept in the environment so that the worker's activities and any child process see one value.
     """
-    os.environ[AGENT_MODEL_ENV] = name
+    export_variable(AGENT_MODEL_ENV, name)
 
 
 def model_check() -> str | None:
@@ -97,7 +98,7 @@ def resolve_model(ctx: ModelResolutionContext[Any], model_id: str) -> Model | No
         from pydantic_ai.exceptions import UserError
 
         raise UserError(NO_MODEL)
-    return _endpoint_model(name, os.environ.get("OPENAI_BASE_URL") or None, os.environ.get("OPENAI_API_KEY") or None)
+    return _endpoint_model(name, variable("OPENAI_BASE_URL"), variable("OPENAI_API_KEY"))
 
 
 def configured_model() -> ResolveModelId[Any]:

@@ -14,6 +14,7 @@ import secrets
 from pathlib import Path
 from typing import Final
 
+from mcp_tasks_temporal.ops.settings import export_variable, variable
 from mcp_tasks_temporal.temporal.ids import OWNER_SECRET_ENV
 
 SECRET_FILE: Final = "owner-secret"
@@ -22,14 +23,14 @@ DATABASE_FILE: Final = "temporal.db"
 
 def use_dev_owner_secret(state_dir: Path | None) -> None:
     """Export the owner secret `dev` and its worker key owner keys with, unless the environment sets one."""
-    if os.environ.get(OWNER_SECRET_ENV):
+    if variable(OWNER_SECRET_ENV):
         return
     if state_dir is None:
-        os.environ[OWNER_SECRET_ENV] = secrets.token_urlsafe(32)  # tasks last as long as this run
+        export_variable(OWNER_SECRET_ENV, secrets.token_urlsafe(32))  # tasks last as long as this run
         return
     path = state_dir / SECRET_FILE
     if path.exists():
-        os.environ[OWNER_SECRET_ENV] = path.read_text().strip()
+        export_variable(OWNER_SECRET_ENV, path.read_text().strip())
         return
     if (state_dir / DATABASE_FILE).exists():
         return  # tasks stored under unkeyed owner keys: they stay reachable
@@ -39,4 +40,4 @@ def use_dev_owner_secret(state_dir: Path | None) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as handle:
         handle.write(secret + "\n")
-    os.environ[OWNER_SECRET_ENV] = secret
+    export_variable(OWNER_SECRET_ENV, secret)

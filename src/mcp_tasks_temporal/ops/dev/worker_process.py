@@ -31,8 +31,8 @@ from anyio.abc import Process
 
 from mcp_tasks_temporal.ops.dev.child_process import log_since, open_log, stop_gracefully
 from mcp_tasks_temporal.ops.dev.parent_death import stopped_with_parent
+from mcp_tasks_temporal.ops.option_values import storage_from_args
 from mcp_tasks_temporal.ops.settings import environment
-from mcp_tasks_temporal.temporal.payload_storage import storage_from_args
 
 PARENT_PID_ENV: Final = "MCP_TASKS_STOP_WITH_PARENT"
 """Set for `dev`'s worker: the pid whose end stops it, so a `kill -9` of `dev` leaves no worker behind."""
