@@ -9,6 +9,7 @@ a server middleware serves any listen that asks for tasks, core kinds included
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import Any, Final, Literal
 
 import anyio
@@ -32,6 +33,7 @@ from mcp_types import methods as wire_methods
 from pydantic import ValidationError
 
 from mcp_tasks_temporal.front.errors import TaskExpiredError, TaskNotFoundError
+from mcp_tasks_temporal.front.feed_watch import FeedWatchHub, on_feed
 from mcp_tasks_temporal.front.gateway import Snapshot, TemporalTaskGateway
 from mcp_tasks_temporal.front.request_capabilities import declares_tasks
 from mcp_tasks_temporal.front.task_watch import TaskWatchHub
@@ -40,7 +42,7 @@ from mcp_tasks_temporal.temporal.contract import EXTENSION_ID
 
 logger = logging.getLogger(__name__)
 
-MAX_TASK_IDS: Final = 1000
+MAX_TASK_IDS: Final = 10_000
 _BACKLOG: Final = 1024
 
 
@@ -84,9 +86,17 @@ class TaskListen:
         """The requested tasks this caller may see, as just read, in request order.
 
         The rest are left out, indistinguishably. What was read is handed to the watchers,
-        so following a task starts without a second `describe` of it.
+        so following a task starts without a second read of it. A hub that follows the task
+        feed takes its running tasks as visibility lists them, a few calls for thousands of
+        tasks; it catches up what visibility has not caught up yet (front/feed_watch.py).
+        Anything not listed so (just created, closed, another's, unknown) is read with
+        `describe`, one by one, as a single `tasks/get` would.
         """
+        unique = list(dict.fromkeys(task_ids))
         honored: dict[str, Snapshot] = {}
+        if isinstance(self._hub, FeedWatchHub):
+            listed = await self._gateway.observe_listed(unique, principal)
+            honored.update((task_id, seen) for task_id, seen in listed.items() if on_feed(seen))
         limiter = anyio.CapacityLimiter(32)
 
         async def check(task_id: str) -> None:
@@ -97,9 +107,10 @@ class TaskListen:
                     return
 
         async with anyio.create_task_group() as group:
-            for task_id in dict.fromkeys(task_ids):
-                group.start_soon(check, task_id)
-        return {t: honored[t] for t in dict.fromkeys(task_ids) if t in honored}
+            for task_id in unique:
+                if task_id not in honored:
+                    group.start_soon(check, task_id)
+        return {t: honored[t] for t in unique if t in honored}
 
     async def _serve(
         self, ctx: ServerRequestContext[Any, Any], params: SubscriptionsListenRequestParams, task_ids: list[str]
@@ -140,16 +151,18 @@ class TaskListen:
         # The app's bus carries the core events; MCPServer exposes it to no one but its own handler.
         bus = subscription_bus(self._server)
         unsubscribe_core = bus.subscribe(on_core)
+
         # Subscribed before the ack goes out, so nothing that happens meanwhile is lost;
         # the ack is still first because only this task writes the stream.
+        # One listener for all its tasks: a listen on thousands of tasks holds one closure, not one per task.
+        def on_task(task: dict[str, Any]) -> None:
+            offer("task", task)
+
+        def on_lost(task_id: str, reason: str) -> None:
+            offer("lost", (task_id, reason))
+
         unsubscribes = [
-            self._hub.subscribe(
-                t,
-                principal,
-                lambda task: offer("task", task),
-                seen=seen,
-                on_lost=lambda reason, t=t: offer("lost", (t, reason)),
-            )
+            self._hub.subscribe(t, principal, on_task, seen=seen, on_lost=partial(on_lost, t))
             for t, seen in honored.items()
         ]
         honored.clear()  # the watchers hold what they need; a long listen must not keep every task's read
