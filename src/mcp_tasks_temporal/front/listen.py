@@ -9,10 +9,12 @@ a server middleware serves any listen that asks for tasks, core kinds included
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from functools import partial
 from typing import Any, Final, Literal
 
 import anyio
+import anyio.lowlevel
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer, require_client_extension
 from mcp.server.request_state import authenticated_principal
@@ -44,6 +46,7 @@ logger = logging.getLogger(__name__)
 
 MAX_TASK_IDS: Final = 10_000
 _BACKLOG: Final = 1024
+_SUBSCRIBE_BATCH: Final = 256
 
 
 class TaskNotification(Notification[dict[str, Any], Literal["notifications/tasks"]]):
@@ -132,7 +135,8 @@ class TaskListen:
         )
         uris = frozenset(core.resource_subscriptions or ())
         meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: subscription_id}
-        send, receive = anyio.create_memory_object_stream[tuple[str, Any]](_BACKLOG)
+        # Room for every task's first view besides the backlog a slow reader may build up.
+        send, receive = anyio.create_memory_object_stream[tuple[str, Any]](_BACKLOG + len(honored))
 
         def offer(kind: str, item: Any) -> None:
             try:
@@ -148,12 +152,6 @@ class TaskListen:
             if event_matches(core, uris, event):
                 offer("core", event)
 
-        # The app's bus carries the core events; MCPServer exposes it to no one but its own handler.
-        bus = subscription_bus(self._server)
-        unsubscribe_core = bus.subscribe(on_core)
-
-        # Subscribed before the ack goes out, so nothing that happens meanwhile is lost;
-        # the ack is still first because only this task writes the stream.
         # One listener for all its tasks: a listen on thousands of tasks holds one closure, not one per task.
         def on_task(task: dict[str, Any]) -> None:
             offer("task", task)
@@ -161,11 +159,11 @@ class TaskListen:
         def on_lost(task_id: str, reason: str) -> None:
             offer("lost", (task_id, reason))
 
-        unsubscribes = [
-            self._hub.subscribe(t, principal, on_task, seen=seen, on_lost=partial(on_lost, t))
-            for t, seen in honored.items()
-        ]
-        honored.clear()  # the watchers hold what they need; a long listen must not keep every task's read
+        # The app's bus carries the core events; MCPServer exposes it to no one but its own handler.
+        # Subscribed before the ack goes out, so no core event that happens meanwhile is lost.
+        bus = subscription_bus(self._server)
+        unsubscribe_core = bus.subscribe(on_core)
+        unsubscribes: list[Callable[[], None]] = []
         try:
             await ctx.session.send_notification(
                 SubscriptionsAcknowledgedNotification(
@@ -173,6 +171,15 @@ class TaskListen:
                 ),
                 related_request_id=subscription_id,
             )
+            # The tasks after the ack, which thousands of them would hold up: each watcher starts from
+            # the read the ack was made from and brings every change since, so nothing is lost either.
+            for count, (task_id, seen) in enumerate(honored.items(), start=1):
+                unsubscribes.append(
+                    self._hub.subscribe(task_id, principal, on_task, seen=seen, on_lost=partial(on_lost, task_id))
+                )
+                if count % _SUBSCRIBE_BATCH == 0:
+                    await anyio.lowlevel.checkpoint()  # other requests meanwhile
+            honored.clear()  # the watchers hold what they need; a long listen must not keep every task's read
             async with receive:
                 async for kind, item in receive:
                     if kind == "lost":
