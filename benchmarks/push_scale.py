@@ -184,12 +184,13 @@ async def until_parked(stack: Stack, task_ids: Sequence[str], timeout_s: float) 
     with anyio.fail_after(timeout_s):
         while len(parked) < len(task_ids):
             waiting = [w for w, t in by_workflow.items() if t not in parked]
+            # A visibility read that fails is left out of `listed`; its tasks are asked again next round.
             for wid, seen in (await listed(stack.client, waiting)).items():
                 status = seen.memo.get(Memo.STATUS)
                 questions = seen.memo.get(Memo.INPUT_REQUESTS) or {}
                 if status == "input_required" and questions:
                     parked[by_workflow[wid]] = Parked(by_workflow[wid], next(iter(questions)))
-                elif status != "working":
+                elif status != "working" or not seen.running:
                     raise RuntimeError(f"task {by_workflow[wid]} is {status}, not waiting for input")
             if len(parked) < len(task_ids):
                 await anyio.sleep(2.0)

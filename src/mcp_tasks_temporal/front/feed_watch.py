@@ -86,11 +86,9 @@ class _Watcher:
         "pending",
         "ready",
         "seq",
-        "task_id",
     )
 
-    def __init__(self, task_id: str, key: str, memo: dict[str, Any], seq: int) -> None:
-        self.task_id = task_id
+    def __init__(self, key: str, memo: dict[str, Any], seq: int) -> None:
         self.key = key
         self._memo = _pack(memo)
         self.seq = seq
@@ -102,6 +100,10 @@ class _Watcher:
         """False until the first view is published; items meanwhile wait in `pending`."""
         self.pending: list[tuple[str, Payload]] | None = None
         self.closing = False
+
+    @property
+    def task_id(self) -> str:
+        return self.key.rsplit("/", 1)[-1]  # the workflow ID ends with it: one string less per watcher
 
     @property
     def memo(self) -> dict[str, Any]:
@@ -183,7 +185,7 @@ class FeedWatchHub(TaskWatchHub):
             assert seen is not None
             memo = {name: value for name, value in seen.memo.items() if name in _VIEWED}
             memo.setdefault(Memo.CREATED_AT, seen.start_time_ms)
-            watcher = self._feed_watchers[key] = _Watcher(task_id, key, memo, int(memo[Memo.FEED_SEQ]))
+            watcher = self._feed_watchers[key] = _Watcher(key, memo, int(memo[Memo.FEED_SEQ]))
             recent = self._recent.get(key)
             watcher.pending = list(recent) if recent else None
             if seen.listed and memo.get(Memo.STATUS) == "working":

@@ -171,24 +171,36 @@ class TaskListen:
                 ),
                 related_request_id=subscription_id,
             )
+
+            async def deliver(kind: str, item: Any) -> None:
+                if kind == "lost":
+                    raise _lost_error(*item)
+                if kind == "core":
+                    note: Any = event_to_notification(item, meta)
+                else:
+                    note = TaskNotification(params={**item, "_meta": meta})
+                await ctx.session.send_notification(note, related_request_id=subscription_id)
+
             # The tasks after the ack, which thousands of them would hold up: each watcher starts from
             # the read the ack was made from and brings every change since, so nothing is lost either.
-            for count, (task_id, seen) in enumerate(honored.items(), start=1):
+            # Their first views go out a batch at a time: thousands queued at once would leave the
+            # front's heap that much larger for good.
+            for count, task_id in enumerate(list(honored), start=1):
+                seen = honored.pop(task_id)  # the watcher keeps what it needs of the read, no more
                 unsubscribes.append(
                     self._hub.subscribe(task_id, principal, on_task, seen=seen, on_lost=partial(on_lost, task_id))
                 )
                 if count % _SUBSCRIBE_BATCH == 0:
+                    while True:
+                        try:
+                            queued = receive.receive_nowait()
+                        except (anyio.WouldBlock, anyio.EndOfStream):
+                            break
+                        await deliver(*queued)
                     await anyio.lowlevel.checkpoint()  # other requests meanwhile
-            honored.clear()  # the watchers hold what they need; a long listen must not keep every task's read
             async with receive:
                 async for kind, item in receive:
-                    if kind == "lost":
-                        raise _lost_error(*item)
-                    if kind == "core":
-                        note: Any = event_to_notification(item, meta)
-                    else:
-                        note = TaskNotification(params={**item, "_meta": meta})
-                    await ctx.session.send_notification(note, related_request_id=subscription_id)
+                    await deliver(kind, item)
         finally:
             unsubscribe_core()
             for unsubscribe in unsubscribes:
