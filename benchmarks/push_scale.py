@@ -34,7 +34,7 @@ import anyio
 import httpx
 
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, listed, snapshot
-from mcp_tasks_temporal.temporal.contract import TOOL_TASK_WORKFLOW, Memo, ToolTaskInput
+from mcp_tasks_temporal.temporal.contract import TOOL_TASK_WORKFLOW, Memo, ToolTaskInput, as_object
 from mcp_tasks_temporal.temporal.ids import workflow_id
 from tests.wire import HttpMcp, TaskCalls
 
@@ -187,7 +187,7 @@ async def until_parked(stack: Stack, task_ids: Sequence[str], timeout_s: float) 
             # A visibility read that fails is left out of `listed`; its tasks are asked again next round.
             for wid, seen in (await listed(stack.client, waiting)).items():
                 status = seen.memo.get(Memo.STATUS)
-                questions = seen.memo.get(Memo.INPUT_REQUESTS) or {}
+                questions = as_object(seen.memo.get(Memo.INPUT_REQUESTS))
                 if status == "input_required" and questions:
                     parked[by_workflow[wid]] = Parked(by_workflow[wid], next(iter(questions)))
                 elif status != "working" or not seen.running:

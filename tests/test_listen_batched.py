@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +47,7 @@ class Feed:
 
 
 @asynccontextmanager
-async def feed_worker(workdir: Path, temporal: str, client: Client) -> AsyncIterator[Feed]:
+async def feed_worker(workdir: Path, temporal: str, client: Client) -> AsyncGenerator[Feed]:
     queue = f"listen-batched-{uuid.uuid4()}"
     worker: Process = start_worker(workdir, temporal, queue)
     try:
