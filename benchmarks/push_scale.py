@@ -33,8 +33,8 @@ from typing import Final
 import anyio
 import httpx
 
-from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, listed, snapshot
-from mcp_tasks_temporal.temporal.contract import TOOL_TASK_WORKFLOW, Memo, ToolTaskInput, as_object
+from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, listed
+from mcp_tasks_temporal.temporal.contract import Memo, ToolTaskInput, as_object
 from mcp_tasks_temporal.temporal.ids import workflow_id
 from tests.wire import HttpMcp, TaskCalls
 
@@ -58,9 +58,6 @@ LISTEN_SIZE: Final = 10_000
 POLL_MAX: Final = 5_000
 """Largest size the baseline runs at: at 5,000 its history polls already fail and are retried."""
 START_CONCURRENCY: Final = 64
-REAL_MAX: Final = 1_000
-"""Watched tasks parked for real at most; past that, stand-ins (`start_stand_ins`) fill each listen up."""
-STAND_IN_QUEUE: Final = "bench-stand-ins"
 POLL_OPERATIONS: Final = frozenset(
     {"GetWorkflowExecutionHistory", "PollWorkflowExecutionHistory", "DescribeWorkflowExecution"}
 )
@@ -120,50 +117,6 @@ async def create_parked(stack: Stack, mcp: TaskCalls, count: int) -> list[Parked
             group.start_soon(start, task_id)
     print(f"  started {count} tasks in {time.perf_counter() - started:.1f} s", flush=True)
     return await until_parked(stack, ids, timeout_s=max(180.0, 0.2 * count))
-
-
-async def start_stand_ins(stack: Stack, like: Parked, count: int) -> list[Parked]:
-    """`count` tasks that look to a front exactly like `like`, a parked feed task, but that no worker runs.
-
-    Parking a task for real costs the worker a workflow task, an activity and the feed's signals
-    (about 7 tasks/s on this machine under load, so 20,000 would take most of an hour). What a
-    front pays for a watched task does not depend on any of that: a stand-in is a task workflow
-    started with `like`'s input and memo (its own task ID) on a queue no worker polls. Poll fronts
-    long-poll its history, feed fronts follow it on its shard, where it never publishes.
-    """
-    handle = stack.client.get_workflow_handle(workflow_id(like.task_id, None))
-    seen = await describe_memo(stack, like.task_id)
-    template: ToolTaskInput | None = None
-    async for event in handle.fetch_history_events():
-        payloads = event.workflow_execution_started_event_attributes.input.payloads
-        [template] = await stack.client.data_converter.decode(payloads, [ToolTaskInput])
-        break
-    assert isinstance(template, ToolTaskInput)
-    limiter = anyio.CapacityLimiter(START_CONCURRENCY)
-    stand_ins: list[Parked] = []
-
-    async def start() -> None:
-        task_id = str(uuid.uuid4())
-        async with limiter:
-            await stack.client.start_workflow(
-                TOOL_TASK_WORKFLOW,
-                dataclasses.replace(template, task_id=task_id),
-                id=workflow_id(task_id, None),
-                task_queue=STAND_IN_QUEUE,
-                memo={**seen, Memo.TASK_ID: task_id},
-            )
-        stand_ins.append(Parked(task_id, like.key))
-
-    started = time.perf_counter()
-    async with anyio.create_task_group() as group:
-        for _ in range(count):
-            group.start_soon(start)
-    print(f"  started {count} stand-ins in {time.perf_counter() - started:.1f} s", flush=True)
-    return stand_ins
-
-
-async def describe_memo(stack: Stack, task_id: str) -> dict[str, object]:
-    return (await snapshot(stack.client, workflow_id(task_id, None))).memo
 
 
 async def _template(stack: Stack, mcp: TaskCalls) -> ToolTaskInput:
