@@ -514,8 +514,9 @@ async def scale_main(sizes: Sequence[int], samples: int, idle_window_s: float) -
 
     print("\n".join(machine()))
     print(
-        "server: temporal dev server, SQLite file (WAL) in a temp dir; one worker; a feed-mode front creating the"
-        " tasks; per size, a fresh poll-mode front (baseline) and a fresh feed-mode front listening on the same tasks"
+        "server: temporal dev server, SQLite file (WAL) in a temp dir; one worker; tasks started with a front's own"
+        " workflow input; per size, a fresh feed-mode front, then a fresh poll-mode front (baseline), listening on"
+        " the same tasks; at the largest size, also three feed-mode fronts sharing them"
     )
     started = time.perf_counter()
     results = await run_scale(sizes, samples, idle_window_s)

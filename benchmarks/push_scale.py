@@ -2,28 +2,30 @@
 
     .venv/bin/python -m benchmarks.push --watched 1000,5000,20000 [--samples M] [--quick | --smoke]
 
-One dev server, one worker, and a front in feed mode (`MCP_TASKS_PUSH=feed`) that
-creates `confirm_delete` tasks and parks them in `input_required`. For each
-size N, two fresh fronts are started against them: one in poll mode (today's
-per-task history long polls: the baseline) and one in feed mode. Both listen
-on the same N tasks (1,000 per listen, the server's limit) at the same time,
-and the run measures, per front:
+One dev server, one worker, and a front that creates one `confirm_delete` task
+over HTTP; the others are started straight through the Temporal client with that
+task's own workflow input (a new task ID each, publishing to the task feed), 64
+at a time, which is what a feed front's `tools/call` would do,
+and their parking in `input_required` is read from visibility. For each size N,
+fresh fronts listen on N of them, one mode after the other, so neither mode's
+load lands on the other's figures: a front in feed mode, then one in poll mode
+(today's per-task history long polls: the baseline), up to `POLL_MAX` watched
+tasks (past that the baseline's long polls already fail here). At the largest
+size, N is also spread over three feed fronts. Per front:
 
-- the listen acknowledgement (each listen of 1,000; and until every snapshot came);
+- the listen acknowledgement (each listen of up to `LISTEN_SIZE`; and until every snapshot came);
 - front RSS per watched task (after the listens and the idle window, against before them);
-- idle Temporal RPCs from the front over the idle window, by operation (the dev
-  server's own counters; the two modes use disjoint operations: history polls and
-  describes for poll mode, updates and their polls for the feed);
-- state change -> notification: M watched tasks answered one at a time; the same
-  change is timed on both fronts' streams (first frame showing it, and `completed`).
+- idle Temporal RPCs from the front over the idle window, by operation (the dev server's own counters);
+- state change -> notification: M watched tasks answered one at a time (first frame showing it, and `completed`).
 """
 
 from __future__ import annotations
 
-import math
+import dataclasses
 import os
 import sys
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
@@ -31,6 +33,9 @@ from typing import Final
 import anyio
 import httpx
 
+from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, listed
+from mcp_tasks_temporal.temporal.contract import Memo, ToolTaskInput, as_object
+from mcp_tasks_temporal.temporal.ids import workflow_id
 from tests.wire import HttpMcp, TaskCalls
 
 from ._common import (
@@ -39,6 +44,7 @@ from ._common import (
     _until_ready,  # pyright: ignore[reportPrivateUsage]
     free_port,
     http_client,
+    load_average,
     percentile,
     product_stack,
     render,
@@ -46,36 +52,105 @@ from ._common import (
     rss_mib,
     start_child,
 )
-from .push import ANSWER, ListenStream, Parked, create_parked, until_input_required
+from .push import ANSWER, ELICITATION, ListenStream, Parked
 
-LISTEN_SIZE: Final = 1000
+LISTEN_SIZE: Final = 10_000
+POLL_MAX: Final = 5_000
+"""Largest size the baseline runs at: at 5,000 its history polls already fail and are retried."""
+START_CONCURRENCY: Final = 64
 POLL_OPERATIONS: Final = frozenset(
     {"GetWorkflowExecutionHistory", "PollWorkflowExecutionHistory", "DescribeWorkflowExecution"}
 )
-FEED_OPERATIONS: Final = frozenset({"UpdateWorkflowExecution", "PollWorkflowExecutionUpdate", "QueryWorkflow"})
+FEED_OPERATIONS: Final = frozenset(
+    {"UpdateWorkflowExecution", "PollWorkflowExecutionUpdate", "QueryWorkflow", "DescribeWorkflowExecution"}
+)
 SAMPLE_TIMEOUT_S: Final = 30.0
-MODES: Final = ("poll", "feed")
 SETTLE_S: Final = 5.0
 
 
 @dataclass
 class ModeResult:
+    mode: str
+    fronts: int = 1
     acks_s: list[float] = field(default_factory=list[float])
     all_snapshots_s: float = 0.0
-    rss_before_mib: float = 0.0
-    rss_after_mib: float = 0.0
+    rss_kib_per_task: list[float] = field(default_factory=list[float])
+    """One per front."""
     idle_rpc_per_s: float = 0.0
+    """Per front."""
     idle_ops: dict[str, float] = field(default_factory=dict[str, float])
     change_ms: list[float] = field(default_factory=list[float])
     completed_ms: list[float] = field(default_factory=list[float])
     missed: int = 0
-    """Samples whose `completed` did not reach this front's stream within `SAMPLE_TIMEOUT_S`."""
+    """Samples whose `completed` did not reach the stream within `SAMPLE_TIMEOUT_S`."""
+    retries: int = 0
+    load: str = ""
+    skipped: str = ""
 
 
 @dataclass
 class SizeResult:
     watched: int
-    modes: dict[str, ModeResult] = field(default_factory=lambda: {m: ModeResult() for m in MODES})
+    modes: list[ModeResult] = field(default_factory=list[ModeResult])
+
+
+# --- creating and parking tasks --------------------------------------------------------------------
+
+
+async def create_parked(stack: Stack, mcp: TaskCalls, count: int) -> list[Parked]:
+    """`count` confirm_delete tasks in input_required: one over HTTP, the rest with its workflow input."""
+    template = await _template(stack, mcp)
+    gateway = TemporalTaskGateway(stack.client, task_queue=stack.task_queue)
+    gateway.feed_tasks = True
+    await gateway.start_feed_shards()  # a task whose shard does not exist yet would not publish
+    ids = [str(uuid.uuid4()) for _ in range(count)]
+    limiter = anyio.CapacityLimiter(START_CONCURRENCY)
+
+    async def start(task_id: str) -> None:
+        async with limiter:
+            task = dataclasses.replace(template, task_id=task_id, created_at_ms=int(time.time() * 1000))
+            await gateway.create(task, None)
+
+    started = time.perf_counter()
+    async with anyio.create_task_group() as group:
+        for task_id in ids:
+            group.start_soon(start, task_id)
+    print(f"  started {count} tasks in {time.perf_counter() - started:.1f} s", flush=True)
+    return await until_parked(stack, ids, timeout_s=max(180.0, 0.2 * count))
+
+
+async def _template(stack: Stack, mcp: TaskCalls) -> ToolTaskInput:
+    result = (await mcp.call_tool("confirm_delete", {"filename": "bench.txt"}, capabilities=ELICITATION)).result
+    handle = stack.client.get_workflow_handle(workflow_id(str(result["taskId"]), None))
+    async for event in handle.fetch_history_events():
+        payloads = event.workflow_execution_started_event_attributes.input.payloads
+        [task] = await stack.client.data_converter.decode(payloads, [ToolTaskInput])
+        assert isinstance(task, ToolTaskInput)
+        return task
+    raise RuntimeError("the template task has no start event")
+
+
+async def until_parked(stack: Stack, task_ids: Sequence[str], timeout_s: float) -> list[Parked]:
+    """Every task once visibility shows it waiting for its answer, with its question's key."""
+    parked: dict[str, Parked] = {}
+    by_workflow = {workflow_id(t, None): t for t in task_ids}
+    with anyio.fail_after(timeout_s):
+        while len(parked) < len(task_ids):
+            waiting = [w for w, t in by_workflow.items() if t not in parked]
+            # A visibility read that fails is left out of `listed`; its tasks are asked again next round.
+            for wid, seen in (await listed(stack.client, waiting)).items():
+                status = seen.memo.get(Memo.STATUS)
+                questions = as_object(seen.memo.get(Memo.INPUT_REQUESTS))
+                if status == "input_required" and questions:
+                    parked[by_workflow[wid]] = Parked(by_workflow[wid], next(iter(questions)))
+                elif status != "working" or not seen.running:
+                    raise RuntimeError(f"task {by_workflow[wid]} is {status}, not waiting for input")
+            if len(parked) < len(task_ids):
+                await anyio.sleep(2.0)
+    return [parked[t] for t in task_ids]
+
+
+# --- one mode at one size --------------------------------------------------------------------------
 
 
 async def start_front(stack: Stack, mode: str, name: str) -> tuple[Child, str]:
@@ -96,120 +171,142 @@ async def start_front(stack: Stack, mode: str, name: str) -> tuple[Child, str]:
     return front, url
 
 
-async def measure_size(
+async def measure_mode(
     stack: Stack,
     http: httpx.AsyncClient,
     mcp: TaskCalls,
+    mode: str,
     watched: list[Parked],
     samples: list[Parked],
     idle_window_s: float,
-) -> SizeResult:
+    fronts: int = 1,
+) -> ModeResult:
     n = len(watched)
-    result = SizeResult(n)
-    fronts = {mode: await start_front(stack, mode, f"front-{mode}-{n}") for mode in MODES}
+    result = ModeResult(mode, fronts)
+    label = f"{n} watched, {mode}" + (f", {fronts} fronts" if fronts > 1 else "")
+    started = [await start_front(stack, mode, f"front-{mode}-{n}-{i}") for i in range(fronts)]
+    share = -(-n // fronts)
+    parts = [watched[i * share : (i + 1) * share] for i in range(fronts)]
     try:
         await anyio.sleep(1.0)
-        for mode, (front, _) in fronts.items():
-            result.modes[mode].rss_before_mib = rss_mib(front.pid)
-        ids = [t.task_id for t in watched]
-        chunks = [ids[i : i + LISTEN_SIZE] for i in range(0, n, LISTEN_SIZE)]
-        streams = {mode: [ListenStream(http, url, chunk) for chunk in chunks] for mode, (_, url) in fronts.items()}
+        rss_before = [rss_mib(front.pid) for front, _ in started]
+        streams: list[list[ListenStream]] = []
+        for (_, url), part in zip(started, parts, strict=True):
+            ids = [t.task_id for t in part]
+            streams.append([ListenStream(http, url, ids[i : i + LISTEN_SIZE]) for i in range(0, len(ids), LISTEN_SIZE)])
         async with anyio.create_task_group() as group:
-            for mode in MODES:
-                opened = time.perf_counter()
-                for stream in streams[mode]:
-                    await group.start(stream.run)
-                for stream in streams[mode]:
-                    await stream.until(lambda s=stream: len(s.frames) == len(s.task_ids), 600, "every snapshot")
-                taken = result.modes[mode]
-                taken.all_snapshots_s = time.perf_counter() - opened
-                taken.acks_s = [(s.acked_at or s.opened_at) - s.opened_at for s in streams[mode]]
-                print(
-                    f"  {n} watched, {mode}: {len(chunks)} listens acked after"
-                    f" {max(taken.acks_s):.2f} s at most, every snapshot after {taken.all_snapshots_s:.2f} s",
-                    flush=True,
-                )
-                # The first front's watchers settle (the poll front reads each history once) before the next listens.
-                await anyio.sleep(SETTLE_S)
-            await anyio.sleep(2.0)
+            opened = time.perf_counter()
+            for stream in [s for per_front in streams for s in per_front]:
+                await group.start(stream.run)
+            for stream in [s for per_front in streams for s in per_front]:
+                await stream.until(lambda s=stream: len(s.frames) == len(s.task_ids), 900, "every snapshot")
+            result.all_snapshots_s = time.perf_counter() - opened
+            result.acks_s = [(s.acked_at or s.opened_at) - s.opened_at for per in streams for s in per]
+            print(
+                f"  {label}: {len(result.acks_s)} listens acked after {max(result.acks_s):.2f} s at most"
+                f" ({', '.join(f'{a:.2f}' for a in result.acks_s)}), every snapshot after"
+                f" {result.all_snapshots_s:.2f} s; load {load_average()}",
+                flush=True,
+            )
+            await anyio.sleep(SETTLE_S)
             await idle(stack, http, result, idle_window_s)
-            for mode, (front, _) in fronts.items():
-                taken = result.modes[mode]
-                taken.rss_after_mib = rss_mib(front.pid)
-                print(
-                    f"  {n} watched, {mode}: idle {taken.idle_rpc_per_s:.2f} RPC/s from the front;"
-                    f" RSS {taken.rss_before_mib:.1f} -> {taken.rss_after_mib:.1f} MiB",
-                    flush=True,
-                )
-            stream_of = {mode: {t: s for s in streams[mode] for t in s.task_ids} for mode in MODES}
+            for (front, _), before, part in zip(started, rss_before, parts, strict=True):
+                result.rss_kib_per_task.append((rss_mib(front.pid) - before) * 1024 / len(part))
+            result.load = load_average()
+            print(
+                f"  {label}: idle {result.idle_rpc_per_s:.2f} RPC/s per front"
+                f" ({', '.join(f'{op} {v:.2f}/s' for op, v in sorted(result.idle_ops.items())) or 'none'});"
+                f" RSS per watched task {', '.join(f'{k:.1f}' for k in result.rss_kib_per_task)} KiB;"
+                f" load {result.load}",
+                flush=True,
+            )
+            stream_of = {t: s for per in streams for s in per for t in s.task_ids}
             for task in samples:
-                await sample(mcp, {mode: stream_of[mode][task.task_id] for mode in MODES}, task, result)
+                await sample(mcp, stream_of[task.task_id], task, result)
             group.cancel_scope.cancel()
     finally:
-        for mode, (front, _) in fronts.items():
-            log = await front.log()
+        for front, _ in started:
             # Each watcher that had to retry Temporal says so once per streak.
-            retried = log.count(" failing (")
-            if retried:
-                print(f"  {n} watched, {mode}: {retried} retry warnings in the front's log", flush=True)
+            result.retries += (await front.log()).count(" failing (")
             await front.stop()
+    if result.retries:
+        print(f"  {label}: {result.retries} retry warnings in the fronts' logs", flush=True)
     return result
 
 
-async def idle(stack: Stack, http: httpx.AsyncClient, result: SizeResult, window_s: float) -> None:
+async def idle(stack: Stack, http: httpx.AsyncClient, result: ModeResult, window_s: float) -> None:
     if stack.metrics is None:
         print("  idle RPCs not measured: the dev server named no metrics endpoint", flush=True)
         return
     before = await stack.metrics.requests(http)
     await anyio.sleep(window_s)
     delta = rpc_delta(before, await stack.metrics.requests(http))
-    for mode, operations in (("poll", POLL_OPERATIONS), ("feed", FEED_OPERATIONS)):
-        ops = {op: count / window_s for op, count in delta.items() if op in operations}
-        result.modes[mode].idle_ops = ops
-        result.modes[mode].idle_rpc_per_s = sum(ops.values())
+    operations = POLL_OPERATIONS if result.mode == "poll" else FEED_OPERATIONS
+    ops = {op: count / window_s / result.fronts for op, count in delta.items() if op in operations}
+    result.idle_ops = ops
+    result.idle_rpc_per_s = sum(ops.values())
 
 
-async def sample(mcp: TaskCalls, streams: dict[str, ListenStream], task: Parked, result: SizeResult) -> None:
-    """Answer one watched task; time its change and its completion on both fronts' streams."""
-    before = {mode: len(stream.of(task.task_id)) for mode, stream in streams.items()}
+async def sample(mcp: TaskCalls, stream: ListenStream, task: Parked, result: ModeResult) -> None:
+    """Answer one watched task; time its change and its completion on the stream that holds it."""
+    before = len(stream.of(task.task_id))
     sent, sent_wall_ms = time.perf_counter(), time.time() * 1000
     await mcp.update(task.task_id, {task.key: ANSWER})
-    for mode, stream in streams.items():
 
-        def completed(stream: ListenStream = stream, mode: str = mode) -> bool:
-            return any(f.status == "completed" for f in stream.of(task.task_id)[before[mode] :])
+    def completed() -> bool:
+        return any(f.status == "completed" for f in stream.of(task.task_id)[before:])
 
-        try:
-            await stream.until(completed, SAMPLE_TIMEOUT_S, f"{task.task_id} completed ({mode})")
-        except TimeoutError as err:
-            print(f"  {mode}: {err}", flush=True)
-            result.modes[mode].missed += 1
-            continue
-        new = [f for f in stream.of(task.task_id)[before[mode] :] if (f.last_updated_ms or 0) >= sent_wall_ms - 1]
-        done = next(f for f in new if f.status == "completed")
-        result.modes[mode].change_ms.append((new[0].at - sent) * 1000)
-        result.modes[mode].completed_ms.append((done.at - sent) * 1000)
+    try:
+        await stream.until(completed, SAMPLE_TIMEOUT_S, f"{task.task_id} completed ({result.mode})")
+    except TimeoutError as err:
+        print(f"  {result.mode}: {err}", flush=True)
+        result.missed += 1
+        return
+    new = [f for f in stream.of(task.task_id)[before:] if (f.last_updated_ms or 0) >= sent_wall_ms - 1]
+    done = next(f for f in new if f.status == "completed")
+    result.change_ms.append((new[0].at - sent) * 1000)
+    result.completed_ms.append((done.at - sent) * 1000)
+
+
+# --- the run ---------------------------------------------------------------------------------------
 
 
 async def run_scale(sizes: Sequence[int], samples: int, idle_window_s: float) -> list[SizeResult]:
-    os.environ["MCP_TASKS_PUSH"] = "feed"  # the creating front: its tasks publish to the feed
+    # The creating front follows nothing: the fronts measured are the only ones polling the shards.
+    os.environ["MCP_TASKS_PUSH"] = "poll"
     results: list[SizeResult] = []
+    largest = max(sizes)
     async with product_stack("mcp-tasks-push-scale-") as stack, http_client(128) as http:
         mcp = TaskCalls(HttpMcp(stack.url, http))
         parked: list[Parked] = []
         for n in sorted(sizes):
-            wanted = n + samples
+            # Each mode answers its own samples; the three-front case too at the largest size.
+            runs = (2 if n <= POLL_MAX else 1) + (1 if n == largest and n > 1 else 0)
+            wanted = n + runs * samples
             if len(parked) < wanted:
                 started = time.perf_counter()
-                ids = await create_parked(mcp, wanted - len(parked))
-                parked += await until_input_required(mcp, ids, timeout_s=max(180.0, 0.2 * len(ids)))
-                print(f"{len(parked)} tasks waiting ({time.perf_counter() - started:.0f} s to create)", flush=True)
-            watched = parked[:n]
-            # The sampled tasks are among the watched ones and end; the rest stay for the next size.
-            sampled = watched[:samples]
-            results.append(await measure_size(stack, http, mcp, watched, sampled, idle_window_s))
-            parked = parked[samples:]
-            print(table([results[-1]]), flush=True)
+                parked += await create_parked(stack, mcp, wanted - len(parked))
+                took = time.perf_counter() - started
+                print(
+                    f"{len(parked)} tasks waiting ({took:.0f} s to create and park); load {load_average()}", flush=True
+                )
+            size = SizeResult(n)
+            for mode in ("feed", "poll"):
+                if mode == "poll" and n > POLL_MAX:
+                    size.modes.append(ModeResult(mode, skipped=f"not run past {POLL_MAX:,}: failing there already"))
+                    continue
+                # The samples are the first watched tasks; they end, so the next run watches the ones after.
+                watched = parked[:n]
+                size.modes.append(await measure_mode(stack, http, mcp, mode, watched, watched[:samples], idle_window_s))
+                parked = parked[samples:]
+            if n == largest and n > 1:
+                watched = parked[:n]
+                size.modes.append(
+                    await measure_mode(stack, http, mcp, "feed", watched, watched[:samples], idle_window_s, fronts=3)
+                )
+                parked = parked[samples:]
+            results.append(size)
+            print(table([size]), flush=True)
     return results
 
 
@@ -217,41 +314,51 @@ def table(results: Sequence[SizeResult]) -> str:
     header = (
         "watched",
         "mode",
-        "idle RPC/s",
+        "fronts",
+        "idle RPC/s per front",
         "RSS KiB/task",
         "ack s (max of listens)",
         "all snapshots s",
         "change p50/p99 ms",
         "completed p50/p99 ms",
-        "feed/poll p50",
+        "vs poll: RPC, RSS, ack, p50",
         "missed",
+        "load (1/5/15)",
     )
     rows: list[tuple[str, ...]] = []
     for r in results:
-        base = r.modes["poll"]
-        for mode in MODES:
-            m = r.modes[mode]
-            per_task = (m.rss_after_mib - m.rss_before_mib) * 1024 / r.watched
-            ratio = (
-                f"{percentile(m.change_ms, 50) / percentile(base.change_ms, 50):.2f}"
-                if m.change_ms and base.change_ms and mode == "feed"
-                else ""
-            )
+        base = next((m for m in r.modes if m.mode == "poll" and not m.skipped), None)
+        for m in r.modes:
+            if m.skipped:
+                rows.append((f"{r.watched:,}", m.mode, "", m.skipped, "", "", "", "", "", "", "", ""))
+                continue
             rows.append(
                 (
                     f"{r.watched:,}",
-                    mode,
+                    m.mode,
+                    str(m.fronts),
                     f"{m.idle_rpc_per_s:.2f}",
-                    f"{per_task:.1f}",
+                    "/".join(f"{k:.1f}" for k in m.rss_kib_per_task),
                     f"{max(m.acks_s):.2f}" if m.acks_s else "",
                     f"{m.all_snapshots_s:.2f}",
                     _pp(m.change_ms),
                     _pp(m.completed_ms),
-                    ratio,
+                    _ratios(m, base) if base is not None and m is not base else "",
                     str(m.missed),
+                    m.load,
                 )
             )
     return render(header, rows)
+
+
+def _ratios(m: ModeResult, base: ModeResult) -> str:
+    def ratio(a: float, b: float) -> str:
+        return f"{a / b:.3f}" if b else "-"
+
+    rss = ratio(max(m.rss_kib_per_task), max(base.rss_kib_per_task))
+    ack = ratio(max(m.acks_s), max(base.acks_s)) if m.acks_s and base.acks_s else "-"
+    p50 = ratio(percentile(m.change_ms, 50), percentile(base.change_ms, 50)) if m.change_ms and base.change_ms else "-"
+    return f"{ratio(m.idle_rpc_per_s, base.idle_rpc_per_s)}, {rss}, {ack}, {p50}"
 
 
 def _pp(values: Sequence[float]) -> str:
@@ -263,11 +370,9 @@ def _pp(values: Sequence[float]) -> str:
 def idle_ops(results: Sequence[SizeResult]) -> str:
     lines: list[str] = []
     for r in results:
-        for mode in MODES:
-            ops = ", ".join(f"{op} {v:.2f}/s" for op, v in sorted(r.modes[mode].idle_ops.items())) or "none"
-            lines.append(f"{r.watched:,} watched, {mode}: {ops}")
+        for m in r.modes:
+            if m.skipped:
+                continue
+            ops = ", ".join(f"{op} {v:.2f}/s" for op, v in sorted(m.idle_ops.items())) or "none"
+            lines.append(f"{r.watched:,} watched, {m.mode}, {m.fronts} front(s): {ops}")
     return "\n".join(lines)
-
-
-def listens_for(watched: int) -> int:
-    return math.ceil(watched / LISTEN_SIZE)

@@ -19,42 +19,44 @@ has no `feedSeq` in its memo and is followed by `TaskWatchHub` as before.
 A subscriber registers after it read the task, and the hub may have read that
 task's next item in between: the items of the last `RECENT_S` are kept per
 task and replayed to a new watcher (its number filters what it already has).
+A listen reads its tasks from visibility, a few calls for thousands of tasks
+(`TemporalTaskGateway.observe_listed`), which may be behind the task: on
+start the hub reads every item the shards still keep, not only new ones, so
+an item published shortly before the front started is replayed as well. A
+`working` task read that way is read once more with `describe` (its status
+line, which visibility does not have), at a bounded rate, before its first
+view is published.
 A closing transition is published once the run's close event, which carries
 the result, is read: one long poll for that event, from the item on.
+
+A watcher is kept small, since a front may hold tens of thousands: its
+memo and last published view as JSON bytes, no task or queue of its own while
+nothing happens, and the recent items as their undecoded payloads.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections import deque
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import anyio
 from anyio.abc import TaskGroup
-from temporalio.client import WorkflowExecutionStatus, WorkflowHistoryEventFilterType
-from temporalio.common import WorkflowIDConflictPolicy
-from temporalio.contrib.workflow_streams import WorkflowStreamClient
-from temporalio.service import RPCError
 
 from mcp_tasks_temporal.front.backoff import Backoff, GaveUpError
-from mcp_tasks_temporal.front.gateway import Observed, Snapshot, TemporalTaskGateway, snapshot, task_view
+from mcp_tasks_temporal.front.gateway import Snapshot, TemporalCallFailed, TemporalTaskGateway, task_view
 from mcp_tasks_temporal.front.task_watch import CLOSE_STATUS, Listener, Lost, TaskWatchHub, attach
 from mcp_tasks_temporal.temporal.contract import TERMINAL_STATUSES, Memo
-from mcp_tasks_temporal.temporal.feed_contract import (
-    FEED_SHARDS,
-    STATUS_TOPIC,
-    TASK_FEED_WORKFLOW,
-    TRANSITION_TOPIC,
-    TaskFeedInput,
-    feed_shard,
-    feed_workflow_id,
-)
+from mcp_tasks_temporal.temporal.feed_contract import FEED_SHARDS, STATUS_TOPIC, TRANSITION_TOPIC, feed_shard
 from mcp_tasks_temporal.temporal.ids import workflow_id
+
+if TYPE_CHECKING:
+    from temporalio.api.common.v1 import Payload
 
 logger = logging.getLogger(__name__)
 
@@ -62,27 +64,67 @@ RECENT_S: Final = 120.0
 RECENT_MAX: Final = 100_000
 POLL_COOLDOWN: Final = timedelta(milliseconds=5)
 """Pause between two polls of a shard that had items: short, a change waits at most this long in addition."""
+READS_AT_ONCE: Final = 16
+"""`describe`s of watched tasks in flight at once (re-reads, `working` tasks listed from visibility)."""
 
 
-@dataclass
+def _pack(value: dict[str, Any]) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
 class _Watcher:
-    task_id: str
-    key: str
-    memo: dict[str, Any]
-    seq: int
-    listeners: set[Listener] = field(default_factory=set[Listener])
-    on_lost: dict[Listener, Lost] = field(default_factory=dict[Listener, Lost])
-    heartbeat: tuple[str, int] | None = None
-    last: dict[str, Any] | None = None
-    ready: bool = False
-    """False until the first view is published; items meanwhile wait in `pending`."""
-    pending: list[tuple[str, dict[str, Any]]] = field(default_factory=list[tuple[str, dict[str, Any]]])
-    closing: bool = False
+    """One followed task: its memo and last view packed, a few words besides."""
+
+    __slots__ = (
+        "_last",
+        "_memo",
+        "closing",
+        "heartbeat",
+        "key",
+        "listeners",
+        "on_lost",
+        "pending",
+        "ready",
+        "seq",
+    )
+
+    def __init__(self, key: str, memo: dict[str, Any], seq: int) -> None:
+        self.key = key
+        self._memo = _pack(memo)
+        self.seq = seq
+        self.listeners: set[Listener] = set()
+        self.on_lost: dict[Listener, Lost] = {}
+        self.heartbeat: tuple[str, int] | None = None
+        self._last: bytes | None = None
+        self.ready = False
+        """False until the first view is published; items meanwhile wait in `pending`."""
+        self.pending: list[tuple[str, Payload]] | None = None
+        self.closing = False
+
+    @property
+    def task_id(self) -> str:
+        return self.key.rsplit("/", 1)[-1]  # the workflow ID ends with it: one string less per watcher
+
+    @property
+    def memo(self) -> dict[str, Any]:
+        """A copy: store a change with `update_memo`."""
+        return json.loads(self._memo)
+
+    def update_memo(self, fields: dict[str, Any]) -> dict[str, Any]:
+        memo = json.loads(self._memo)
+        memo.update(fields)
+        self._memo = _pack(memo)
+        return memo
+
+    @property
+    def last(self) -> dict[str, Any] | None:
+        return json.loads(self._last) if self._last is not None else None
 
     def publish(self, task: dict[str, Any]) -> None:
-        if task == self.last:
+        packed = _pack(task)
+        if packed == self._last:
             return
-        self.last = task
+        self._last = packed
         for listener in list(self.listeners):
             listener(task)
 
@@ -100,10 +142,11 @@ class FeedWatchHub(TaskWatchHub):
         super().__init__(gateway, give_up_after_s=give_up_after_s)
         self._feed_retry = {"initial_s": 1.0, "cap_s": 30.0, "give_up_after_s": give_up_after_s}
         self._feed_watchers: dict[str, _Watcher] = {}
-        self._recent: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        self._recent: dict[str, list[tuple[str, Payload]]] = {}
         """The items of the last `RECENT_S` by task; `_arrivals` says when each came, oldest first."""
         self._arrivals: deque[tuple[float, str]] = deque()
         self._feed_group: TaskGroup | None = None
+        self._reads = anyio.CapacityLimiter(READS_AT_ONCE)
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[None]:
@@ -112,34 +155,16 @@ class FeedWatchHub(TaskWatchHub):
             yield
             return
         async with super().running(), anyio.create_task_group() as group:
-            await self._start_shards()
+            await self._gateway.start_feed_shards()
             self._feed_group = group
             for shard in range(FEED_SHARDS):
-                offset = await self._offset(shard)
-                group.start_soon(self._follow_shard, shard, offset, name=f"task feed {shard}")
+                group.start_soon(self._follow_shard, shard, name=f"task feed {shard}")
             try:
                 yield
             finally:
                 self._feed_group = None
                 self._feed_watchers.clear()
                 group.cancel_scope.cancel()
-
-    async def _start_shards(self) -> None:
-        client = self._gateway.client
-        for shard in range(FEED_SHARDS):
-            await client.start_workflow(
-                TASK_FEED_WORKFLOW,
-                TaskFeedInput(shard=shard),
-                id=feed_workflow_id(self._gateway.task_queue, shard),
-                task_queue=self._gateway.task_queue,
-                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-                static_summary="MCP task feed shard",
-            )
-
-    async def _offset(self, shard: int) -> int:
-        return await WorkflowStreamClient.create(
-            self._gateway.client, feed_workflow_id(self._gateway.task_queue, shard)
-        ).get_offset()
 
     def subscribe(
         self,
@@ -155,14 +180,21 @@ class FeedWatchHub(TaskWatchHub):
         key = workflow_id(task_id, principal)
         watcher = self._feed_watchers.get(key)
         if watcher is None:
-            if not _on_feed(seen):
+            if not on_feed(seen):
                 return super().subscribe(task_id, principal, listener, seen=seen, on_lost=on_lost)
             assert seen is not None
             memo = {name: value for name, value in seen.memo.items() if name in _VIEWED}
             memo.setdefault(Memo.CREATED_AT, seen.start_time_ms)
-            watcher = self._feed_watchers[key] = _Watcher(task_id, key, memo, int(memo[Memo.FEED_SEQ]))
-            watcher.pending = list(self._recent.get(key, ()))
-            self._feed_group.start_soon(self._first_view, watcher, seen)
+            watcher = self._feed_watchers[key] = _Watcher(key, memo, int(memo[Memo.FEED_SEQ]))
+            recent = self._recent.get(key)
+            watcher.pending = list(recent) if recent else None
+            if seen.listed and memo.get(Memo.STATUS) == "working":
+                # Visibility has no status line, and a working task's next item may be a while coming.
+                self._feed_group.start_soon(self._read_again, watcher)
+            elif seen.pending_activities:
+                self._feed_group.start_soon(self._first_view, watcher, seen)
+            else:
+                self._show(watcher, memo, None)
         followed = watcher
 
         def stop_following() -> None:
@@ -173,63 +205,72 @@ class FeedWatchHub(TaskWatchHub):
 
     async def _first_view(self, watcher: _Watcher, seen: Snapshot) -> None:
         try:
-            watcher.heartbeat = await self._gateway.latest_status(seen.pending_activities)
-            watcher.publish(task_view(watcher.task_id, watcher.memo, None, heartbeat=watcher.heartbeat))
+            heartbeat = await self._gateway.latest_status(seen.pending_activities)
         except Exception:
             logger.exception("first view of task %s failed", watcher.task_id)
             watcher.lose("the server's watcher of this task failed")
             return
+        self._show(watcher, watcher.memo, heartbeat)
+
+    def _show(self, watcher: _Watcher, memo: dict[str, Any], heartbeat: tuple[str, int] | None) -> None:
+        """Publish the task as first read, then what came for it meanwhile."""
+        watcher.heartbeat = heartbeat
+        watcher.publish(task_view(watcher.task_id, memo, None, heartbeat=heartbeat))
         watcher.ready = True
-        pending, watcher.pending = watcher.pending, []
-        for topic, item in pending:
-            self._apply(watcher, topic, item)
+        pending, watcher.pending = watcher.pending, None
+        for topic, payload in pending or ():
+            self._apply(watcher, topic, self._gateway.feed_value(payload))
 
     # -- the shards ----------------------------------------------------------------------------------
 
-    async def _follow_shard(self, shard: int, offset: int) -> None:
-        stream = WorkflowStreamClient.create(self._gateway.client, feed_workflow_id(self._gateway.task_queue, shard))
+    async def _follow_shard(self, shard: int) -> None:
+        # From 0: everything the shard keeps, so what a listen read from a lagging visibility is caught up.
+        offset: int | None = None
         backoff = Backoff(f"following task feed shard {shard}", logger, **self._feed_retry)
         while True:
             try:
-                async for item in stream.subscribe(from_offset=offset, poll_cooldown=POLL_COOLDOWN):
+                async for item in self._gateway.feed_items(shard, offset or 0, POLL_COOLDOWN):
                     backoff.succeeded()
-                    if item.offset > offset:
+                    if offset is not None and item.offset > offset:
                         # The shard no longer keeps what this front had not read: re-read its tasks.
                         skipped = item.offset - offset
                         logger.warning("task feed shard %d skipped %d items; re-reading its tasks", shard, skipped)
                         self._resync_shard(shard)
                     offset = item.offset + 1
-                    self._take(item.topic, item.data)
-            except RPCError as err:
+                    self._take(item.topic, item.payload)
+            except TemporalCallFailed as err:
                 try:
-                    await backoff.failed(f"Temporal answered {err.status.name}")
+                    await backoff.failed(str(err))
                 except GaveUpError as gave_up:
                     for watcher in [w for w in self._feed_watchers.values() if feed_shard(w.key) == shard]:
                         watcher.lose(str(gave_up))
                     backoff.succeeded()
                 continue
             # The stream ended: the shard was closed by hand. Start it again and go on from where it was.
-            await self._start_shards()
+            await self._gateway.start_feed_shards()
 
-    def _take(self, topic: str, data: Any) -> None:
+    def _take(self, topic: str, payload: Payload) -> None:
+        data = self._gateway.feed_value(payload)
         if not isinstance(data, dict):
             return
         item = cast("dict[str, Any]", data)
         key = item.get("w")
         if not isinstance(key, str):
             return
-        self._remember(key, topic, item)
+        self._remember(key, topic, payload)
         watcher = self._feed_watchers.get(key)
         if watcher is None:
             return
         if not watcher.ready:
-            watcher.pending.append((topic, item))
+            if watcher.pending is None:
+                watcher.pending = []
+            watcher.pending.append((topic, payload))
             return
         self._apply(watcher, topic, item)
 
-    def _remember(self, key: str, topic: str, item: dict[str, Any]) -> None:
+    def _remember(self, key: str, topic: str, payload: Payload) -> None:
         now = time.monotonic()
-        self._recent.setdefault(key, []).append((topic, item))
+        self._recent.setdefault(key, []).append((topic, payload))
         self._arrivals.append((now, key))
         while self._arrivals and (self._arrivals[0][0] < now - RECENT_S or len(self._arrivals) > RECENT_MAX):
             _, old = self._arrivals.popleft()
@@ -239,15 +280,17 @@ class FeedWatchHub(TaskWatchHub):
                 if not kept:
                     del self._recent[old]
 
-    def _apply(self, watcher: _Watcher, topic: str, item: dict[str, Any]) -> None:
-        if watcher.closing:
+    def _apply(self, watcher: _Watcher, topic: str, data: Any) -> None:
+        if watcher.closing or not isinstance(data, dict):
             return
+        item = cast("dict[str, Any]", data)
         if topic == STATUS_TOPIC:
-            if watcher.memo.get(Memo.STATUS) == "working" and isinstance(item.get("message"), str):
+            memo = watcher.memo
+            if memo.get(Memo.STATUS) == "working" and isinstance(item.get("message"), str):
                 at_ms = int(item.get("at_ms") or 0)
-                if at_ms >= int(watcher.memo.get(Memo.LAST_UPDATED_AT) or 0):
+                if at_ms >= int(memo.get(Memo.LAST_UPDATED_AT) or 0):
                     watcher.heartbeat = (item["message"], at_ms)
-                    watcher.publish(task_view(watcher.task_id, watcher.memo, None, heartbeat=watcher.heartbeat))
+                    watcher.publish(task_view(watcher.task_id, memo, None, heartbeat=watcher.heartbeat))
             return
         if topic != TRANSITION_TOPIC:
             return
@@ -258,15 +301,15 @@ class FeedWatchHub(TaskWatchHub):
             self._resync(watcher)
             return
         watcher.seq = seq
-        watcher.memo.update(item.get("m") or {})
+        memo = watcher.update_memo(item.get("m") or {})
         watcher.heartbeat = None
-        if watcher.memo.get(Memo.STATUS) in TERMINAL_STATUSES:
+        if memo.get(Memo.STATUS) in TERMINAL_STATUSES:
             # The run closes right after; its close event carries the result.
             watcher.closing = True
             assert self._feed_group is not None
             self._feed_group.start_soon(self._close, watcher)
             return
-        watcher.publish(task_view(watcher.task_id, watcher.memo, None, heartbeat=None))
+        watcher.publish(task_view(watcher.task_id, memo, None, heartbeat=None))
 
     def _resync_shard(self, shard: int) -> None:
         for watcher in list(self._feed_watchers.values()):
@@ -281,31 +324,34 @@ class FeedWatchHub(TaskWatchHub):
 
     async def _read_again(self, watcher: _Watcher) -> None:
         try:
-            current = await snapshot(self._gateway.client, watcher.key)
-        except RPCError as err:
-            watcher.lose(f"Temporal answered {err.status.name}")
+            async with self._reads:
+                current = await self._gateway.read(watcher.key)
+        except TemporalCallFailed as err:
+            watcher.lose(str(err))
             return
-        if current.status != WorkflowExecutionStatus.RUNNING:
-            handle = self._gateway.client.get_workflow_handle(watcher.key)
+        if not current.running:
             watcher.closing = True
-            watcher.publish(await self._gateway.view(watcher.task_id, Observed(handle, current)))
+            watcher.publish(await self._gateway.view(watcher.task_id, self._gateway.observed(current)))
             return
-        watcher.memo.update({name: value for name, value in current.memo.items() if name in _VIEWED})
+        memo = watcher.update_memo({name: value for name, value in current.memo.items() if name in _VIEWED})
         watcher.seq = int(current.memo.get(Memo.FEED_SEQ) or watcher.seq)
-        await self._first_view(watcher, current)
+        try:
+            heartbeat = await self._gateway.latest_status(current.pending_activities)
+        except Exception:
+            logger.exception("first view of task %s failed", watcher.task_id)
+            watcher.lose("the server's watcher of this task failed")
+            return
+        self._show(watcher, memo, heartbeat)
 
     async def _close(self, watcher: _Watcher) -> None:
-        handle = self._gateway.client.get_workflow_handle(watcher.key)
         try:
-            async for event in handle.fetch_history_events(
-                wait_new_event=True, event_filter_type=WorkflowHistoryEventFilterType.CLOSE_EVENT
-            ):
-                closed = CLOSE_STATUS.get(event.event_type)
-                if closed is not None:
-                    watcher.publish(await self.closed_view(watcher.task_id, watcher.memo, closed, event))
-                    return
-        except RPCError as err:
-            watcher.lose(f"Temporal answered {err.status.name}")
+            event = await self._gateway.close_event(watcher.key)
+        except TemporalCallFailed as err:
+            watcher.lose(str(err))
+            return
+        closed = CLOSE_STATUS.get(event.event_type) if event is not None else None
+        if event is not None and closed is not None:
+            watcher.publish(await self.closed_view(watcher.task_id, watcher.memo, closed, event))
 
 
 _VIEWED: Final = frozenset(
@@ -325,8 +371,8 @@ _VIEWED: Final = frozenset(
 """The memo keys a task's view is built from: a watcher lives as long as its listens, so it keeps no more."""
 
 
-def _on_feed(seen: Snapshot | None) -> bool:
+def on_feed(seen: Snapshot | None) -> bool:
     """Whether the task publishes to the feed, as its memo says: only a running one still can."""
-    if seen is None or seen.status != WorkflowExecutionStatus.RUNNING:
+    if seen is None or not seen.running:
         return False
     return isinstance(seen.memo.get(Memo.FEED_SEQ), int)

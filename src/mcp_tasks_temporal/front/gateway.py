@@ -11,9 +11,10 @@ or evicted runs, so it is the tool for operators, not the hot path
 
 from __future__ import annotations
 
+import json
 import logging
 import time
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import AsyncIterator, Generator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import timedelta
@@ -22,16 +23,25 @@ from typing import Any
 import anyio
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST
-from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.workflow.v1 import PendingActivityInfo, PendingWorkflowTaskInfo
+from temporalio.api.common.v1 import Payload, WorkflowExecution
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.api.workflow.v1 import PendingActivityInfo, PendingWorkflowTaskInfo, WorkflowExecutionInfo
 from temporalio.api.workflowservice.v1 import (
     DescribeNamespaceRequest,
     DescribeWorkflowExecutionRequest,
     ListWorkflowExecutionsRequest,
 )
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
-from temporalio.common import AutoUpgradeVersioningOverride, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
-from temporalio.converter import WorkflowSerializationContext
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowHistoryEventFilterType,
+)
+from temporalio.common import AutoUpgradeVersioningOverride, RawValue, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.contrib.pydantic import PydanticPayloadConverter
+from temporalio.contrib.workflow_streams import WorkflowStreamClient
+from temporalio.converter import DefaultPayloadConverter, WorkflowSerializationContext
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -59,6 +69,7 @@ from mcp_tasks_temporal.temporal.contract import (
     as_object,
 )
 from mcp_tasks_temporal.temporal.fairness import FairnessPolicy
+from mcp_tasks_temporal.temporal.feed_contract import FEED_SHARDS, TASK_FEED_WORKFLOW, TaskFeedInput, feed_workflow_id
 from mcp_tasks_temporal.temporal.ids import WORKFLOW_ID_PREFIX, is_task_id, owner_key, workflow_id, workflow_ids
 from mcp_tasks_temporal.temporal.inputs import response_problem
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics
@@ -164,6 +175,12 @@ class Snapshot:
     """When the run closed, if it has."""
     pending_workflow_task: PendingWorkflowTaskInfo | None = None
     """Past its first attempt when the workflow code keeps failing (front/failing_workflows.py)."""
+    listed: bool = False
+    """Read from visibility (`listed`), not `describe`: possibly behind the task, and without its activities."""
+
+    @property
+    def running(self) -> bool:
+        return self.status == WorkflowExecutionStatus.RUNNING
 
 
 async def snapshot(client: Client, workflow_id: str) -> Snapshot:
@@ -201,6 +218,96 @@ async def snapshot(client: Client, workflow_id: str) -> Snapshot:
         close_time_ms=info.close_time.ToMilliseconds() if info.HasField("close_time") else None,
         pending_workflow_task=response.pending_workflow_task if response.HasField("pending_workflow_task") else None,
     )
+
+
+LISTED_IDS_PER_QUERY = 500
+"""Workflow IDs per visibility query: about 40 kB of query text, and one page of results (at most 1,000)."""
+_LISTED_QUERIES_AT_ONCE = 4
+
+
+async def listed(client: Client, workflow_ids: Sequence[str]) -> dict[str, Snapshot]:
+    """The workflows among `workflow_ids` as visibility shows them, a few list calls for all of them.
+
+    Visibility is written after the workflow's own state, so a workflow may be missing here or its
+    memo behind; a memo this front cannot decode is left out too. The caller reads what is missing
+    by `describe`, and covers what may be behind by other means (front/feed_watch.py).
+    """
+    found: dict[str, Snapshot] = {}
+    limiter = anyio.CapacityLimiter(_LISTED_QUERIES_AT_ONCE)
+
+    async def page(chunk: Sequence[str]) -> None:
+        quoted = ",".join(f'"{wid}"' for wid in chunk)
+        # One page for the chunk, so no second call; running or not, the caller decides what it takes.
+        request = ListWorkflowExecutionsRequest(
+            namespace=client.namespace, page_size=len(chunk) + 1, query=f"WorkflowId IN ({quoted})"
+        )
+        async with limiter:
+            try:
+                response = await client.workflow_service.list_workflow_executions(request)
+            except RPCError as err:
+                # Visibility slow or down: these are read one by one instead, as before there was this.
+                logger.warning("visibility read of %d tasks failed: %s", len(chunk), rpc_reason(err))
+                return
+        for info in response.executions:
+            read = await _listed_snapshot(client, info)
+            if read is not None:
+                found[read.workflow_id] = read
+
+    async with anyio.create_task_group() as group:
+        for start in range(0, len(workflow_ids), LISTED_IDS_PER_QUERY):
+            group.start_soon(page, workflow_ids[start : start + LISTED_IDS_PER_QUERY])
+    return found
+
+
+async def _listed_snapshot(client: Client, info: WorkflowExecutionInfo) -> Snapshot | None:
+    wid = info.execution.workflow_id
+    fields = info.memo.fields
+    try:
+        memo = _plain_memo(client, fields)
+        if memo is None:
+            converter = client.data_converter.with_context(
+                WorkflowSerializationContext(namespace=client.namespace, workflow_id=wid)
+            )
+            values = await converter.decode(list(fields.values())) if fields else []
+            memo = dict(zip(fields.keys(), values, strict=True))
+    except Exception:
+        return None  # `describe` reads it again and says why, as for any single read
+    return Snapshot(
+        namespace=client.namespace,
+        workflow_id=wid,
+        run_id=info.execution.run_id,
+        status=WorkflowExecutionStatus(info.status) if info.status else None,
+        start_time_ms=info.start_time.ToMilliseconds(),
+        history_length=0,
+        memo=memo,
+        pending_activities=(),
+        listed=True,
+    )
+
+
+_JSON_PLAIN = b"json/plain"
+_PLAIN_JSON_CONVERTERS = (DefaultPayloadConverter, PydanticPayloadConverter)
+"""Converters that decode a `json/plain` payload with no type given to what `json.loads` returns."""
+
+
+def _plain_memo(client: Client, fields: Mapping[str, Payload]) -> dict[str, Any] | None:
+    """The memo as the default converter would decode it, or `None` where only the client's converter can.
+
+    A listen decodes thousands of memos; the converter's own path costs several times `json.loads`.
+    """
+    converter = client.data_converter
+    if (
+        converter.payload_codec is not None
+        or converter.external_storage is not None
+        or converter.payload_converter_class not in _PLAIN_JSON_CONVERTERS
+    ):
+        return None
+    memo: dict[str, Any] = {}
+    for name, payload in fields.items():
+        if payload.metadata.get("encoding") != _JSON_PLAIN or len(payload.metadata) != 1:
+            return None
+        memo[name] = json.loads(payload.data)
+    return memo
 
 
 @dataclass(frozen=True)
@@ -264,6 +371,24 @@ async def unready_reason(client: Client, *, timeout_s: float = 2.0) -> str | Non
         logger.warning("readiness: Temporal call failed: %s", err.status.name if err.status else "?")
         return "Temporal unreachable"
     return None
+
+
+class TemporalCallFailed(Exception):
+    """A Temporal call of a watcher failed; the message names no workflow (whose ID can name the principal)."""
+
+
+def rpc_reason(err: RPCError) -> str:
+    """Why a Temporal call failed, without its message (which can name the workflow, so the principal)."""
+    if err.status == RPCStatusCode.NOT_FOUND:
+        return "the task no longer exists"
+    return f"Temporal answered {err.status.name}"
+
+
+@dataclass(frozen=True)
+class FeedItem:
+    offset: int
+    topic: str
+    payload: Payload
 
 
 @dataclass(frozen=True)
@@ -516,6 +641,92 @@ class TemporalTaskGateway:
         if ttl_ms is not None and now_ms() >= int(memo[Memo.CREATED_AT]) + int(ttl_ms):
             raise TaskExpiredError()
         return Observed(handle, seen)
+
+    async def observe_listed(self, task_ids: Sequence[str], principal: str | None) -> dict[str, Snapshot]:
+        """The tasks among `task_ids` this caller may see, as visibility shows them: a few calls for all.
+
+        Held to what `observe` checks (the ID's shape, the owner in the memo, the TTL); a task left out
+        here may still exist (visibility lags its start), so the caller `observe`s the rest. A snapshot
+        may be behind the task, and has no pending activities (`Snapshot.listed`).
+        """
+        key = owner_key(principal)
+        wanted = {workflow_id(task_id, principal): task_id for task_id in task_ids if is_task_id(task_id)}
+        found: dict[str, Snapshot] = {}
+        now = now_ms()
+        for wid, seen in (await listed(self.client, list(wanted))).items():
+            task_id = wanted.get(wid)
+            if task_id is None or seen.memo.get(Memo.OWNER) != key:
+                continue
+            memo = seen.memo
+            memo.setdefault(Memo.CREATED_AT, seen.start_time_ms)
+            ttl_ms = memo.get(Memo.TTL_MS)
+            if ttl_ms is not None and now >= int(memo[Memo.CREATED_AT]) + int(ttl_ms):
+                continue
+            found[task_id] = seen
+        return found
+
+    # -- the task feed (front/feed_watch.py) -------------------------------------------------------
+
+    async def start_feed_shards(self) -> None:
+        """Start the task feed's shard workflows of this queue, or find them running."""
+        for shard in range(FEED_SHARDS):
+            await self.client.start_workflow(
+                TASK_FEED_WORKFLOW,
+                TaskFeedInput(shard=shard),
+                id=feed_workflow_id(self.task_queue, shard),
+                task_queue=self.task_queue,
+                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                static_summary="MCP task feed shard",
+            )
+
+    async def feed_items(self, shard: int, from_offset: int, cooldown: timedelta) -> AsyncIterator[FeedItem]:
+        """The items of a feed shard from `from_offset` (0: all it keeps), as they come; ends if the shard closes.
+
+        Undecoded: a front decodes an item to route it, and keeps the few of the last minutes compact.
+
+        Raises:
+            TemporalCallFailed: The shard's long poll failed.
+        """
+        stream = WorkflowStreamClient.create(self.client, feed_workflow_id(self.task_queue, shard))
+        try:
+            async for item in stream.subscribe(from_offset=from_offset, result_type=RawValue, poll_cooldown=cooldown):
+                yield FeedItem(item.offset, item.topic, item.data.payload)
+        except RPCError as err:
+            raise TemporalCallFailed(rpc_reason(err)) from None
+
+    def feed_value(self, payload: Payload) -> Any:
+        """A feed item's content (a JSON object, as the task published it)."""
+        return self.client.data_converter.payload_converter.from_payload(payload)
+
+    async def read(self, workflow_id: str) -> Snapshot:
+        """`snapshot` of a task a watcher follows.
+
+        Raises:
+            TemporalCallFailed: The read failed (the task is gone, Temporal unreachable).
+        """
+        try:
+            return await snapshot(self.client, workflow_id)
+        except RPCError as err:
+            raise TemporalCallFailed(rpc_reason(err)) from None
+
+    async def close_event(self, workflow_id: str) -> HistoryEvent | None:
+        """The run's close event once it is written (a long poll for that event alone), which holds the result.
+
+        Raises:
+            TemporalCallFailed: The long poll failed.
+        """
+        handle = self.client.get_workflow_handle(workflow_id)
+        try:
+            async for event in handle.fetch_history_events(
+                wait_new_event=True, event_filter_type=WorkflowHistoryEventFilterType.CLOSE_EVENT
+            ):
+                return event
+        except RPCError as err:
+            raise TemporalCallFailed(rpc_reason(err)) from None
+        return None
+
+    def observed(self, seen: Snapshot) -> Observed:
+        return Observed(self.client.get_workflow_handle(seen.workflow_id), seen)
 
     async def failing(self, observed: Observed) -> WorkflowTaskFailure | None:
         """Why the task's workflow code keeps failing, if it does; counted and logged once per failure."""

@@ -9,9 +9,12 @@ a server middleware serves any listen that asks for tasks, core kinds included
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from functools import partial
 from typing import Any, Final, Literal
 
 import anyio
+import anyio.lowlevel
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer, require_client_extension
 from mcp.server.request_state import authenticated_principal
@@ -32,6 +35,7 @@ from mcp_types import methods as wire_methods
 from pydantic import ValidationError
 
 from mcp_tasks_temporal.front.errors import TaskExpiredError, TaskNotFoundError
+from mcp_tasks_temporal.front.feed_watch import FeedWatchHub, on_feed
 from mcp_tasks_temporal.front.gateway import Snapshot, TemporalTaskGateway
 from mcp_tasks_temporal.front.request_capabilities import declares_tasks
 from mcp_tasks_temporal.front.task_watch import TaskWatchHub
@@ -40,8 +44,9 @@ from mcp_tasks_temporal.temporal.contract import EXTENSION_ID
 
 logger = logging.getLogger(__name__)
 
-MAX_TASK_IDS: Final = 1000
+MAX_TASK_IDS: Final = 10_000
 _BACKLOG: Final = 1024
+_SUBSCRIBE_BATCH: Final = 256
 
 
 class TaskNotification(Notification[dict[str, Any], Literal["notifications/tasks"]]):
@@ -84,9 +89,17 @@ class TaskListen:
         """The requested tasks this caller may see, as just read, in request order.
 
         The rest are left out, indistinguishably. What was read is handed to the watchers,
-        so following a task starts without a second `describe` of it.
+        so following a task starts without a second read of it. A hub that follows the task
+        feed takes its running tasks as visibility lists them, a few calls for thousands of
+        tasks; it catches up what visibility has not caught up yet (front/feed_watch.py).
+        Anything not listed so (just created, closed, another's, unknown) is read with
+        `describe`, one by one, as a single `tasks/get` would.
         """
+        unique = list(dict.fromkeys(task_ids))
         honored: dict[str, Snapshot] = {}
+        if isinstance(self._hub, FeedWatchHub):
+            listed = await self._gateway.observe_listed(unique, principal)
+            honored.update((task_id, seen) for task_id, seen in listed.items() if on_feed(seen))
         limiter = anyio.CapacityLimiter(32)
 
         async def check(task_id: str) -> None:
@@ -97,9 +110,10 @@ class TaskListen:
                     return
 
         async with anyio.create_task_group() as group:
-            for task_id in dict.fromkeys(task_ids):
-                group.start_soon(check, task_id)
-        return {t: honored[t] for t in dict.fromkeys(task_ids) if t in honored}
+            for task_id in unique:
+                if task_id not in honored:
+                    group.start_soon(check, task_id)
+        return {t: honored[t] for t in unique if t in honored}
 
     async def _serve(
         self, ctx: ServerRequestContext[Any, Any], params: SubscriptionsListenRequestParams, task_ids: list[str]
@@ -121,7 +135,8 @@ class TaskListen:
         )
         uris = frozenset(core.resource_subscriptions or ())
         meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: subscription_id}
-        send, receive = anyio.create_memory_object_stream[tuple[str, Any]](_BACKLOG)
+        # Room for every task's first view besides the backlog a slow reader may build up.
+        send, receive = anyio.create_memory_object_stream[tuple[str, Any]](_BACKLOG + len(honored))
 
         def offer(kind: str, item: Any) -> None:
             try:
@@ -137,22 +152,18 @@ class TaskListen:
             if event_matches(core, uris, event):
                 offer("core", event)
 
+        # One listener for all its tasks: a listen on thousands of tasks holds one closure, not one per task.
+        def on_task(task: dict[str, Any]) -> None:
+            offer("task", task)
+
+        def on_lost(task_id: str, reason: str) -> None:
+            offer("lost", (task_id, reason))
+
         # The app's bus carries the core events; MCPServer exposes it to no one but its own handler.
+        # Subscribed before the ack goes out, so no core event that happens meanwhile is lost.
         bus = subscription_bus(self._server)
         unsubscribe_core = bus.subscribe(on_core)
-        # Subscribed before the ack goes out, so nothing that happens meanwhile is lost;
-        # the ack is still first because only this task writes the stream.
-        unsubscribes = [
-            self._hub.subscribe(
-                t,
-                principal,
-                lambda task: offer("task", task),
-                seen=seen,
-                on_lost=lambda reason, t=t: offer("lost", (t, reason)),
-            )
-            for t, seen in honored.items()
-        ]
-        honored.clear()  # the watchers hold what they need; a long listen must not keep every task's read
+        unsubscribes: list[Callable[[], None]] = []
         try:
             await ctx.session.send_notification(
                 SubscriptionsAcknowledgedNotification(
@@ -160,15 +171,36 @@ class TaskListen:
                 ),
                 related_request_id=subscription_id,
             )
+
+            async def deliver(kind: str, item: Any) -> None:
+                if kind == "lost":
+                    raise _lost_error(*item)
+                if kind == "core":
+                    note: Any = event_to_notification(item, meta)
+                else:
+                    note = TaskNotification(params={**item, "_meta": meta})
+                await ctx.session.send_notification(note, related_request_id=subscription_id)
+
+            # The tasks after the ack, which thousands of them would hold up: each watcher starts from
+            # the read the ack was made from and brings every change since, so nothing is lost either.
+            # Their first views go out a batch at a time: thousands queued at once would leave the
+            # front's heap that much larger for good.
+            for count, task_id in enumerate(list(honored), start=1):
+                seen = honored.pop(task_id)  # the watcher keeps what it needs of the read, no more
+                unsubscribes.append(
+                    self._hub.subscribe(task_id, principal, on_task, seen=seen, on_lost=partial(on_lost, task_id))
+                )
+                if count % _SUBSCRIBE_BATCH == 0:
+                    while True:
+                        try:
+                            queued = receive.receive_nowait()
+                        except (anyio.WouldBlock, anyio.EndOfStream):
+                            break
+                        await deliver(*queued)
+                    await anyio.lowlevel.checkpoint()  # other requests meanwhile
             async with receive:
                 async for kind, item in receive:
-                    if kind == "lost":
-                        raise _lost_error(*item)
-                    if kind == "core":
-                        note: Any = event_to_notification(item, meta)
-                    else:
-                        note = TaskNotification(params={**item, "_meta": meta})
-                    await ctx.session.send_notification(note, related_request_id=subscription_id)
+                    await deliver(kind, item)
         finally:
             unsubscribe_core()
             for unsubscribe in unsubscribes:

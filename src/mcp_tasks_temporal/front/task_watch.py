@@ -64,7 +64,11 @@ class Followed(Protocol):
 
     listeners: set[Listener]
     on_lost: dict[Listener, Lost]
-    last: dict[str, Any] | None
+
+    @property
+    def last(self) -> dict[str, Any] | None:
+        """The view published last; read only here (a watcher may keep it packed)."""
+        ...
 
 
 def attach(
