@@ -36,7 +36,12 @@ from typing import Any, Final, cast
 
 import anyio
 from anyio.abc import TaskGroup
-from temporalio.client import WorkflowExecutionStatus, WorkflowHistoryEventFilterType
+from temporalio.client import (
+    WorkflowExecutionStatus,
+    WorkflowHistoryEventFilterType,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+)
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.service import RPCError
@@ -200,9 +205,10 @@ class FeedWatchHub(TaskWatchHub):
                         self._resync_shard(shard)
                     offset = item.offset + 1
                     self._take(item.topic, item.data)
-            except RPCError as err:
+            except (RPCError, WorkflowUpdateRPCTimeoutOrCancelledError, WorkflowUpdateFailedError) as err:
+                # A poll's update times out on a busy or restarting server as any other call fails: retry it.
                 try:
-                    await backoff.failed(f"Temporal answered {err.status.name}")
+                    await backoff.failed(_failure(err))
                 except GaveUpError as gave_up:
                     for watcher in [w for w in self._feed_watchers.values() if feed_shard(w.key) == shard]:
                         watcher.lose(str(gave_up))
@@ -323,6 +329,12 @@ _VIEWED: Final = frozenset(
     }
 )
 """The memo keys a task's view is built from: a watcher lives as long as its listens, so it keeps no more."""
+
+
+def _failure(err: Exception) -> str:
+    if isinstance(err, RPCError):
+        return f"Temporal answered {err.status.name}"
+    return f"the shard's poll failed ({type(err).__name__})"
 
 
 def _on_feed(seen: Snapshot | None) -> bool:
