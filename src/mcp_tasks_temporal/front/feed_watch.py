@@ -39,6 +39,8 @@ from anyio.abc import TaskGroup
 from temporalio.client import (
     WorkflowExecutionStatus,
     WorkflowHistoryEventFilterType,
+    WorkflowQueryFailedError,
+    WorkflowQueryRejectedError,
     WorkflowUpdateFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
@@ -103,12 +105,16 @@ class FeedWatchHub(TaskWatchHub):
 
     def __init__(self, gateway: TemporalTaskGateway, *, give_up_after_s: float = 300.0) -> None:
         super().__init__(gateway, give_up_after_s=give_up_after_s)
-        self._feed_retry = {"initial_s": 1.0, "cap_s": 30.0, "give_up_after_s": give_up_after_s}
+        # A shard refuses polls for moments while it continues as new (FAILED_PRECONDITION as its workflow task
+        # retries), and every front's subscribers wait on these few polls: retry them soon, not after 30 s.
+        self._feed_retry = {"initial_s": 0.5, "cap_s": 5.0, "give_up_after_s": give_up_after_s}
         self._feed_watchers: dict[str, _Watcher] = {}
         self._recent: dict[str, list[tuple[str, dict[str, Any]]]] = {}
         """The items of the last `RECENT_S` by task; `_arrivals` says when each came, oldest first."""
         self._arrivals: deque[tuple[float, str]] = deque()
         self._feed_group: TaskGroup | None = None
+        self._following: set[int] = set()
+        """Shards whose offset this front has read: their tasks are followed on the feed, the others' by history."""
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[None]:
@@ -120,13 +126,13 @@ class FeedWatchHub(TaskWatchHub):
             await self._start_shards()
             self._feed_group = group
             for shard in range(FEED_SHARDS):
-                offset = await self._offset(shard)
-                group.start_soon(self._follow_shard, shard, offset, name=f"task feed {shard}")
+                group.start_soon(self._follow_shard, shard, name=f"task feed {shard}")
             try:
                 yield
             finally:
                 self._feed_group = None
                 self._feed_watchers.clear()
+                self._following.clear()
                 group.cancel_scope.cancel()
 
     async def _start_shards(self) -> None:
@@ -140,11 +146,6 @@ class FeedWatchHub(TaskWatchHub):
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
                 static_summary="MCP task feed shard",
             )
-
-    async def _offset(self, shard: int) -> int:
-        return await WorkflowStreamClient.create(
-            self._gateway.client, feed_workflow_id(self._gateway.task_queue, shard)
-        ).get_offset()
 
     def subscribe(
         self,
@@ -160,7 +161,7 @@ class FeedWatchHub(TaskWatchHub):
         key = workflow_id(task_id, principal)
         watcher = self._feed_watchers.get(key)
         if watcher is None:
-            if not _on_feed(seen):
+            if not _on_feed(seen) or feed_shard(key) not in self._following:
                 return super().subscribe(task_id, principal, listener, seen=seen, on_lost=on_lost)
             assert seen is not None
             memo = {name: value for name, value in seen.memo.items() if name in _VIEWED}
@@ -191,9 +192,22 @@ class FeedWatchHub(TaskWatchHub):
 
     # -- the shards ----------------------------------------------------------------------------------
 
-    async def _follow_shard(self, shard: int, offset: int) -> None:
+    async def _follow_shard(self, shard: int) -> None:
         stream = WorkflowStreamClient.create(self._gateway.client, feed_workflow_id(self._gateway.task_queue, shard))
         backoff = Backoff(f"following task feed shard {shard}", logger, **self._feed_retry)
+        # The offset is a query, answered only once a worker runs the shard: a front may start before its
+        # workers, and follows the shard's tasks by their histories until then.
+        while True:
+            try:
+                offset = await stream.get_offset()
+                break
+            except (RPCError, WorkflowQueryFailedError, WorkflowQueryRejectedError) as err:
+                try:
+                    await backoff.failed(_failure(err))
+                except GaveUpError:
+                    backoff.succeeded()  # no subscriber waits on this shard yet: keep trying, one log line a streak
+        backoff.succeeded()
+        self._following.add(shard)
         while True:
             try:
                 async for item in stream.subscribe(from_offset=offset, poll_cooldown=POLL_COOLDOWN):
@@ -286,11 +300,18 @@ class FeedWatchHub(TaskWatchHub):
         self._feed_group.start_soon(self._read_again, watcher)
 
     async def _read_again(self, watcher: _Watcher) -> None:
-        try:
-            current = await snapshot(self._gateway.client, watcher.key)
-        except RPCError as err:
-            watcher.lose(f"Temporal answered {err.status.name}")
-            return
+        backoff = Backoff(f"re-reading task {watcher.task_id}", logger, **self._feed_retry)
+        while True:
+            try:
+                current = await snapshot(self._gateway.client, watcher.key)
+                break
+            except RPCError as err:
+                # Temporal restarting: the task is read once it is back, or lost when it does not come back.
+                try:
+                    await backoff.failed(_failure(err))
+                except GaveUpError as gave_up:
+                    watcher.lose(str(gave_up))
+                    return
         if current.status != WorkflowExecutionStatus.RUNNING:
             handle = self._gateway.client.get_workflow_handle(watcher.key)
             watcher.closing = True
@@ -302,16 +323,23 @@ class FeedWatchHub(TaskWatchHub):
 
     async def _close(self, watcher: _Watcher) -> None:
         handle = self._gateway.client.get_workflow_handle(watcher.key)
-        try:
-            async for event in handle.fetch_history_events(
-                wait_new_event=True, event_filter_type=WorkflowHistoryEventFilterType.CLOSE_EVENT
-            ):
-                closed = CLOSE_STATUS.get(event.event_type)
-                if closed is not None:
-                    watcher.publish(await self.closed_view(watcher.task_id, watcher.memo, closed, event))
+        backoff = Backoff(f"reading the close of task {watcher.task_id}", logger, **self._feed_retry)
+        while True:
+            try:
+                async for event in handle.fetch_history_events(
+                    wait_new_event=True, event_filter_type=WorkflowHistoryEventFilterType.CLOSE_EVENT
+                ):
+                    closed = CLOSE_STATUS.get(event.event_type)
+                    if closed is not None:
+                        watcher.publish(await self.closed_view(watcher.task_id, watcher.memo, closed, event))
+                        return
+            except RPCError as err:
+                # A Temporal restart while the run closes: its close event is still there once it is back.
+                try:
+                    await backoff.failed(_failure(err))
+                except GaveUpError as gave_up:
+                    watcher.lose(str(gave_up))
                     return
-        except RPCError as err:
-            watcher.lose(f"Temporal answered {err.status.name}")
 
 
 _VIEWED: Final = frozenset(
@@ -334,7 +362,7 @@ _VIEWED: Final = frozenset(
 def _failure(err: Exception) -> str:
     if isinstance(err, RPCError):
         return f"Temporal answered {err.status.name}"
-    return f"the shard's poll failed ({type(err).__name__})"
+    return type(err).__name__
 
 
 def _on_feed(seen: Snapshot | None) -> bool:
