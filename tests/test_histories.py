@@ -26,6 +26,7 @@ from mcp_tasks_temporal.temporal.worker import WORKFLOWS
 from mcp_tasks_temporal.temporal.workflow_tools import workflow_definition
 from mcp_tasks_temporal.temporal.workflows.nexus_question import NexusQuestionWorkflow
 from mcp_tasks_temporal.temporal.workflows.nexus_tool import NexusToolWorkflow
+from mcp_tasks_temporal.temporal.workflows.task_feed import TaskFeedWorkflow
 from tests.histories import record
 from tests.test_workflow_helpers import FIXTURE_WORKFLOWS
 
@@ -69,7 +70,7 @@ def replayer_for(folder: str) -> Replayer:
         return Replayer(workflows=[ReviewCode], plugins=worker_plugins(), **REPLAY_OPTIONS)
     assert folder == ".", f"no workflow code known for histories in {folder}/: add it here"
     return Replayer(
-        workflows=list(WORKFLOWS),
+        workflows=[*WORKFLOWS, TaskFeedWorkflow],
         data_converter=pydantic_data_converter,
         workflow_runner=workflow_runner(),
         **REPLAY_OPTIONS,
@@ -84,7 +85,7 @@ async def test_committed_history_replays_on_current_code(path: Path) -> None:
 
 def test_every_task_path_has_a_committed_history() -> None:
     committed = {str(p.relative_to(HISTORIES).with_suffix("")) for p in COMMITTED}
-    assert set(record.PATHS) <= committed
+    assert {*record.PATHS, record.SHARD_PATH} <= committed
     # Workflow tools: a question between activities, and a continue-as-new chain.
     assert {"workflow_tools/workflow_tool_question", "workflow_tools/workflow_tool_continued_last_run"} <= committed
     # Nexus tools: status and a question across namespaces (with its relay), and a cancel.
@@ -106,3 +107,5 @@ async def test_the_recorder_still_records_every_path(temporal_client: Client) ->
         for name in record.PATHS:
             history = await record.record(temporal_client, name, task_queue)
             await Replayer(workflows=list(WORKFLOWS), **REPLAY_OPTIONS).replay_workflow(history)
+        shard = await record.record_shard(temporal_client, task_queue)
+        await Replayer(workflows=[TaskFeedWorkflow], **REPLAY_OPTIONS).replay_workflow(shard)

@@ -331,3 +331,24 @@ async def test_a_feed_watcher_whose_temporal_goes_away_ends_its_subscribers_with
         if worker is not None:
             worker.kill()
         server.kill()
+
+
+async def test_a_feed_front_starts_before_any_worker_and_its_listens_miss_nothing(
+    stack_factory: Callable[[], Stack], monkeypatch: pytest.MonkeyPatch, http: httpx.AsyncClient
+) -> None:
+    # The shards' offsets are queries only a worker answers: the front must not wait for one to serve.
+    monkeypatch.setenv("MCP_TASKS_PUSH", "feed")
+    stack = stack_factory()
+    url = stack.add_front()
+    mcp = TaskCalls(HttpMcp(url, http))
+    created = await mcp.start("pick_variant", capabilities=ELICIT)
+    listener = Listener()
+    async with anyio.create_task_group() as group:
+        group.start_soon(listener.run, url, http, [created["taskId"]])
+        await listener.until(lambda: bool(listener.seen), timeout=30)
+        stack.add_worker()
+        await listener.until(lambda: listener.statuses(created["taskId"])[-1:] == [("input_required", 2)])
+        await answer_all(mcp, [created["taskId"]])
+        await listener.until(lambda: listener.statuses(created["taskId"])[-1:] == [("completed", 0)])
+        group.cancel_scope.cancel()
+    assert listener.statuses(created["taskId"]) == [("working", 0), *EVERY_TRANSITION]

@@ -14,6 +14,7 @@ shows is recorded anew alongside it (keep the old one under another name).
 from __future__ import annotations
 
 import asyncio
+import base64
 import sys
 import time
 import uuid
@@ -26,6 +27,7 @@ import anyio
 from temporalio import activity
 from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.contrib.workflow_streams import PublishEntry, PublishInput, WorkflowStreamClient
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
@@ -41,7 +43,15 @@ from mcp_tasks_temporal.temporal.contract import (
     ToolRoundInput,
     ToolTaskInput,
 )
-from mcp_tasks_temporal.temporal.feed_contract import FEED_SHARDS, TASK_FEED_WORKFLOW, TaskFeedInput, feed_workflow_id
+from mcp_tasks_temporal.temporal.feed_contract import (
+    FEED_SHARDS,
+    STREAM_PUBLISH_SIGNAL,
+    TASK_FEED_WORKFLOW,
+    TRANSITION_TOPIC,
+    TaskFeedInput,
+    feed_workflow_id,
+    transition_item,
+)
 from mcp_tasks_temporal.temporal.ids import owner_key
 from mcp_tasks_temporal.temporal.search_attributes import start_attributes
 from mcp_tasks_temporal.temporal.worker import WORKFLOWS
@@ -171,6 +181,43 @@ async def record(client: Client, name: str, task_queue: str) -> WorkflowHistory:
     return await handle.fetch_history()
 
 
+SHARD_PATH = "feed_shard_continued"
+"""A feed shard's first run: task transitions published to it, a front's long polls, and its continue-as-new."""
+
+
+async def record_shard(client: Client, task_queue: str) -> WorkflowHistory:
+    """Publish to one shard and follow it until it continues as new; return the history of the run that did."""
+    shard = await client.start_workflow(
+        TASK_FEED_WORKFLOW,
+        TaskFeedInput(shard=0, continue_after_events=40, retained_items=3),
+        id=f"history/{SHARD_PATH}/{uuid.uuid4()}",
+        task_queue=task_queue,
+    )
+    first_run = shard.first_execution_run_id or shard.result_run_id
+    stream = WorkflowStreamClient.create(client, shard.id)
+    converter = client.data_converter.payload_converter
+
+    async def publish(seq: int) -> None:
+        item = transition_item("history/task", seq, {Memo.STATUS: "working", Memo.FEED_SEQ: seq})
+        data = base64.b64encode(converter.to_payloads([item])[0].SerializeToString()).decode()
+        await shard.signal(STREAM_PUBLISH_SIGNAL, PublishInput(items=[PublishEntry(topic=TRANSITION_TOPIC, data=data)]))
+
+    await publish(1)
+    seen = 0
+    with anyio.fail_after(60):
+        async for item in stream.subscribe(from_offset=0, poll_cooldown=timedelta(0)):
+            seen = item.offset + 1
+            if (await shard.describe()).run_id != first_run:
+                break
+            await publish(seen + 1)
+            if seen == 1:
+                await publish(seen + 2)  # two items in one poll's answer from here on
+        else:
+            raise AssertionError("the shard's stream ended")
+    await publish(seen + 3)  # lands on the next run, after the items carried over
+    return await client.get_workflow_handle(shard.id, run_id=first_run).fetch_history()
+
+
 async def start_feed(client: Client, task_queue: str) -> None:
     for shard in range(FEED_SHARDS):
         await client.start_workflow(
@@ -202,8 +249,11 @@ async def main(names: list[str]) -> None:
         client = await Client.connect(temporal.address)
         task_queue = f"histories-{uuid.uuid4()}"
         async with worker(client, task_queue):
-            for name in names or list(PATHS):
-                history = await record(client, name, task_queue)
+            for name in names or [*PATHS, SHARD_PATH]:
+                if name == SHARD_PATH:
+                    history = await record_shard(client, task_queue)
+                else:
+                    history = await record(client, name, task_queue)
                 (HERE / f"{name}.json").write_text(history.to_json())
                 print(f"recorded {name}: {len(history.events)} events")
 

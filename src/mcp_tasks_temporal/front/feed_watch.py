@@ -147,6 +147,8 @@ class FeedWatchHub(TaskWatchHub):
         self._arrivals: deque[tuple[float, str]] = deque()
         self._feed_group: TaskGroup | None = None
         self._reads = anyio.CapacityLimiter(READS_AT_ONCE)
+        self._following: set[int] = set()
+        """Shards a worker has answered for: their tasks are followed on the feed, the others' by history."""
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[None]:
@@ -164,6 +166,7 @@ class FeedWatchHub(TaskWatchHub):
             finally:
                 self._feed_group = None
                 self._feed_watchers.clear()
+                self._following.clear()
                 group.cancel_scope.cancel()
 
     def subscribe(
@@ -180,7 +183,7 @@ class FeedWatchHub(TaskWatchHub):
         key = workflow_id(task_id, principal)
         watcher = self._feed_watchers.get(key)
         if watcher is None:
-            if not on_feed(seen):
+            if not on_feed(seen) or feed_shard(key) not in self._following:
                 return super().subscribe(task_id, principal, listener, seen=seen, on_lost=on_lost)
             assert seen is not None
             memo = {name: value for name, value in seen.memo.items() if name in _VIEWED}
@@ -227,6 +230,19 @@ class FeedWatchHub(TaskWatchHub):
         # From 0: everything the shard keeps, so what a listen read from a lagging visibility is caught up.
         offset: int | None = None
         backoff = Backoff(f"following task feed shard {shard}", logger, **self._feed_retry)
+        # Only a worker answers a shard: a front may start before its workers, and follows the shard's tasks by
+        # their histories until one answers.
+        while True:
+            try:
+                await self._gateway.feed_offset(shard)
+                break
+            except TemporalCallFailed as err:
+                try:
+                    await backoff.failed(str(err))
+                except GaveUpError:
+                    backoff.succeeded()  # no subscriber waits on this shard yet: keep trying, one log line a streak
+        backoff.succeeded()
+        self._following.add(shard)
         while True:
             try:
                 async for item in self._gateway.feed_items(shard, offset or 0, POLL_COOLDOWN):
@@ -323,12 +339,16 @@ class FeedWatchHub(TaskWatchHub):
         self._feed_group.start_soon(self._read_again, watcher)
 
     async def _read_again(self, watcher: _Watcher) -> None:
-        try:
-            async with self._reads:
-                current = await self._gateway.read(watcher.key)
-        except TemporalCallFailed as err:
-            watcher.lose(str(err))
-            return
+        backoff = Backoff(f"re-reading task {watcher.task_id}", logger, **self._feed_retry)
+        while True:
+            try:
+                async with self._reads:
+                    current = await self._gateway.read(watcher.key)
+                break
+            except TemporalCallFailed as err:
+                # Temporal restarting: the task is read once it is back, or lost when it does not come back.
+                if not await _retried(backoff, err, watcher):
+                    return
         if not current.running:
             watcher.closing = True
             watcher.publish(await self._gateway.view(watcher.task_id, self._gateway.observed(current)))
@@ -344,14 +364,31 @@ class FeedWatchHub(TaskWatchHub):
         self._show(watcher, memo, heartbeat)
 
     async def _close(self, watcher: _Watcher) -> None:
-        try:
-            event = await self._gateway.close_event(watcher.key)
-        except TemporalCallFailed as err:
-            watcher.lose(str(err))
-            return
+        backoff = Backoff(f"reading the close of task {watcher.task_id}", logger, **self._feed_retry)
+        while True:
+            try:
+                event = await self._gateway.close_event(watcher.key)
+                break
+            except TemporalCallFailed as err:
+                # A Temporal restart while the run closes: its close event is still there once it is back.
+                if not await _retried(backoff, err, watcher):
+                    return
         closed = CLOSE_STATUS.get(event.event_type) if event is not None else None
         if event is not None and closed is not None:
             watcher.publish(await self.closed_view(watcher.task_id, watcher.memo, closed, event))
+
+
+async def _retried(backoff: Backoff, err: TemporalCallFailed, watcher: _Watcher) -> bool:
+    """Wait to try a watcher's read again; False (and the watcher lost) when it may not be."""
+    if err.lasting:
+        watcher.lose(str(err))
+        return False
+    try:
+        await backoff.failed(str(err))
+    except GaveUpError as gave_up:
+        watcher.lose(str(gave_up))
+        return False
+    return True
 
 
 _VIEWED: Final = frozenset(

@@ -37,6 +37,10 @@ from temporalio.client import (
     WorkflowFailureError,
     WorkflowHandle,
     WorkflowHistoryEventFilterType,
+    WorkflowQueryFailedError,
+    WorkflowQueryRejectedError,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 from temporalio.common import AutoUpgradeVersioningOverride, RawValue, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.contrib.pydantic import PydanticPayloadConverter
@@ -376,6 +380,15 @@ async def unready_reason(client: Client, *, timeout_s: float = 2.0) -> str | Non
 class TemporalCallFailed(Exception):
     """A Temporal call of a watcher failed; the message names no workflow (whose ID can name the principal)."""
 
+    def __init__(self, reason: str, *, lasting: bool = False) -> None:
+        super().__init__(reason)
+        self.lasting = lasting
+        """Trying again cannot help (the task is gone)."""
+
+
+def call_failed(err: RPCError) -> TemporalCallFailed:
+    return TemporalCallFailed(rpc_reason(err), lasting=err.status == RPCStatusCode.NOT_FOUND)
+
 
 def rpc_reason(err: RPCError) -> str:
     """Why a Temporal call failed, without its message (which can name the workflow, so the principal)."""
@@ -693,6 +706,23 @@ class TemporalTaskGateway:
                 yield FeedItem(item.offset, item.topic, item.data.payload)
         except RPCError as err:
             raise TemporalCallFailed(rpc_reason(err)) from None
+        except (WorkflowUpdateRPCTimeoutOrCancelledError, WorkflowUpdateFailedError) as err:
+            # A poll's update times out on a busy or restarting server as any other call fails.
+            raise TemporalCallFailed(type(err).__name__) from None
+
+    async def feed_offset(self, shard: int) -> int:
+        """A feed shard's next offset: a query, so answered only once a worker runs the shard.
+
+        Raises:
+            TemporalCallFailed: No worker answered, or the call failed.
+        """
+        stream = WorkflowStreamClient.create(self.client, feed_workflow_id(self.task_queue, shard))
+        try:
+            return await stream.get_offset()
+        except RPCError as err:
+            raise TemporalCallFailed(rpc_reason(err)) from None
+        except (WorkflowQueryFailedError, WorkflowQueryRejectedError) as err:
+            raise TemporalCallFailed(type(err).__name__) from None
 
     def feed_value(self, payload: Payload) -> Any:
         """A feed item's content (a JSON object, as the task published it)."""
@@ -707,7 +737,7 @@ class TemporalTaskGateway:
         try:
             return await snapshot(self.client, workflow_id)
         except RPCError as err:
-            raise TemporalCallFailed(rpc_reason(err)) from None
+            raise call_failed(err) from None
 
     async def close_event(self, workflow_id: str) -> HistoryEvent | None:
         """The run's close event once it is written (a long poll for that event alone), which holds the result.
@@ -722,7 +752,7 @@ class TemporalTaskGateway:
             ):
                 return event
         except RPCError as err:
-            raise TemporalCallFailed(rpc_reason(err)) from None
+            raise call_failed(err) from None
         return None
 
     def observed(self, seen: Snapshot) -> Observed:
