@@ -40,7 +40,6 @@ FRONT_MODULES_AN_APP_LOADS = frozenset(
 )
 
 
-
 def _sources() -> list[Path]:
     # workflows/ and activities/ are linked into temporal/: resolve() keeps each file once.
     return sorted({path.resolve() for path in PACKAGE.rglob("*.py")})

@@ -126,12 +126,12 @@ async def test_fresh_workflow_tool_histories_replay_and_can_be_recorded(
     request = PipelineRequest(ref="h1", effects=str(tmp_path), approve_before="deploy")
     pipeline = workflow_task("ReleasePipeline", [request])
     handle = await gateway.start_workflow_task(pipeline, None)
+    loop = workflow_task("LoopingWorkflow", [LoopState(1, 2)])
+    # Two independent tasks: the loop runs its rounds while the pipeline waits for its answer.
+    loop_handle = await gateway.start_workflow_task(loop, None)
     await until_status(gateway, pipeline.task_id, {"input_required"})
     await gateway.update(pipeline.task_id, None, {"approve": YES})
     await until_status(gateway, pipeline.task_id, {"completed"})
-
-    loop = workflow_task("LoopingWorkflow", [LoopState(1, 2)])
-    loop_handle = await gateway.start_workflow_task(loop, None)
     done = await until_status(gateway, loop.task_id, {"completed"})
     assert done["result"]["structuredContent"]["rounds"] == 2
 
