@@ -381,7 +381,8 @@ async def test_another_tasks_sealed_memo_under_a_task_id_is_refused_not_shown(
     encrypted: Stack, http: httpx.AsyncClient
 ) -> None:
     mcp = TaskCalls(HttpMcp(encrypted.url, http))
-    theirs = (await mcp.start("double", {"x": 21}))["taskId"]
+    # An input and result no task ID will contain by chance (nine digits in a row), so neither may show here.
+    theirs = (await mcp.start("double", {"x": 987654321}))["taskId"]
     assert (await mcp.wait_for(theirs))["status"] == "completed"
     raw = Client(  # no codec: the memo as Temporal stores it, ciphertext sealed for their task's workflow
         (await Client.connect(encrypted.temporal)).service_client, namespace="default"
@@ -399,6 +400,7 @@ async def test_another_tasks_sealed_memo_under_a_task_id_is_refused_not_shown(
         reply = await mcp.get(mine)
         assert reply.error["code"] == -32603, reply.body  # refused: sealed for another workflow
         assert mine in reply.error["message"]
-        assert "21" not in json.dumps(reply.body) and theirs not in json.dumps(reply.body)
+        body = json.dumps(reply.body)
+        assert "987654321" not in body and "1975308642" not in body and theirs not in body
     finally:
         await handle.terminate()

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
+import sys
 
 import nexusrpc.handler
 from temporalio import nexus
@@ -64,7 +66,14 @@ def main() -> None:
     parser.add_argument("--namespace", default="reports-team")
     parser.add_argument("--task-queue", default="reports")
     args = parser.parse_args()
-    asyncio.run(run_worker(args.temporal, args.namespace, args.task_queue))
+    try:
+        asyncio.run(run_worker(args.temporal, args.namespace, args.task_queue))
+    except SystemExit as refused:
+        # After a failed connect the SDK's Rust threads can take the GIL in interpreter teardown and abort
+        # (temporalio/sdk-python#300, as in `mcp-tasks`' one-shot commands): say why and skip the teardown.
+        print(refused, file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(2)
 
 
 if __name__ == "__main__":
