@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 
-from mcp_tasks_temporal.ops.dev.embedded_temporal import dev_server_command
+from mcp_tasks_temporal.ops.dev.embedded_temporal import dev_server_command, temporal_cli
 from tests.forkserver import ForkedChild, ForkServer
 from tests.wire import base_headers, request_message
 
@@ -117,7 +117,12 @@ def start_temporal(
         if not process.alive:
             raise RuntimeError(f"temporal dev server exited:\n{process.log()}")
         with socket.socket() as sock:
-            return sock.connect_ex(("127.0.0.1", port)) == 0
+            if sock.connect_ex(("127.0.0.1", port)) != 0:
+                return False
+        # An open port comes before a healthy frontend: a client connecting then is refused
+        # ("Frontend is not healthy yet"); the CLI's own health check waits for the real thing.
+        health = [temporal_cli(), "operator", "cluster", "health", "--address", address]
+        return subprocess.run(health, capture_output=True, timeout=10).returncode == 0
 
     wait_until(ready, timeout=START_TIMEOUT_S, what="the Temporal dev server")
     return process, address

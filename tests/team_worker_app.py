@@ -6,7 +6,7 @@ a status line, and `lifespan_greeting` a task tool that reads what the app's lif
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any
@@ -54,7 +54,7 @@ class Tally:
 
 
 @asynccontextmanager
-async def lifespan(_: MCPServer[Any]) -> AsyncIterator[dict[str, str]]:
+async def lifespan(_: MCPServer[Any]) -> AsyncGenerator[dict[str, str]]:
     yield {"greeting": "hello from the lifespan"}
 
 

@@ -50,8 +50,8 @@ async def test_a_wait_reads_through_a_cut_of_the_fronts_temporal_calls(
             with anyio.fail_after(60):
                 while not (gate / "started").exists():
                     await anyio.sleep(0.05)
+            waited: list[str] = []
             async with anyio.create_task_group() as group:
-                waited: list[str] = []
 
                 async def wait() -> None:
                     waited.append((await handle.wait()).status)

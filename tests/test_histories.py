@@ -105,6 +105,7 @@ def test_every_task_path_has_a_committed_history() -> None:
 async def test_the_recorder_still_records_every_path(temporal_client: Client) -> None:
     task_queue = f"histories-{uuid.uuid4()}"
     histories: dict[str, WorkflowHistory] = {}
+    shards: list[WorkflowHistory] = []
 
     async def record_path(name: str) -> None:
         histories[name] = await record.record(temporal_client, name, task_queue)
@@ -113,7 +114,8 @@ async def test_the_recorder_still_records_every_path(temporal_client: Client) ->
     async with record.worker(temporal_client, task_queue), anyio.create_task_group() as group:
         for name in record.PATHS:
             group.start_soon(record_path, name)
-        shard = await record.record_shard(temporal_client, task_queue)
+        shards.append(await record.record_shard(temporal_client, task_queue))
+    (shard,) = shards
     assert set(histories) == set(record.PATHS)
     for history in histories.values():
         await Replayer(workflows=list(WORKFLOWS), **REPLAY_OPTIONS).replay_workflow(history)

@@ -58,12 +58,19 @@ class _DeadlineOutbound(OutboundInterceptor):
 
 
 async def watch_until_stopped(stack: Stack, http: httpx.AsyncClient, task_id: str, stop: Any) -> list[dict[str, Any]]:
-    """Listen to the task, run `stop` once the listen is acknowledged, and return the task notifications."""
+    """Listen to the task, run `stop` once its first view arrived, and return the task notifications.
+
+    Not right after the ack: a front may send a task's first view a little later, read then.
+    """
     seen: list[dict[str, Any]] = []
     with anyio.fail_after(WAIT):
         async with http_listen(stack.url, http, listen_message([task_id])) as frames:
             ack = await anext(frames)
             assert ack["params"]["notifications"]["taskIds"] == [task_id]
+            async for frame in frames:
+                seen.append(frame)
+                if frame.get("method") == "notifications/tasks":
+                    break
             await stop()
             await collect_until_terminal(frames, task_id, seen)
     return [frame["params"] for frame in seen if frame.get("method") == "notifications/tasks"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -277,7 +277,7 @@ async def create_tasks(cluster: Cluster, http: httpx.AsyncClient, count: int) ->
     return ids
 
 
-ELICIT_CAPS = {"elicitation": {"form": {}}}
+ELICIT_CAPS: dict[str, Any] = {"elicitation": {"form": {}}}
 
 
 @dataclass
@@ -326,7 +326,7 @@ async def stage(
     index: int,
     what: str,
     disrupt: Callable[[], Awaitable[None]],
-    work: Callable[[], Awaitable[None]] | None = None,
+    work: Callable[[], Coroutine[Any, Any, None]] | None = None,
     progress: Callable[[], Any] = lambda: None,
 ) -> None:
     """Until every task reached `STATES[index]`, with `work` driving them; `disrupt` once a third of them have."""
@@ -384,13 +384,14 @@ async def test_every_transition_of_a_thousand_tasks_survives_kills_restarts_and_
         counts[name] = (ledger.delivered, ledger.covered, ledger.reconnects)
 
     groups = [ids[n::LISTENS] for n in range(LISTENS)]
+    first: dict[str, int] = {}
     async with anyio.create_task_group() as listening:
         for group in groups:
             listening.start_soon(Subscriber(cluster, http, group, ledger).run)
         since = time.monotonic()
         await stage(ledger, ids, 1, "asked its two questions (a worker killed)", kill_a_worker)
         tally("asked, worker killed", since)
-        first = dict(ledger.first)
+        first.update(ledger.first)
         assert ledger.reconnects == 0, ledger.lost_reasons[:3]
 
         since = time.monotonic()

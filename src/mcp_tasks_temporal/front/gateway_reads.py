@@ -329,7 +329,32 @@ async def unready_reason(client: Client, *, timeout_s: float = 2.0) -> str | Non
             return "namespace not found"
         logger.warning("readiness: Temporal call failed: %s", err.status.name if err.status else "?")
         return "Temporal unreachable"
+    # A namespace just registered is found by `describe_namespace` while the history service's
+    # namespace cache may still answer "namespace not found" to workflow calls for about a second.
+    try:
+        await client.workflow_service.describe_workflow_execution(
+            DescribeWorkflowExecutionRequest(
+                namespace=client.namespace, execution=WorkflowExecution(workflow_id=READINESS_PROBE_ID)
+            ),
+            retry=False,
+            timeout=timedelta(seconds=timeout_s),
+        )
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:
+            logger.warning("readiness: Temporal call failed: %s", err.status.name if err.status else "?")
+            return "Temporal unreachable"
+        if _names_a_missing_namespace(err):
+            return "namespace not found"
     return None
+
+
+READINESS_PROBE_ID = "mcp-task-readiness-probe"
+"""A workflow ID no task has (task IDs start with `WORKFLOW_ID_PREFIX`): its NOT_FOUND proves workflow calls work."""
+
+
+def _names_a_missing_namespace(err: RPCError) -> bool:
+    details = err.grpc_status.details
+    return not details or any(d.type_url.endswith("NamespaceNotFoundFailure") for d in details)
 
 
 class TemporalCallFailed(Exception):
