@@ -58,6 +58,8 @@ from mcp_tasks_temporal.temporal.worker import WORKFLOWS
 from mcp_tasks_temporal.temporal.workflows.task_feed import TaskFeedWorkflow
 
 HERE = Path(__file__).parent
+STEP_BOUND_S = 90
+"""Bounds each wait of a recording, generous: on a loaded 2-core machine a workflow task can take seconds."""
 ENVELOPE: dict[str, Any] = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientInfo": {"name": "history-recorder", "version": "1"},
@@ -98,7 +100,7 @@ async def scripted_tool(call: ToolRoundInput) -> dict[str, Any]:
 
 
 async def _memo_status(handle: WorkflowHandle[Any, Any], wanted: str) -> dict[str, Any]:
-    with anyio.fail_after(30):
+    with anyio.fail_after(STEP_BOUND_S):
         while True:
             memo = dict(await (await handle.describe()).memo())
             if memo.get(Memo.STATUS) == wanted:
@@ -115,13 +117,13 @@ async def _answer_each_round(handle: WorkflowHandle[Any, Any], rounds: int) -> N
 
 
 async def _until_gone(handle: WorkflowHandle[Any, Any], key: str) -> None:
-    with anyio.fail_after(30):
+    with anyio.fail_after(STEP_BOUND_S):
         while key in ((await (await handle.describe()).memo()).get(Memo.INPUT_REQUESTS) or {}):
             await anyio.sleep(0.05)
 
 
 async def _cancel_while_running(handle: WorkflowHandle[Any, Any]) -> None:
-    with anyio.fail_after(30):
+    with anyio.fail_after(STEP_BOUND_S):
         while not (await handle.describe()).raw_description.pending_activities:
             await anyio.sleep(0.05)
     await handle.cancel()
