@@ -14,6 +14,8 @@ tasks (past that the baseline's long polls already fail here). At the largest
 size, N is also spread over three feed fronts. Per front:
 
 - the listen acknowledgement (each listen of up to `LISTEN_SIZE`; and until every snapshot came);
+- in feed mode, just before: the N tasks read from visibility (`observe_listed`, what the ack was built from
+  before the shards' indexes) and from the shards' indexes (`observe_indexed`), from this process;
 - front RSS per watched task (after the listens and the idle window, against before them);
 - idle Temporal RPCs from the front over the idle window, by operation (the dev server's own counters);
 - state change -> notification: M watched tasks answered one at a time (first frame showing it, and `completed`).
@@ -74,6 +76,11 @@ class ModeResult:
     fronts: int = 1
     acks_s: list[float] = field(default_factory=list[float])
     all_snapshots_s: float = 0.0
+    visibility_read_s: float | None = None
+    """Feed mode: the watched tasks read from visibility, 500 IDs a query (the ack's reads before the index)."""
+    index_read_s: float | None = None
+    """Feed mode: the watched tasks looked up in the shards' indexes (one query per shard)."""
+    indexed: int = 0
     rss_kib_per_task: list[float] = field(default_factory=list[float])
     """One per front."""
     idle_rpc_per_s: float = 0.0
@@ -184,6 +191,8 @@ async def measure_mode(
     n = len(watched)
     result = ModeResult(mode, fronts)
     label = f"{n} watched, {mode}" + (f", {fronts} fronts" if fronts > 1 else "")
+    if mode == "feed":
+        await reads(stack, watched, result)
     started = [await start_front(stack, mode, f"front-{mode}-{n}-{i}") for i in range(fronts)]
     share = -(-n // fronts)
     parts = [watched[i * share : (i + 1) * share] for i in range(fronts)]
@@ -232,6 +241,23 @@ async def measure_mode(
     if result.retries:
         print(f"  {label}: {result.retries} retry warnings in the fronts' logs", flush=True)
     return result
+
+
+async def reads(stack: Stack, watched: list[Parked], result: ModeResult) -> None:
+    """What the ack reads, from this process: visibility (before the shards' indexes) and the indexes."""
+    gateway = TemporalTaskGateway(stack.client, task_queue=stack.task_queue)
+    ids = [t.task_id for t in watched]
+    started = time.perf_counter()
+    listed_now = await gateway.observe_listed(ids, None)
+    result.visibility_read_s = time.perf_counter() - started
+    started = time.perf_counter()
+    result.indexed = len(await gateway.observe_indexed(ids, None))
+    result.index_read_s = time.perf_counter() - started
+    print(
+        f"  {len(ids)} watched: visibility read {result.visibility_read_s:.2f} s ({len(listed_now)} listed),"
+        f" shard indexes {result.index_read_s:.2f} s ({result.indexed} indexed); load {load_average()}",
+        flush=True,
+    )
 
 
 async def idle(stack: Stack, http: httpx.AsyncClient, result: ModeResult, window_s: float) -> None:
@@ -318,6 +344,7 @@ def table(results: Sequence[SizeResult]) -> str:
         "idle RPC/s per front",
         "RSS KiB/task",
         "ack s (max of listens)",
+        "visibility / index read s",
         "all snapshots s",
         "change p50/p99 ms",
         "completed p50/p99 ms",
@@ -330,7 +357,7 @@ def table(results: Sequence[SizeResult]) -> str:
         base = next((m for m in r.modes if m.mode == "poll" and not m.skipped), None)
         for m in r.modes:
             if m.skipped:
-                rows.append((f"{r.watched:,}", m.mode, "", m.skipped, "", "", "", "", "", "", "", ""))
+                rows.append((f"{r.watched:,}", m.mode, "", m.skipped, "", "", "", "", "", "", "", "", ""))
                 continue
             rows.append(
                 (
@@ -340,6 +367,7 @@ def table(results: Sequence[SizeResult]) -> str:
                     f"{m.idle_rpc_per_s:.2f}",
                     "/".join(f"{k:.1f}" for k in m.rss_kib_per_task),
                     f"{max(m.acks_s):.2f}" if m.acks_s else "",
+                    _reads(m),
                     f"{m.all_snapshots_s:.2f}",
                     _pp(m.change_ms),
                     _pp(m.completed_ms),
@@ -359,6 +387,12 @@ def _ratios(m: ModeResult, base: ModeResult) -> str:
     ack = ratio(max(m.acks_s), max(base.acks_s)) if m.acks_s and base.acks_s else "-"
     p50 = ratio(percentile(m.change_ms, 50), percentile(base.change_ms, 50)) if m.change_ms and base.change_ms else "-"
     return f"{ratio(m.idle_rpc_per_s, base.idle_rpc_per_s)}, {rss}, {ack}, {p50}"
+
+
+def _reads(m: ModeResult) -> str:
+    if m.visibility_read_s is None or m.index_read_s is None:
+        return ""
+    return f"{m.visibility_read_s:.2f} / {m.index_read_s:.2f} ({m.indexed:,} indexed)"
 
 
 def _pp(values: Sequence[float]) -> str:

@@ -86,7 +86,7 @@ async def test_committed_history_replays_on_current_code(path: Path) -> None:
 
 def test_every_task_path_has_a_committed_history() -> None:
     committed = {str(p.relative_to(HISTORIES).with_suffix("")) for p in COMMITTED}
-    assert {*record.PATHS, record.SHARD_PATH} <= committed
+    assert {*record.PATHS, *record.SHARD_PATHS} <= committed
     # Workflow tools: a question between activities, and a continue-as-new chain.
     assert {"workflow_tools/workflow_tool_question", "workflow_tools/workflow_tool_continued_last_run"} <= committed
     # Nexus tools: status and a question across namespaces (with its relay), and a cancel.

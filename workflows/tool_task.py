@@ -49,6 +49,7 @@ WAIT_FOR_TOOL_PATCH = "wait-for-a-worker-with-the-tool"
 TOOL_KEYS_PATCH = "client-sees-the-tools-input-keys"
 CANCEL_REASON_PATCH = "tool-task-cancel-reason-as-status"
 FEED_PATCH = "publish-transitions-to-the-task-feed"
+FEED_DEADLINE_PATCH = "feed-transitions-carry-the-deadline"
 
 _TOOL_WAIT_MAX_S = 60.0
 
@@ -81,7 +82,12 @@ class ToolTaskWorkflow:
         """Run the tool to its end, or until cancelled or expired."""
         if task.feed and workflow.patched(FEED_PATCH):
             # Number 0 is the state so far: from here on a front may follow the task on the feed.
-            self._feed = FeedOutbox()
+            if workflow.patched(FEED_DEADLINE_PATCH):
+                # The shard's index of open tasks holds the deadline, so a listen need not read the memo for it.
+                deadline = task.created_at_ms + task.ttl_ms if task.ttl_ms is not None else None
+                self._feed = FeedOutbox(deadline)
+            else:
+                self._feed = FeedOutbox()
             workflow.upsert_memo({Memo.FEED_SEQ: 0})
         try:
             return await self._run(task)

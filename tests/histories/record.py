@@ -146,8 +146,9 @@ PATHS: dict[str, tuple[str, int | None, Drive]] = {
     "retried_attempt": ("flaky", None, _nothing),
     "feed_input_rounds": ("multi_round", 60_000, lambda h: _answer_each_round(h, 2)),
     "feed_cancel": ("hang", 60_000, _cancel_while_running),
+    "feed_rounds_with_deadline": ("multi_round", 60_000, lambda h: _answer_each_round(h, 2)),
 }
-FEED_PATHS = frozenset({"feed_input_rounds", "feed_cancel"})
+FEED_PATHS = frozenset({"feed_input_rounds", "feed_cancel", "feed_rounds_with_deadline"})
 """Paths of a task that publishes its transitions to the task feed (a front in feed mode started it)."""
 
 
@@ -185,6 +186,9 @@ async def record(client: Client, name: str, task_queue: str) -> WorkflowHistory:
 
 SHARD_PATH = "feed_shard_continued"
 """A feed shard's first run: task transitions published to it, a front's long polls, and its continue-as-new."""
+SHARD_INDEX_PATH = "feed_shard_indexed"
+"""The same on code that keeps the shard's task index: the continue-as-new carries it (a patch marker before)."""
+SHARD_PATHS = (SHARD_PATH, SHARD_INDEX_PATH)
 
 
 async def record_shard(client: Client, task_queue: str) -> WorkflowHistory:
@@ -199,11 +203,19 @@ async def record_shard(client: Client, task_queue: str) -> WorkflowHistory:
     stream = WorkflowStreamClient.create(client, shard.id)
     converter = client.data_converter.payload_converter
 
-    async def publish(seq: int) -> None:
-        item = transition_item("history/task", seq, {Memo.STATUS: "working", Memo.FEED_SEQ: seq})
-        data = base64.b64encode(converter.to_payloads([item])[0].SerializeToString()).decode()
-        await shard.signal(STREAM_PUBLISH_SIGNAL, PublishInput(items=[PublishEntry(topic=TRANSITION_TOPIC, data=data)]))
+    def entry(item: dict[str, Any]) -> PublishEntry:
+        return PublishEntry(
+            topic=TRANSITION_TOPIC, data=base64.b64encode(converter.to_payloads([item])[0].SerializeToString()).decode()
+        )
 
+    async def publish(seq: int) -> None:
+        item = transition_item("history/task", seq, {Memo.STATUS: "working", Memo.FEED_SEQ: seq}, deadline=None)
+        await shard.signal(STREAM_PUBLISH_SIGNAL, PublishInput(items=[entry(item)]))
+
+    # Another task, opened and closed: the index takes it in and lets it go.
+    opened = transition_item("history/done", 1, {Memo.STATUS: "input_required", Memo.FEED_SEQ: 1}, deadline=None)
+    closed = transition_item("history/done", 2, {Memo.STATUS: "completed", Memo.FEED_SEQ: 2}, deadline=None)
+    await shard.signal(STREAM_PUBLISH_SIGNAL, PublishInput(items=[entry(opened), entry(closed)]))
     await publish(1)
     seen = 0
     with anyio.fail_after(60):
@@ -251,8 +263,8 @@ async def main(names: list[str]) -> None:
         client = await Client.connect(temporal.address)
         task_queue = f"histories-{uuid.uuid4()}"
         async with worker(client, task_queue):
-            for name in names or [*PATHS, SHARD_PATH]:
-                if name == SHARD_PATH:
+            for name in names or [*PATHS, *SHARD_PATHS]:
+                if name in SHARD_PATHS:
                     history = await record_shard(client, task_queue)
                 else:
                     history = await record(client, name, task_queue)

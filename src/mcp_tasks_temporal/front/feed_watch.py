@@ -20,7 +20,8 @@ A subscriber registers after it read the task, and the hub may have read that
 task's next item in between: the items of the last `RECENT_S` are kept per
 task and replayed to a new watcher (its number filters what it already has).
 A listen reads its tasks from visibility, a few calls for thousands of tasks
-(`TemporalTaskGateway.observe_listed`), which may be behind the task: on
+(`TemporalTaskGateway.observe_listed`; those the shards' indexes held for its
+ack are read so after the ack), which may be behind the task: on
 start the hub reads every item the shards still keep, not only new ones, so
 an item published shortly before the front started is replayed as well. A
 `working` task read that way is read once more with `describe` (its status

@@ -4,10 +4,12 @@ shards, and the reads of a followed task that neither its history nor the feed c
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, Final
 
+import anyio
 from temporalio.api.common.v1 import Payload
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.workflow.v1 import PendingActivityInfo
@@ -29,11 +31,27 @@ from mcp_tasks_temporal.front.gateway_reads import (
     Snapshot,
     TemporalCallFailed,
     call_failed,
+    now_ms,
     rpc_reason,
     snapshot,
 )
 from mcp_tasks_temporal.temporal.contract import as_object
-from mcp_tasks_temporal.temporal.feed_contract import FEED_SHARDS, TASK_FEED_WORKFLOW, TaskFeedInput, feed_workflow_id
+from mcp_tasks_temporal.temporal.feed_contract import (
+    FEED_SHARDS,
+    INDEX_QUERY,
+    TASK_FEED_WORKFLOW,
+    UNKNOWN_DEADLINE,
+    IndexEntry,
+    TaskFeedInput,
+    feed_shard,
+    feed_workflow_id,
+)
+from mcp_tasks_temporal.temporal.ids import is_task_id, workflow_id
+
+logger = logging.getLogger(__name__)
+
+INDEX_TIMEOUT_S: Final = 1.5
+"""How long a listen waits for a shard's index before it reads that shard's tasks from visibility instead."""
 
 
 class WatcherReads:
@@ -86,6 +104,59 @@ class WatcherReads:
         except (WorkflowQueryFailedError, WorkflowQueryRejectedError) as err:
             raise TemporalCallFailed(type(err).__name__) from None
 
+    async def indexed(
+        self, workflow_ids: Sequence[str], *, timeout_s: float = INDEX_TIMEOUT_S
+    ) -> dict[str, IndexEntry]:
+        """The entries of those of `workflow_ids` their shards' indexes hold: one query per shard concerned.
+
+        A shard that does not answer within `timeout_s` (no worker runs it, Temporal slow, code from before
+        the index) answers nothing: its tasks are read as if none were indexed.
+        """
+        by_shard: dict[int, list[str]] = {}
+        for wid in workflow_ids:
+            by_shard.setdefault(feed_shard(wid), []).append(wid)
+        found: dict[str, IndexEntry] = {}
+
+        async def ask(shard: int, wids: list[str]) -> None:
+            handle = self.client.get_workflow_handle(feed_workflow_id(self.task_queue, shard))
+            answer: dict[str, Any] = {}
+            with anyio.move_on_after(timeout_s) as scope:
+                try:
+                    answer = await handle.query(
+                        INDEX_QUERY, wids, result_type=dict[str, Any], rpc_timeout=timedelta(seconds=timeout_s)
+                    )
+                except (RPCError, WorkflowQueryFailedError, WorkflowQueryRejectedError) as err:
+                    reason = rpc_reason(err) if isinstance(err, RPCError) else type(err).__name__
+                    logger.info("task index of feed shard %d not read: %s", shard, reason)
+                    return
+            if scope.cancelled_caught:
+                logger.info("task index of feed shard %d not read within %.1f s", shard, timeout_s)
+                return
+            for wid, entry in answer.items():
+                held = _index_entry(entry)
+                if held is not None:
+                    found[wid] = held
+
+        async with anyio.create_task_group() as group:
+            for shard, wids in by_shard.items():
+                group.start_soon(ask, shard, wids)
+        return found
+
+    async def observe_indexed(self, task_ids: Sequence[str], principal: str | None) -> list[str]:
+        """Those of `task_ids` this caller may see that their shards' indexes hold as open, unexpired tasks.
+
+        The workflow ID names the principal, so another's task, like an unknown one, is not found. A task
+        whose deadline the index does not know is left to the caller's other reads, as one not indexed.
+        """
+        wanted = {workflow_id(task_id, principal): task_id for task_id in task_ids if is_task_id(task_id)}
+        entries = await self.indexed(list(wanted))
+        now = now_ms()
+        return [
+            wanted[wid]
+            for wid, (_, _, deadline) in entries.items()
+            if wid in wanted and deadline != UNKNOWN_DEADLINE and (deadline is None or now < deadline)
+        ]
+
     def feed_value(self, payload: Payload) -> Any:
         """A feed item's content (a JSON object, as the task published it)."""
         return self.client.data_converter.payload_converter.from_payload(payload)
@@ -132,3 +203,13 @@ class WatcherReads:
             if status.get("message"):
                 return str(status["message"]), int(status.get("at_ms", 0))
         return None
+
+
+def _index_entry(value: Any) -> IndexEntry | None:
+    """A shard's answer for one task, checked: the front trusts its shape to no worker code."""
+    if not isinstance(value, list | tuple) or len(value) != 3:  # pyright: ignore[reportUnknownArgumentType]
+        return None
+    seq, status, deadline = value  # pyright: ignore[reportUnknownVariableType]
+    if not isinstance(seq, int) or not isinstance(status, str) or not (deadline is None or isinstance(deadline, int)):
+        return None
+    return (seq, status, deadline)

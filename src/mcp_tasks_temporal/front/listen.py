@@ -47,6 +47,8 @@ logger = logging.getLogger(__name__)
 MAX_TASK_IDS: Final = 10_000
 _BACKLOG: Final = 1024
 _SUBSCRIBE_BATCH: Final = 256
+_FIRST_VIEWS_BATCH: Final = 2_000
+"""Tasks honored from the shards' indexes read at a time after the ack: four visibility queries."""
 
 
 class TaskNotification(Notification[dict[str, Any], Literal["notifications/tasks"]]):
@@ -85,35 +87,48 @@ class TaskListen:
             raise MCPError(INVALID_REQUEST, "subscriptions/listen requires a request id")
         return await self._serve(ctx, params, task_ids)
 
-    async def _honored(self, task_ids: list[str], principal: str | None) -> dict[str, Snapshot]:
-        """The requested tasks this caller may see, as just read, in request order.
+    async def _honored(self, task_ids: list[str], principal: str | None) -> dict[str, Snapshot | None]:
+        """The requested tasks this caller may see, in request order, with the read each was honored from.
 
-        The rest are left out, indistinguishably. What was read is handed to the watchers,
-        so following a task starts without a second read of it. A hub that follows the task
-        feed takes its running tasks as visibility lists them, a few calls for thousands of
-        tasks; it catches up what visibility has not caught up yet (front/feed_watch.py).
-        Anything not listed so (just created, closed, another's, unknown) is read with
-        `describe`, one by one, as a single `tasks/get` would.
+        The rest are left out, indistinguishably. A hub that follows the task feed first asks the
+        shards' indexes of open tasks (one query per shard): a task they hold is honored at once
+        (`None`), its first view read after the ack (`_serve`). The rest are read (`_read`), and
+        what was read is handed to the watchers, so following a task starts without a second read.
         """
         unique = list(dict.fromkeys(task_ids))
-        honored: dict[str, Snapshot] = {}
+        indexed: set[str] = set()
         if isinstance(self._hub, FeedWatchHub):
-            listed = await self._gateway.observe_listed(unique, principal)
-            honored.update((task_id, seen) for task_id, seen in listed.items() if on_feed(seen))
+            indexed = set(await self._gateway.observe_indexed(unique, principal))
+        read, _ = await self._read([t for t in unique if t not in indexed], principal)
+        return {t: read.get(t) for t in unique if t in indexed or t in read}
+
+    async def _read(self, task_ids: list[str], principal: str | None) -> tuple[dict[str, Snapshot], list[str]]:
+        """`task_ids` as this caller may see them now, and those it may not (gone, expired, another's, unknown).
+
+        A hub that follows the task feed takes its running tasks as visibility lists them, a few calls
+        for thousands of tasks; it catches up what visibility has not caught up yet (front/feed_watch.py).
+        Anything not listed so (just created, closed, another's, unknown) is read with `describe`, one by
+        one, as a single `tasks/get` would.
+        """
+        found: dict[str, Snapshot] = {}
+        missing: list[str] = []
+        if isinstance(self._hub, FeedWatchHub) and task_ids:
+            listed = await self._gateway.observe_listed(task_ids, principal)
+            found.update((task_id, seen) for task_id, seen in listed.items() if on_feed(seen))
         limiter = anyio.CapacityLimiter(32)
 
         async def check(task_id: str) -> None:
             async with limiter:
                 try:
-                    honored[task_id] = (await self._gateway.observe(task_id, principal)).snapshot
+                    found[task_id] = (await self._gateway.observe(task_id, principal)).snapshot
                 except (TaskNotFoundError, TaskExpiredError):
-                    return
+                    missing.append(task_id)
 
         async with anyio.create_task_group() as group:
-            for task_id in unique:
-                if task_id not in honored:
+            for task_id in task_ids:
+                if task_id not in found:
                     group.start_soon(check, task_id)
-        return {t: honored[t] for t in unique if t in honored}
+        return found, missing
 
     async def _serve(
         self, ctx: ServerRequestContext[Any, Any], params: SubscriptionsListenRequestParams, task_ids: list[str]
@@ -181,23 +196,46 @@ class TaskListen:
                     note = TaskNotification(params={**item, "_meta": meta})
                 await ctx.session.send_notification(note, related_request_id=subscription_id)
 
+            async def flush() -> None:
+                while True:
+                    try:
+                        queued = receive.receive_nowait()
+                    except (anyio.WouldBlock, anyio.EndOfStream):
+                        break
+                    await deliver(*queued)
+                await anyio.lowlevel.checkpoint()  # other requests meanwhile
+
+            def follow(task_id: str, seen: Snapshot) -> None:
+                unsubscribes.append(
+                    self._hub.subscribe(task_id, principal, on_task, seen=seen, on_lost=partial(on_lost, task_id))
+                )
+
             # The tasks after the ack, which thousands of them would hold up: each watcher starts from
             # the read the ack was made from and brings every change since, so nothing is lost either.
             # Their first views go out a batch at a time: thousands queued at once would leave the
             # front's heap that much larger for good.
+            indexed = [task_id for task_id, seen in honored.items() if seen is None]
             for count, task_id in enumerate(list(honored), start=1):
                 seen = honored.pop(task_id)  # the watcher keeps what it needs of the read, no more
-                unsubscribes.append(
-                    self._hub.subscribe(task_id, principal, on_task, seen=seen, on_lost=partial(on_lost, task_id))
-                )
+                if seen is not None:
+                    follow(task_id, seen)
                 if count % _SUBSCRIBE_BATCH == 0:
-                    while True:
-                        try:
-                            queued = receive.receive_nowait()
-                        except (anyio.WouldBlock, anyio.EndOfStream):
-                            break
-                        await deliver(*queued)
-                    await anyio.lowlevel.checkpoint()  # other requests meanwhile
+                    await flush()
+            # The tasks honored from the shards' indexes are read now, a batch at a time: a read after the
+            # ack is as good a start as one before it (the hub replays what came since, feed_watch.py).
+            # One gone meanwhile (expired, deleted) ends the listen as any task lost while followed.
+            for start in range(0, len(indexed), _FIRST_VIEWS_BATCH):
+                batch = indexed[start : start + _FIRST_VIEWS_BATCH]
+                read, missing = await self._read(batch, principal)
+                for task_id in missing:
+                    on_lost(task_id, "the task no longer exists or expired")
+                for count, task_id in enumerate(batch, start=1):
+                    seen = read.get(task_id)
+                    if seen is not None:
+                        follow(task_id, seen)
+                    if count % _SUBSCRIBE_BATCH == 0:
+                        await flush()
+                await flush()
             async with receive:
                 async for kind, item in receive:
                     await deliver(kind, item)

@@ -22,12 +22,23 @@ FEED_SHARDS: Final = 8
 FEED_WORKFLOW_PREFIX: Final = "mcp-task-feed/"
 
 TRANSITION_TOPIC: Final = "transition"
-"""Items `{"w": workflow id, "s": seq, "m": upserted memo fields}`, one per memo upsert, in order."""
+"""Items `{"w": workflow id, "s": seq, "m": upserted memo fields, "x": deadline}`, one per memo upsert, in order.
+
+`"x"` is the task's `createdAt + ttlMs` in ms, `null` without a TTL; items of tasks started before it was
+published have none (`UNKNOWN_DEADLINE` in the index)."""
 STATUS_TOPIC: Final = "status"
 """Items `{"w": workflow id, "message": str, "at_ms": int}`: the running tool's status line, throttled."""
 
 # `workflow_streams` names its publish signal privately; a canary test checks it is still this.
 STREAM_PUBLISH_SIGNAL: Final = "__temporal_workflow_stream_publish"
+
+INDEX_QUERY: Final = "mcp_tasks.feed_index"
+"""Query of a shard: which of the given workflow IDs its task index holds, with their entries."""
+INDEX_MAX_TASKS: Final = 5_000
+"""Open tasks a shard's index holds (40,000 a task queue); past it the least recently changed leaves the index
+and is read from visibility instead. An entry is about 100 bytes carried across continue-as-new: 0.5 MB."""
+UNKNOWN_DEADLINE: Final = -1
+"""An index entry's deadline when the task's items did not say it (published by code from before they did)."""
 
 CONTINUE_AFTER_EVENTS: Final = 10_000
 RETAINED_ITEMS: Final = 2_000
@@ -48,15 +59,31 @@ def task_feed_workflow_id(task_queue: str, task_workflow_id: str) -> str:
     return feed_workflow_id(task_queue, feed_shard(task_workflow_id))
 
 
+IndexEntry = tuple[int, str, int | None]
+"""A shard's index entry of an open task: its last feed number, its status, its deadline (ms, `None`: no TTL,
+`UNKNOWN_DEADLINE`: not published)."""
+
+
 @dataclass(frozen=True)
 class TaskFeedInput:
-    """The feed workflow's argument; `state` carries the stream across continue-as-new."""
+    """The feed workflow's argument; `state` and `index` carry the stream and the task index across continue-as-new.
+
+    `index` is `None` from a run of code from before the index: the next run builds it from the items carried.
+    """
 
     shard: int
     state: WorkflowStreamState | None = None
     continue_after_events: int = CONTINUE_AFTER_EVENTS
     retained_items: int = RETAINED_ITEMS
+    index: dict[str, IndexEntry] | None = None
+    index_max_tasks: int = INDEX_MAX_TASKS
 
 
-def transition_item(workflow_id: str, seq: int, fields: dict[str, Any]) -> dict[str, Any]:
-    return {"w": workflow_id, "s": seq, "m": fields}
+def transition_item(
+    workflow_id: str, seq: int, fields: dict[str, Any], *, deadline: int | None = UNKNOWN_DEADLINE
+) -> dict[str, Any]:
+    """A transition as published; `deadline` (ms, or `None`: no TTL) left out where it is `UNKNOWN_DEADLINE`."""
+    item: dict[str, Any] = {"w": workflow_id, "s": seq, "m": fields}
+    if deadline != UNKNOWN_DEADLINE:
+        item["x"] = deadline
+    return item

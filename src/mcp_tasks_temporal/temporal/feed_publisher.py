@@ -24,6 +24,7 @@ from temporalio.contrib.workflow_streams import PublishEntry, PublishInput
 from mcp_tasks_temporal.temporal.feed_contract import (
     STREAM_PUBLISH_SIGNAL,
     TRANSITION_TOPIC,
+    UNKNOWN_DEADLINE,
     task_feed_workflow_id,
     transition_item,
 )
@@ -32,7 +33,9 @@ from mcp_tasks_temporal.temporal.feed_contract import (
 class FeedOutbox:
     """The numbered transitions of one task not yet delivered to its shard."""
 
-    def __init__(self) -> None:
+    def __init__(self, deadline: int | None = UNKNOWN_DEADLINE) -> None:
+        """`deadline` (`createdAt + ttlMs`, `None` without a TTL) goes with each item, for the shard's index."""
+        self._deadline = deadline
         self._workflow_id = workflow.info().workflow_id
         self.feed_workflow_id = task_feed_workflow_id(workflow.info().task_queue, self._workflow_id)
         self._shard = workflow.get_external_workflow_handle(self.feed_workflow_id)
@@ -49,7 +52,7 @@ class FeedOutbox:
         if self.broken:
             return None
         self.seq += 1
-        self._queued.append(transition_item(self._workflow_id, self.seq, fields))
+        self._queued.append(transition_item(self._workflow_id, self.seq, fields, deadline=self._deadline))
         if not self._sending:
             self._sending = True
             asyncio.create_task(self._send())

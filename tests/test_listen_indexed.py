@@ -1,0 +1,201 @@
+"""A feed front acknowledges a listen from its shards' indexes of open tasks, and loses nothing after the ack.
+
+Each shard indexes the open tasks that publish to it (workflow ID -> last feed number, status, deadline),
+from their transitions; a listen's ack takes the caller's tasks the indexes hold at once, and reads the
+rest as before (visibility, then `describe`). The first views of the indexed tasks are read after the ack.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, cast
+
+import anyio
+import httpx
+import pytest
+from mcp_types import INTERNAL_ERROR
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
+from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
+
+from mcp_tasks_temporal.front.feed_watch import FeedWatchHub
+from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
+from mcp_tasks_temporal.front.listen import TaskListen
+from mcp_tasks_temporal.temporal.contract import Memo
+from mcp_tasks_temporal.temporal.feed_contract import FEED_SHARDS, feed_workflow_id
+from mcp_tasks_temporal.temporal.ids import new_task_id, workflow_id
+from tests.conftest import Stack
+from tests.test_listen_batched import ALICE, BOB, answer_one, feed_worker, parked, without_envelope
+from tests.test_push import http_listen, listen_message
+from tests.test_push_feed import EVERY_TRANSITION, Listener, answer_all, feed_stack, park
+from tests.wire import HttpMcp, TaskCalls
+
+pytestmark = pytest.mark.anyio
+
+
+async def until_indexed(gateway: TemporalTaskGateway, task_ids: list[str], principal: str | None) -> None:
+    with anyio.fail_after(30):
+        while set(await gateway.observe_indexed(task_ids, principal)) != set(task_ids):
+            await anyio.sleep(0.05)
+
+
+async def test_the_index_holds_each_callers_open_tasks_and_an_ack_takes_them_from_it(
+    stack: Stack, workdir: Path, temporal: str, temporal_client: Client
+) -> None:
+    async with feed_worker(workdir, temporal, temporal_client) as feed:
+        gateway = feed.gateway
+        alices = [await parked(gateway, ALICE) for _ in range(3)]
+        bobs = await parked(gateway, BOB)
+        await until_indexed(gateway, alices, ALICE)
+        await until_indexed(gateway, [bobs], BOB)
+        asked = [new_task_id(), *alices, bobs, "not-a-task-id", 'x" OR WorkflowId STARTS_WITH "mcp-task']
+        # The workflow ID names the principal: another's task is as unknown to the index as a made-up one.
+        assert sorted(await gateway.observe_indexed(asked, ALICE)) == sorted(alices)
+        assert await gateway.observe_indexed(asked, BOB) == [bobs]
+        assert await gateway.observe_indexed(asked, None) == []
+        for task_id in alices:
+            memo = (await gateway.observe(task_id, ALICE)).memo
+            entry = (await gateway.indexed([workflow_id(task_id, ALICE)]))[workflow_id(task_id, ALICE)]
+            assert entry == (memo[Memo.FEED_SEQ], "input_required", memo[Memo.CREATED_AT] + memo[Memo.TTL_MS])
+
+        closed = alices[0]
+        await answer_one(gateway, closed, ALICE)
+        memo = (await gateway.observe(closed, ALICE)).memo
+        key = next(iter(memo[Memo.INPUT_REQUESTS]))
+        await gateway.update(closed, ALICE, {key: {"action": "accept", "content": {"size": "XL"}}})
+        with anyio.fail_after(30):
+            while closed in await gateway.observe_indexed([closed], ALICE):
+                await anyio.sleep(0.05)  # its terminal transition took it out
+
+        hub = FeedWatchHub(gateway)
+        listen = TaskListen(cast("Any", None), gateway, hub)
+        async with hub.running():
+            honored = await listen._honored(asked, ALICE)  # pyright: ignore[reportPrivateUsage]
+            assert list(honored) == alices, "the caller's own tasks, in request order, nothing else"
+            # Open and indexed: honored at once, read after the ack; closed: read now, as before the index.
+            assert [honored[t] is None for t in alices] == [False, True, True]
+            first = honored[closed]
+            assert first is not None and not first.running
+            assert await listen._honored(asked, BOB) == {bobs: None}  # pyright: ignore[reportPrivateUsage]
+            assert await listen._honored(asked, None) == {}  # pyright: ignore[reportPrivateUsage]
+
+
+async def test_a_listen_acks_new_open_and_closed_tasks_and_every_later_transition_arrives_in_order(
+    stack_factory: Callable[[], Stack],
+    monkeypatch: pytest.MonkeyPatch,
+    temporal_client: Client,
+    http: httpx.AsyncClient,
+) -> None:
+    stack, _ = await feed_stack(stack_factory, monkeypatch, temporal_client, continue_after=10_000)
+    gateway = TemporalTaskGateway(temporal_client, task_queue=stack.task_queue)
+    mcp = TaskCalls(HttpMcp(stack.url, http))
+    ids = await park(mcp, 8)
+    closed = ids.pop()
+    await answer_all(mcp, [closed])
+    await mcp.wait_for(closed, ["completed"])
+    await until_indexed(gateway, ids, None)
+    fresh = (await mcp.start("pick_variant", capabilities={"elicitation": {}}))["taskId"]  # maybe not indexed yet
+    watched = [*ids, closed, fresh]
+    listener = Listener()  # asserts the ack names every one of them
+    async with anyio.create_task_group() as group:
+        group.start_soon(listener.run, stack.url, http, watched)
+        await listener.until(lambda: len(listener.seen) == len(watched))
+        for task_id in [*ids, closed]:
+            # Nothing changed since the listen: the first view is what `tasks/get` says.
+            assert without_envelope(listener.seen[task_id][0]) == without_envelope((await mcp.get(task_id)).result)
+        await listener.until(lambda: listener.statuses(fresh)[-1:] == [("input_required", 2)])
+        await answer_all(mcp, [*ids, fresh])
+        await listener.until(lambda: all(listener.statuses(t)[-1:] == [("completed", 0)] for t in [*ids, fresh]))
+        group.cancel_scope.cancel()
+    assert {t: listener.statuses(t) for t in ids} == dict.fromkeys(ids, EVERY_TRANSITION)
+    assert listener.statuses(fresh) in (EVERY_TRANSITION, [("working", 0), *EVERY_TRANSITION])
+    assert listener.statuses(closed) == [("completed", 0)]
+    completed = listener.seen[closed][0]
+    assert completed["status"] == "completed" and completed.get("result"), completed
+
+    # Unknown and malformed IDs are left out, as without the index.
+    async with http_listen(stack.url, http, listen_message([new_task_id(), *ids[:2], "not-a-task-id"])) as frames:
+        ack = await anext(frames)
+        assert ack["params"]["notifications"]["taskIds"] == ids[:2]
+
+
+async def test_the_index_survives_the_shards_continue_as_new(
+    stack_factory: Callable[[], Stack],
+    monkeypatch: pytest.MonkeyPatch,
+    temporal_client: Client,
+    http: httpx.AsyncClient,
+) -> None:
+    stack, _ = await feed_stack(stack_factory, monkeypatch, temporal_client, continue_after=12)
+    gateway = TemporalTaskGateway(temporal_client, task_queue=stack.task_queue)
+    mcp = TaskCalls(HttpMcp(stack.url, http))
+    early = await park(mcp, 16)
+    await until_indexed(gateway, early, None)
+    entries = await gateway.indexed([workflow_id(t, None) for t in early])
+
+    async def runs() -> list[str]:
+        handles = [
+            temporal_client.get_workflow_handle(feed_workflow_id(stack.task_queue, s)) for s in range(FEED_SHARDS)
+        ]
+        return [(await handle.describe()).run_id for handle in handles]
+
+    before = await runs()
+    late = await park(mcp, 16)  # more transitions: most shards continue as new again
+    await until_indexed(gateway, late, None)
+    after = await runs()
+    assert sum(a != b for a, b in zip(before, after, strict=True)) >= FEED_SHARDS // 2, "the shards continued as new"
+    assert await gateway.indexed([workflow_id(t, None) for t in early]) == entries, "carried to the new runs"
+
+    listener = Listener()
+    async with anyio.create_task_group() as group:
+        group.start_soon(listener.run, stack.url, http, [*early, *late])
+        await listener.until(lambda: len(listener.seen) == len(early) + len(late))
+        await answer_all(mcp, early)
+        await listener.until(lambda: all(listener.statuses(t)[-1:] == [("completed", 0)] for t in early))
+        group.cancel_scope.cancel()
+    assert {t: listener.statuses(t) for t in early} == dict.fromkeys(early, EVERY_TRANSITION)
+    with anyio.fail_after(30):
+        while await gateway.observe_indexed(early, None):
+            await anyio.sleep(0.05)  # closed: out of the index
+
+
+async def test_an_indexed_task_gone_before_its_first_view_ends_the_listen_with_an_error(
+    stack_factory: Callable[[], Stack],
+    monkeypatch: pytest.MonkeyPatch,
+    temporal_client: Client,
+    http: httpx.AsyncClient,
+) -> None:
+    stack, _ = await feed_stack(stack_factory, monkeypatch, temporal_client, continue_after=10_000)
+    gateway = TemporalTaskGateway(temporal_client, task_queue=stack.task_queue)
+    mcp = TaskCalls(HttpMcp(stack.url, http))
+    kept, gone = await park(mcp, 2)
+    await until_indexed(gateway, [kept, gone], None)
+    # Deleted by an operator: no terminal transition, so the index still holds it.
+    await temporal_client.workflow_service.delete_workflow_execution(
+        DeleteWorkflowExecutionRequest(
+            namespace=temporal_client.namespace,
+            workflow_execution=WorkflowExecution(workflow_id=workflow_id(gone, None)),
+        )
+    )
+    with anyio.fail_after(30):
+        while True:
+            try:
+                await temporal_client.get_workflow_handle(workflow_id(gone, None)).describe()
+            except RPCError as err:
+                if err.status == RPCStatusCode.NOT_FOUND:
+                    break
+                raise
+            await anyio.sleep(0.1)
+    assert await gateway.observe_indexed([gone], None) == [gone]
+    async with http_listen(stack.url, http, listen_message([kept, gone])) as frames:
+        ack = await anext(frames)
+        assert ack["params"]["notifications"]["taskIds"] == [kept, gone]
+        with anyio.fail_after(30):
+            async for frame in frames:
+                if "error" in frame:
+                    assert frame["error"]["code"] == INTERNAL_ERROR
+                    assert frame["error"]["data"]["taskIds"] == [gone]
+                    break
+            else:
+                raise AssertionError("the listen ended without saying which task it lost")
