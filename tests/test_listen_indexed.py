@@ -9,6 +9,7 @@ one that has not changed since is indexed too.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -18,6 +19,7 @@ import httpx
 import pytest
 from mcp_types import INTERNAL_ERROR
 from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import EventType
 from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
@@ -29,6 +31,7 @@ from mcp_tasks_temporal.temporal.contract import Memo
 from mcp_tasks_temporal.temporal.feed_contract import FEED_SHARDS, TRANSITION_TOPIC, feed_workflow_id, transition_item
 from mcp_tasks_temporal.temporal.ids import new_task_id, workflow_id
 from tests.conftest import Stack
+from tests.processes import start_worker
 from tests.test_listen_batched import ALICE, BOB, answer_one, feed_worker, parked, without_envelope
 from tests.test_push import ELICIT, http_listen, listen_message
 from tests.test_push_feed import EVERY_TRANSITION, Listener, answer_all, feed_stack, park
@@ -278,3 +281,39 @@ async def test_a_listen_on_tasks_that_have_not_changed_since_they_started_is_ack
     with anyio.fail_after(30):
         while await gateway.observe_indexed(building, None):
             await anyio.sleep(0.05)  # closed: out of the index
+
+
+async def test_a_task_whose_shard_does_not_exist_stops_publishing_at_its_announcement_and_runs_on(
+    stack: Stack, workdir: Path, temporal: str, temporal_client: Client
+) -> None:
+    queue = f"no-shards-{uuid.uuid4()}"
+    worker = start_worker(workdir, temporal, queue)
+    try:
+        gateway = TemporalTaskGateway(temporal_client, task_queue=queue)
+        gateway.feed_tasks = True  # its tasks publish, but no shard was started
+        task_id = await parked(gateway, None)
+        keys = sorted((await gateway.observe(task_id, None)).memo[Memo.INPUT_REQUESTS], key=lambda k: "size" in k)
+        await gateway.update(task_id, None, {keys[0]: {"action": "accept", "content": {"color": "red"}}})
+        await gateway.update(task_id, None, {keys[1]: {"action": "accept", "content": {"size": "XL"}}})
+        handle = temporal_client.get_workflow_handle(workflow_id(task_id, None))
+        with anyio.fail_after(60):
+            outcome = await handle.result()
+        assert outcome.get("content") and not outcome.get("isError"), outcome
+        memo = (await gateway.observe(task_id, None)).memo
+        assert memo[Memo.STATUS] == "completed" and memo.get(Memo.FEED_SEQ) is None, "followed by its history"
+        signals = [
+            event.event_type
+            async for event in handle.fetch_history_events()
+            if event.event_type
+            in (
+                EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED,
+                EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_FAILED,
+            )
+        ]
+        # The announcement was refused, and nothing was sent after it.
+        assert signals == [
+            EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED,
+            EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_FAILED,
+        ]
+    finally:
+        worker.kill()
