@@ -274,6 +274,15 @@ async def approve_step(gate: str) -> str:
     return "approved" if answer.get("action") == "accept" and content.get("approve") else "declined"
 
 
+@tasks.tool(policy="optional")
+@app.tool()
+async def build_then_approve(gate: str) -> str:
+    """A long build that reports nothing until `gate/built` exists, then asks whether to ship."""
+    await _wait_for(Path(gate) / "built")
+    answer = await request_input("ship", _approval("Ship the build?"))
+    return str(answer.get("action"))
+
+
 @tasks.tool(policy="required")
 @app.tool()
 async def ask_one_midway() -> str:

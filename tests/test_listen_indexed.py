@@ -3,10 +3,13 @@
 Each shard indexes the open tasks that publish to it (workflow ID -> last feed number, status, deadline),
 from their transitions; a listen's ack takes the caller's tasks the indexes hold at once, and reads the
 rest as before (visibility, then `describe`). The first views of the indexed tasks are read after the ack.
+A feed task announces itself to its shard when it starts (an item numbered 0, which no front applies), so
+one that has not changed since is indexed too.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -16,19 +19,21 @@ import httpx
 import pytest
 from mcp_types import INTERNAL_ERROR
 from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import EventType
 from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from mcp_tasks_temporal.front.feed_watch import FeedWatchHub
+from mcp_tasks_temporal.front.feed_watch import FeedWatchHub, _Watcher  # pyright: ignore[reportPrivateUsage]
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
 from mcp_tasks_temporal.front.listen import TaskListen
 from mcp_tasks_temporal.temporal.contract import Memo
-from mcp_tasks_temporal.temporal.feed_contract import FEED_SHARDS, feed_workflow_id
+from mcp_tasks_temporal.temporal.feed_contract import FEED_SHARDS, TRANSITION_TOPIC, feed_workflow_id, transition_item
 from mcp_tasks_temporal.temporal.ids import new_task_id, workflow_id
 from tests.conftest import Stack
+from tests.processes import start_worker
 from tests.test_listen_batched import ALICE, BOB, answer_one, feed_worker, parked, without_envelope
-from tests.test_push import http_listen, listen_message
+from tests.test_push import ELICIT, http_listen, listen_message
 from tests.test_push_feed import EVERY_TRANSITION, Listener, answer_all, feed_stack, park
 from tests.wire import HttpMcp, TaskCalls
 
@@ -199,3 +204,116 @@ async def test_an_indexed_task_gone_before_its_first_view_ends_the_listen_with_a
                     break
             else:
                 raise AssertionError("the listen ended without saying which task it lost")
+
+
+async def test_a_watcher_applies_nothing_of_a_tasks_announcement_and_sees_no_gap_in_it() -> None:
+    hub = FeedWatchHub(cast("Any", None))  # `_apply` reads no task for an item it applies
+    key = workflow_id(new_task_id(), None)
+    memo = {Memo.STATUS: "working", Memo.CREATED_AT: 1_000, Memo.LAST_UPDATED_AT: 1_000, Memo.FEED_SEQ: 0}
+    watcher = _Watcher(key, memo, 0)
+    watcher.ready = True
+    views: list[dict[str, Any]] = []
+    watcher.listeners.add(views.append)
+    # Even one whose fields differ from the memo read (it never does): number 0 is the state so far.
+    announced = transition_item(key, 0, {Memo.STATUS: "working", Memo.LAST_UPDATED_AT: 2_000}, deadline=None)
+    hub._apply(watcher, TRANSITION_TOPIC, announced)  # pyright: ignore[reportPrivateUsage]
+    assert (views, watcher.seq, watcher.ready) == ([], 0, True), "not applied, and no gap to re-read over"
+    asked: dict[str, Any] = {
+        Memo.STATUS: "input_required",
+        Memo.LAST_UPDATED_AT: 3_000,
+        Memo.INPUT_REQUESTS: {"ship": {}},
+    }
+    hub._apply(watcher, TRANSITION_TOPIC, transition_item(key, 1, asked, deadline=None))  # pyright: ignore[reportPrivateUsage]
+    hub._apply(watcher, TRANSITION_TOPIC, announced)  # pyright: ignore[reportPrivateUsage]
+    assert [(v["status"], v["lastUpdatedAt"]) for v in views] == [("input_required", "1970-01-01T00:00:03.000Z")]
+    assert watcher.seq == 1
+
+
+BUILD_STEPS = [("working", 0), ("input_required", 1), ("working", 0), ("completed", 0)]
+"""A `build_then_approve` task followed from its start: the build, the question, the answer, the end."""
+
+
+async def test_a_listen_on_tasks_that_have_not_changed_since_they_started_is_acked_from_the_index(
+    stack_factory: Callable[[], Stack],
+    monkeypatch: pytest.MonkeyPatch,
+    temporal_client: Client,
+    http: httpx.AsyncClient,
+    gate: Path,
+) -> None:
+    stack, _ = await feed_stack(stack_factory, monkeypatch, temporal_client, continue_after=10_000)
+    gateway = TemporalTaskGateway(temporal_client, task_queue=stack.task_queue)
+    mcp = TaskCalls(HttpMcp(stack.url, http))
+    building = [
+        (await mcp.start("build_then_approve", {"gate": str(gate)}, capabilities=ELICIT))["taskId"] for _ in range(6)
+    ]
+    # Announced at the start: indexed while still working, before any transition.
+    await until_indexed(gateway, building, None)
+    for task_id in building:
+        memo = (await gateway.observe(task_id, None)).memo
+        assert (memo[Memo.STATUS], memo[Memo.FEED_SEQ]) == ("working", 0), "no transition yet"
+        entry = (await gateway.indexed([workflow_id(task_id, None)]))[workflow_id(task_id, None)]
+        assert entry == (0, "working", memo[Memo.CREATED_AT] + memo[Memo.TTL_MS])
+
+    hub = FeedWatchHub(gateway)
+    listen = TaskListen(cast("Any", None), gateway, hub)
+    async with hub.running():
+        # Honored from the indexes (no read before the ack), as a task that has changed is.
+        assert await listen._honored(building, None) == dict.fromkeys(building)  # pyright: ignore[reportPrivateUsage]
+
+    listener = Listener()  # asserts the ack names every one of them
+    async with anyio.create_task_group() as group:
+        group.start_soon(listener.run, stack.url, http, building)
+        await listener.until(lambda: len(listener.seen) == len(building))
+        for task_id in building:
+            assert without_envelope(listener.seen[task_id][0]) == without_envelope((await mcp.get(task_id)).result)
+        (gate / "built").write_text("1")
+        await listener.until(lambda: all(listener.statuses(t)[-1:] == [("input_required", 1)] for t in building))
+        for task_id in building:
+            await mcp.update(task_id, {"ship": {"action": "accept", "content": {"approve": True}}})
+        await listener.until(lambda: all(listener.statuses(t)[-1:] == [("completed", 0)] for t in building))
+        group.cancel_scope.cancel()
+    for task_id in building:
+        notes = listener.seen[task_id]
+        assert listener.statuses(task_id) == BUILD_STEPS
+        # One `working` before the question: the announcement made no notification of its own.
+        assert [n["status"] for n in notes] == [s for s, _ in BUILD_STEPS], notes
+        assert notes[-1].get("result"), notes[-1]
+    with anyio.fail_after(30):
+        while await gateway.observe_indexed(building, None):
+            await anyio.sleep(0.05)  # closed: out of the index
+
+
+async def test_a_task_whose_shard_does_not_exist_stops_publishing_at_its_announcement_and_runs_on(
+    stack: Stack, workdir: Path, temporal: str, temporal_client: Client
+) -> None:
+    queue = f"no-shards-{uuid.uuid4()}"
+    worker = start_worker(workdir, temporal, queue)
+    try:
+        gateway = TemporalTaskGateway(temporal_client, task_queue=queue)
+        gateway.feed_tasks = True  # its tasks publish, but no shard was started
+        task_id = await parked(gateway, None)
+        keys = sorted((await gateway.observe(task_id, None)).memo[Memo.INPUT_REQUESTS], key=lambda k: "size" in k)
+        await gateway.update(task_id, None, {keys[0]: {"action": "accept", "content": {"color": "red"}}})
+        await gateway.update(task_id, None, {keys[1]: {"action": "accept", "content": {"size": "XL"}}})
+        handle = temporal_client.get_workflow_handle(workflow_id(task_id, None))
+        with anyio.fail_after(60):
+            outcome = await handle.result()
+        assert outcome.get("content") and not outcome.get("isError"), outcome
+        memo = (await gateway.observe(task_id, None)).memo
+        assert memo[Memo.STATUS] == "completed" and memo.get(Memo.FEED_SEQ) is None, "followed by its history"
+        signals = [
+            event.event_type
+            async for event in handle.fetch_history_events()
+            if event.event_type
+            in (
+                EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED,
+                EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_FAILED,
+            )
+        ]
+        # The announcement was refused, and nothing was sent after it.
+        assert signals == [
+            EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED,
+            EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_FAILED,
+        ]
+    finally:
+        worker.kill()

@@ -7,9 +7,10 @@ large, carrying those items, so a front's offset stays valid across the chain.
 
 It also keeps an index of the open tasks that publish to it, for a listen's
 acknowledgement (`INDEX_QUERY`): workflow ID -> last feed number, status and
-deadline, taken from each transition as it is published; a terminal transition
-removes the task. Built from the signals alone, it adds no command; it goes
-to the next run with the stream, at most `index_max_tasks` entries.
+deadline, taken from each transition as it is published (and from the item 0 a
+task announces itself with at its start); a terminal transition removes the
+task. Built from the signals alone, it adds no command; it goes to the next
+run with the stream, at most `index_max_tasks` entries.
 """
 
 from __future__ import annotations

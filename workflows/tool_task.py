@@ -50,6 +50,7 @@ TOOL_KEYS_PATCH = "client-sees-the-tools-input-keys"
 CANCEL_REASON_PATCH = "tool-task-cancel-reason-as-status"
 FEED_PATCH = "publish-transitions-to-the-task-feed"
 FEED_DEADLINE_PATCH = "feed-transitions-carry-the-deadline"
+FEED_ANNOUNCE_PATCH = "announce-tasks-to-the-task-feed"
 
 _TOOL_WAIT_MAX_S = 60.0
 
@@ -89,6 +90,10 @@ class ToolTaskWorkflow:
             else:
                 self._feed = FeedOutbox()
             workflow.upsert_memo({Memo.FEED_SEQ: 0})
+            if workflow.patched(FEED_ANNOUNCE_PATCH):
+                # The shard indexes the task now, not at its first transition: a listen on a task that has
+                # not changed yet is acknowledged from the index. Number 0 notifies no front.
+                self._feed.announce(self._fields())
         try:
             return await self._run(task)
         finally:
@@ -274,16 +279,20 @@ class ToolTaskWorkflow:
     def _publish(self) -> None:
         """Mirror the state into the memo so reads never need a worker, and into `McpStatus` for visibility."""
         upsert_status(self._status)
-        fields: dict[str, Any] = {
+        fields = self._fields()
+        if self._feed is not None:
+            fields[Memo.FEED_SEQ] = self._feed.post(dict(fields))
+        workflow.upsert_memo(fields)
+
+    def _fields(self) -> dict[str, Any]:
+        """The task's state as its memo and its feed items carry it."""
+        return {
             Memo.STATUS: self._status,
             Memo.STATUS_MESSAGE: self._status_message,
             Memo.LAST_UPDATED_AT: self._last_updated_ms,
             Memo.INPUT_REQUESTS: self._input_requests or None,
             Memo.ERROR: self._error,
         }
-        if self._feed is not None:
-            fields[Memo.FEED_SEQ] = self._feed.post(dict(fields))
-        workflow.upsert_memo(fields)
 
 
 def _no_worker_has_tool(err: ActivityError) -> bool:

@@ -147,8 +147,9 @@ PATHS: dict[str, tuple[str, int | None, Drive]] = {
     "feed_input_rounds": ("multi_round", 60_000, lambda h: _answer_each_round(h, 2)),
     "feed_cancel": ("hang", 60_000, _cancel_while_running),
     "feed_rounds_with_deadline": ("multi_round", 60_000, lambda h: _answer_each_round(h, 2)),
+    "feed_announced_rounds": ("multi_round", 60_000, lambda h: _answer_each_round(h, 2)),
 }
-FEED_PATHS = frozenset({"feed_input_rounds", "feed_cancel", "feed_rounds_with_deadline"})
+FEED_PATHS = frozenset({"feed_input_rounds", "feed_cancel", "feed_rounds_with_deadline", "feed_announced_rounds"})
 """Paths of a task that publishes its transitions to the task feed (a front in feed mode started it)."""
 
 

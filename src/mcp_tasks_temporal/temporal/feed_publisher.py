@@ -7,6 +7,11 @@ transitions in the order they happened (two signals in flight could overtake
 each other). The run waits for the queue to drain before it closes: a signal a
 closed run still owed would never be delivered.
 
+A task may first announce itself (`announce`): an item numbered 0 with its
+starting state, sent ahead of every transition, so the shard's index of open
+tasks holds it before it changes. Fronts' watchers apply only items numbered
+above the memo's `feedSeq` (0 from the start), so item 0 notifies no one.
+
 A feed shard that does not exist (no front in feed mode started it) fails the
 signal at once; the task then stops publishing, and fronts follow it through
 its history instead (its memo keeps the last number it published, or none).
@@ -52,11 +57,23 @@ class FeedOutbox:
         if self.broken:
             return None
         self.seq += 1
-        self._queued.append(transition_item(self._workflow_id, self.seq, fields, deadline=self._deadline))
+        self._queue(transition_item(self._workflow_id, self.seq, fields, deadline=self._deadline))
+        return self.seq
+
+    def announce(self, fields: dict[str, Any]) -> None:
+        """Queue the task's starting state as item 0, ahead of its first transition: the shard indexes it.
+
+        Number 0 is what the memo says at the start, so a front following the task applies nothing of it.
+        """
+        if self.broken:
+            return
+        self._queue(transition_item(self._workflow_id, 0, fields, deadline=self._deadline))
+
+    def _queue(self, item: dict[str, Any]) -> None:
+        self._queued.append(item)
         if not self._sending:
             self._sending = True
             asyncio.create_task(self._send())
-        return self.seq
 
     async def drained(self) -> None:
         await workflow.wait_condition(lambda: not self._sending)
