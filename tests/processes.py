@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -28,10 +29,30 @@ FORK_SERVER: ForkServer | None = None
 """Where `python -m mcp_tasks_temporal` children come from when set (tests/forkserver.py): the session's."""
 
 
+_PORTS_FROM, _PORTS_TO = 20_000, 32_000
+"""Below Linux's ephemeral range (32768-60999), where a port asked of the kernel is also one that any
+outgoing connection may take before the child that was handed it binds it."""
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A port free now and never handed out before by this process; each xdist worker draws from its own range."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    slices = 8
+    width = (_PORTS_TO - _PORTS_FROM) // slices
+    start = _PORTS_FROM + (int(worker) % slices if worker.isdigit() else 0) * width
+    for _ in range(200):
+        port = random.randrange(start, start + width)
+        if port in _handed_out:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
+    raise RuntimeError(f"no free port in {start}-{start + width}")
 
 
 def child_env() -> dict[str, str]:

@@ -90,7 +90,15 @@ async def start_task(side: Side, statuses: list[str] = []) -> tuple[WorkflowHand
     )
     handler = side.client.get_workflow_handle(handler_id)
     await until(lambda: running(handler), what="the handler workflow to run")
+    # The handler's workflow runs a little before the caller records the start; a cancel in between
+    # finds an operation that has not started, which Temporal cancels without its handler.
+    await until(lambda: operation_started(task), what="the task to record its operation's start")
     return task, handler
+
+
+async def operation_started(task: WorkflowHandle[Any, Any]) -> bool:
+    events = [event.event_type async for event in task.fetch_history_events()]
+    return EventType.EVENT_TYPE_NEXUS_OPERATION_STARTED in events
 
 
 async def running(handle: WorkflowHandle[Any, Any]) -> bool:

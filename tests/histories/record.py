@@ -58,7 +58,7 @@ from mcp_tasks_temporal.temporal.worker import WORKFLOWS
 from mcp_tasks_temporal.temporal.workflows.task_feed import TaskFeedWorkflow
 
 HERE = Path(__file__).parent
-STEP_BOUND_S = 90
+STEP_BOUND_S = 120
 """Bounds each wait of a recording, generous: on a loaded 2-core machine a workflow task can take seconds."""
 ENVELOPE: dict[str, Any] = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -179,7 +179,7 @@ async def record(client: Client, name: str, task_queue: str) -> WorkflowHistory:
         search_attributes=start_attributes(tool=tool, owner=task.owner or ""),
     )
     await drive(handle)
-    with anyio.fail_after(60):
+    with anyio.fail_after(STEP_BOUND_S):
         while (await handle.describe()).close_time is None:
             await anyio.sleep(0.05)
     return await handle.fetch_history()
@@ -219,7 +219,7 @@ async def record_shard(client: Client, task_queue: str) -> WorkflowHistory:
     await shard.signal(STREAM_PUBLISH_SIGNAL, PublishInput(items=[entry(opened), entry(closed)]))
     await publish(1)
     seen = 0
-    with anyio.fail_after(60):
+    with anyio.fail_after(STEP_BOUND_S):
         async for item in stream.subscribe(from_offset=0, poll_cooldown=timedelta(0)):
             seen = item.offset + 1
             if (await shard.describe()).run_id != first_run:
