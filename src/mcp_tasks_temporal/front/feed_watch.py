@@ -31,7 +31,7 @@ the result, is read: one long poll for that event, from the item on.
 
 A watcher is kept small, since a front may hold tens of thousands: its
 memo and last published view as JSON bytes, no task or queue of its own while
-nothing happens, and the recent items as their undecoded payloads.
+nothing happens, and the recent items as their serialized payloads.
 """
 
 from __future__ import annotations
@@ -43,20 +43,17 @@ from collections import deque
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import Any, Final, cast
 
 import anyio
 from anyio.abc import TaskGroup
 
 from mcp_tasks_temporal.front.backoff import Backoff, GaveUpError
 from mcp_tasks_temporal.front.gateway import Snapshot, TemporalCallFailed, TemporalTaskGateway, task_view
-from mcp_tasks_temporal.front.task_watch import CLOSE_STATUS, Listener, Lost, TaskWatchHub, attach
+from mcp_tasks_temporal.front.task_watch import CLOSE_STATUS, Listener, Lost, TaskWatchHub, attach, tell_lost
 from mcp_tasks_temporal.temporal.contract import TERMINAL_STATUSES, Memo
 from mcp_tasks_temporal.temporal.feed_contract import FEED_SHARDS, STATUS_TOPIC, TRANSITION_TOPIC, feed_shard
 from mcp_tasks_temporal.temporal.ids import workflow_id
-
-if TYPE_CHECKING:
-    from temporalio.api.common.v1 import Payload
 
 logger = logging.getLogger(__name__)
 
@@ -73,32 +70,38 @@ def _pack(value: dict[str, Any]) -> bytes:
 
 
 class _Watcher:
-    """One followed task: its memo and last view packed, a few words besides."""
+    """One followed task: its memo packed, and its last view only while no memo and status line rebuild it.
+
+    Most of the time the view last published is the view of the memo and status line as they are
+    (`shown`): it is rebuilt when asked for, not kept as a second copy. Before either changes without
+    being published (a closing transition, a re-read), the view is packed and kept (`_last`).
+    """
 
     __slots__ = (
+        "_heartbeat",
         "_last",
         "_memo",
+        "_shown",
         "closing",
-        "heartbeat",
         "key",
-        "listeners",
-        "on_lost",
         "pending",
         "ready",
         "seq",
+        "subscribers",
     )
 
     def __init__(self, key: str, memo: dict[str, Any], seq: int) -> None:
         self.key = key
         self._memo = _pack(memo)
         self.seq = seq
-        self.listeners: set[Listener] = set()
-        self.on_lost: dict[Listener, Lost] = {}
-        self.heartbeat: tuple[str, int] | None = None
+        self.subscribers: dict[Listener, Lost | None] = {}
+        self._heartbeat: tuple[str, int] | None = None
         self._last: bytes | None = None
+        self._shown = False
+        """The view published last is `_view()` of the memo and status line as they are; `_last` is then None."""
         self.ready = False
         """False until the first view is published; items meanwhile wait in `pending`."""
-        self.pending: list[tuple[str, Payload]] | None = None
+        self.pending: list[tuple[str, bytes]] | None = None
         self.closing = False
 
     @property
@@ -112,27 +115,60 @@ class _Watcher:
 
     def update_memo(self, fields: dict[str, Any]) -> dict[str, Any]:
         memo = json.loads(self._memo)
+        self._keep_last(memo)
         memo.update(fields)
         self._memo = _pack(memo)
         return memo
 
     @property
+    def heartbeat(self) -> tuple[str, int] | None:
+        """The running tool's newest status line (message, at_ms) when it is newer than the memo's."""
+        return self._heartbeat
+
+    @heartbeat.setter
+    def heartbeat(self, value: tuple[str, int] | None) -> None:
+        if value != self._heartbeat:
+            self._keep_last(self.memo)
+            self._heartbeat = value
+
+    def _view(self, memo: dict[str, Any]) -> dict[str, Any]:
+        return task_view(self.task_id, memo, None, heartbeat=self._heartbeat)
+
+    def _keep_last(self, memo: dict[str, Any]) -> None:
+        """The memo (as given) or the status line is about to change: pack the view they made, if it was shown."""
+        if self._shown:
+            self._last = _pack(self._view(memo))
+            self._shown = False
+
+    @property
     def last(self) -> dict[str, Any] | None:
+        if self._shown:
+            return self._view(self.memo)
         return json.loads(self._last) if self._last is not None else None
 
-    def publish(self, task: dict[str, Any]) -> None:
-        packed = _pack(task)
-        if packed == self._last:
+    def show(self, memo: dict[str, Any]) -> None:
+        """Publish the task as its memo (`memo`, as stored) and status line say, unless that is what it showed."""
+        if self._shown:
+            return  # neither changed since it was published
+        task = self._view(memo)
+        last, self._last, self._shown = self._last, None, True
+        if last is not None and _pack(task) == last:
             return
-        self._last = packed
-        for listener in list(self.listeners):
+        for listener in list(self.subscribers):
+            listener(task)
+
+    def publish(self, task: dict[str, Any]) -> None:
+        """Publish a view the memo and status line do not make (the task closed), unless that is what it showed."""
+        packed = _pack(task)
+        shown = _pack(self._view(self.memo)) if self._shown else self._last
+        if packed == shown:
+            return
+        self._last, self._shown = packed, False
+        for listener in list(self.subscribers):
             listener(task)
 
     def lose(self, reason: str) -> None:
-        for listener in list(self.listeners):
-            lost = self.on_lost.get(listener)
-            if lost is not None:
-                lost(reason)
+        tell_lost(self.subscribers, self.task_id, reason)
 
 
 class FeedWatchHub(TaskWatchHub):
@@ -142,13 +178,14 @@ class FeedWatchHub(TaskWatchHub):
         super().__init__(gateway, give_up_after_s=give_up_after_s)
         self._feed_retry = {"initial_s": 1.0, "cap_s": 30.0, "give_up_after_s": give_up_after_s}
         self._feed_watchers: dict[str, _Watcher] = {}
-        self._recent: dict[str, list[tuple[str, Payload]]] = {}
+        self._recent: dict[str, list[tuple[str, bytes]]] = {}
         """The items of the last `RECENT_S` by task; `_arrivals` says when each came, oldest first."""
         self._arrivals: deque[tuple[float, str]] = deque()
         self._feed_group: TaskGroup | None = None
         self._reads = anyio.CapacityLimiter(READS_AT_ONCE)
         self._following: set[int] = set()
         """Shards a worker has answered for: their tasks are followed on the feed, the others' by history."""
+        self._feed_left = self._stop_following_feed  # one bound method for every subscription
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[None]:
@@ -198,13 +235,11 @@ class FeedWatchHub(TaskWatchHub):
                 self._feed_group.start_soon(self._first_view, watcher, seen)
             else:
                 self._show(watcher, memo, None)
-        followed = watcher
+        return attach(watcher, listener, on_lost, self._gateway.metrics, when_left=self._feed_left)
 
-        def stop_following() -> None:
-            if self._feed_watchers.get(key) is followed:
-                del self._feed_watchers[key]
-
-        return attach(watcher, listener, on_lost, self._gateway.metrics, when_left=stop_following)
+    def _stop_following_feed(self, watcher: _Watcher) -> None:
+        if self._feed_watchers.get(watcher.key) is watcher:
+            del self._feed_watchers[watcher.key]
 
     async def _first_view(self, watcher: _Watcher, seen: Snapshot) -> None:
         try:
@@ -218,11 +253,11 @@ class FeedWatchHub(TaskWatchHub):
     def _show(self, watcher: _Watcher, memo: dict[str, Any], heartbeat: tuple[str, int] | None) -> None:
         """Publish the task as first read, then what came for it meanwhile."""
         watcher.heartbeat = heartbeat
-        watcher.publish(task_view(watcher.task_id, memo, None, heartbeat=heartbeat))
+        watcher.show(memo)
         watcher.ready = True
         pending, watcher.pending = watcher.pending, None
-        for topic, payload in pending or ():
-            self._apply(watcher, topic, self._gateway.feed_value(payload))
+        for topic, packed in pending or ():
+            self._apply(watcher, topic, self._gateway.feed_value(packed))
 
     # -- the shards ----------------------------------------------------------------------------------
 
@@ -253,7 +288,7 @@ class FeedWatchHub(TaskWatchHub):
                         logger.warning("task feed shard %d skipped %d items; re-reading its tasks", shard, skipped)
                         self._resync_shard(shard)
                     offset = item.offset + 1
-                    self._take(item.topic, item.payload)
+                    self._take(item.topic, item.packed)
             except TemporalCallFailed as err:
                 try:
                     await backoff.failed(str(err))
@@ -265,28 +300,28 @@ class FeedWatchHub(TaskWatchHub):
             # The stream ended: the shard was closed by hand. Start it again and go on from where it was.
             await self._gateway.start_feed_shards()
 
-    def _take(self, topic: str, payload: Payload) -> None:
-        data = self._gateway.feed_value(payload)
+    def _take(self, topic: str, packed: bytes) -> None:
+        data = self._gateway.feed_value(packed)
         if not isinstance(data, dict):
             return
         item = cast("dict[str, Any]", data)
         key = item.get("w")
         if not isinstance(key, str):
             return
-        self._remember(key, topic, payload)
+        self._remember(key, topic, packed)
         watcher = self._feed_watchers.get(key)
         if watcher is None:
             return
         if not watcher.ready:
             if watcher.pending is None:
                 watcher.pending = []
-            watcher.pending.append((topic, payload))
+            watcher.pending.append((topic, packed))
             return
         self._apply(watcher, topic, item)
 
-    def _remember(self, key: str, topic: str, payload: Payload) -> None:
+    def _remember(self, key: str, topic: str, packed: bytes) -> None:
         now = time.monotonic()
-        self._recent.setdefault(key, []).append((topic, payload))
+        self._recent.setdefault(key, []).append((topic, packed))
         self._arrivals.append((now, key))
         while self._arrivals and (self._arrivals[0][0] < now - RECENT_S or len(self._arrivals) > RECENT_MAX):
             _, old = self._arrivals.popleft()
@@ -306,7 +341,7 @@ class FeedWatchHub(TaskWatchHub):
                 at_ms = int(item.get("at_ms") or 0)
                 if at_ms >= int(memo.get(Memo.LAST_UPDATED_AT) or 0):
                     watcher.heartbeat = (item["message"], at_ms)
-                    watcher.publish(task_view(watcher.task_id, memo, None, heartbeat=watcher.heartbeat))
+                    watcher.show(memo)
             return
         if topic != TRANSITION_TOPIC:
             return
@@ -325,7 +360,7 @@ class FeedWatchHub(TaskWatchHub):
             assert self._feed_group is not None
             self._feed_group.start_soon(self._close, watcher)
             return
-        watcher.publish(task_view(watcher.task_id, memo, None, heartbeat=None))
+        watcher.show(memo)
 
     def _resync_shard(self, shard: int) -> None:
         for watcher in list(self._feed_watchers.values()):

@@ -356,7 +356,8 @@ def rpc_reason(err: RPCError) -> str:
 class FeedItem:
     offset: int
     topic: str
-    payload: Payload
+    packed: bytes
+    """The item's payload, serialized: a few hundred bytes, a third of what the decoded message holds."""
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from functools import partial
 from typing import Any, Final, Literal
 
 import anyio
@@ -37,6 +36,7 @@ from pydantic import ValidationError
 from mcp_tasks_temporal.front.errors import TaskExpiredError, TaskNotFoundError
 from mcp_tasks_temporal.front.feed_watch import FeedWatchHub, on_feed
 from mcp_tasks_temporal.front.gateway import Snapshot, TemporalTaskGateway
+from mcp_tasks_temporal.front.heap import release_freed_heap, worth_trimming
 from mcp_tasks_temporal.front.request_capabilities import declares_tasks
 from mcp_tasks_temporal.front.task_watch import TaskWatchHub
 from mcp_tasks_temporal.sdk_compat import server_info_stamp, subscription_bus
@@ -152,7 +152,7 @@ class TaskListen:
             if event_matches(core, uris, event):
                 offer("core", event)
 
-        # One listener for all its tasks: a listen on thousands of tasks holds one closure, not one per task.
+        # One listener and one `on_lost` for all its tasks: a listen on thousands of tasks holds no closure per task.
         def on_task(task: dict[str, Any]) -> None:
             offer("task", task)
 
@@ -181,23 +181,28 @@ class TaskListen:
                     note = TaskNotification(params={**item, "_meta": meta})
                 await ctx.session.send_notification(note, related_request_id=subscription_id)
 
+            async def drain() -> None:
+                while True:
+                    try:
+                        queued = receive.receive_nowait()
+                    except (anyio.WouldBlock, anyio.EndOfStream):
+                        return
+                    await deliver(*queued)
+
             # The tasks after the ack, which thousands of them would hold up: each watcher starts from
             # the read the ack was made from and brings every change since, so nothing is lost either.
             # Their first views go out a batch at a time: thousands queued at once would leave the
             # front's heap that much larger for good.
             for count, task_id in enumerate(list(honored), start=1):
                 seen = honored.pop(task_id)  # the watcher keeps what it needs of the read, no more
-                unsubscribes.append(
-                    self._hub.subscribe(task_id, principal, on_task, seen=seen, on_lost=partial(on_lost, task_id))
-                )
+                unsubscribes.append(self._hub.subscribe(task_id, principal, on_task, seen=seen, on_lost=on_lost))
                 if count % _SUBSCRIBE_BATCH == 0:
-                    while True:
-                        try:
-                            queued = receive.receive_nowait()
-                        except (anyio.WouldBlock, anyio.EndOfStream):
-                            break
-                        await deliver(*queued)
+                    await drain()
                     await anyio.lowlevel.checkpoint()  # other requests meanwhile
+            if worth_trimming(len(unsubscribes)):
+                # What the listen read and queued is freed; glibc would keep those pages mapped for good.
+                await drain()
+                release_freed_heap()
             async with receive:
                 async for kind, item in receive:
                     await deliver(kind, item)
