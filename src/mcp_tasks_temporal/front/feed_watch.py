@@ -49,7 +49,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from mcp_tasks_temporal.front.backoff import Backoff, GaveUpError
-from mcp_tasks_temporal.front.gateway import Snapshot, TemporalCallFailed, TemporalTaskGateway, task_view
+from mcp_tasks_temporal.front.gateway import ListedTask, Snapshot, TemporalCallFailed, TemporalTaskGateway, task_view
 from mcp_tasks_temporal.front.task_watch import CLOSE_STATUS, Listener, Lost, TaskWatchHub, attach, tell_lost
 from mcp_tasks_temporal.temporal.contract import TERMINAL_STATUSES, Memo
 from mcp_tasks_temporal.temporal.feed_contract import FEED_SHARDS, STATUS_TOPIC, TRANSITION_TOPIC, feed_shard
@@ -443,7 +443,7 @@ _VIEWED: Final = frozenset(
 """The memo keys a task's view is built from: a watcher lives as long as its listens, so it keeps no more."""
 
 
-def on_feed(seen: Snapshot | None) -> bool:
+def on_feed(seen: Snapshot | ListedTask | None) -> bool:
     """Whether the task publishes to the feed, as its memo says: only a running one still can."""
     if seen is None or not seen.running:
         return False

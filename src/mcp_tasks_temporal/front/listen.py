@@ -35,7 +35,7 @@ from pydantic import ValidationError
 
 from mcp_tasks_temporal.front.errors import TaskExpiredError, TaskNotFoundError
 from mcp_tasks_temporal.front.feed_watch import FeedWatchHub, on_feed
-from mcp_tasks_temporal.front.gateway import Snapshot, TemporalTaskGateway
+from mcp_tasks_temporal.front.gateway import ListedTask, Snapshot, TemporalTaskGateway
 from mcp_tasks_temporal.front.heap import release_freed_heap, worth_trimming
 from mcp_tasks_temporal.front.request_capabilities import declares_tasks
 from mcp_tasks_temporal.front.task_watch import TaskWatchHub
@@ -85,7 +85,7 @@ class TaskListen:
             raise MCPError(INVALID_REQUEST, "subscriptions/listen requires a request id")
         return await self._serve(ctx, params, task_ids)
 
-    async def _honored(self, task_ids: list[str], principal: str | None) -> dict[str, Snapshot]:
+    async def _honored(self, task_ids: list[str], principal: str | None) -> dict[str, Snapshot | ListedTask]:
         """The requested tasks this caller may see, as just read, in request order.
 
         The rest are left out, indistinguishably. What was read is handed to the watchers,
@@ -93,13 +93,15 @@ class TaskListen:
         feed takes its running tasks as visibility lists them, a few calls for thousands of
         tasks; it catches up what visibility has not caught up yet (front/feed_watch.py).
         Anything not listed so (just created, closed, another's, unknown) is read with
-        `describe`, one by one, as a single `tasks/get` would.
+        `describe`, one by one, as a single `tasks/get` would. A listed task's memo stays packed
+        until its watcher starts (`ListedTask`).
         """
         unique = list(dict.fromkeys(task_ids))
-        honored: dict[str, Snapshot] = {}
+        honored: dict[str, Snapshot | ListedTask] = {}
         if isinstance(self._hub, FeedWatchHub):
             listed = await self._gateway.observe_listed(unique, principal)
             honored.update((task_id, seen) for task_id, seen in listed.items() if on_feed(seen))
+            del listed
         limiter = anyio.CapacityLimiter(32)
 
         async def check(task_id: str) -> None:
@@ -194,7 +196,8 @@ class TaskListen:
             # Their first views go out a batch at a time: thousands queued at once would leave the
             # front's heap that much larger for good.
             for count, task_id in enumerate(list(honored), start=1):
-                seen = honored.pop(task_id)  # the watcher keeps what it needs of the read, no more
+                read = honored.pop(task_id)  # the watcher keeps what it needs of the read, no more
+                seen = read.snapshot() if isinstance(read, ListedTask) else read
                 unsubscribes.append(self._hub.subscribe(task_id, principal, on_task, seen=seen, on_lost=on_lost))
                 if count % _SUBSCRIBE_BATCH == 0:
                     await drain()
