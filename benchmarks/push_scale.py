@@ -14,7 +14,12 @@ tasks (past that the baseline's long polls already fail here). At the largest
 size, N is also spread over three feed fronts. Per front:
 
 - the listen acknowledgement (each listen of up to `LISTEN_SIZE`; and until every snapshot came);
-- front RSS per watched task (after the listens and the idle window, against before them);
+- front RSS per watched task: after the listens and the idle window, against before them. "Before" is after a
+  warm-up listen on `WARMUP_TASKS` other tasks, closed before the measured ones open: what a front's first
+  listen costs once (imports and first uses along the listen's path, its heap trim handing back what the
+  front's start left free) is printed apart, as the fixed cost, and per watched task counted from before it;
+- the marginal RSS per watched task between two sizes: (growth at the larger - growth at the smaller) / the
+  difference in tasks, one front each;
 - idle Temporal RPCs from the front over the idle window, by operation (the dev server's own counters);
 - state change -> notification: M watched tasks answered one at a time (first frame showing it, and `completed`).
 """
@@ -66,6 +71,8 @@ FEED_OPERATIONS: Final = frozenset(
 )
 SAMPLE_TIMEOUT_S: Final = 30.0
 SETTLE_S: Final = 5.0
+WARMUP_TASKS: Final = 300
+"""Tasks of the warm-up listen, on each front before it is measured: at least a large listen (front/heap.py)."""
 
 
 @dataclass
@@ -75,7 +82,13 @@ class ModeResult:
     acks_s: list[float] = field(default_factory=list[float])
     all_snapshots_s: float = 0.0
     rss_kib_per_task: list[float] = field(default_factory=list[float])
-    """One per front."""
+    """One per front, from after the warm-up listen."""
+    rss_growth_mib: list[float] = field(default_factory=list[float])
+    """One per front: its RSS growth with the watched tasks, from after the warm-up listen."""
+    fixed_mib: list[float] = field(default_factory=list[float])
+    """One per front: what the warm-up listen left (the first listen's one-time cost)."""
+    rss_kib_per_task_cold: list[float] = field(default_factory=list[float])
+    """One per front: as `rss_kib_per_task`, but counted from before the warm-up listen."""
     idle_rpc_per_s: float = 0.0
     """Per front."""
     idle_ops: dict[str, float] = field(default_factory=dict[str, float])
@@ -153,10 +166,19 @@ async def until_parked(stack: Stack, task_ids: Sequence[str], timeout_s: float) 
 # --- one mode at one size --------------------------------------------------------------------------
 
 
-async def start_front(stack: Stack, mode: str, name: str) -> tuple[Child, str]:
-    port = free_port()
+@dataclass(frozen=True)
+class Front:
+    child: Child
+    url: str
+    metrics_url: str
+    """Its Prometheus endpoint: `mcp_push_subscribers` says when a closed listen has let go of its tasks."""
+
+
+async def start_front(stack: Stack, mode: str, name: str) -> Front:
+    port, metrics_port = free_port(), free_port()
     common = ["--temporal", stack.temporal_address, "--task-queue", stack.task_queue]
     common += ["--app", "mcp_tasks_temporal.testing.conformance:app", "--port", str(port)]
+    common += ["--metrics-port", str(metrics_port)]
     previous = os.environ.get("MCP_TASKS_PUSH")
     os.environ["MCP_TASKS_PUSH"] = mode
     try:
@@ -168,7 +190,7 @@ async def start_front(stack: Stack, mode: str, name: str) -> tuple[Child, str]:
             os.environ["MCP_TASKS_PUSH"] = previous
     url = f"http://127.0.0.1:{port}/mcp"
     await _until_ready(stack.worker, front, url)
-    return front, url
+    return Front(front, url, f"http://127.0.0.1:{metrics_port}/metrics")
 
 
 async def measure_mode(
@@ -179,17 +201,24 @@ async def measure_mode(
     watched: list[Parked],
     samples: list[Parked],
     idle_window_s: float,
+    spare: list[Parked],
     fronts: int = 1,
 ) -> ModeResult:
     n = len(watched)
     result = ModeResult(mode, fronts)
     label = f"{n} watched, {mode}" + (f", {fronts} fronts" if fronts > 1 else "")
-    started = [await start_front(stack, mode, f"front-{mode}-{n}-{i}") for i in range(fronts)]
+    launched = [await start_front(stack, mode, f"front-{mode}-{n}-{i}") for i in range(fronts)]
+    started = [(f.child, f.url) for f in launched]
     share = -(-n // fronts)
     parts = [watched[i * share : (i + 1) * share] for i in range(fronts)]
     try:
         await anyio.sleep(1.0)
+        rss_start = [rss_mib(front.pid) for front, _ in started]
+        warm = -(-len(spare) // fronts)
+        for i, front in enumerate(launched):
+            await warm_up(http, front, [t.task_id for t in spare[i * warm : (i + 1) * warm]])
         rss_before = [rss_mib(front.pid) for front, _ in started]
+        result.fixed_mib = [after - before for before, after in zip(rss_start, rss_before, strict=True)]
         streams: list[list[ListenStream]] = []
         for (_, url), part in zip(started, parts, strict=True):
             ids = [t.task_id for t in part]
@@ -210,13 +239,18 @@ async def measure_mode(
             )
             await anyio.sleep(SETTLE_S)
             await idle(stack, http, result, idle_window_s)
-            for (front, _), before, part in zip(started, rss_before, parts, strict=True):
-                result.rss_kib_per_task.append((rss_mib(front.pid) - before) * 1024 / len(part))
+            for (front, _), start, before, part in zip(started, rss_start, rss_before, parts, strict=True):
+                after = rss_mib(front.pid)
+                result.rss_growth_mib.append(after - before)
+                result.rss_kib_per_task.append((after - before) * 1024 / len(part))
+                result.rss_kib_per_task_cold.append((after - start) * 1024 / len(part))
             result.load = load_average()
             print(
                 f"  {label}: idle {result.idle_rpc_per_s:.2f} RPC/s per front"
                 f" ({', '.join(f'{op} {v:.2f}/s' for op, v in sorted(result.idle_ops.items())) or 'none'});"
-                f" RSS per watched task {', '.join(f'{k:.1f}' for k in result.rss_kib_per_task)} KiB;"
+                f" RSS per watched task {', '.join(f'{k:.1f}' for k in result.rss_kib_per_task)} KiB"
+                f" ({', '.join(f'{k:.1f}' for k in result.rss_kib_per_task_cold)} counted from before the"
+                f" warm-up listen, which left {', '.join(f'{m:.1f}' for m in result.fixed_mib)} MiB);"
                 f" load {result.load}",
                 flush=True,
             )
@@ -232,6 +266,33 @@ async def measure_mode(
     if result.retries:
         print(f"  {label}: {result.retries} retry warnings in the fronts' logs", flush=True)
     return result
+
+
+async def warm_up(http: httpx.AsyncClient, front: Front, task_ids: Sequence[str]) -> None:
+    """A listen on `task_ids` until every snapshot came, then closed: the front's first listen, not measured.
+
+    Done once the front has let go of its tasks (its subscribers back to none), so none of them is counted
+    in the RSS before the measured listens and freed during them.
+    """
+    if not task_ids:
+        return
+    stream = ListenStream(http, front.url, task_ids)
+    async with anyio.create_task_group() as group:
+        await group.start(stream.run)
+        await stream.until(lambda: len(stream.frames) == len(task_ids), 300, "every warm-up snapshot")
+        group.cancel_scope.cancel()
+    with anyio.fail_after(120):
+        while await subscribers(http, front) > 0:
+            await anyio.sleep(0.2)
+
+
+async def subscribers(http: httpx.AsyncClient, front: Front) -> float:
+    """The front's open task subscriptions, from its metrics."""
+    text = (await http.get(front.metrics_url)).text
+    for line in text.splitlines():
+        if line.startswith("mcp_push_subscribers"):
+            return float(line.rpartition(" ")[2])
+    return 0.0
 
 
 async def idle(stack: Stack, http: httpx.AsyncClient, result: ModeResult, window_s: float) -> None:
@@ -271,7 +332,9 @@ async def sample(mcp: TaskCalls, stream: ListenStream, task: Parked, result: Mod
 # --- the run ---------------------------------------------------------------------------------------
 
 
-async def run_scale(sizes: Sequence[int], samples: int, idle_window_s: float) -> list[SizeResult]:
+async def run_scale(
+    sizes: Sequence[int], samples: int, idle_window_s: float, warmup: int = WARMUP_TASKS
+) -> list[SizeResult]:
     # The creating front follows nothing: the fronts measured are the only ones polling the shards.
     os.environ["MCP_TASKS_PUSH"] = "poll"
     results: list[SizeResult] = []
@@ -282,7 +345,8 @@ async def run_scale(sizes: Sequence[int], samples: int, idle_window_s: float) ->
         for n in sorted(sizes):
             # Each mode answers its own samples; the three-front case too at the largest size.
             runs = (2 if n <= POLL_MAX else 1) + (1 if n == largest and n > 1 else 0)
-            wanted = n + runs * samples
+            # The warm-up listens take the tasks after the watched ones: up to three fronts' worth.
+            wanted = n + runs * samples + 3 * warmup
             if len(parked) < wanted:
                 started = time.perf_counter()
                 parked += await create_parked(stack, mcp, wanted - len(parked))
@@ -296,13 +360,17 @@ async def run_scale(sizes: Sequence[int], samples: int, idle_window_s: float) ->
                     size.modes.append(ModeResult(mode, skipped=f"not run past {POLL_MAX:,}: failing there already"))
                     continue
                 # The samples are the first watched tasks; they end, so the next run watches the ones after.
-                watched = parked[:n]
-                size.modes.append(await measure_mode(stack, http, mcp, mode, watched, watched[:samples], idle_window_s))
+                watched, spare = parked[:n], parked[n : n + warmup]
+                size.modes.append(
+                    await measure_mode(stack, http, mcp, mode, watched, watched[:samples], idle_window_s, spare)
+                )
                 parked = parked[samples:]
             if n == largest and n > 1:
-                watched = parked[:n]
+                watched, spare = parked[:n], parked[n : n + 3 * warmup]
                 size.modes.append(
-                    await measure_mode(stack, http, mcp, "feed", watched, watched[:samples], idle_window_s, fronts=3)
+                    await measure_mode(
+                        stack, http, mcp, "feed", watched, watched[:samples], idle_window_s, spare, fronts=3
+                    )
                 )
                 parked = parked[samples:]
             results.append(size)
@@ -316,7 +384,8 @@ def table(results: Sequence[SizeResult]) -> str:
         "mode",
         "fronts",
         "idle RPC/s per front",
-        "RSS KiB/task",
+        "RSS KiB/task (from cold)",
+        "first listen MiB",
         "ack s (max of listens)",
         "all snapshots s",
         "change p50/p99 ms",
@@ -330,7 +399,7 @@ def table(results: Sequence[SizeResult]) -> str:
         base = next((m for m in r.modes if m.mode == "poll" and not m.skipped), None)
         for m in r.modes:
             if m.skipped:
-                rows.append((f"{r.watched:,}", m.mode, "", m.skipped, "", "", "", "", "", "", "", ""))
+                rows.append((f"{r.watched:,}", m.mode, "", m.skipped, "", "", "", "", "", "", "", "", ""))
                 continue
             rows.append(
                 (
@@ -338,7 +407,9 @@ def table(results: Sequence[SizeResult]) -> str:
                     m.mode,
                     str(m.fronts),
                     f"{m.idle_rpc_per_s:.2f}",
-                    "/".join(f"{k:.1f}" for k in m.rss_kib_per_task),
+                    "/".join(f"{k:.1f}" for k in m.rss_kib_per_task)
+                    + f" ({'/'.join(f'{k:.1f}' for k in m.rss_kib_per_task_cold)})",
+                    "/".join(f"{k:.1f}" for k in m.fixed_mib),
                     f"{max(m.acks_s):.2f}" if m.acks_s else "",
                     f"{m.all_snapshots_s:.2f}",
                     _pp(m.change_ms),
@@ -349,6 +420,22 @@ def table(results: Sequence[SizeResult]) -> str:
                 )
             )
     return render(header, rows)
+
+
+def marginals(results: Sequence[SizeResult]) -> str:
+    """RSS per watched task added between two sizes, one front each: what a watcher costs, fixed costs aside."""
+    lines: list[str] = []
+    for mode in ("feed", "poll"):
+        grown = [
+            (r.watched, m.rss_growth_mib[0])
+            for r in sorted(results, key=lambda r: r.watched)
+            for m in r.modes
+            if m.mode == mode and m.fronts == 1 and not m.skipped and m.rss_growth_mib
+        ]
+        for (small, at_small), (large, at_large) in zip(grown, grown[1:], strict=False):
+            per_task = (at_large - at_small) * 1024 / (large - small)
+            lines.append(f"{mode}: {small:,} -> {large:,} watched: {per_task:.1f} KiB per added watched task")
+    return "\n".join(lines)
 
 
 def _ratios(m: ModeResult, base: ModeResult) -> str:
