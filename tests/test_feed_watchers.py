@@ -1,11 +1,14 @@
-"""Pure logic of a front's watchers, no servers: a feed watcher's last view, subscriptions, the heap trim."""
+"""Pure logic of a front's watchers, no servers: a feed watcher's last view, subscriptions, a listed task's
+packed memo, the heap trim."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from mcp_tasks_temporal.front.feed_watch import _Watcher  # pyright: ignore[reportPrivateUsage]
-from mcp_tasks_temporal.front.gateway import task_view
+from temporalio.client import WorkflowExecutionStatus
+
+from mcp_tasks_temporal.front.feed_watch import _Watcher, on_feed  # pyright: ignore[reportPrivateUsage]
+from mcp_tasks_temporal.front.gateway import ListedTask, task_view
 from mcp_tasks_temporal.front.heap import TRIM_AFTER_TASKS, is_glibc, release_freed_heap, worth_trimming
 from mcp_tasks_temporal.front.task_watch import attach
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics
@@ -113,3 +116,23 @@ def test_trim_only_after_a_large_listen_and_only_on_glibc() -> None:
 
     assert not is_glibc(unsupported)
     assert release_freed_heap() == is_glibc()
+
+
+def test_a_listed_task_keeps_its_memo_packed_and_reads_as_the_snapshot_a_watcher_starts_from() -> None:
+    listed = ListedTask(
+        namespace="default",
+        workflow_id=KEY,
+        run_id="run",
+        status=WorkflowExecutionStatus.RUNNING,
+        start_time_ms=500,
+        packed_memo=b'{"status":"input_required","feedSeq":2,"inputRequests":{"k1":{"method":"elicitation/create"}}}',
+    )
+    assert listed.running and listed.listed and on_feed(listed)
+    assert listed.memo["inputRequests"] == {"k1": {"method": "elicitation/create"}}
+    seen = listed.snapshot()
+    assert seen.listed and seen.running and seen.history_length == 0 and not seen.pending_activities
+    assert seen.memo == {**listed.memo, "createdAt": 500}  # the start time stands in, as for any read
+    assert (seen.workflow_id, seen.run_id, seen.start_time_ms) == (KEY, "run", 500)
+    not_publishing = ListedTask("default", KEY, "run", WorkflowExecutionStatus.RUNNING, 500, b'{"status":"working"}')
+    closed = ListedTask("default", KEY, "run", WorkflowExecutionStatus.COMPLETED, 500, b'{"feedSeq":3}')
+    assert not on_feed(not_publishing) and not on_feed(closed)

@@ -30,8 +30,11 @@ A closing transition is published once the run's close event, which carries
 the result, is read: one long poll for that event, from the item on.
 
 A watcher is kept small, since a front may hold tens of thousands: its
-memo and last published view as JSON bytes, no task or queue of its own while
-nothing happens, and the recent items as their serialized payloads.
+memo as JSON bytes, its last published view only while the memo and status
+line would not rebuild it, its subscribers in one dict, no task, queue or
+closure of its own while nothing happens; the recent items are kept as their
+serialized payloads. What is left after a listen is about 1 KiB per watched
+task (docs/performance.md, "Push at scale").
 """
 
 from __future__ import annotations
