@@ -7,7 +7,8 @@ from typing import Any
 
 from temporalio.client import WorkflowExecutionStatus
 
-from mcp_tasks_temporal.front.feed_watch import _Watcher, on_feed  # pyright: ignore[reportPrivateUsage]
+from mcp_tasks_temporal.front.feed_watch import on_feed
+from mcp_tasks_temporal.front.feed_watcher import FeedWatcher
 from mcp_tasks_temporal.front.gateway import ListedTask, task_view
 from mcp_tasks_temporal.front.heap import TRIM_AFTER_TASKS, is_glibc, release_freed_heap, worth_trimming
 from mcp_tasks_temporal.front.task_watch import attach
@@ -24,8 +25,8 @@ def memo(status: str = "working", **more: Any) -> dict[str, Any]:
     return {"createdAt": 1_000, "lastUpdatedAt": 1_000, "status": status, "feedSeq": 1, **more}
 
 
-def watched(seen: list[dict[str, Any]], first: dict[str, Any] | None = None) -> _Watcher:
-    watcher = _Watcher(KEY, first or memo(), 1)
+def watched(seen: list[dict[str, Any]], first: dict[str, Any] | None = None) -> FeedWatcher:
+    watcher = FeedWatcher(KEY, first or memo(), 1)
     attach(watcher, seen.append, None, FrontMetrics(), when_left=lambda _: None)
     return watcher
 
@@ -88,7 +89,7 @@ def test_a_late_subscriber_gets_the_last_view_and_leaving_releases_the_watcher()
     watcher.show(watcher.memo)
     late: list[dict[str, Any]] = []
     lost: list[tuple[str, str]] = []
-    left: list[_Watcher] = []
+    left: list[FeedWatcher] = []
 
     def on_lost(task_id: str, reason: str) -> None:
         lost.append((task_id, reason))

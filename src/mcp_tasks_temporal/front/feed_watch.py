@@ -39,7 +39,6 @@ task (docs/performance.md, "Push at scale").
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections import deque
@@ -52,8 +51,9 @@ import anyio
 from anyio.abc import TaskGroup
 
 from mcp_tasks_temporal.front.backoff import Backoff, GaveUpError
-from mcp_tasks_temporal.front.gateway import ListedTask, Snapshot, TemporalCallFailed, TemporalTaskGateway, task_view
-from mcp_tasks_temporal.front.task_watch import CLOSE_STATUS, Listener, Lost, TaskWatchHub, attach, tell_lost
+from mcp_tasks_temporal.front.feed_watcher import FeedWatcher
+from mcp_tasks_temporal.front.gateway import ListedTask, Snapshot, TemporalCallFailed, TemporalTaskGateway
+from mcp_tasks_temporal.front.task_watch import CLOSE_STATUS, Listener, Lost, TaskWatchHub, attach
 from mcp_tasks_temporal.temporal.contract import TERMINAL_STATUSES, Memo
 from mcp_tasks_temporal.temporal.feed_contract import FEED_SHARDS, STATUS_TOPIC, TRANSITION_TOPIC, feed_shard
 from mcp_tasks_temporal.temporal.ids import workflow_id
@@ -68,119 +68,13 @@ READS_AT_ONCE: Final = 16
 """`describe`s of watched tasks in flight at once (re-reads, `working` tasks listed from visibility)."""
 
 
-def _pack(value: dict[str, Any]) -> bytes:
-    return json.dumps(value, separators=(",", ":")).encode()
-
-
-class _Watcher:
-    """One followed task: its memo packed, and its last view only while no memo and status line rebuild it.
-
-    Most of the time the view last published is the view of the memo and status line as they are
-    (`shown`): it is rebuilt when asked for, not kept as a second copy. Before either changes without
-    being published (a closing transition, a re-read), the view is packed and kept (`_last`).
-    """
-
-    __slots__ = (
-        "_heartbeat",
-        "_last",
-        "_memo",
-        "_shown",
-        "closing",
-        "key",
-        "pending",
-        "ready",
-        "seq",
-        "subscribers",
-    )
-
-    def __init__(self, key: str, memo: dict[str, Any], seq: int) -> None:
-        self.key = key
-        self._memo = _pack(memo)
-        self.seq = seq
-        self.subscribers: dict[Listener, Lost | None] = {}
-        self._heartbeat: tuple[str, int] | None = None
-        self._last: bytes | None = None
-        self._shown = False
-        """The view published last is `_view()` of the memo and status line as they are; `_last` is then None."""
-        self.ready = False
-        """False until the first view is published; items meanwhile wait in `pending`."""
-        self.pending: list[tuple[str, bytes]] | None = None
-        self.closing = False
-
-    @property
-    def task_id(self) -> str:
-        return self.key.rsplit("/", 1)[-1]  # the workflow ID ends with it: one string less per watcher
-
-    @property
-    def memo(self) -> dict[str, Any]:
-        """A copy: store a change with `update_memo`."""
-        return json.loads(self._memo)
-
-    def update_memo(self, fields: dict[str, Any]) -> dict[str, Any]:
-        memo = json.loads(self._memo)
-        self._keep_last(memo)
-        memo.update(fields)
-        self._memo = _pack(memo)
-        return memo
-
-    @property
-    def heartbeat(self) -> tuple[str, int] | None:
-        """The running tool's newest status line (message, at_ms) when it is newer than the memo's."""
-        return self._heartbeat
-
-    @heartbeat.setter
-    def heartbeat(self, value: tuple[str, int] | None) -> None:
-        if value != self._heartbeat:
-            self._keep_last(self.memo)
-            self._heartbeat = value
-
-    def _view(self, memo: dict[str, Any]) -> dict[str, Any]:
-        return task_view(self.task_id, memo, None, heartbeat=self._heartbeat)
-
-    def _keep_last(self, memo: dict[str, Any]) -> None:
-        """The memo (as given) or the status line is about to change: pack the view they made, if it was shown."""
-        if self._shown:
-            self._last = _pack(self._view(memo))
-            self._shown = False
-
-    @property
-    def last(self) -> dict[str, Any] | None:
-        if self._shown:
-            return self._view(self.memo)
-        return json.loads(self._last) if self._last is not None else None
-
-    def show(self, memo: dict[str, Any]) -> None:
-        """Publish the task as its memo (`memo`, as stored) and status line say, unless that is what it showed."""
-        if self._shown:
-            return  # neither changed since it was published
-        task = self._view(memo)
-        last, self._last, self._shown = self._last, None, True
-        if last is not None and _pack(task) == last:
-            return
-        for listener in list(self.subscribers):
-            listener(task)
-
-    def publish(self, task: dict[str, Any]) -> None:
-        """Publish a view the memo and status line do not make (the task closed), unless that is what it showed."""
-        packed = _pack(task)
-        shown = _pack(self._view(self.memo)) if self._shown else self._last
-        if packed == shown:
-            return
-        self._last, self._shown = packed, False
-        for listener in list(self.subscribers):
-            listener(task)
-
-    def lose(self, reason: str) -> None:
-        tell_lost(self.subscribers, self.task_id, reason)
-
-
 class FeedWatchHub(TaskWatchHub):
     """A `TaskWatchHub` served from the task feed; the tasks not on it are followed as the base class does."""
 
     def __init__(self, gateway: TemporalTaskGateway, *, give_up_after_s: float = 300.0) -> None:
         super().__init__(gateway, give_up_after_s=give_up_after_s)
         self._feed_retry = {"initial_s": 1.0, "cap_s": 30.0, "give_up_after_s": give_up_after_s}
-        self._feed_watchers: dict[str, _Watcher] = {}
+        self._feed_watchers: dict[str, FeedWatcher] = {}
         self._recent: dict[str, list[tuple[str, bytes]]] = {}
         """The items of the last `RECENT_S` by task; `_arrivals` says when each came, oldest first."""
         self._arrivals: deque[tuple[float, str]] = deque()
@@ -228,7 +122,7 @@ class FeedWatchHub(TaskWatchHub):
             assert seen is not None
             memo = {name: value for name, value in seen.memo.items() if name in _VIEWED}
             memo.setdefault(Memo.CREATED_AT, seen.start_time_ms)
-            watcher = self._feed_watchers[key] = _Watcher(key, memo, int(memo[Memo.FEED_SEQ]))
+            watcher = self._feed_watchers[key] = FeedWatcher(key, memo, int(memo[Memo.FEED_SEQ]))
             recent = self._recent.get(key)
             watcher.pending = list(recent) if recent else None
             if seen.listed and memo.get(Memo.STATUS) == "working":
@@ -240,11 +134,11 @@ class FeedWatchHub(TaskWatchHub):
                 self._show(watcher, memo, None)
         return attach(watcher, listener, on_lost, self._gateway.metrics, when_left=self._feed_left)
 
-    def _stop_following_feed(self, watcher: _Watcher) -> None:
+    def _stop_following_feed(self, watcher: FeedWatcher) -> None:
         if self._feed_watchers.get(watcher.key) is watcher:
             del self._feed_watchers[watcher.key]
 
-    async def _first_view(self, watcher: _Watcher, seen: Snapshot) -> None:
+    async def _first_view(self, watcher: FeedWatcher, seen: Snapshot) -> None:
         try:
             heartbeat = await self._gateway.latest_status(seen.pending_activities)
         except Exception:
@@ -253,7 +147,7 @@ class FeedWatchHub(TaskWatchHub):
             return
         self._show(watcher, watcher.memo, heartbeat)
 
-    def _show(self, watcher: _Watcher, memo: dict[str, Any], heartbeat: tuple[str, int] | None) -> None:
+    def _show(self, watcher: FeedWatcher, memo: dict[str, Any], heartbeat: tuple[str, int] | None) -> None:
         """Publish the task as first read, then what came for it meanwhile."""
         watcher.heartbeat = heartbeat
         watcher.show(memo)
@@ -334,7 +228,7 @@ class FeedWatchHub(TaskWatchHub):
                 if not kept:
                     del self._recent[old]
 
-    def _apply(self, watcher: _Watcher, topic: str, data: Any) -> None:
+    def _apply(self, watcher: FeedWatcher, topic: str, data: Any) -> None:
         if watcher.closing or not isinstance(data, dict):
             return
         item = cast("dict[str, Any]", data)
@@ -370,13 +264,13 @@ class FeedWatchHub(TaskWatchHub):
             if feed_shard(watcher.key) == shard:
                 self._resync(watcher)
 
-    def _resync(self, watcher: _Watcher) -> None:
+    def _resync(self, watcher: FeedWatcher) -> None:
         """Publish the task as it is now: what was missed is summed up in it."""
         watcher.ready = False
         assert self._feed_group is not None
         self._feed_group.start_soon(self._read_again, watcher)
 
-    async def _read_again(self, watcher: _Watcher) -> None:
+    async def _read_again(self, watcher: FeedWatcher) -> None:
         backoff = Backoff(f"re-reading task {watcher.task_id}", logger, **self._feed_retry)
         while True:
             try:
@@ -401,7 +295,7 @@ class FeedWatchHub(TaskWatchHub):
             return
         self._show(watcher, memo, heartbeat)
 
-    async def _close(self, watcher: _Watcher) -> None:
+    async def _close(self, watcher: FeedWatcher) -> None:
         backoff = Backoff(f"reading the close of task {watcher.task_id}", logger, **self._feed_retry)
         while True:
             try:
@@ -416,7 +310,7 @@ class FeedWatchHub(TaskWatchHub):
             watcher.publish(await self.closed_view(watcher.task_id, watcher.memo, closed, event))
 
 
-async def _retried(backoff: Backoff, err: TemporalCallFailed, watcher: _Watcher) -> bool:
+async def _retried(backoff: Backoff, err: TemporalCallFailed, watcher: FeedWatcher) -> bool:
     """Wait to try a watcher's read again; False (and the watcher lost) when it may not be."""
     if err.lasting:
         watcher.lose(str(err))
