@@ -64,6 +64,8 @@ QUICK_SAMPLES = 20
 SMOKE_TASKS = 10
 SMOKE_SAMPLES = 3
 SMOKE_IDLE_WINDOW_S = 2.0
+SMOKE_WARMUP = 3
+"""Tasks of each front's warm-up listen in a smoke run of `--watched` (a real run takes `push_scale.WARMUP_TASKS`)."""
 WARMUP = 3
 CREATE_CONCURRENCY = 16
 ELICITATION: Final[dict[str, Any]] = {"elicitation": {}}
@@ -509,8 +511,8 @@ def _sizes(text: str) -> list[int]:
     return [positive_int(part) for part in text.split(",") if part.strip()]
 
 
-async def scale_main(sizes: Sequence[int], samples: int, idle_window_s: float) -> None:
-    from .push_scale import idle_ops, run_scale, table
+async def scale_main(sizes: Sequence[int], samples: int, idle_window_s: float, warmup: int | None = None) -> None:
+    from .push_scale import WARMUP_TASKS, idle_ops, marginals, run_scale, table
 
     print("\n".join(machine()))
     print(
@@ -519,11 +521,14 @@ async def scale_main(sizes: Sequence[int], samples: int, idle_window_s: float) -
         " the same tasks; at the largest size, also three feed-mode fronts sharing them"
     )
     started = time.perf_counter()
-    results = await run_scale(sizes, samples, idle_window_s)
+    results = await run_scale(sizes, samples, idle_window_s, WARMUP_TASKS if warmup is None else warmup)
     print()
     print(table(results))
     print()
     print(idle_ops(results))
+    if marginal := marginals(results):
+        print()
+        print(marginal)
     print(f"\ntotal run time: {time.perf_counter() - started:.1f} s")
 
 
@@ -532,7 +537,7 @@ async def amain(argv: Sequence[str] | None = None) -> None:
     if args.watched:
         samples = args.samples or (SMOKE_SAMPLES if args.smoke else QUICK_SAMPLES if args.quick else DEFAULT_SAMPLES)
         idle_s = SMOKE_IDLE_WINDOW_S if args.smoke else QUICK_IDLE_WINDOW_S if args.quick else IDLE_WINDOW_S
-        await scale_main(args.watched, samples, idle_s)
+        await scale_main(args.watched, samples, idle_s, SMOKE_WARMUP if args.smoke else None)
         return
     samples = args.samples or (SMOKE_SAMPLES if args.smoke else QUICK_SAMPLES if args.quick else DEFAULT_SAMPLES)
     tasks = max(args.tasks, samples + WARMUP)
@@ -559,7 +564,7 @@ async def amain(argv: Sequence[str] | None = None) -> None:
     )
     print(f"\ntotal run time: {time.perf_counter() - started:.1f} s")
     if args.smoke:
-        await scale_main([SMOKE_TASKS], SMOKE_SAMPLES, SMOKE_IDLE_WINDOW_S)
+        await scale_main([SMOKE_TASKS], SMOKE_SAMPLES, SMOKE_IDLE_WINDOW_S, SMOKE_WARMUP)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -16,7 +16,12 @@ size, N is also spread over three feed fronts. Per front:
 - the listen acknowledgement (each listen of up to `LISTEN_SIZE`; and until every snapshot came);
 - in feed mode, just before: the N tasks read from visibility (`observe_listed`, what the ack was built from
   before the shards' indexes) and from the shards' indexes (`observe_indexed`), from this process;
-- front RSS per watched task (after the listens and the idle window, against before them);
+- front RSS per watched task: after the listens and the idle window, against before them. "Before" is after a
+  warm-up listen on `WARMUP_TASKS` other tasks, closed before the measured ones open: what a front's first
+  listen costs once (imports and first uses along the listen's path, its heap trim handing back what the
+  front's start left free) is printed apart, as the fixed cost, and per watched task counted from before it;
+- the marginal RSS per watched task between two sizes: (growth at the larger - growth at the smaller) / the
+  difference in tasks, one front each;
 - idle Temporal RPCs from the front over the idle window, by operation (the dev server's own counters);
 - state change -> notification: M watched tasks answered one at a time (first frame showing it, and `completed`).
 """
@@ -68,6 +73,8 @@ FEED_OPERATIONS: Final = frozenset(
 )
 SAMPLE_TIMEOUT_S: Final = 30.0
 SETTLE_S: Final = 5.0
+WARMUP_TASKS: Final = 300
+"""Tasks of the warm-up listen, on each front before it is measured: at least a large listen (front/heap.py)."""
 
 
 @dataclass
@@ -82,7 +89,13 @@ class ModeResult:
     """Feed mode: the watched tasks looked up in the shards' indexes (one query per shard)."""
     indexed: int = 0
     rss_kib_per_task: list[float] = field(default_factory=list[float])
-    """One per front."""
+    """One per front, from after the warm-up listen."""
+    rss_growth_mib: list[float] = field(default_factory=list[float])
+    """One per front: its RSS growth with the watched tasks, from after the warm-up listen."""
+    fixed_mib: list[float] = field(default_factory=list[float])
+    """One per front: what the warm-up listen left (the first listen's one-time cost)."""
+    rss_kib_per_task_cold: list[float] = field(default_factory=list[float])
+    """One per front: as `rss_kib_per_task`, but counted from before the warm-up listen."""
     idle_rpc_per_s: float = 0.0
     """Per front."""
     idle_ops: dict[str, float] = field(default_factory=dict[str, float])
@@ -160,10 +173,19 @@ async def until_parked(stack: Stack, task_ids: Sequence[str], timeout_s: float) 
 # --- one mode at one size --------------------------------------------------------------------------
 
 
-async def start_front(stack: Stack, mode: str, name: str) -> tuple[Child, str]:
-    port = free_port()
+@dataclass(frozen=True)
+class Front:
+    child: Child
+    url: str
+    metrics_url: str
+    """Its Prometheus endpoint: `mcp_push_subscribers` says when a closed listen has let go of its tasks."""
+
+
+async def start_front(stack: Stack, mode: str, name: str) -> Front:
+    port, metrics_port = free_port(), free_port()
     common = ["--temporal", stack.temporal_address, "--task-queue", stack.task_queue]
     common += ["--app", "mcp_tasks_temporal.testing.conformance:app", "--port", str(port)]
+    common += ["--metrics-port", str(metrics_port)]
     previous = os.environ.get("MCP_TASKS_PUSH")
     os.environ["MCP_TASKS_PUSH"] = mode
     try:
@@ -175,7 +197,7 @@ async def start_front(stack: Stack, mode: str, name: str) -> tuple[Child, str]:
             os.environ["MCP_TASKS_PUSH"] = previous
     url = f"http://127.0.0.1:{port}/mcp"
     await _until_ready(stack.worker, front, url)
-    return front, url
+    return Front(front, url, f"http://127.0.0.1:{metrics_port}/metrics")
 
 
 async def measure_mode(
@@ -186,6 +208,7 @@ async def measure_mode(
     watched: list[Parked],
     samples: list[Parked],
     idle_window_s: float,
+    spare: list[Parked],
     fronts: int = 1,
 ) -> ModeResult:
     n = len(watched)
@@ -193,12 +216,18 @@ async def measure_mode(
     label = f"{n} watched, {mode}" + (f", {fronts} fronts" if fronts > 1 else "")
     if mode == "feed":
         await reads(stack, watched, result)
-    started = [await start_front(stack, mode, f"front-{mode}-{n}-{i}") for i in range(fronts)]
+    launched = [await start_front(stack, mode, f"front-{mode}-{n}-{i}") for i in range(fronts)]
+    started = [(f.child, f.url) for f in launched]
     share = -(-n // fronts)
     parts = [watched[i * share : (i + 1) * share] for i in range(fronts)]
     try:
         await anyio.sleep(1.0)
+        rss_start = [rss_mib(front.pid) for front, _ in started]
+        warm = -(-len(spare) // fronts)
+        for i, front in enumerate(launched):
+            await warm_up(http, front, [t.task_id for t in spare[i * warm : (i + 1) * warm]])
         rss_before = [rss_mib(front.pid) for front, _ in started]
+        result.fixed_mib = [after - before for before, after in zip(rss_start, rss_before, strict=True)]
         streams: list[list[ListenStream]] = []
         for (_, url), part in zip(started, parts, strict=True):
             ids = [t.task_id for t in part]
@@ -219,13 +248,18 @@ async def measure_mode(
             )
             await anyio.sleep(SETTLE_S)
             await idle(stack, http, result, idle_window_s)
-            for (front, _), before, part in zip(started, rss_before, parts, strict=True):
-                result.rss_kib_per_task.append((rss_mib(front.pid) - before) * 1024 / len(part))
+            for (front, _), start, before, part in zip(started, rss_start, rss_before, parts, strict=True):
+                after = rss_mib(front.pid)
+                result.rss_growth_mib.append(after - before)
+                result.rss_kib_per_task.append((after - before) * 1024 / len(part))
+                result.rss_kib_per_task_cold.append((after - start) * 1024 / len(part))
             result.load = load_average()
             print(
                 f"  {label}: idle {result.idle_rpc_per_s:.2f} RPC/s per front"
                 f" ({', '.join(f'{op} {v:.2f}/s' for op, v in sorted(result.idle_ops.items())) or 'none'});"
-                f" RSS per watched task {', '.join(f'{k:.1f}' for k in result.rss_kib_per_task)} KiB;"
+                f" RSS per watched task {', '.join(f'{k:.1f}' for k in result.rss_kib_per_task)} KiB"
+                f" ({', '.join(f'{k:.1f}' for k in result.rss_kib_per_task_cold)} counted from before the"
+                f" warm-up listen, which left {', '.join(f'{m:.1f}' for m in result.fixed_mib)} MiB);"
                 f" load {result.load}",
                 flush=True,
             )
@@ -258,6 +292,33 @@ async def reads(stack: Stack, watched: list[Parked], result: ModeResult) -> None
         f" shard indexes {result.index_read_s:.2f} s ({result.indexed} indexed); load {load_average()}",
         flush=True,
     )
+
+
+async def warm_up(http: httpx.AsyncClient, front: Front, task_ids: Sequence[str]) -> None:
+    """A listen on `task_ids` until every snapshot came, then closed: the front's first listen, not measured.
+
+    Done once the front has let go of its tasks (its subscribers back to none), so none of them is counted
+    in the RSS before the measured listens and freed during them.
+    """
+    if not task_ids:
+        return
+    stream = ListenStream(http, front.url, task_ids)
+    async with anyio.create_task_group() as group:
+        await group.start(stream.run)
+        await stream.until(lambda: len(stream.frames) == len(task_ids), 300, "every warm-up snapshot")
+        group.cancel_scope.cancel()
+    with anyio.fail_after(120):
+        while await subscribers(http, front) > 0:
+            await anyio.sleep(0.2)
+
+
+async def subscribers(http: httpx.AsyncClient, front: Front) -> float:
+    """The front's open task subscriptions, from its metrics."""
+    text = (await http.get(front.metrics_url)).text
+    for line in text.splitlines():
+        if line.startswith("mcp_push_subscribers"):
+            return float(line.rpartition(" ")[2])
+    return 0.0
 
 
 async def idle(stack: Stack, http: httpx.AsyncClient, result: ModeResult, window_s: float) -> None:
@@ -297,7 +358,9 @@ async def sample(mcp: TaskCalls, stream: ListenStream, task: Parked, result: Mod
 # --- the run ---------------------------------------------------------------------------------------
 
 
-async def run_scale(sizes: Sequence[int], samples: int, idle_window_s: float) -> list[SizeResult]:
+async def run_scale(
+    sizes: Sequence[int], samples: int, idle_window_s: float, warmup: int = WARMUP_TASKS
+) -> list[SizeResult]:
     # The creating front follows nothing: the fronts measured are the only ones polling the shards.
     os.environ["MCP_TASKS_PUSH"] = "poll"
     results: list[SizeResult] = []
@@ -308,7 +371,8 @@ async def run_scale(sizes: Sequence[int], samples: int, idle_window_s: float) ->
         for n in sorted(sizes):
             # Each mode answers its own samples; the three-front case too at the largest size.
             runs = (2 if n <= POLL_MAX else 1) + (1 if n == largest and n > 1 else 0)
-            wanted = n + runs * samples
+            # The warm-up listens take the tasks after the watched ones: up to three fronts' worth.
+            wanted = n + runs * samples + 3 * warmup
             if len(parked) < wanted:
                 started = time.perf_counter()
                 parked += await create_parked(stack, mcp, wanted - len(parked))
@@ -322,13 +386,17 @@ async def run_scale(sizes: Sequence[int], samples: int, idle_window_s: float) ->
                     size.modes.append(ModeResult(mode, skipped=f"not run past {POLL_MAX:,}: failing there already"))
                     continue
                 # The samples are the first watched tasks; they end, so the next run watches the ones after.
-                watched = parked[:n]
-                size.modes.append(await measure_mode(stack, http, mcp, mode, watched, watched[:samples], idle_window_s))
+                watched, spare = parked[:n], parked[n : n + warmup]
+                size.modes.append(
+                    await measure_mode(stack, http, mcp, mode, watched, watched[:samples], idle_window_s, spare)
+                )
                 parked = parked[samples:]
             if n == largest and n > 1:
-                watched = parked[:n]
+                watched, spare = parked[:n], parked[n : n + 3 * warmup]
                 size.modes.append(
-                    await measure_mode(stack, http, mcp, "feed", watched, watched[:samples], idle_window_s, fronts=3)
+                    await measure_mode(
+                        stack, http, mcp, "feed", watched, watched[:samples], idle_window_s, spare, fronts=3
+                    )
                 )
                 parked = parked[samples:]
             results.append(size)
@@ -342,7 +410,8 @@ def table(results: Sequence[SizeResult]) -> str:
         "mode",
         "fronts",
         "idle RPC/s per front",
-        "RSS KiB/task",
+        "RSS KiB/task (from cold)",
+        "first listen MiB",
         "ack s (max of listens)",
         "visibility / index read s",
         "all snapshots s",
@@ -365,7 +434,9 @@ def table(results: Sequence[SizeResult]) -> str:
                     m.mode,
                     str(m.fronts),
                     f"{m.idle_rpc_per_s:.2f}",
-                    "/".join(f"{k:.1f}" for k in m.rss_kib_per_task),
+                    "/".join(f"{k:.1f}" for k in m.rss_kib_per_task)
+                    + f" ({'/'.join(f'{k:.1f}' for k in m.rss_kib_per_task_cold)})",
+                    "/".join(f"{k:.1f}" for k in m.fixed_mib),
                     f"{max(m.acks_s):.2f}" if m.acks_s else "",
                     _reads(m),
                     f"{m.all_snapshots_s:.2f}",
@@ -377,6 +448,22 @@ def table(results: Sequence[SizeResult]) -> str:
                 )
             )
     return render(header, rows)
+
+
+def marginals(results: Sequence[SizeResult]) -> str:
+    """RSS per watched task added between two sizes, one front each: what a watcher costs, fixed costs aside."""
+    lines: list[str] = []
+    for mode in ("feed", "poll"):
+        grown = [
+            (r.watched, m.rss_growth_mib[0])
+            for r in sorted(results, key=lambda r: r.watched)
+            for m in r.modes
+            if m.mode == mode and m.fronts == 1 and not m.skipped and m.rss_growth_mib
+        ]
+        for (small, at_small), (large, at_large) in zip(grown, grown[1:], strict=False):
+            per_task = (at_large - at_small) * 1024 / (large - small)
+            lines.append(f"{mode}: {small:,} -> {large:,} watched: {per_task:.1f} KiB per added watched task")
+    return "\n".join(lines)
 
 
 def _ratios(m: ModeResult, base: ModeResult) -> str:

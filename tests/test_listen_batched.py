@@ -83,7 +83,7 @@ async def listed_as(gateway: TemporalTaskGateway, task_id: str, principal: str |
         while True:
             seen = (await gateway.observe_listed([task_id], principal)).get(task_id)
             if seen is not None and seen.memo.get(Memo.FEED_SEQ) == seq:
-                return seen
+                return seen.snapshot()
             await anyio.sleep(0.05)
 
 

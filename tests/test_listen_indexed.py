@@ -24,7 +24,8 @@ from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from mcp_tasks_temporal.front.feed_watch import FeedWatchHub, _Watcher  # pyright: ignore[reportPrivateUsage]
+from mcp_tasks_temporal.front.feed_watch import FeedWatchHub
+from mcp_tasks_temporal.front.feed_watcher import FeedWatcher
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
 from mcp_tasks_temporal.front.listen import TaskListen
 from mcp_tasks_temporal.temporal.contract import Memo
@@ -210,10 +211,10 @@ async def test_a_watcher_applies_nothing_of_a_tasks_announcement_and_sees_no_gap
     hub = FeedWatchHub(cast("Any", None))  # `_apply` reads no task for an item it applies
     key = workflow_id(new_task_id(), None)
     memo = {Memo.STATUS: "working", Memo.CREATED_AT: 1_000, Memo.LAST_UPDATED_AT: 1_000, Memo.FEED_SEQ: 0}
-    watcher = _Watcher(key, memo, 0)
+    watcher = FeedWatcher(key, memo, 0)
     watcher.ready = True
     views: list[dict[str, Any]] = []
-    watcher.listeners.add(views.append)
+    watcher.subscribers[views.append] = None
     # Even one whose fields differ from the memo read (it never does): number 0 is the state so far.
     announced = transition_item(key, 0, {Memo.STATUS: "working", Memo.LAST_UPDATED_AT: 2_000}, deadline=None)
     hub._apply(watcher, TRANSITION_TOPIC, announced)  # pyright: ignore[reportPrivateUsage]

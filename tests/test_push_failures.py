@@ -69,7 +69,7 @@ async def test_a_watcher_whose_temporal_goes_away_ends_its_subscribers_with_a_re
         lost = anyio.Event()
         reasons: list[str] = []
 
-        def on_lost(reason: str) -> None:
+        def on_lost(_task_id: str, reason: str) -> None:
             reasons.append(reason)
             lost.set()
 

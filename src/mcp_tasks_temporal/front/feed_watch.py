@@ -31,33 +31,33 @@ A closing transition is published once the run's close event, which carries
 the result, is read: one long poll for that event, from the item on.
 
 A watcher is kept small, since a front may hold tens of thousands: its
-memo and last published view as JSON bytes, no task or queue of its own while
-nothing happens, and the recent items as their undecoded payloads.
+memo as JSON bytes, its last published view only while the memo and status
+line would not rebuild it, its subscribers in one dict, no task, queue or
+closure of its own while nothing happens; the recent items are kept as their
+serialized payloads. What is left after a listen is about 1 KiB per watched
+task (docs/performance.md, "Push at scale").
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections import deque
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import Any, Final, cast
 
 import anyio
 from anyio.abc import TaskGroup
 
 from mcp_tasks_temporal.front.backoff import Backoff, GaveUpError
-from mcp_tasks_temporal.front.gateway import Snapshot, TemporalCallFailed, TemporalTaskGateway, task_view
+from mcp_tasks_temporal.front.feed_watcher import FeedWatcher
+from mcp_tasks_temporal.front.gateway import ListedTask, Snapshot, TemporalCallFailed, TemporalTaskGateway
 from mcp_tasks_temporal.front.task_watch import CLOSE_STATUS, Listener, Lost, TaskWatchHub, attach
 from mcp_tasks_temporal.temporal.contract import TERMINAL_STATUSES, Memo
 from mcp_tasks_temporal.temporal.feed_contract import FEED_SHARDS, STATUS_TOPIC, TRANSITION_TOPIC, feed_shard
 from mcp_tasks_temporal.temporal.ids import workflow_id
-
-if TYPE_CHECKING:
-    from temporalio.api.common.v1 import Payload
 
 logger = logging.getLogger(__name__)
 
@@ -69,87 +69,21 @@ READS_AT_ONCE: Final = 16
 """`describe`s of watched tasks in flight at once (re-reads, `working` tasks listed from visibility)."""
 
 
-def _pack(value: dict[str, Any]) -> bytes:
-    return json.dumps(value, separators=(",", ":")).encode()
-
-
-class _Watcher:
-    """One followed task: its memo and last view packed, a few words besides."""
-
-    __slots__ = (
-        "_last",
-        "_memo",
-        "closing",
-        "heartbeat",
-        "key",
-        "listeners",
-        "on_lost",
-        "pending",
-        "ready",
-        "seq",
-    )
-
-    def __init__(self, key: str, memo: dict[str, Any], seq: int) -> None:
-        self.key = key
-        self._memo = _pack(memo)
-        self.seq = seq
-        self.listeners: set[Listener] = set()
-        self.on_lost: dict[Listener, Lost] = {}
-        self.heartbeat: tuple[str, int] | None = None
-        self._last: bytes | None = None
-        self.ready = False
-        """False until the first view is published; items meanwhile wait in `pending`."""
-        self.pending: list[tuple[str, Payload]] | None = None
-        self.closing = False
-
-    @property
-    def task_id(self) -> str:
-        return self.key.rsplit("/", 1)[-1]  # the workflow ID ends with it: one string less per watcher
-
-    @property
-    def memo(self) -> dict[str, Any]:
-        """A copy: store a change with `update_memo`."""
-        return json.loads(self._memo)
-
-    def update_memo(self, fields: dict[str, Any]) -> dict[str, Any]:
-        memo = json.loads(self._memo)
-        memo.update(fields)
-        self._memo = _pack(memo)
-        return memo
-
-    @property
-    def last(self) -> dict[str, Any] | None:
-        return json.loads(self._last) if self._last is not None else None
-
-    def publish(self, task: dict[str, Any]) -> None:
-        packed = _pack(task)
-        if packed == self._last:
-            return
-        self._last = packed
-        for listener in list(self.listeners):
-            listener(task)
-
-    def lose(self, reason: str) -> None:
-        for listener in list(self.listeners):
-            lost = self.on_lost.get(listener)
-            if lost is not None:
-                lost(reason)
-
-
 class FeedWatchHub(TaskWatchHub):
     """A `TaskWatchHub` served from the task feed; the tasks not on it are followed as the base class does."""
 
     def __init__(self, gateway: TemporalTaskGateway, *, give_up_after_s: float = 300.0) -> None:
         super().__init__(gateway, give_up_after_s=give_up_after_s)
         self._feed_retry = {"initial_s": 1.0, "cap_s": 30.0, "give_up_after_s": give_up_after_s}
-        self._feed_watchers: dict[str, _Watcher] = {}
-        self._recent: dict[str, list[tuple[str, Payload]]] = {}
+        self._feed_watchers: dict[str, FeedWatcher] = {}
+        self._recent: dict[str, list[tuple[str, bytes]]] = {}
         """The items of the last `RECENT_S` by task; `_arrivals` says when each came, oldest first."""
         self._arrivals: deque[tuple[float, str]] = deque()
         self._feed_group: TaskGroup | None = None
         self._reads = anyio.CapacityLimiter(READS_AT_ONCE)
         self._following: set[int] = set()
         """Shards a worker has answered for: their tasks are followed on the feed, the others' by history."""
+        self._feed_left = self._stop_following_feed  # one bound method for every subscription
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[None]:
@@ -189,7 +123,7 @@ class FeedWatchHub(TaskWatchHub):
             assert seen is not None
             memo = {name: value for name, value in seen.memo.items() if name in _VIEWED}
             memo.setdefault(Memo.CREATED_AT, seen.start_time_ms)
-            watcher = self._feed_watchers[key] = _Watcher(key, memo, int(memo[Memo.FEED_SEQ]))
+            watcher = self._feed_watchers[key] = FeedWatcher(key, memo, int(memo[Memo.FEED_SEQ]))
             recent = self._recent.get(key)
             watcher.pending = list(recent) if recent else None
             if seen.listed and memo.get(Memo.STATUS) == "working":
@@ -199,15 +133,13 @@ class FeedWatchHub(TaskWatchHub):
                 self._feed_group.start_soon(self._first_view, watcher, seen)
             else:
                 self._show(watcher, memo, None)
-        followed = watcher
+        return attach(watcher, listener, on_lost, self._gateway.metrics, when_left=self._feed_left)
 
-        def stop_following() -> None:
-            if self._feed_watchers.get(key) is followed:
-                del self._feed_watchers[key]
+    def _stop_following_feed(self, watcher: FeedWatcher) -> None:
+        if self._feed_watchers.get(watcher.key) is watcher:
+            del self._feed_watchers[watcher.key]
 
-        return attach(watcher, listener, on_lost, self._gateway.metrics, when_left=stop_following)
-
-    async def _first_view(self, watcher: _Watcher, seen: Snapshot) -> None:
+    async def _first_view(self, watcher: FeedWatcher, seen: Snapshot) -> None:
         try:
             heartbeat = await self._gateway.latest_status(seen.pending_activities)
         except Exception:
@@ -216,14 +148,14 @@ class FeedWatchHub(TaskWatchHub):
             return
         self._show(watcher, watcher.memo, heartbeat)
 
-    def _show(self, watcher: _Watcher, memo: dict[str, Any], heartbeat: tuple[str, int] | None) -> None:
+    def _show(self, watcher: FeedWatcher, memo: dict[str, Any], heartbeat: tuple[str, int] | None) -> None:
         """Publish the task as first read, then what came for it meanwhile."""
         watcher.heartbeat = heartbeat
-        watcher.publish(task_view(watcher.task_id, memo, None, heartbeat=heartbeat))
+        watcher.show(memo)
         watcher.ready = True
         pending, watcher.pending = watcher.pending, None
-        for topic, payload in pending or ():
-            self._apply(watcher, topic, self._gateway.feed_value(payload))
+        for topic, packed in pending or ():
+            self._apply(watcher, topic, self._gateway.feed_value(packed))
 
     # -- the shards ----------------------------------------------------------------------------------
 
@@ -254,7 +186,7 @@ class FeedWatchHub(TaskWatchHub):
                         logger.warning("task feed shard %d skipped %d items; re-reading its tasks", shard, skipped)
                         self._resync_shard(shard)
                     offset = item.offset + 1
-                    self._take(item.topic, item.payload)
+                    self._take(item.topic, item.packed)
             except TemporalCallFailed as err:
                 try:
                     await backoff.failed(str(err))
@@ -266,28 +198,28 @@ class FeedWatchHub(TaskWatchHub):
             # The stream ended: the shard was closed by hand. Start it again and go on from where it was.
             await self._gateway.start_feed_shards()
 
-    def _take(self, topic: str, payload: Payload) -> None:
-        data = self._gateway.feed_value(payload)
+    def _take(self, topic: str, packed: bytes) -> None:
+        data = self._gateway.feed_value(packed)
         if not isinstance(data, dict):
             return
         item = cast("dict[str, Any]", data)
         key = item.get("w")
         if not isinstance(key, str):
             return
-        self._remember(key, topic, payload)
+        self._remember(key, topic, packed)
         watcher = self._feed_watchers.get(key)
         if watcher is None:
             return
         if not watcher.ready:
             if watcher.pending is None:
                 watcher.pending = []
-            watcher.pending.append((topic, payload))
+            watcher.pending.append((topic, packed))
             return
         self._apply(watcher, topic, item)
 
-    def _remember(self, key: str, topic: str, payload: Payload) -> None:
+    def _remember(self, key: str, topic: str, packed: bytes) -> None:
         now = time.monotonic()
-        self._recent.setdefault(key, []).append((topic, payload))
+        self._recent.setdefault(key, []).append((topic, packed))
         self._arrivals.append((now, key))
         while self._arrivals and (self._arrivals[0][0] < now - RECENT_S or len(self._arrivals) > RECENT_MAX):
             _, old = self._arrivals.popleft()
@@ -297,7 +229,7 @@ class FeedWatchHub(TaskWatchHub):
                 if not kept:
                     del self._recent[old]
 
-    def _apply(self, watcher: _Watcher, topic: str, data: Any) -> None:
+    def _apply(self, watcher: FeedWatcher, topic: str, data: Any) -> None:
         if watcher.closing or not isinstance(data, dict):
             return
         item = cast("dict[str, Any]", data)
@@ -307,7 +239,7 @@ class FeedWatchHub(TaskWatchHub):
                 at_ms = int(item.get("at_ms") or 0)
                 if at_ms >= int(memo.get(Memo.LAST_UPDATED_AT) or 0):
                     watcher.heartbeat = (item["message"], at_ms)
-                    watcher.publish(task_view(watcher.task_id, memo, None, heartbeat=watcher.heartbeat))
+                    watcher.show(memo)
             return
         if topic != TRANSITION_TOPIC:
             return
@@ -326,20 +258,20 @@ class FeedWatchHub(TaskWatchHub):
             assert self._feed_group is not None
             self._feed_group.start_soon(self._close, watcher)
             return
-        watcher.publish(task_view(watcher.task_id, memo, None, heartbeat=None))
+        watcher.show(memo)
 
     def _resync_shard(self, shard: int) -> None:
         for watcher in list(self._feed_watchers.values()):
             if feed_shard(watcher.key) == shard:
                 self._resync(watcher)
 
-    def _resync(self, watcher: _Watcher) -> None:
+    def _resync(self, watcher: FeedWatcher) -> None:
         """Publish the task as it is now: what was missed is summed up in it."""
         watcher.ready = False
         assert self._feed_group is not None
         self._feed_group.start_soon(self._read_again, watcher)
 
-    async def _read_again(self, watcher: _Watcher) -> None:
+    async def _read_again(self, watcher: FeedWatcher) -> None:
         backoff = Backoff(f"re-reading task {watcher.task_id}", logger, **self._feed_retry)
         while True:
             try:
@@ -364,7 +296,7 @@ class FeedWatchHub(TaskWatchHub):
             return
         self._show(watcher, memo, heartbeat)
 
-    async def _close(self, watcher: _Watcher) -> None:
+    async def _close(self, watcher: FeedWatcher) -> None:
         backoff = Backoff(f"reading the close of task {watcher.task_id}", logger, **self._feed_retry)
         while True:
             try:
@@ -379,7 +311,7 @@ class FeedWatchHub(TaskWatchHub):
             watcher.publish(await self.closed_view(watcher.task_id, watcher.memo, closed, event))
 
 
-async def _retried(backoff: Backoff, err: TemporalCallFailed, watcher: _Watcher) -> bool:
+async def _retried(backoff: Backoff, err: TemporalCallFailed, watcher: FeedWatcher) -> bool:
     """Wait to try a watcher's read again; False (and the watcher lost) when it may not be."""
     if err.lasting:
         watcher.lose(str(err))
@@ -409,7 +341,7 @@ _VIEWED: Final = frozenset(
 """The memo keys a task's view is built from: a watcher lives as long as its listens, so it keeps no more."""
 
 
-def on_feed(seen: Snapshot | None) -> bool:
+def on_feed(seen: Snapshot | ListedTask | None) -> bool:
     """Whether the task publishes to the feed, as its memo says: only a running one still can."""
     if seen is None or not seen.running:
         return False

@@ -37,6 +37,7 @@ from mcp_tasks_temporal.front.errors import (
 from mcp_tasks_temporal.front.failing_workflows import FailingWorkflows, WorkflowTaskFailure
 from mcp_tasks_temporal.front.gateway_reads import (
     FeedItem,
+    ListedTask,
     Observed,
     OwnedPage,
     OwnedTask,
@@ -46,6 +47,7 @@ from mcp_tasks_temporal.front.gateway_reads import (
     described,
     list_owned,
     listed,
+    listed_tasks,
     now_ms,
     rpc_reason,
     snapshot,
@@ -86,6 +88,7 @@ from mcp_tasks_temporal.temporal.web_ui import web_ui_link
 # `gateway_history`); the rest of the front imports it from here.
 __all__ = [
     "FeedItem",
+    "ListedTask",
     "Observed",
     "OwnedPage",
     "OwnedTask",
@@ -345,25 +348,26 @@ class TemporalTaskGateway(WatcherReads):
             raise TaskExpiredError()
         return Observed(handle, seen)
 
-    async def observe_listed(self, task_ids: Sequence[str], principal: str | None) -> dict[str, Snapshot]:
+    async def observe_listed(self, task_ids: Sequence[str], principal: str | None) -> dict[str, ListedTask]:
         """The tasks among `task_ids` this caller may see, as visibility shows them: a few calls for all.
 
         Held to what `observe` checks (the ID's shape, the owner in the memo, the TTL); a task left out
-        here may still exist (visibility lags its start), so the caller `observe`s the rest. A snapshot
-        may be behind the task, and has no pending activities (`Snapshot.listed`).
+        here may still exist (visibility lags its start), so the caller `observe`s the rest. A task's
+        read may be behind the task, and has no pending activities (`Snapshot.listed`); its memo stays
+        packed until the caller follows the task (`ListedTask.snapshot`).
         """
         key = owner_key(principal)
         wanted = {workflow_id(task_id, principal): task_id for task_id in task_ids if is_task_id(task_id)}
-        found: dict[str, Snapshot] = {}
+        found: dict[str, ListedTask] = {}
         now = now_ms()
-        for wid, seen in (await listed(self.client, list(wanted))).items():
+        for wid, seen in (await listed_tasks(self.client, list(wanted))).items():
             task_id = wanted.get(wid)
-            if task_id is None or seen.memo.get(Memo.OWNER) != key:
-                continue
             memo = seen.memo
-            memo.setdefault(Memo.CREATED_AT, seen.start_time_ms)
+            if task_id is None or memo.get(Memo.OWNER) != key:
+                continue
             ttl_ms = memo.get(Memo.TTL_MS)
-            if ttl_ms is not None and now >= int(memo[Memo.CREATED_AT]) + int(ttl_ms):
+            created_at_ms = memo.get(Memo.CREATED_AT, seen.start_time_ms)
+            if ttl_ms is not None and now >= int(created_at_ms) + int(ttl_ms):
                 continue
             found[task_id] = seen
         return found

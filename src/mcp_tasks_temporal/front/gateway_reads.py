@@ -36,6 +36,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_tasks_temporal.temporal.codec import CodecError
+from mcp_tasks_temporal.temporal.contract import Memo
 from mcp_tasks_temporal.temporal.ids import WORKFLOW_ID_PREFIX
 from mcp_tasks_temporal.temporal.payload_storage import StoredPayloadError
 
@@ -184,14 +185,66 @@ LISTED_IDS_PER_QUERY = 500
 _LISTED_QUERIES_AT_ONCE = 4
 
 
+@dataclass(frozen=True, slots=True)
+class ListedTask:
+    """A workflow as visibility lists it, its memo packed as JSON.
+
+    A listen holds thousands of these between its visibility reads and following each task; decoded, each memo
+    is a tree of dicts and strings several times the size, and thousands of them at once leave the front's
+    heap that much larger for good.
+    """
+
+    namespace: str
+    workflow_id: str
+    run_id: str
+    status: WorkflowExecutionStatus | None
+    start_time_ms: int
+    packed_memo: bytes
+
+    @property
+    def running(self) -> bool:
+        return self.status == WorkflowExecutionStatus.RUNNING
+
+    @property
+    def listed(self) -> bool:
+        """Read from visibility, as a `Snapshot` made from it says."""
+        return True
+
+    @property
+    def memo(self) -> dict[str, Any]:
+        """Decoded anew on each read."""
+        return json.loads(self.packed_memo)
+
+    def snapshot(self) -> Snapshot:
+        """As a `Snapshot`: possibly behind the task, without its activities (`Snapshot.listed`)."""
+        memo = self.memo
+        memo.setdefault(Memo.CREATED_AT, self.start_time_ms)
+        return Snapshot(
+            namespace=self.namespace,
+            workflow_id=self.workflow_id,
+            run_id=self.run_id,
+            status=self.status,
+            start_time_ms=self.start_time_ms,
+            history_length=0,
+            memo=memo,
+            pending_activities=(),
+            listed=True,
+        )
+
+
 async def listed(client: Client, workflow_ids: Sequence[str]) -> dict[str, Snapshot]:
+    """`listed_tasks`, each as a `Snapshot`."""
+    return {wid: task.snapshot() for wid, task in (await listed_tasks(client, workflow_ids)).items()}
+
+
+async def listed_tasks(client: Client, workflow_ids: Sequence[str]) -> dict[str, ListedTask]:
     """The workflows among `workflow_ids` as visibility shows them, a few list calls for all of them.
 
     Visibility is written after the workflow's own state, so a workflow may be missing here or its
     memo behind; a memo this front cannot decode is left out too. The caller reads what is missing
     by `describe`, and covers what may be behind by other means (front/feed_watch.py).
     """
-    found: dict[str, Snapshot] = {}
+    found: dict[str, ListedTask] = {}
     limiter = anyio.CapacityLimiter(_LISTED_QUERIES_AT_ONCE)
 
     async def page(chunk: Sequence[str]) -> None:
@@ -208,7 +261,7 @@ async def listed(client: Client, workflow_ids: Sequence[str]) -> dict[str, Snaps
                 logger.warning("visibility read of %d tasks failed: %s", len(chunk), rpc_reason(err))
                 return
         for info in response.executions:
-            read = await _listed_snapshot(client, info)
+            read = await _listed_task(client, info)
             if read is not None:
                 found[read.workflow_id] = read
 
@@ -218,7 +271,7 @@ async def listed(client: Client, workflow_ids: Sequence[str]) -> dict[str, Snaps
     return found
 
 
-async def _listed_snapshot(client: Client, info: WorkflowExecutionInfo) -> Snapshot | None:
+async def _listed_task(client: Client, info: WorkflowExecutionInfo) -> ListedTask | None:
     wid = info.execution.workflow_id
     fields = info.memo.fields
     try:
@@ -229,18 +282,16 @@ async def _listed_snapshot(client: Client, info: WorkflowExecutionInfo) -> Snaps
             )
             values = await converter.decode(list(fields.values())) if fields else []
             memo = dict(zip(fields.keys(), values, strict=True))
+        packed = json.dumps(memo, separators=(",", ":")).encode()
     except Exception:
-        return None  # `describe` reads it again and says why, as for any single read
-    return Snapshot(
+        return None  # `describe` reads it again and says why, as for any single read (or a memo not JSON)
+    return ListedTask(
         namespace=client.namespace,
         workflow_id=wid,
         run_id=info.execution.run_id,
         status=WorkflowExecutionStatus(info.status) if info.status else None,
         start_time_ms=info.start_time.ToMilliseconds(),
-        history_length=0,
-        memo=memo,
-        pending_activities=(),
-        listed=True,
+        packed_memo=packed,
     )
 
 
@@ -381,7 +432,8 @@ def rpc_reason(err: RPCError) -> str:
 class FeedItem:
     offset: int
     topic: str
-    payload: Payload
+    packed: bytes
+    """The item's payload, serialized: a few hundred bytes, a third of what the decoded message holds."""
 
 
 @dataclass(frozen=True)

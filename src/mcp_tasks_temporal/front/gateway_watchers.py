@@ -75,7 +75,8 @@ class WatcherReads:
     async def feed_items(self, shard: int, from_offset: int, cooldown: timedelta) -> AsyncIterator[FeedItem]:
         """The items of a feed shard from `from_offset` (0: all it keeps), as they come; ends if the shard closes.
 
-        Undecoded: a front decodes an item to route it, and keeps the few of the last minutes compact.
+        Undecoded and serialized: a front decodes an item to route it, and keeps those of the last minutes
+        (up to every item the shards keep) compact.
 
         Raises:
             TemporalCallFailed: The shard's long poll failed.
@@ -83,7 +84,7 @@ class WatcherReads:
         stream = WorkflowStreamClient.create(self.client, feed_workflow_id(self.task_queue, shard))
         try:
             async for item in stream.subscribe(from_offset=from_offset, result_type=RawValue, poll_cooldown=cooldown):
-                yield FeedItem(item.offset, item.topic, item.data.payload)
+                yield FeedItem(item.offset, item.topic, item.data.payload.SerializeToString())
         except RPCError as err:
             raise TemporalCallFailed(rpc_reason(err)) from None
         except (WorkflowUpdateRPCTimeoutOrCancelledError, WorkflowUpdateFailedError) as err:
@@ -157,9 +158,9 @@ class WatcherReads:
             if wid in wanted and deadline != UNKNOWN_DEADLINE and (deadline is None or now < deadline)
         ]
 
-    def feed_value(self, payload: Payload) -> Any:
-        """A feed item's content (a JSON object, as the task published it)."""
-        return self.client.data_converter.payload_converter.from_payload(payload)
+    def feed_value(self, packed: bytes) -> Any:
+        """A feed item's content (a JSON object, as the task published it), from `FeedItem.packed`."""
+        return self.client.data_converter.payload_converter.from_payload(Payload.FromString(packed))
 
     async def read(self, workflow_id: str) -> Snapshot:
         """`snapshot` of a task a watcher follows.

@@ -61,7 +61,7 @@ async def follow_call(
     send, receive = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
     lost: list[str] = []
 
-    def on_lost(reason: str) -> None:
+    def on_lost(_task_id: str, reason: str) -> None:
         lost.append(reason)
         send.close()
 

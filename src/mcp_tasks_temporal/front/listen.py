@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from functools import partial
 from typing import Any, Final, Literal
 
 import anyio
@@ -36,7 +35,8 @@ from pydantic import ValidationError
 
 from mcp_tasks_temporal.front.errors import TaskExpiredError, TaskNotFoundError
 from mcp_tasks_temporal.front.feed_watch import FeedWatchHub, on_feed
-from mcp_tasks_temporal.front.gateway import Snapshot, TemporalTaskGateway
+from mcp_tasks_temporal.front.gateway import ListedTask, Snapshot, TemporalTaskGateway
+from mcp_tasks_temporal.front.heap import release_freed_heap, worth_trimming
 from mcp_tasks_temporal.front.request_capabilities import declares_tasks
 from mcp_tasks_temporal.front.task_watch import TaskWatchHub
 from mcp_tasks_temporal.sdk_compat import server_info_stamp, subscription_bus
@@ -87,7 +87,7 @@ class TaskListen:
             raise MCPError(INVALID_REQUEST, "subscriptions/listen requires a request id")
         return await self._serve(ctx, params, task_ids)
 
-    async def _honored(self, task_ids: list[str], principal: str | None) -> dict[str, Snapshot | None]:
+    async def _honored(self, task_ids: list[str], principal: str | None) -> dict[str, Snapshot | ListedTask | None]:
         """The requested tasks this caller may see, in request order, with the read each was honored from.
 
         The rest are left out, indistinguishably. A hub that follows the task feed first asks the
@@ -102,19 +102,23 @@ class TaskListen:
         read, _ = await self._read([t for t in unique if t not in indexed], principal)
         return {t: read.get(t) for t in unique if t in indexed or t in read}
 
-    async def _read(self, task_ids: list[str], principal: str | None) -> tuple[dict[str, Snapshot], list[str]]:
+    async def _read(
+        self, task_ids: list[str], principal: str | None
+    ) -> tuple[dict[str, Snapshot | ListedTask], list[str]]:
         """`task_ids` as this caller may see them now, and those it may not (gone, expired, another's, unknown).
 
         A hub that follows the task feed takes its running tasks as visibility lists them, a few calls
         for thousands of tasks; it catches up what visibility has not caught up yet (front/feed_watch.py).
         Anything not listed so (just created, closed, another's, unknown) is read with `describe`, one by
-        one, as a single `tasks/get` would.
+        one, as a single `tasks/get` would. A listed task's memo stays packed until its watcher starts
+        (`ListedTask`).
         """
-        found: dict[str, Snapshot] = {}
+        found: dict[str, Snapshot | ListedTask] = {}
         missing: list[str] = []
         if isinstance(self._hub, FeedWatchHub) and task_ids:
             listed = await self._gateway.observe_listed(task_ids, principal)
             found.update((task_id, seen) for task_id, seen in listed.items() if on_feed(seen))
+            del listed
         limiter = anyio.CapacityLimiter(32)
 
         async def check(task_id: str) -> None:
@@ -167,7 +171,7 @@ class TaskListen:
             if event_matches(core, uris, event):
                 offer("core", event)
 
-        # One listener for all its tasks: a listen on thousands of tasks holds one closure, not one per task.
+        # One listener and one `on_lost` for all its tasks: a listen on thousands of tasks holds no closure per task.
         def on_task(task: dict[str, Any]) -> None:
             offer("task", task)
 
@@ -196,19 +200,17 @@ class TaskListen:
                     note = TaskNotification(params={**item, "_meta": meta})
                 await ctx.session.send_notification(note, related_request_id=subscription_id)
 
-            async def flush() -> None:
+            async def drain() -> None:
                 while True:
                     try:
                         queued = receive.receive_nowait()
                     except (anyio.WouldBlock, anyio.EndOfStream):
-                        break
+                        return
                     await deliver(*queued)
-                await anyio.lowlevel.checkpoint()  # other requests meanwhile
 
-            def follow(task_id: str, seen: Snapshot) -> None:
-                unsubscribes.append(
-                    self._hub.subscribe(task_id, principal, on_task, seen=seen, on_lost=partial(on_lost, task_id))
-                )
+            def follow(task_id: str, read: Snapshot | ListedTask) -> None:
+                seen = read.snapshot() if isinstance(read, ListedTask) else read
+                unsubscribes.append(self._hub.subscribe(task_id, principal, on_task, seen=seen, on_lost=on_lost))
 
             # The tasks after the ack, which thousands of them would hold up: each watcher starts from
             # the read the ack was made from and brings every change since, so nothing is lost either.
@@ -216,26 +218,33 @@ class TaskListen:
             # front's heap that much larger for good.
             indexed = [task_id for task_id, seen in honored.items() if seen is None]
             for count, task_id in enumerate(list(honored), start=1):
-                seen = honored.pop(task_id)  # the watcher keeps what it needs of the read, no more
-                if seen is not None:
-                    follow(task_id, seen)
+                read = honored.pop(task_id)  # the watcher keeps what it needs of the read, no more
+                if read is not None:
+                    follow(task_id, read)
                 if count % _SUBSCRIBE_BATCH == 0:
-                    await flush()
+                    await drain()
+                    await anyio.lowlevel.checkpoint()  # other requests meanwhile
             # The tasks honored from the shards' indexes are read now, a batch at a time: a read after the
             # ack is as good a start as one before it (the hub replays what came since, feed_watch.py).
             # One gone meanwhile (expired, deleted) ends the listen as any task lost while followed.
             for start in range(0, len(indexed), _FIRST_VIEWS_BATCH):
                 batch = indexed[start : start + _FIRST_VIEWS_BATCH]
-                read, missing = await self._read(batch, principal)
+                found, missing = await self._read(batch, principal)
                 for task_id in missing:
                     on_lost(task_id, "the task no longer exists or expired")
                 for count, task_id in enumerate(batch, start=1):
-                    seen = read.get(task_id)
-                    if seen is not None:
-                        follow(task_id, seen)
+                    read = found.pop(task_id, None)
+                    if read is not None:
+                        follow(task_id, read)
                     if count % _SUBSCRIBE_BATCH == 0:
-                        await flush()
-                await flush()
+                        await drain()
+                        await anyio.lowlevel.checkpoint()  # other requests meanwhile
+                del found
+                await drain()
+            if worth_trimming(len(unsubscribes)):
+                # What the listen read and queued is freed; glibc would keep those pages mapped for good.
+                await drain()
+                release_freed_heap()
             async with receive:
                 async for kind, item in receive:
                     await deliver(kind, item)

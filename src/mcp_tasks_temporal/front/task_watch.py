@@ -24,7 +24,7 @@ import logging
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 import anyio
 from anyio.abc import TaskGroup
@@ -55,15 +55,17 @@ logger = logging.getLogger(__name__)
 
 Listener = Callable[[dict[str, Any]], None]
 _E = TypeVar("_E", bound=BaseException)
-Lost = Callable[[str], None]
-"""Told why, when the task can no longer be followed; the reason holds no secret."""
+Lost = Callable[[str, str], None]
+"""Told the task's ID and why, when the task can no longer be followed; the reason holds no secret.
+
+The task's ID comes with it so one callable serves a listen on thousands of tasks."""
 
 
 class Followed(Protocol):
     """A watcher of one task, as its subscribers see it: whichever way the hub follows the task."""
 
-    listeners: set[Listener]
-    on_lost: dict[Listener, Lost]
+    subscribers: dict[Listener, Lost | None]
+    """Each listener, with what it is told if the task can no longer be followed."""
 
     @property
     def last(self) -> dict[str, Any] | None:
@@ -71,43 +73,67 @@ class Followed(Protocol):
         ...
 
 
+_W = TypeVar("_W", bound=Followed)
+
+
+class Subscription(Generic[_W]):
+    """A listener's hold on a watcher; calling it unsubscribes.
+
+    A slotted object rather than a closure: a front holds one per watched task and listen.
+    """
+
+    __slots__ = ("_left", "_listener", "_metrics", "_watcher")
+
+    def __init__(self, watcher: _W, listener: Listener, metrics: FrontMetrics, left: Callable[[_W], None]) -> None:
+        self._watcher = watcher
+        self._listener = listener
+        self._metrics = metrics
+        self._left = left
+
+    def __call__(self) -> None:
+        subscribers = self._watcher.subscribers
+        if self._listener in subscribers:
+            del subscribers[self._listener]
+            self._metrics.subscribers_changed(-1)
+        if not subscribers:
+            self._left(self._watcher)
+
+
 def attach(
-    watcher: Followed,
+    watcher: _W,
     listener: Listener,
     on_lost: Lost | None,
     metrics: FrontMetrics,
     *,
-    when_left: Callable[[], None],
+    when_left: Callable[[_W], None],
 ) -> Callable[[], None]:
     """Add `listener` to `watcher` (told the state so far at once); returns its unsubscribe.
 
-    `when_left` runs once the last listener has left: the hub stops following the task.
+    `when_left` is called with the watcher once its last listener has left: the hub stops following the task.
     """
-    if listener not in watcher.listeners:
-        watcher.listeners.add(listener)
+    if listener not in watcher.subscribers:
+        watcher.subscribers[listener] = on_lost
         metrics.subscribers_changed(+1)
-    if on_lost is not None:
-        watcher.on_lost[listener] = on_lost
+    elif on_lost is not None:
+        watcher.subscribers[listener] = on_lost
     if watcher.last is not None:
         listener(watcher.last)
+    return Subscription(watcher, listener, metrics, when_left)
 
-    def unsubscribe() -> None:
-        if listener in watcher.listeners:
-            watcher.listeners.discard(listener)
-            watcher.on_lost.pop(listener, None)
-            metrics.subscribers_changed(-1)
-        if not watcher.listeners:
-            when_left()
 
-    return unsubscribe
+def tell_lost(subscribers: dict[Listener, Lost | None], task_id: str, reason: str) -> None:
+    """Tell each subscriber that asked why its task can no longer be followed."""
+    for listener in list(subscribers):
+        lost = subscribers.get(listener)
+        if lost is not None:
+            lost(task_id, reason)
 
 
 @dataclass
 class _Watcher:
     task_id: str
     handle: WorkflowHandle[Any, Any]
-    listeners: set[Listener] = field(default_factory=set[Listener])
-    on_lost: dict[Listener, Lost] = field(default_factory=dict[Listener, Lost])
+    subscribers: dict[Listener, Lost | None] = field(default_factory=dict[Listener, Lost | None])
     last: dict[str, Any] | None = None
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     """Cancelled when the last subscriber leaves (possibly before the watcher started)."""
@@ -118,14 +144,11 @@ class _Watcher:
         if task == self.last:
             return
         self.last = task
-        for listener in list(self.listeners):
+        for listener in list(self.subscribers):
             listener(task)
 
     def lose(self, reason: str) -> None:
-        for listener in list(self.listeners):
-            lost = self.on_lost.get(listener)
-            if lost is not None:
-                lost(reason)
+        tell_lost(self.subscribers, self.task_id, reason)
 
 
 class TaskWatchHub:
@@ -145,6 +168,7 @@ class TaskWatchHub:
         self._retry = {"initial_s": retry_initial_s, "cap_s": retry_cap_s, "give_up_after_s": give_up_after_s}
         self._watchers: dict[str, _Watcher] = {}
         self._group: TaskGroup | None = None
+        self._left = self._stop_following  # one bound method for every subscription, not one each
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[None]:
@@ -187,14 +211,13 @@ class TaskWatchHub:
             handle = workflow_handle(self._gateway.client, key)
             watcher = self._watchers[key] = _Watcher(task_id, handle, seen=seen)
             self._group.start_soon(self._run, key, watcher, name=f"watch {key}")
-        followed = watcher
+        return attach(watcher, listener, on_lost, self._gateway.metrics, when_left=self._left)
 
-        def stop_following() -> None:
-            if self._watchers.get(key) is followed:
-                del self._watchers[key]
-                followed.scope.cancel()
-
-        return attach(watcher, listener, on_lost, self._gateway.metrics, when_left=stop_following)
+    def _stop_following(self, watcher: _Watcher) -> None:
+        key = watcher.handle.id
+        if self._watchers.get(key) is watcher:
+            del self._watchers[key]
+            watcher.scope.cancel()
 
     async def _run(self, key: str, watcher: _Watcher) -> None:
         reason: str | None = None
@@ -216,7 +239,7 @@ class TaskWatchHub:
                 if self._watchers.get(key) is watcher:
                     del self._watchers[key]  # a new listen starts a new watcher
                 watcher.lose(reason)
-            elif self._watchers.get(key) is watcher and not watcher.listeners:
+            elif self._watchers.get(key) is watcher and not watcher.subscribers:
                 del self._watchers[key]
 
     async def _follow(self, watcher: _Watcher) -> None:
