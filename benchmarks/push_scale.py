@@ -426,7 +426,7 @@ def table(results: Sequence[SizeResult]) -> str:
         base = next((m for m in r.modes if m.mode == "poll" and not m.skipped), None)
         for m in r.modes:
             if m.skipped:
-                rows.append((f"{r.watched:,}", m.mode, "", m.skipped, "", "", "", "", "", "", "", "", ""))
+                rows.append((f"{r.watched:,}", m.mode, "", m.skipped, *[""] * (len(header) - 4)))
                 continue
             rows.append(
                 (
