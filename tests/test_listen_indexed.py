@@ -47,6 +47,13 @@ async def until_indexed(gateway: TemporalTaskGateway, task_ids: list[str], princ
             await anyio.sleep(0.05)
 
 
+async def until_out_of_index(gateway: TemporalTaskGateway, task_ids: list[str], principal: str | None) -> None:
+    """Until a terminal transition took every one of `task_ids` out of its shard's index."""
+    with anyio.fail_after(30):
+        while await gateway.observe_indexed(task_ids, principal):
+            await anyio.sleep(0.05)
+
+
 async def test_the_index_holds_each_callers_open_tasks_and_an_ack_takes_them_from_it(
     stack: Stack, workdir: Path, temporal: str, temporal_client: Client
 ) -> None:
@@ -71,9 +78,7 @@ async def test_the_index_holds_each_callers_open_tasks_and_an_ack_takes_them_fro
         memo = (await gateway.observe(closed, ALICE)).memo
         key = next(iter(memo[Memo.INPUT_REQUESTS]))
         await gateway.update(closed, ALICE, {key: {"action": "accept", "content": {"size": "XL"}}})
-        with anyio.fail_after(30):
-            while closed in await gateway.observe_indexed([closed], ALICE):
-                await anyio.sleep(0.05)  # its terminal transition took it out
+        await until_out_of_index(gateway, [closed], ALICE)
 
         hub = FeedWatchHub(gateway)
         listen = TaskListen(cast("Any", None), gateway, hub)
@@ -161,9 +166,7 @@ async def test_the_index_survives_the_shards_continue_as_new(
         await listener.until(lambda: all(listener.statuses(t)[-1:] == [("completed", 0)] for t in early))
         group.cancel_scope.cancel()
     assert {t: listener.statuses(t) for t in early} == dict.fromkeys(early, EVERY_TRANSITION)
-    with anyio.fail_after(30):
-        while await gateway.observe_indexed(early, None):
-            await anyio.sleep(0.05)  # closed: out of the index
+    await until_out_of_index(gateway, early, None)
 
 
 async def test_an_indexed_task_gone_before_its_first_view_ends_the_listen_with_an_error(
@@ -279,9 +282,7 @@ async def test_a_listen_on_tasks_that_have_not_changed_since_they_started_is_ack
         # One `working` before the question: the announcement made no notification of its own.
         assert [n["status"] for n in notes] == [s for s, _ in BUILD_STEPS], notes
         assert notes[-1].get("result"), notes[-1]
-    with anyio.fail_after(30):
-        while await gateway.observe_indexed(building, None):
-            await anyio.sleep(0.05)  # closed: out of the index
+    await until_out_of_index(gateway, building, None)
 
 
 async def test_a_task_whose_shard_does_not_exist_stops_publishing_at_its_announcement_and_runs_on(
