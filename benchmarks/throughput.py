@@ -187,7 +187,10 @@ class Calls(SlowComputeTasks):
         await gateway.create(self.task_input("gateway"), None)
 
     async def running_count(self) -> int:
-        return (await self.client.count_workflows('ExecutionStatus="Running"')).count
+        # The tasks' queue only: the shared-settings record every process of the queue writes is a workflow
+        # that runs as long as the deployment does, on a queue of its own.
+        query = f'TaskQueue="{self.product.task_queue}" AND ExecutionStatus="Running"'
+        return (await self.client.count_workflows(query)).count
 
     async def drain(self, timeout_s: float, *, held: int = 0) -> float:
         """Wait until the worker has finished every task but the `held` long-lived ones; the seconds it took."""

@@ -28,6 +28,27 @@ from tests.forkserver import ForkServer
 from tests.processes import Process, child_env, start_front, start_temporal, start_worker
 from tests.wire import HttpMcp, TaskCalls
 
+LONGEST_FILES_FIRST = (
+    "test_push_feed_durability.py",
+    "test_readme.py",
+    "test_dev.py",
+    "test_audit.py",
+    "test_failing_workflows.py",
+    "test_workflow_tools.py",
+    "test_histories.py",
+    "test_scale_out.py",
+    "test_client.py",
+    "test_nexus_tools.py",
+    "test_mcp1.py",
+)
+"""Files of a minute or more on CI's machine, longest first (`--durations`). CI's xdist workers take whole files
+in collection order: a long file handed out last would run alone at the end while the other workers sit idle."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: place for place, name in enumerate(LONGEST_FILES_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
+
 
 @pytest.fixture(scope="session")
 def anyio_backend() -> str:
