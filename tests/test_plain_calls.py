@@ -240,9 +240,10 @@ async def test_a_task_created_as_a_task_survives_its_client_going_away(
 ) -> None:
     modern = TaskCalls(HttpMcp(plain.url, http))
     http.headers["authorization"] = f"Bearer {ALICE}"
-    created = await modern.start("stepped", {"gate": str(gate / "modern")})
+    # The folders first: a tool that starts before its folder exists fails and waits out a retry's backoff.
     (gate / "modern").mkdir()
     (gate / "legacy").mkdir()
+    created = await modern.start("stepped", {"gate": str(gate / "modern")})
     legacy = (
         await alice.request(
             "tools/call", {"name": "stepped", "arguments": {"gate": str(gate / "legacy")}, "task": {"ttl": 60000}}
