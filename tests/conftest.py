@@ -25,7 +25,7 @@ from mcp_tasks_temporal.ops.dev.embedded_temporal import temporal_cli
 from mcp_tasks_temporal.temporal.connection import connect_temporal
 from tests import processes
 from tests.forkserver import ForkServer
-from tests.processes import Process, child_env, start_front, start_temporal, start_worker
+from tests.processes import Process, child_env, start_front, start_temporal, start_worker, stop_all
 from tests.wire import HttpMcp, TaskCalls
 
 LONGEST_FILES_FIRST = (
@@ -110,10 +110,7 @@ class Stack:
     def stop(self) -> None:
         # Teardown needs no graceful drain: a worker still running a tool the test left waiting would
         # otherwise hold the run for the whole grace period.
-        for process, _ in self.fronts:
-            process.stop(timeout=TEARDOWN_GRACE_S)
-        for worker in self.workers:
-            worker.stop(timeout=TEARDOWN_GRACE_S)
+        stop_all([*(front for front, _ in self.fronts), *self.workers], TEARDOWN_GRACE_S)
 
     def logs(self) -> str:
         return "\n".join(f"--- {p.name}\n{p.log()[-4000:]}" for p in [*(f for f, _ in self.fronts), *self.workers])

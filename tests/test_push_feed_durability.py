@@ -27,7 +27,7 @@ from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.service import RetryConfig
 
 from mcp_tasks_temporal.temporal.feed_contract import FEED_SHARDS, TASK_FEED_WORKFLOW, TaskFeedInput, feed_workflow_id
-from tests.processes import Process, free_port, start_front, start_temporal, start_worker
+from tests.processes import Process, free_port, start_front, start_temporal, start_worker, stop_all
 from tests.test_push import listen_message
 from tests.wire import HttpMcp, TaskCalls, base_headers, sse_frames
 
@@ -87,8 +87,7 @@ class Cluster:
         return "\n".join(f"--- {p.name} (alive={p.alive})\n{p.log()[-tail:]}" for p in processes)
 
     def stop(self) -> None:
-        for process in [*([self.front] if self.front else []), *self.workers]:
-            process.stop(timeout=5)
+        stop_all([*([self.front] if self.front else []), *self.workers], timeout=5)
         if self.temporal is not None:
             self.temporal.stop()
 
