@@ -100,12 +100,15 @@ _running: set[subprocess.Popen[bytes]] = set()
 def run_all(chosen: Sequence[Benchmark], mode: str | None, jobs: int) -> list[tuple[str, int | None, float]]:
     if jobs == 1:
         return [(b.name, *run(b, mode)) for b in chosen]
+    # Side by side, the longest (by deadline) start first, so none is left to run alone at the end; the
+    # summary keeps the chosen order.
+    started_first = sorted(chosen, key=lambda b: -b.deadline_s(mode))
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(run, b, mode, beside=jobs - 1) for b in chosen]
+        futures = {b.name: pool.submit(run, b, mode, beside=jobs - 1) for b in started_first}
         try:
-            return [(b.name, *future.result()) for b, future in zip(chosen, futures, strict=True)]
+            return [(b.name, *futures[b.name].result()) for b in chosen]
         except KeyboardInterrupt:
-            for future in futures:
+            for future in futures.values():
                 future.cancel()
             with _lock:
                 running = list(_running)

@@ -84,9 +84,19 @@ async def scripted_tool(call: ToolRoundInput) -> dict[str, Any]:
         return {"resultType": "input_required", "inputRequests": {"go": QUESTION}, "requestState": f"r{call.round}"}
     if call.tool == "midway":
         handle = activity.client().get_workflow_handle(info.workflow_id or "")
-        answers: dict[str, Any] = await handle.execute_update(  # pyright: ignore[reportUnknownMemberType]
-            REQUEST_INPUT_UPDATE, InputAsk(requests={"left": QUESTION, "right": QUESTION}), result_type=dict[str, Any]
+        asked = asyncio.ensure_future(
+            handle.execute_update(  # pyright: ignore[reportUnknownMemberType]
+                REQUEST_INPUT_UPDATE,
+                InputAsk(requests={"left": QUESTION, "right": QUESTION}),
+                result_type=dict[str, Any],
+            )
         )
+        # Heartbeats while the answers take their time, as the worker's tool activity does: on a loaded machine
+        # they can take longer than the heartbeat timeout, and a timed-out attempt would ask all over again.
+        while not asked.done():
+            activity.heartbeat()
+            await asyncio.wait({asked}, timeout=0.5)
+        answers: dict[str, Any] = asked.result()
         return _complete(",".join(sorted(answers)))
     if call.tool == "hang":
         while True:
