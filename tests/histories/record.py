@@ -29,6 +29,7 @@ from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.contrib.workflow_streams import PublishEntry, PublishInput, WorkflowStreamClient
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
 
 from mcp_tasks_temporal.temporal.contract import (
@@ -229,16 +230,26 @@ async def record_shard(client: Client, task_queue: str) -> WorkflowHistory:
     await shard.signal(STREAM_PUBLISH_SIGNAL, PublishInput(items=[entry(opened), entry(closed)]))
     await publish(1)
     seen = 0
+    continued = False
     with anyio.fail_after(STEP_BOUND_S):
-        async for item in stream.subscribe(from_offset=0, poll_cooldown=timedelta(0)):
-            seen = item.offset + 1
-            if (await shard.describe()).run_id != first_run:
-                break
-            await publish(seen + 1)
-            if seen == 1:
-                await publish(seen + 2)  # two items in one poll's answer from here on
-        else:
-            raise AssertionError("the shard's stream ended")
+        while not continued:
+            try:
+                async for item in stream.subscribe(from_offset=seen, poll_cooldown=timedelta(0)):
+                    seen = item.offset + 1
+                    if (await shard.describe()).run_id != first_run:
+                        continued = True
+                        break
+                    await publish(seen + 1)
+                    if seen == 1:
+                        await publish(seen + 2)  # two items in one poll's answer from here on
+                else:
+                    raise AssertionError("the shard's stream ended")
+            except RPCError as error:
+                # A workflow task that timed out on a starved machine refuses polls until Temporal's retry of
+                # it completes: poll again from where the stream was.
+                if error.status != RPCStatusCode.FAILED_PRECONDITION:
+                    raise
+                await anyio.sleep(0.2)
     await publish(seen + 3)  # lands on the next run, after the items carried over
     return await client.get_workflow_handle(shard.id, run_id=first_run).fetch_history()
 
