@@ -40,7 +40,7 @@ from typing import Final
 import anyio
 import httpx
 
-from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, listed
+from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, listed_tasks
 from mcp_tasks_temporal.temporal.contract import Memo, ToolTaskInput, as_object
 from mcp_tasks_temporal.temporal.ids import workflow_id
 from tests.wire import HttpMcp, TaskCalls
@@ -157,10 +157,11 @@ async def until_parked(stack: Stack, task_ids: Sequence[str], timeout_s: float) 
     with anyio.fail_after(timeout_s):
         while len(parked) < len(task_ids):
             waiting = [w for w, t in by_workflow.items() if t not in parked]
-            # A visibility read that fails is left out of `listed`; its tasks are asked again next round.
-            for wid, seen in (await listed(stack.client, waiting)).items():
-                status = seen.memo.get(Memo.STATUS)
-                questions = as_object(seen.memo.get(Memo.INPUT_REQUESTS))
+            # A visibility read that fails is left out of `listed_tasks`; its tasks are asked again next round.
+            for wid, seen in (await listed_tasks(stack.client, waiting)).items():
+                memo = seen.memo
+                status = memo.get(Memo.STATUS)
+                questions = as_object(memo.get(Memo.INPUT_REQUESTS))
                 if status == "input_required" and questions:
                     parked[by_workflow[wid]] = Parked(by_workflow[wid], next(iter(questions)))
                 elif status != "working" or not seen.running:

@@ -232,11 +232,6 @@ class ListedTask:
         )
 
 
-async def listed(client: Client, workflow_ids: Sequence[str]) -> dict[str, Snapshot]:
-    """`listed_tasks`, each as a `Snapshot`."""
-    return {wid: task.snapshot() for wid, task in (await listed_tasks(client, workflow_ids)).items()}
-
-
 async def listed_tasks(client: Client, workflow_ids: Sequence[str]) -> dict[str, ListedTask]:
     """The workflows among `workflow_ids` as visibility shows them, a few list calls for all of them.
 
