@@ -290,7 +290,9 @@ class ToolTaskWorkflow:
             Memo.STATUS: self._status,
             Memo.STATUS_MESSAGE: self._status_message,
             Memo.LAST_UPDATED_AT: self._last_updated_ms,
-            Memo.INPUT_REQUESTS: self._input_requests or None,
+            # A copy: the feed sends its items after the workflow task, and a later answer in the same one
+            # must not empty the questions of a transition already posted.
+            Memo.INPUT_REQUESTS: dict(self._input_requests) or None,
             Memo.ERROR: self._error,
         }
 

@@ -1,0 +1,129 @@
+"""What a tool task publishes to the task feed is each state as it was, even when answers arrive together.
+
+Two answers delivered in one workflow task make two transitions in one go: `input_required` with the one
+question left, then `working`. The feed sends its items after the workflow task, so an item that shared a
+dict with the task's state would be sent as the state became later: `input_required` with no question,
+a state the spec forbids. The worker is stopped while both answers arrive, so they land in one workflow task.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+import uuid
+from typing import Any
+
+import anyio
+import pytest
+from temporalio import activity
+from temporalio.api.common.v1 import Payload
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHandle
+from temporalio.contrib.workflow_streams import PublishInput
+from temporalio.worker import Worker
+
+from mcp_tasks_temporal.temporal.contract import (
+    INPUT_SIGNAL,
+    RUN_TOOL_ACTIVITY,
+    TOOL_TASK_WORKFLOW,
+    ActivityPolicy,
+    Memo,
+    ToolRoundInput,
+    ToolTaskInput,
+)
+from mcp_tasks_temporal.temporal.feed_contract import STREAM_PUBLISH_SIGNAL, TRANSITION_TOPIC
+from mcp_tasks_temporal.temporal.ids import owner_key
+from mcp_tasks_temporal.temporal.search_attributes import start_attributes
+from mcp_tasks_temporal.temporal.worker import WORKFLOWS
+from mcp_tasks_temporal.temporal.workflows.task_feed import TaskFeedWorkflow
+from tests.histories.record import ACCEPT, ENVELOPE, QUESTION, start_feed
+
+pytestmark = pytest.mark.anyio
+
+BOUND_S = 30
+
+
+@activity.defn(name=RUN_TOOL_ACTIVITY)
+async def two_questions(call: ToolRoundInput) -> dict[str, Any]:
+    if call.round == 0:
+        return {"resultType": "input_required", "inputRequests": {"left": QUESTION, "right": QUESTION}}
+    return {"resultType": "complete", "content": [{"type": "text", "text": "done"}], "isError": False}
+
+
+def worker(client: Client, task_queue: str) -> Worker:
+    return Worker(client, task_queue=task_queue, workflows=[*WORKFLOWS, TaskFeedWorkflow], activities=[two_questions])
+
+
+async def memo_of(handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
+    return dict(await (await handle.describe()).memo())
+
+
+async def published(client: Client, handle: WorkflowHandle[Any, Any]) -> list[dict[str, Any]]:
+    """The transitions the task signalled to its shard, in order, read from the task's own history."""
+    converter = client.data_converter.payload_converter
+    items: list[dict[str, Any]] = []
+    async for event in handle.fetch_history_events():
+        if event.event_type != EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED:
+            continue
+        attributes = event.signal_external_workflow_execution_initiated_event_attributes
+        if attributes.signal_name != STREAM_PUBLISH_SIGNAL:
+            continue
+        (sent,) = converter.from_payloads(list(attributes.input.payloads), [PublishInput])
+        items.extend(
+            converter.from_payload(Payload.FromString(base64.b64decode(entry.data)))
+            for entry in sent.items
+            if entry.topic == TRANSITION_TOPIC
+        )
+    return items
+
+
+async def test_two_answers_in_one_workflow_task_publish_the_question_left_then_working(
+    temporal_client: Client,
+) -> None:
+    task_queue = f"feed-items-{uuid.uuid4()}"
+    task = ToolTaskInput(
+        task_id=str(uuid.uuid4()),
+        tool="two_questions",
+        arguments={},
+        meta=ENVELOPE,
+        created_at_ms=int(time.time() * 1000),
+        ttl_ms=60_000,
+        poll_interval_ms=500,
+        owner=owner_key("feed-items"),
+        activity=ActivityPolicy(heartbeat_timeout_s=5, maximum_attempts=3, initial_retry_interval_s=0.1),
+        feed=True,
+    )
+    await start_feed(temporal_client, task_queue)
+    handle = await temporal_client.start_workflow(
+        TOOL_TASK_WORKFLOW,
+        task,
+        id=f"feed-items/{task.task_id}",
+        task_queue=task_queue,
+        memo={Memo.TASK_ID: task.task_id, Memo.TOOL: task.tool, Memo.OWNER: task.owner, Memo.STATUS: "working"},
+        search_attributes=start_attributes(tool=task.tool, owner=task.owner or ""),
+    )
+    async with worker(temporal_client, task_queue):
+        with anyio.fail_after(BOUND_S):
+            while len((await memo_of(handle)).get(Memo.INPUT_REQUESTS) or {}) != 2:
+                await anyio.sleep(0.05)  # the memo is Temporal's state: no event tells this process
+    keys = sorted((await memo_of(handle))[Memo.INPUT_REQUESTS])
+    for key in keys:  # no worker polls meanwhile: both land in the next workflow task
+        await handle.signal(INPUT_SIGNAL, {key: ACCEPT})
+    async with worker(temporal_client, task_queue):
+        with anyio.fail_after(BOUND_S):
+            await handle.result()
+
+    states = [
+        (item["m"][Memo.STATUS], sorted(item["m"].get(Memo.INPUT_REQUESTS) or {}))
+        for item in await published(temporal_client, handle)
+    ]
+    assert (
+        states
+        == [
+            ("working", []),  # the start announcement
+            ("input_required", keys),
+            ("input_required", keys[1:]),
+            ("working", []),
+            ("completed", []),
+        ]
+    )
