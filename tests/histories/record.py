@@ -32,14 +32,13 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
 
+from mcp_tasks_temporal.temporal.activity_bridge import ask
 from mcp_tasks_temporal.temporal.contract import (
     INPUT_SIGNAL,
     JSONRPC_ERROR,
-    REQUEST_INPUT_UPDATE,
     RUN_TOOL_ACTIVITY,
     TOOL_TASK_WORKFLOW,
     ActivityPolicy,
-    InputAsk,
     Memo,
     ToolRoundInput,
     ToolTaskInput,
@@ -84,14 +83,7 @@ async def scripted_tool(call: ToolRoundInput) -> dict[str, Any]:
     if call.tool == "multi_round" and call.round < 2:
         return {"resultType": "input_required", "inputRequests": {"go": QUESTION}, "requestState": f"r{call.round}"}
     if call.tool == "midway":
-        handle = activity.client().get_workflow_handle(info.workflow_id or "")
-        asked = asyncio.ensure_future(
-            handle.execute_update(  # pyright: ignore[reportUnknownMemberType]
-                REQUEST_INPUT_UPDATE,
-                InputAsk(requests={"left": QUESTION, "right": QUESTION}),
-                result_type=dict[str, Any],
-            )
-        )
+        asked = asyncio.ensure_future(ask({"left": QUESTION, "right": QUESTION}))
         # Heartbeats while the answers take their time, as the worker's tool activity does: on a loaded machine
         # they can take longer than the heartbeat timeout, and a timed-out attempt would ask all over again.
         while not asked.done():

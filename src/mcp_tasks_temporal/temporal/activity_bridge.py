@@ -23,6 +23,7 @@ from typing import Any, Final
 from temporalio import activity, workflow
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_tasks_temporal.temporal.contract import JSONRPC_ERROR, REQUEST_INPUT_UPDATE, InputAsk, as_object
 from mcp_tasks_temporal.temporal.workflow_api import INVALID_INPUT_REQUEST, request_inputs, set_status
@@ -33,6 +34,7 @@ STATUS_SIGNAL: Final = "mcp_tasks.activity_status"
 """Signal an activity of a workflow tool sends with its `set_status` text."""
 
 _FLUSH_TIMEOUT_S: Final = 10.0
+_NOT_READY_RETRY_S: Final = 0.5
 
 _sending: dict[bytes, asyncio.Task[None]] = {}
 """The last status signal of each running activity (by task token); each waits for the one before."""
@@ -91,12 +93,22 @@ async def ask(requests: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, Any
     info = activity.info()
     handle = activity.client().get_workflow_handle(info.workflow_id or "", run_id=info.workflow_run_id)
     try:
-        answers: dict[str, dict[str, Any]] = await handle.execute_update(  # pyright: ignore[reportUnknownMemberType]
-            REQUEST_INPUT_UPDATE,
-            InputAsk(requests=dict(requests)),
-            id="ask/" + "\x1f".join(sorted(requests)),
-            result_type=dict[str, Any],
-        )
+        while True:
+            try:
+                answers: dict[str, dict[str, Any]] = await handle.execute_update(  # pyright: ignore[reportUnknownMemberType]
+                    REQUEST_INPUT_UPDATE,
+                    InputAsk(requests=dict(requests)),
+                    id="ask/" + "\x1f".join(sorted(requests)),
+                    result_type=dict[str, Any],
+                )
+                break
+            except RPCError as err:
+                # The workflow's last workflow task failed or timed out (a busy worker): Temporal takes no
+                # update until its retry completes. Asking again (same update ID) is safe; the activity's
+                # heartbeats go on meanwhile, and a cancel ends the wait.
+                if not _workflow_not_ready(err):
+                    raise
+                await asyncio.sleep(_NOT_READY_RETRY_S)
     except WorkflowUpdateFailedError as failure:
         cause = failure.cause
         if isinstance(cause, ApplicationError) and cause.type in (JSONRPC_ERROR, INVALID_INPUT_REQUEST):
@@ -112,6 +124,12 @@ async def ask(requests: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, Any
             non_retryable=True,
         ) from None
     return answers
+
+
+def _workflow_not_ready(err: RPCError) -> bool:
+    return err.status == RPCStatusCode.FAILED_PRECONDITION and any(
+        detail.type_url.endswith("WorkflowNotReadyFailure") for detail in err.grpc_status.details
+    )
 
 
 def register_handlers() -> None:
