@@ -125,6 +125,9 @@ async def test_a_tool_only_newer_workers_have_waits_for_one_of_them(
         assert old_tool["result"]["structuredContent"] == {"value": 2}, "the old worker still runs what it has"
 
         processes.append(_worker(tmp_path, temporal, "tests.rolling_app:v2"))
+        # The old worker leaves, as in a rolling deploy. Each round goes to whichever worker polls first: with
+        # both polling, the old one could take the next round too and double the task's wait again.
+        old_worker.stop(timeout=TEARDOWN_GRACE_S)
         # The task waits on a durable timer (2 s doubling to 60 s) between rounds: bounded by the one now running.
         done = await mcp.wait_for(task_id, timeout=await _until_next_round(temporal_client, task_id) + 20)
         assert done["status"] == "completed", done
