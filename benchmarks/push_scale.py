@@ -73,6 +73,7 @@ FEED_OPERATIONS: Final = frozenset(
 )
 SAMPLE_TIMEOUT_S: Final = 30.0
 SETTLE_S: Final = 5.0
+"""Quiet time between the snapshots and the idle window; at most a quarter of the window (a smoke run's is 2 s)."""
 WARMUP_TASKS: Final = 300
 """Tasks of the warm-up listen, on each front before it is measured: at least a large listen (front/heap.py)."""
 
@@ -247,7 +248,7 @@ async def measure_mode(
                 f" {result.all_snapshots_s:.2f} s; load {load_average()}",
                 flush=True,
             )
-            await anyio.sleep(SETTLE_S)
+            await anyio.sleep(min(SETTLE_S, idle_window_s / 4))
             await idle(stack, http, result, idle_window_s)
             for (front, _), start, before, part in zip(started, rss_start, rss_before, parts, strict=True):
                 after = rss_mib(front.pid)
