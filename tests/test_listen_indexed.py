@@ -32,6 +32,7 @@ from mcp_tasks_temporal.temporal.contract import Memo
 from mcp_tasks_temporal.temporal.feed_contract import FEED_SHARDS, TRANSITION_TOPIC, feed_workflow_id, transition_item
 from mcp_tasks_temporal.temporal.ids import new_task_id, workflow_id
 from tests.conftest import Stack
+from tests.polling import pauses
 from tests.processes import start_worker
 from tests.test_listen_batched import ALICE, BOB, answer_one, feed_worker, parked, without_envelope
 from tests.test_push import ELICIT, http_listen, listen_message
@@ -42,16 +43,18 @@ pytestmark = pytest.mark.anyio
 
 
 async def until_indexed(gateway: TemporalTaskGateway, task_ids: list[str], principal: str | None) -> None:
+    wait = pauses()
     with anyio.fail_after(30):
         while set(await gateway.observe_indexed(task_ids, principal)) != set(task_ids):
-            await anyio.sleep(0.05)
+            await anyio.sleep(next(wait))
 
 
 async def until_out_of_index(gateway: TemporalTaskGateway, task_ids: list[str], principal: str | None) -> None:
     """Until a terminal transition took every one of `task_ids` out of its shard's index."""
+    wait = pauses()
     with anyio.fail_after(30):
         while await gateway.observe_indexed(task_ids, principal):
-            await anyio.sleep(0.05)
+            await anyio.sleep(next(wait))
 
 
 async def test_the_index_holds_each_callers_open_tasks_and_an_ack_takes_them_from_it(
@@ -144,12 +147,13 @@ async def test_the_index_survives_the_shards_continue_as_new(
     early = await park(mcp, 16)
     # Indexed from their start announcement already: wait until the index shows them parked, as they stay.
     keys = [workflow_id(t, None) for t in early]
+    wait = pauses()
     with anyio.fail_after(30):
         while True:
             entries = await gateway.indexed(keys)
             if len(entries) == len(keys) and all(entry[1] == "input_required" for entry in entries.values()):
                 break
-            await anyio.sleep(0.05)
+            await anyio.sleep(next(wait))
 
     async def runs() -> list[str]:
         handles = [

@@ -41,6 +41,7 @@ from mcp_tasks_temporal.temporal.workflows.nexus_question import NexusQuestionWo
 from mcp_tasks_temporal.temporal.workflows.nexus_tool import NexusToolWorkflow
 from tests.direct_signals import signal_handled
 from tests.nexus_report_handler import FINISH_SIGNAL, OPERATION, SERVICE, ReportingHandler, ReportingService
+from tests.polling import pauses
 
 pytestmark = pytest.mark.anyio
 
@@ -109,9 +110,10 @@ async def running(handle: WorkflowHandle[Any, Any]) -> bool:
 
 
 async def until(check: Callable[[], Awaitable[bool]], *, what: str) -> None:
+    wait = pauses()
     with anyio.fail_after(WAIT_S):
         while not await check():
-            await anyio.sleep(0.05)
+            await anyio.sleep(next(wait))
 
 
 async def status_line(task: WorkflowHandle[Any, Any]) -> str | None:

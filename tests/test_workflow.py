@@ -38,6 +38,7 @@ from mcp_tasks_temporal.temporal.contract import (
     to_iso,
 )
 from mcp_tasks_temporal.temporal.workflows import ToolTaskWorkflow
+from tests.polling import pauses
 
 pytestmark = pytest.mark.anyio
 
@@ -101,12 +102,13 @@ async def start(client: Client, worker: Worker, task: ToolTaskInput) -> Workflow
 async def memo_status(
     handle: WorkflowHandle[Any, Any], wanted: str, *, until: Callable[[dict[str, Any]], bool] = lambda memo: True
 ) -> dict[str, Any]:
+    wait = pauses()
     with anyio.fail_after(10):
         while True:
             memo = dict(await (await handle.describe()).memo())
             if memo.get(Memo.STATUS) == wanted and until(memo):
                 return memo
-            await anyio.sleep(0.05)
+            await anyio.sleep(next(wait))
 
 
 async def outcome(handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
@@ -190,13 +192,15 @@ async def test_ttl_timer_stops_the_work_and_closes_the_run(temporal_client: Clie
 
 async def test_cancel_of_a_running_tool_closes_the_run_cancelled(temporal_client: Client, worker: Worker) -> None:
     handle = await start(temporal_client, worker, task_input(behaviour="hang"))
+    wait = pauses()
     with anyio.fail_after(10):
         while not (await handle.describe()).raw_description.pending_activities:
-            await anyio.sleep(0.05)
+            await anyio.sleep(next(wait))
     await handle.cancel()
+    wait = pauses()
     with anyio.fail_after(20):
         while (await handle.describe()).status == WorkflowExecutionStatus.RUNNING:
-            await anyio.sleep(0.05)
+            await anyio.sleep(next(wait))
     assert (await handle.describe()).status == WorkflowExecutionStatus.CANCELED
     assert (await memo_status(handle, "cancelled"))[Memo.STATUS] == "cancelled"
 

@@ -31,6 +31,7 @@ from mcp_tasks_temporal.temporal.contract import CLIENT_CAPABILITIES_META_KEY, E
 from mcp_tasks_temporal.temporal.tool_results import call_tool_result, failure_outcome
 from mcp_tasks_temporal.temporal.workflow_api import task_error
 from mcp_tasks_temporal.temporal.workflows import ToolTaskWorkflow
+from tests.polling import pauses
 from tests.workflow_fixture_activities import refuse, run_step
 from tests.workflow_fixture_models import LoopState, PipelineRequest
 from tests.workflow_fixture_workflows import (
@@ -76,9 +77,10 @@ def workflow_task(workflow_name: str, args: list[Any], *, ttl_ms: int | None = 6
 
 
 async def until_status(gateway: TemporalTaskGateway, task_id: str, wanted: set[str]) -> dict[str, Any]:
+    wait = pauses()
     with anyio.fail_after(30):
         while (task := await gateway.get(task_id, None))["status"] not in wanted:
-            await anyio.sleep(0.05)
+            await anyio.sleep(next(wait))
     return task
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import sys
 import time
 import uuid
@@ -25,7 +26,7 @@ from typing import Any
 
 import anyio
 from temporalio import activity
-from temporalio.client import Client, WorkflowHandle, WorkflowHistory
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle, WorkflowHistory
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.contrib.workflow_streams import PublishEntry, PublishInput, WorkflowStreamClient
 from temporalio.exceptions import ApplicationError
@@ -56,6 +57,7 @@ from mcp_tasks_temporal.temporal.ids import owner_key
 from mcp_tasks_temporal.temporal.search_attributes import start_attributes
 from mcp_tasks_temporal.temporal.worker import WORKFLOWS
 from mcp_tasks_temporal.temporal.workflows.task_feed import TaskFeedWorkflow
+from tests.polling import pauses
 
 HERE = Path(__file__).parent
 STEP_BOUND_S = 120
@@ -103,12 +105,13 @@ async def scripted_tool(call: ToolRoundInput) -> dict[str, Any]:
 
 
 async def _memo_status(handle: WorkflowHandle[Any, Any], wanted: str) -> dict[str, Any]:
+    wait = pauses()
     with anyio.fail_after(STEP_BOUND_S):
         while True:
             memo = dict(await (await handle.describe()).memo())
             if memo.get(Memo.STATUS) == wanted:
                 return memo
-            await anyio.sleep(0.05)
+            await anyio.sleep(next(wait))
 
 
 async def _answer_each_round(handle: WorkflowHandle[Any, Any], rounds: int) -> None:
@@ -120,15 +123,17 @@ async def _answer_each_round(handle: WorkflowHandle[Any, Any], rounds: int) -> N
 
 
 async def _until_gone(handle: WorkflowHandle[Any, Any], key: str) -> None:
+    wait = pauses()
     with anyio.fail_after(STEP_BOUND_S):
         while key in ((await (await handle.describe()).memo()).get(Memo.INPUT_REQUESTS) or {}):
-            await anyio.sleep(0.05)
+            await anyio.sleep(next(wait))
 
 
 async def _cancel_while_running(handle: WorkflowHandle[Any, Any]) -> None:
+    wait = pauses()
     with anyio.fail_after(STEP_BOUND_S):
         while not (await handle.describe()).raw_description.pending_activities:
-            await anyio.sleep(0.05)
+            await anyio.sleep(next(wait))
     await handle.cancel()
 
 
@@ -182,9 +187,9 @@ async def record(client: Client, name: str, task_queue: str) -> WorkflowHistory:
         search_attributes=start_attributes(tool=tool, owner=task.owner or ""),
     )
     await drive(handle)
-    with anyio.fail_after(STEP_BOUND_S):
-        while (await handle.describe()).close_time is None:
-            await anyio.sleep(0.05)
+    # The result's long poll returns when the run closes, whichever way it does.
+    with anyio.fail_after(STEP_BOUND_S), contextlib.suppress(WorkflowFailureError):
+        await handle.result()
     return await handle.fetch_history()
 
 
