@@ -116,6 +116,10 @@ def task_view(
     }
     if status in (None, WorkflowExecutionStatus.RUNNING):
         memo_status = str(memo.get(Memo.STATUS) or "working")
+        if memo_status == "completed":
+            # The run has its result but has not closed yet (a feed task first delivers its transitions), and only
+            # the close makes the result readable: until then the task is still finishing, not completed with none.
+            memo_status = "working"
         if memo_status == "working" and heartbeat is not None:
             fields["status_message"] = heartbeat[0]
             fields["last_updated_at_ms"] = max(fields["last_updated_at_ms"], heartbeat[1])
