@@ -62,6 +62,10 @@ from tests.polling import pauses
 HERE = Path(__file__).parent
 STEP_BOUND_S = 120
 """Bounds each wait of a recording, generous: on a loaded 2-core machine a workflow task can take seconds."""
+WORKFLOW_TASK_TIMEOUT = timedelta(seconds=60)
+"""Not Temporal's 10 s: the recorder's one in-process worker replays every run in full at each workflow task, all
+runs behind one GIL; on a starved machine a round of them can pass 10 s, and a completion that comes after the
+timeout is refused and replayed again, later and slower, over and over. The recorded histories replay the same."""
 ENVELOPE: dict[str, Any] = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientInfo": {"name": "history-recorder", "version": "1"},
@@ -183,6 +187,7 @@ async def record(client: Client, name: str, task_queue: str) -> WorkflowHistory:
         task,
         id=f"history/{name}/{task.task_id}",
         task_queue=task_queue,
+        task_timeout=WORKFLOW_TASK_TIMEOUT,
         memo={Memo.TASK_ID: task.task_id, Memo.TOOL: tool, Memo.OWNER: task.owner, Memo.STATUS: "working"},
         search_attributes=start_attributes(tool=tool, owner=task.owner or ""),
     )
@@ -207,6 +212,7 @@ async def record_shard(client: Client, task_queue: str) -> WorkflowHistory:
         TaskFeedInput(shard=0, continue_after_events=40, retained_items=3),
         id=f"history/{SHARD_PATH}/{uuid.uuid4()}",
         task_queue=task_queue,
+        task_timeout=WORKFLOW_TASK_TIMEOUT,
     )
     first_run = shard.first_execution_run_id or shard.result_run_id
     stream = WorkflowStreamClient.create(client, shard.id)
@@ -258,6 +264,7 @@ async def start_feed(client: Client, task_queue: str) -> None:
             TaskFeedInput(shard=shard),
             id=feed_workflow_id(task_queue, shard),
             task_queue=task_queue,
+            task_timeout=WORKFLOW_TASK_TIMEOUT,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         )
 
