@@ -51,6 +51,7 @@ CANCEL_REASON_PATCH = "tool-task-cancel-reason-as-status"
 FEED_PATCH = "publish-transitions-to-the-task-feed"
 FEED_DEADLINE_PATCH = "feed-transitions-carry-the-deadline"
 FEED_ANNOUNCE_PATCH = "announce-tasks-to-the-task-feed"
+DRAIN_THROUGH_CANCEL_PATCH = "feed-drain-outlives-a-late-cancel"
 
 _TOOL_WAIT_MAX_S = 60.0
 
@@ -98,7 +99,22 @@ class ToolTaskWorkflow:
             return await self._run(task)
         finally:
             if self._feed is not None:
-                await self._feed.drained()
+                await self._drain_feed(self._feed)
+
+    async def _drain_feed(self, feed: FeedOutbox) -> None:
+        """Wait until the shard has every transition, the last one included.
+
+        The outcome is decided by now and the feed carries it: a cancel that arrives while it is being delivered
+        must not turn a completed tool into a cancelled task and lose its result. Histories from before the
+        patch closed cancelled there, and replay so.
+        """
+        while True:
+            try:
+                await feed.drained()
+                return
+            except asyncio.CancelledError:
+                if workflow.cancellation_reason() is None or not workflow.patched(DRAIN_THROUGH_CANCEL_PATCH):
+                    raise
 
     async def _run(self, task: ToolTaskInput) -> dict[str, Any]:
         try:

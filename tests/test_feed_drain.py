@@ -1,0 +1,125 @@
+"""A cancel that arrives while a finished feed task delivers its last transition does not undo the outcome.
+
+A feed task's run stays open after its tool completed, until the shard has the `completed` transition. A
+`tasks/cancel` then (the client did not see the completion yet) used to interrupt that wait and close the run
+cancelled: the tool's result was lost although the feed had already announced it. Here the worker holds the
+last transition's signal until the cancel has arrived (a workflow interceptor of this test), so the cancel
+lands in that window every time.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+import uuid
+from typing import Any
+
+import anyio
+import pytest
+from temporalio import activity, workflow
+from temporalio.api.common.v1 import Payload
+from temporalio.client import Client
+from temporalio.contrib.workflow_streams import PublishInput
+from temporalio.worker import (
+    Interceptor,
+    Replayer,
+    SignalExternalWorkflowInput,
+    Worker,
+    WorkflowInboundInterceptor,
+    WorkflowInterceptorClassInput,
+    WorkflowOutboundInterceptor,
+)
+
+from mcp_tasks_temporal.temporal.contract import (
+    RUN_TOOL_ACTIVITY,
+    TERMINAL_STATUSES,
+    TOOL_TASK_WORKFLOW,
+    ActivityPolicy,
+    Memo,
+    ToolRoundInput,
+    ToolTaskInput,
+)
+from mcp_tasks_temporal.temporal.feed_contract import STREAM_PUBLISH_SIGNAL
+from mcp_tasks_temporal.temporal.ids import owner_key
+from mcp_tasks_temporal.temporal.worker import WORKFLOWS
+from mcp_tasks_temporal.temporal.workflows.task_feed import TaskFeedWorkflow
+from tests.histories.record import ENVELOPE, start_feed
+from tests.polling import pauses
+
+pytestmark = pytest.mark.anyio
+
+BOUND_S = 30
+
+
+@activity.defn(name=RUN_TOOL_ACTIVITY)
+async def answer_at_once(call: ToolRoundInput) -> dict[str, Any]:
+    return {"resultType": "complete", "content": [{"type": "text", "text": "done"}], "isError": False}
+
+
+def _terminal(input: SignalExternalWorkflowInput) -> bool:
+    if input.signal != STREAM_PUBLISH_SIGNAL:
+        return False
+    converter = workflow.payload_converter()
+    (sent,) = input.args
+    assert isinstance(sent, PublishInput)
+    items = [converter.from_payload(Payload.FromString(base64.b64decode(entry.data))) for entry in sent.items]
+    return any(item["m"].get(Memo.STATUS) in TERMINAL_STATUSES for item in items)
+
+
+class _HoldLastTransition(WorkflowOutboundInterceptor):
+    async def signal_external_workflow(self, input: SignalExternalWorkflowInput) -> None:
+        if _terminal(input):
+            await workflow.wait_condition(lambda: workflow.cancellation_reason() is not None)
+        await super().signal_external_workflow(input)
+
+
+class _Inbound(WorkflowInboundInterceptor):
+    def init(self, outbound: WorkflowOutboundInterceptor) -> None:
+        super().init(_HoldLastTransition(outbound))
+
+
+class HoldLastTransitionUntilCancelled(Interceptor):
+    def workflow_interceptor_class(self, input: WorkflowInterceptorClassInput) -> type[WorkflowInboundInterceptor]:
+        return _Inbound
+
+
+async def test_a_cancel_while_the_completed_transition_is_delivered_leaves_the_task_completed(
+    temporal_client: Client,
+) -> None:
+    task_queue = f"feed-drain-{uuid.uuid4()}"
+    task = ToolTaskInput(
+        task_id=str(uuid.uuid4()),
+        tool="answer_at_once",
+        arguments={},
+        meta=ENVELOPE,
+        created_at_ms=int(time.time() * 1000),
+        ttl_ms=60_000,
+        poll_interval_ms=500,
+        owner=owner_key("feed-drain"),
+        activity=ActivityPolicy(heartbeat_timeout_s=5, maximum_attempts=3, initial_retry_interval_s=0.1),
+        feed=True,
+    )
+    await start_feed(temporal_client, task_queue)
+    handle = await temporal_client.start_workflow(
+        TOOL_TASK_WORKFLOW,
+        task,
+        id=f"feed-drain/{task.task_id}",
+        task_queue=task_queue,
+        memo={Memo.TASK_ID: task.task_id, Memo.TOOL: task.tool, Memo.OWNER: task.owner, Memo.STATUS: "working"},
+    )
+    workflows = [*WORKFLOWS, TaskFeedWorkflow]
+    interceptors = [HoldLastTransitionUntilCancelled()]
+    async with Worker(
+        temporal_client, task_queue=task_queue, workflows=workflows, activities=[answer_at_once], interceptors=interceptors
+    ):
+        wait = pauses()
+        with anyio.fail_after(BOUND_S):
+            # The memo is Temporal's state: no event tells this process.
+            while (await (await handle.describe()).memo()).get(Memo.STATUS) != "completed":
+                await anyio.sleep(next(wait))
+            await handle.cancel()
+            result = await handle.result()
+    assert result["content"] == [{"type": "text", "text": "done"}]
+    # The new path replays on the code that made it.
+    replayer = Replayer(workflows=workflows, interceptors=interceptors)
+    await replayer.replay_workflow(await handle.fetch_history())
