@@ -110,7 +110,11 @@ async def test_a_cancel_while_the_completed_transition_is_delivered_leaves_the_t
     workflows = [*WORKFLOWS, TaskFeedWorkflow]
     interceptors = [HoldLastTransitionUntilCancelled()]
     async with Worker(
-        temporal_client, task_queue=task_queue, workflows=workflows, activities=[answer_at_once], interceptors=interceptors
+        temporal_client,
+        task_queue=task_queue,
+        workflows=workflows,
+        activities=[answer_at_once],
+        interceptors=interceptors,
     ):
         wait = pauses()
         with anyio.fail_after(BOUND_S):

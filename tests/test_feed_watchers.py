@@ -49,11 +49,11 @@ def test_the_last_view_survives_a_memo_or_status_line_not_yet_published() -> Non
     shown = seen[-1]
     watcher.heartbeat = ("halfway", 2_000)
     assert watcher.last == shown  # a new listener gets what was published, not what is about to be
-    watcher.update_memo({"status": "completed", "lastUpdatedAt": 3_000})
+    watcher.update_memo({"status": "input_required", "inputRequests": QUESTION, "lastUpdatedAt": 3_000})
     assert watcher.last == shown
     watcher.heartbeat = None
     watcher.show(watcher.memo)
-    assert seen[-1]["status"] == "completed" and watcher.last == seen[-1]
+    assert seen[-1]["status"] == "input_required" and watcher.last == seen[-1]
     assert len(seen) == 2
 
 
