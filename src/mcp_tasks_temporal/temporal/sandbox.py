@@ -34,9 +34,12 @@ _SANDBOXED: Final = frozenset({"temporal.workflows", "demo.pipeline", "demo.revi
 """This package's own workflows (the demo's too), and the modules they import in the sandbox (the sub-agent), stay
 sandboxed."""
 
-_PASSED_THROUGH: Final = ("mcp", "mcp_types", "rich")
+_PASSED_THROUGH: Final = ("mcp", "mcp_types", "rich", "beartype")
 """`rich`: an `MCPServer` built at import (a one-file app) sets up logging with it on first use, and its
-module init draws random numbers, which the sandbox refuses when it is imported there for the first time."""
+module init draws random numbers, which the sandbox refuses when it is imported there for the first time.
+`beartype`: a package that turns on beartype's import hook (`beartype.claw`; `py-key-value-aio` does, which
+FastMCP brings) puts every later import of the process through it, the sandbox's too, and in the sandbox the
+hook imported beartype all over again for every workflow run: seven times the CPU of a run's sandbox."""
 
 IMPORT_FIX: Final = (
     "import it inside `with workflow.unsafe.imports_passed_through():`, or keep the workflow in a module of its "
