@@ -35,7 +35,6 @@ LONGEST_FILES_FIRST = (
     "test_audit.py",
     "test_failing_workflows.py",
     "test_workflow_tools.py",
-    "test_histories.py",
     "test_scale_out.py",
     "test_client.py",
     "test_nexus_tools.py",
