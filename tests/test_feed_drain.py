@@ -41,6 +41,7 @@ from mcp_tasks_temporal.temporal.contract import (
 )
 from mcp_tasks_temporal.temporal.feed_contract import STREAM_PUBLISH_SIGNAL
 from mcp_tasks_temporal.temporal.ids import owner_key
+from mcp_tasks_temporal.temporal.sandbox import workflow_runner
 from mcp_tasks_temporal.temporal.worker import WORKFLOWS
 from mcp_tasks_temporal.temporal.workflows.task_feed import TaskFeedWorkflow
 from tests.histories.record import ENVELOPE, start_feed
@@ -114,6 +115,7 @@ async def test_a_cancel_while_the_completed_transition_is_delivered_leaves_the_t
         task_queue=task_queue,
         workflows=workflows,
         activities=[answer_at_once],
+        workflow_runner=workflow_runner(),
         interceptors=interceptors,
     ):
         wait = pauses()
@@ -125,5 +127,5 @@ async def test_a_cancel_while_the_completed_transition_is_delivered_leaves_the_t
             result = await handle.result()
     assert result["content"] == [{"type": "text", "text": "done"}]
     # The new path replays on the code that made it.
-    replayer = Replayer(workflows=workflows, interceptors=interceptors)
+    replayer = Replayer(workflows=workflows, interceptors=interceptors, workflow_runner=workflow_runner())
     await replayer.replay_workflow(await handle.fetch_history())

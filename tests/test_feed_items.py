@@ -33,6 +33,7 @@ from mcp_tasks_temporal.temporal.contract import (
 )
 from mcp_tasks_temporal.temporal.feed_contract import STREAM_PUBLISH_SIGNAL, TRANSITION_TOPIC
 from mcp_tasks_temporal.temporal.ids import owner_key
+from mcp_tasks_temporal.temporal.sandbox import workflow_runner
 from mcp_tasks_temporal.temporal.search_attributes import start_attributes
 from mcp_tasks_temporal.temporal.worker import WORKFLOWS
 from mcp_tasks_temporal.temporal.workflows.task_feed import TaskFeedWorkflow
@@ -51,7 +52,13 @@ async def two_questions(call: ToolRoundInput) -> dict[str, Any]:
 
 
 def worker(client: Client, task_queue: str) -> Worker:
-    return Worker(client, task_queue=task_queue, workflows=[*WORKFLOWS, TaskFeedWorkflow], activities=[two_questions])
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[*WORKFLOWS, TaskFeedWorkflow],
+        activities=[two_questions],
+        workflow_runner=workflow_runner(),
+    )
 
 
 async def memo_of(handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:

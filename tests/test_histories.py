@@ -118,5 +118,9 @@ async def test_the_recorder_still_records_every_path(temporal_client: Client) ->
     (shard,) = shards
     assert set(histories) == set(record.PATHS)
     for history in histories.values():
-        await Replayer(workflows=list(WORKFLOWS), **REPLAY_OPTIONS).replay_workflow(history)
-    await Replayer(workflows=[TaskFeedWorkflow], **REPLAY_OPTIONS).replay_workflow(shard)
+        await Replayer(workflows=list(WORKFLOWS), workflow_runner=workflow_runner(), **REPLAY_OPTIONS).replay_workflow(
+            history
+        )
+    await Replayer(workflows=[TaskFeedWorkflow], workflow_runner=workflow_runner(), **REPLAY_OPTIONS).replay_workflow(
+        shard
+    )

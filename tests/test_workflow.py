@@ -37,6 +37,7 @@ from mcp_tasks_temporal.temporal.contract import (
     ToolTaskInput,
     to_iso,
 )
+from mcp_tasks_temporal.temporal.sandbox import workflow_runner
 from mcp_tasks_temporal.temporal.workflows import ToolTaskWorkflow
 from tests.polling import pauses
 
@@ -87,6 +88,7 @@ async def worker(temporal_client: Client) -> AsyncIterator[Worker]:
         workflows=[ToolTaskWorkflow],
         activities=[scripted_tool],
         max_cached_workflows=0,
+        workflow_runner=workflow_runner(),
         max_heartbeat_throttle_interval=timedelta(milliseconds=200),
         default_heartbeat_throttle_interval=timedelta(milliseconds=200),
     ) as running:
@@ -211,7 +213,7 @@ async def test_fresh_history_replays_deterministically(temporal_client: Client, 
     await handle.signal(INPUT_SIGNAL, {"name": {"action": "accept", "content": {"name": "Lu"}}})
     await outcome(handle)
     history = await handle.fetch_history()
-    await Replayer(workflows=[ToolTaskWorkflow]).replay_workflow(history)
+    await Replayer(workflows=[ToolTaskWorkflow], workflow_runner=workflow_runner()).replay_workflow(history)
     if os.environ.get("MCP_TASKS_WRITE_HISTORIES"):
         # input_round.json stays as recorded before the tool-keys patch: both must keep replaying.
         HISTORIES.mkdir(exist_ok=True)
@@ -228,6 +230,7 @@ async def test_an_unanswered_question_expires_at_a_ttl_of_a_day_under_time_skipp
         workflows=[ToolTaskWorkflow],
         activities=[scripted_tool],
         max_cached_workflows=0,
+        workflow_runner=workflow_runner(),
     ) as worker:
         handle = await start(
             skipping.client, worker, task_input(behaviour="ask", ttl_ms=int(day / timedelta(milliseconds=1)))

@@ -28,6 +28,7 @@ from mcp_tasks_temporal import TasksExtension
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, WorkflowTask
 from mcp_tasks_temporal.temporal.connection import connect_temporal
 from mcp_tasks_temporal.temporal.contract import CLIENT_CAPABILITIES_META_KEY, EXTENSION_ID, PLAIN_CALL_META_KEY
+from mcp_tasks_temporal.temporal.sandbox import workflow_runner
 from mcp_tasks_temporal.temporal.tool_results import call_tool_result, failure_outcome
 from mcp_tasks_temporal.temporal.workflow_api import task_error
 from mcp_tasks_temporal.temporal.workflows import ToolTaskWorkflow
@@ -92,7 +93,9 @@ async def test_a_question_then_a_wait_of_days_under_time_skipping(skipping: Work
     gateway = TemporalTaskGateway(skipping.client, task_queue=queue)
     # No TTL: its execution timeout is a timer too, and the skipping clock would jump to it while we answer.
     task = workflow_task("WaitingWorkflow", [3], ttl_ms=None)
-    async with Worker(skipping.client, task_queue=queue, workflows=[WaitingWorkflow]):
+    async with Worker(
+        skipping.client, task_queue=queue, workflows=[WaitingWorkflow], workflow_runner=workflow_runner()
+    ):
         await gateway.create_workflow_task(task, None)
         asking = await until_status(gateway, task.task_id, {"input_required"})
         assert asking["inputRequests"] == {"go": APPROVE}
@@ -116,6 +119,7 @@ async def fixture_worker(temporal: str, tmp_path: Path) -> AsyncIterator[tuple[C
         workflows=FIXTURE_WORKFLOWS,
         activities=[run_step, refuse],
         max_cached_workflows=0,  # every workflow task replays the whole history
+        workflow_runner=workflow_runner(),
     ) as worker:
         yield client, worker
 
@@ -143,7 +147,9 @@ async def test_fresh_workflow_tool_histories_replay_and_can_be_recorded(
         "workflow_tool_continued_first_run": await first_run.fetch_history(),
         "workflow_tool_continued_last_run": await loop_handle.fetch_history(),
     }
-    replayer = Replayer(workflows=FIXTURE_WORKFLOWS, data_converter=pydantic_data_converter)
+    replayer = Replayer(
+        workflows=FIXTURE_WORKFLOWS, data_converter=pydantic_data_converter, workflow_runner=workflow_runner()
+    )
     for history in histories.values():
         await replayer.replay_workflow(history)
     if os.environ.get("MCP_TASKS_WRITE_HISTORIES"):
@@ -166,7 +172,9 @@ async def test_a_plain_calls_question_is_published_and_a_cancel_keeps_its_reason
     done = await until_status(gateway, plain.task_id, {"cancelled"})
     assert done["statusMessage"] == "Cancelled: nobody can answer"
     history = await handle.fetch_history()
-    await Replayer(workflows=FIXTURE_WORKFLOWS, data_converter=pydantic_data_converter).replay_workflow(history)
+    await Replayer(
+        workflows=FIXTURE_WORKFLOWS, data_converter=pydantic_data_converter, workflow_runner=workflow_runner()
+    ).replay_workflow(history)
     if os.environ.get("MCP_TASKS_WRITE_HISTORIES"):
         (WORKFLOW_TOOL_HISTORIES / "workflow_tool_plain_call_cancelled.json").write_text(history.to_json())
 
@@ -174,13 +182,17 @@ async def test_a_plain_calls_question_is_published_and_a_cancel_keeps_its_reason
 @pytest.mark.parametrize("path", sorted(WORKFLOW_TOOL_HISTORIES.glob("*.json")), ids=lambda p: p.stem)
 async def test_committed_workflow_tool_histories_still_replay(path: Path) -> None:
     history = WorkflowHistory.from_json(f"wf-history/{path.stem}", path.read_text())
-    await Replayer(workflows=FIXTURE_WORKFLOWS, data_converter=pydantic_data_converter).replay_workflow(history)
+    await Replayer(
+        workflows=FIXTURE_WORKFLOWS, data_converter=pydantic_data_converter, workflow_runner=workflow_runner()
+    ).replay_workflow(history)
 
 
 @pytest.mark.parametrize("path", sorted(HISTORIES.glob("input_round*.json")), ids=lambda p: p.stem)
 async def test_tool_task_histories_replay_with_the_pydantic_converter(path: Path) -> None:
     history = WorkflowHistory.from_json(f"wf-test/{path.stem}", path.read_text())
-    await Replayer(workflows=[ToolTaskWorkflow], data_converter=pydantic_data_converter).replay_workflow(history)
+    await Replayer(
+        workflows=[ToolTaskWorkflow], data_converter=pydantic_data_converter, workflow_runner=workflow_runner()
+    ).replay_workflow(history)
 
 
 # -- pure mapping and registration -----------------------------------------------------------

@@ -54,6 +54,7 @@ from mcp_tasks_temporal.temporal.feed_contract import (
     transition_item,
 )
 from mcp_tasks_temporal.temporal.ids import owner_key
+from mcp_tasks_temporal.temporal.sandbox import workflow_runner
 from mcp_tasks_temporal.temporal.search_attributes import start_attributes
 from mcp_tasks_temporal.temporal.worker import WORKFLOWS
 from mcp_tasks_temporal.temporal.workflows.task_feed import TaskFeedWorkflow
@@ -276,6 +277,7 @@ def worker(client: Client, task_queue: str) -> Worker:
         workflows=[*WORKFLOWS, TaskFeedWorkflow],
         activities=[scripted_tool],
         max_cached_workflows=0,  # every workflow task replays the whole history, as after a restart
+        workflow_runner=workflow_runner(),  # the project's sandbox, as `worker` runs them
         max_heartbeat_throttle_interval=timedelta(milliseconds=200),
         default_heartbeat_throttle_interval=timedelta(milliseconds=200),
     )
