@@ -82,6 +82,11 @@ async def test_the_index_holds_each_callers_open_tasks_and_an_ack_takes_them_fro
         key = next(iter(memo[Memo.INPUT_REQUESTS]))
         await gateway.update(closed, ALICE, {key: {"action": "accept", "content": {"size": "XL"}}})
         await until_out_of_index(gateway, [closed], ALICE)
+        # The shard takes the last transition a moment before the run closes, and visibility follows the close.
+        wait = pauses()
+        with anyio.fail_after(30):
+            while any(seen.running for seen in (await gateway.observe_listed([closed], ALICE)).values()):
+                await anyio.sleep(next(wait))
 
         hub = FeedWatchHub(gateway)
         listen = TaskListen(cast("Any", None), gateway, hub)
