@@ -10,7 +10,6 @@ lands in that window every time.
 from __future__ import annotations
 
 import base64
-import time
 import uuid
 from typing import Any
 
@@ -33,19 +32,14 @@ from temporalio.worker import (
 from mcp_tasks_temporal.temporal.contract import (
     RUN_TOOL_ACTIVITY,
     TERMINAL_STATUSES,
-    TOOL_TASK_WORKFLOW,
-    ActivityPolicy,
     Memo,
     ToolRoundInput,
-    ToolTaskInput,
 )
 from mcp_tasks_temporal.temporal.feed_contract import STREAM_PUBLISH_SIGNAL
-from mcp_tasks_temporal.temporal.ids import owner_key
 from mcp_tasks_temporal.temporal.sandbox import workflow_runner
 from mcp_tasks_temporal.temporal.worker import WORKFLOWS
 from mcp_tasks_temporal.temporal.workflows.task_feed import TaskFeedWorkflow
-from tests.histories.record import ENVELOPE, start_feed
-from tests.polling import pauses
+from tests.histories.record import memo_status, start_task
 
 pytestmark = pytest.mark.anyio
 
@@ -88,26 +82,7 @@ async def test_a_cancel_while_the_completed_transition_is_delivered_leaves_the_t
     temporal_client: Client,
 ) -> None:
     task_queue = f"feed-drain-{uuid.uuid4()}"
-    task = ToolTaskInput(
-        task_id=str(uuid.uuid4()),
-        tool="answer_at_once",
-        arguments={},
-        meta=ENVELOPE,
-        created_at_ms=int(time.time() * 1000),
-        ttl_ms=60_000,
-        poll_interval_ms=500,
-        owner=owner_key("feed-drain"),
-        activity=ActivityPolicy(heartbeat_timeout_s=5, maximum_attempts=3, initial_retry_interval_s=0.1),
-        feed=True,
-    )
-    await start_feed(temporal_client, task_queue)
-    handle = await temporal_client.start_workflow(
-        TOOL_TASK_WORKFLOW,
-        task,
-        id=f"feed-drain/{task.task_id}",
-        task_queue=task_queue,
-        memo={Memo.TASK_ID: task.task_id, Memo.TOOL: task.tool, Memo.OWNER: task.owner, Memo.STATUS: "working"},
-    )
+    handle = await start_task(temporal_client, task_queue, "answer_at_once", id_prefix="feed-drain", feed=True)
     workflows = [*WORKFLOWS, TaskFeedWorkflow]
     interceptors = [HoldLastTransitionUntilCancelled()]
     async with Worker(
@@ -118,12 +93,9 @@ async def test_a_cancel_while_the_completed_transition_is_delivered_leaves_the_t
         workflow_runner=workflow_runner(),
         interceptors=interceptors,
     ):
-        wait = pauses()
+        await memo_status(handle, "completed", BOUND_S)
+        await handle.cancel()
         with anyio.fail_after(BOUND_S):
-            # The memo is Temporal's state: no event tells this process.
-            while (await (await handle.describe()).memo()).get(Memo.STATUS) != "completed":
-                await anyio.sleep(next(wait))
-            await handle.cancel()
             result = await handle.result()
     assert result["content"] == [{"type": "text", "text": "done"}]
     # The new path replays on the code that made it.

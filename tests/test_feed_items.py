@@ -9,7 +9,6 @@ a state the spec forbids. The worker is stopped while both answers arrive, so th
 from __future__ import annotations
 
 import base64
-import time
 import uuid
 from typing import Any
 
@@ -25,19 +24,14 @@ from temporalio.worker import Worker
 from mcp_tasks_temporal.temporal.contract import (
     INPUT_SIGNAL,
     RUN_TOOL_ACTIVITY,
-    TOOL_TASK_WORKFLOW,
-    ActivityPolicy,
     Memo,
     ToolRoundInput,
-    ToolTaskInput,
 )
 from mcp_tasks_temporal.temporal.feed_contract import STREAM_PUBLISH_SIGNAL, TRANSITION_TOPIC
-from mcp_tasks_temporal.temporal.ids import owner_key
 from mcp_tasks_temporal.temporal.sandbox import workflow_runner
-from mcp_tasks_temporal.temporal.search_attributes import start_attributes
 from mcp_tasks_temporal.temporal.worker import WORKFLOWS
 from mcp_tasks_temporal.temporal.workflows.task_feed import TaskFeedWorkflow
-from tests.histories.record import ACCEPT, ENVELOPE, QUESTION, start_feed
+from tests.histories.record import ACCEPT, QUESTION, memo_status, start_task
 
 pytestmark = pytest.mark.anyio
 
@@ -59,10 +53,6 @@ def worker(client: Client, task_queue: str) -> Worker:
         activities=[two_questions],
         workflow_runner=workflow_runner(),
     )
-
-
-async def memo_of(handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
-    return dict(await (await handle.describe()).memo())
 
 
 async def published(client: Client, handle: WorkflowHandle[Any, Any]) -> list[dict[str, Any]]:
@@ -88,32 +78,10 @@ async def test_two_answers_in_one_workflow_task_publish_the_question_left_then_w
     temporal_client: Client,
 ) -> None:
     task_queue = f"feed-items-{uuid.uuid4()}"
-    task = ToolTaskInput(
-        task_id=str(uuid.uuid4()),
-        tool="two_questions",
-        arguments={},
-        meta=ENVELOPE,
-        created_at_ms=int(time.time() * 1000),
-        ttl_ms=60_000,
-        poll_interval_ms=500,
-        owner=owner_key("feed-items"),
-        activity=ActivityPolicy(heartbeat_timeout_s=5, maximum_attempts=3, initial_retry_interval_s=0.1),
-        feed=True,
-    )
-    await start_feed(temporal_client, task_queue)
-    handle = await temporal_client.start_workflow(
-        TOOL_TASK_WORKFLOW,
-        task,
-        id=f"feed-items/{task.task_id}",
-        task_queue=task_queue,
-        memo={Memo.TASK_ID: task.task_id, Memo.TOOL: task.tool, Memo.OWNER: task.owner, Memo.STATUS: "working"},
-        search_attributes=start_attributes(tool=task.tool, owner=task.owner or ""),
-    )
+    handle = await start_task(temporal_client, task_queue, "two_questions", id_prefix="feed-items", feed=True)
     async with worker(temporal_client, task_queue):
-        with anyio.fail_after(BOUND_S):
-            while len((await memo_of(handle)).get(Memo.INPUT_REQUESTS) or {}) != 2:
-                await anyio.sleep(0.05)  # the memo is Temporal's state: no event tells this process
-    keys = sorted((await memo_of(handle))[Memo.INPUT_REQUESTS])
+        asking = await memo_status(handle, "input_required", BOUND_S)  # both questions come in one transition
+    keys = sorted(asking[Memo.INPUT_REQUESTS])
     for key in keys:  # no worker polls meanwhile: both land in the next workflow task
         await handle.signal(INPUT_SIGNAL, {key: ACCEPT})
     async with worker(temporal_client, task_queue):

@@ -109,9 +109,10 @@ async def scripted_tool(call: ToolRoundInput) -> dict[str, Any]:
     return _complete(f"{call.tool} round {call.round}")
 
 
-async def _memo_status(handle: WorkflowHandle[Any, Any], wanted: str) -> dict[str, Any]:
+async def memo_status(handle: WorkflowHandle[Any, Any], wanted: str, bound_s: float = STEP_BOUND_S) -> dict[str, Any]:
+    """The task's memo once it shows `wanted` (the memo is Temporal's state: no event tells this process)."""
     wait = pauses()
-    with anyio.fail_after(STEP_BOUND_S):
+    with anyio.fail_after(bound_s):
         while True:
             memo = dict(await (await handle.describe()).memo())
             if memo.get(Memo.STATUS) == wanted:
@@ -121,7 +122,7 @@ async def _memo_status(handle: WorkflowHandle[Any, Any], wanted: str) -> dict[st
 
 async def _answer_each_round(handle: WorkflowHandle[Any, Any], rounds: int) -> None:
     for _ in range(rounds):
-        memo = await _memo_status(handle, "input_required")
+        memo = await memo_status(handle, "input_required")
         for key in memo[Memo.INPUT_REQUESTS]:
             await handle.signal(INPUT_SIGNAL, {key: ACCEPT})
             await _until_gone(handle, key)
@@ -166,31 +167,54 @@ FEED_PATHS = frozenset({"feed_input_rounds", "feed_cancel", "feed_rounds_with_de
 """Paths of a task that publishes its transitions to the task feed (a front in feed mode started it)."""
 
 
-async def record(client: Client, name: str, task_queue: str) -> WorkflowHistory:
-    """Run the task of path `name` to its end and return its history."""
-    tool, ttl_ms, drive = PATHS[name]
+async def start_task(
+    client: Client,
+    task_queue: str,
+    tool: str,
+    *,
+    id_prefix: str,
+    ttl_ms: int | None = 60_000,
+    arguments: dict[str, Any] | None = None,
+    feed: bool = False,
+) -> WorkflowHandle[Any, Any]:
+    """Start a tool task as a front would, with the memo and search attributes it starts with (and its feed's
+    shards first, for a task that publishes to them)."""
     task = ToolTaskInput(
         task_id=str(uuid.uuid4()),
         tool=tool,
-        arguments={"path": name},
+        arguments=arguments or {},
         meta=ENVELOPE,
         created_at_ms=int(time.time() * 1000),
         ttl_ms=ttl_ms,
         poll_interval_ms=500,
         owner=owner_key("history-recorder"),
         activity=ActivityPolicy(heartbeat_timeout_s=5, maximum_attempts=3, initial_retry_interval_s=0.1),
-        feed=name in FEED_PATHS,
+        feed=feed,
     )
-    if task.feed:
+    if feed:
         await start_feed(client, task_queue)
-    handle = await client.start_workflow(
+    return await client.start_workflow(
         TOOL_TASK_WORKFLOW,
         task,
-        id=f"history/{name}/{task.task_id}",
+        id=f"{id_prefix}/{task.task_id}",
         task_queue=task_queue,
         task_timeout=WORKFLOW_TASK_TIMEOUT,
         memo={Memo.TASK_ID: task.task_id, Memo.TOOL: tool, Memo.OWNER: task.owner, Memo.STATUS: "working"},
         search_attributes=start_attributes(tool=tool, owner=task.owner or ""),
+    )
+
+
+async def record(client: Client, name: str, task_queue: str) -> WorkflowHistory:
+    """Run the task of path `name` to its end and return its history."""
+    tool, ttl_ms, drive = PATHS[name]
+    handle = await start_task(
+        client,
+        task_queue,
+        tool,
+        id_prefix=f"history/{name}",
+        ttl_ms=ttl_ms,
+        arguments={"path": name},
+        feed=name in FEED_PATHS,
     )
     await drive(handle)
     # The result's long poll returns when the run closes, whichever way it does.
