@@ -159,7 +159,7 @@ def module_stack(workdir: Path, temporal: str, name: str) -> Generator[Stack]:
 
 @pytest.fixture
 async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(timeout=30) as client:
+    async with httpx.AsyncClient(timeout=30, verify=processes.tls_context()) as client:
         yield client
 
 

@@ -6,11 +6,13 @@ import os
 import random
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 import httpx
@@ -66,6 +68,13 @@ def child_env() -> dict[str, str]:
     env.setdefault("GOGC", "off")
     env.setdefault("GOMEMLIMIT", "1GiB")
     return env
+
+
+@cache
+def tls_context() -> ssl.SSLContext:
+    """httpx's default TLS context, built once per process: httpx builds one for every client it opens, loading
+    the CA certificates again (15 ms of CPU, more under load), and the tests open clients by the thousand."""
+    return httpx.create_ssl_context()
 
 
 def wait_until(predicate: Callable[[], bool], *, timeout: float, what: str) -> None:
@@ -223,22 +232,24 @@ def start_front(
     process = Process(f"front-{port}", command, workdir / f"front-{port}.log", env).start()
     url = f"http://127.0.0.1:{port}/mcp"
 
-    def ready() -> bool:
+    def ready(probe: httpx.Client) -> bool:
         if not process.alive:
             raise RuntimeError(f"front server exited:\n{process.log()}")
+        # A closed port is the usual answer while the front imports: tell it without an HTTP client.
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) != 0:
+                return False
         try:
-            response = httpx.post(
-                url,
-                json=request_message(0, "server/discover", None),
-                headers=base_headers("server/discover"),
-                timeout=2,
+            response = probe.post(
+                url, json=request_message(0, "server/discover", None), headers=base_headers("server/discover")
             )
         except httpx.TransportError:
             return False
         return response.status_code in (200, 401)  # 401: up, and asking for a bearer token
 
     try:
-        wait_until(ready, timeout=START_TIMEOUT_S, what="the front server")
+        with httpx.Client(timeout=2, verify=tls_context()) as probe:
+            wait_until(lambda: ready(probe), timeout=START_TIMEOUT_S, what="the front server")
     except BaseException:
         process.kill()
         raise
