@@ -46,7 +46,7 @@ WARM_IMPORTS = (
     "temporalio.contrib.pydantic",
     "temporalio.contrib.opentelemetry",
     # The demo's and the fixtures' sub-agents: pydantic-ai with its OpenAI model and Temporal integration is
-    # the heaviest import a child makes (0.8 s of CPU, for about half the children).
+    # the heaviest import a child makes (0.8 s of CPU, in two children out of five).
     "pydantic_ai",
     "pydantic_ai.models.openai",
     "pydantic_ai.providers.openai",

@@ -235,7 +235,7 @@ def start_front(
     def ready(probe: httpx.Client) -> bool:
         if not process.alive:
             raise RuntimeError(f"front server exited:\n{process.log()}")
-        # A closed port is the usual answer while the front imports: tell it without an HTTP client.
+        # While the front imports, its port is closed: a connect tells that for less than a request.
         with socket.socket() as sock:
             if sock.connect_ex(("127.0.0.1", port)) != 0:
                 return False
