@@ -9,14 +9,12 @@ lands in that window every time.
 
 from __future__ import annotations
 
-import base64
 import uuid
 from typing import Any
 
 import anyio
 import pytest
 from temporalio import activity, workflow
-from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
 from temporalio.contrib.workflow_streams import PublishInput
 from temporalio.worker import (
@@ -39,7 +37,7 @@ from mcp_tasks_temporal.temporal.feed_contract import STREAM_PUBLISH_SIGNAL
 from mcp_tasks_temporal.temporal.sandbox import workflow_runner
 from mcp_tasks_temporal.temporal.worker import WORKFLOWS
 from mcp_tasks_temporal.temporal.workflows.task_feed import TaskFeedWorkflow
-from tests.histories.record import memo_status, start_task
+from tests.histories.record import memo_status, published_transitions, start_task
 
 pytestmark = pytest.mark.anyio
 
@@ -54,10 +52,9 @@ async def answer_at_once(call: ToolRoundInput) -> dict[str, Any]:
 def _terminal(input: SignalExternalWorkflowInput) -> bool:
     if input.signal != STREAM_PUBLISH_SIGNAL:
         return False
-    converter = workflow.payload_converter()
     (sent,) = input.args
     assert isinstance(sent, PublishInput)
-    items = [converter.from_payload(Payload.FromString(base64.b64decode(entry.data))) for entry in sent.items]
+    items = published_transitions(sent, workflow.payload_converter())
     return any(item["m"].get(Memo.STATUS) in TERMINAL_STATUSES for item in items)
 
 

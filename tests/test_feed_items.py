@@ -8,14 +8,12 @@ a state the spec forbids. The worker is stopped while both answers arrive, so th
 
 from __future__ import annotations
 
-import base64
 import uuid
 from typing import Any
 
 import anyio
 import pytest
 from temporalio import activity
-from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.workflow_streams import PublishInput
@@ -27,11 +25,11 @@ from mcp_tasks_temporal.temporal.contract import (
     Memo,
     ToolRoundInput,
 )
-from mcp_tasks_temporal.temporal.feed_contract import STREAM_PUBLISH_SIGNAL, TRANSITION_TOPIC
+from mcp_tasks_temporal.temporal.feed_contract import STREAM_PUBLISH_SIGNAL
 from mcp_tasks_temporal.temporal.sandbox import workflow_runner
 from mcp_tasks_temporal.temporal.worker import WORKFLOWS
 from mcp_tasks_temporal.temporal.workflows.task_feed import TaskFeedWorkflow
-from tests.histories.record import ACCEPT, QUESTION, memo_status, start_task
+from tests.histories.record import ACCEPT, QUESTION, memo_status, published_transitions, start_task
 
 pytestmark = pytest.mark.anyio
 
@@ -66,11 +64,7 @@ async def published(client: Client, handle: WorkflowHandle[Any, Any]) -> list[di
         if attributes.signal_name != STREAM_PUBLISH_SIGNAL:
             continue
         (sent,) = converter.from_payloads(list(attributes.input.payloads), [PublishInput])
-        items.extend(
-            converter.from_payload(Payload.FromString(base64.b64decode(entry.data)))
-            for entry in sent.items
-            if entry.topic == TRANSITION_TOPIC
-        )
+        items.extend(published_transitions(sent, converter))
     return items
 
 

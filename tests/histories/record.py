@@ -26,9 +26,11 @@ from typing import Any
 
 import anyio
 from temporalio import activity
+from temporalio.api.common.v1 import Payload
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle, WorkflowHistory
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.contrib.workflow_streams import PublishEntry, PublishInput, WorkflowStreamClient
+from temporalio.converter import PayloadConverter
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
@@ -107,6 +109,15 @@ async def scripted_tool(call: ToolRoundInput) -> dict[str, Any]:
     if call.tool == "flaky" and info.attempt == 1:
         raise ApplicationError("connection reset")  # retryable: the next attempt succeeds
     return _complete(f"{call.tool} round {call.round}")
+
+
+def published_transitions(sent: PublishInput, converter: PayloadConverter) -> list[dict[str, Any]]:
+    """The task transitions in one batch a task signalled to its feed shard, in order."""
+    return [
+        converter.from_payload(Payload.FromString(base64.b64decode(entry.data)))
+        for entry in sent.items
+        if entry.topic == TRANSITION_TOPIC
+    ]
 
 
 async def memo_status(handle: WorkflowHandle[Any, Any], wanted: str, bound_s: float = STEP_BOUND_S) -> dict[str, Any]:
