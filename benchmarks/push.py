@@ -35,7 +35,7 @@ import httpx
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
-from mcp_tasks_temporal.front.listen import MAX_TASK_IDS
+from mcp_tasks_temporal.front.push.listen import MAX_TASK_IDS
 from mcp_tasks_temporal.temporal.contract import INPUT_SIGNAL, as_object
 from mcp_tasks_temporal.temporal.ids import workflow_id
 from tests.wire import HttpMcp, TaskCalls, base_headers, request_message, sse_frames

@@ -28,8 +28,8 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 from temporalio.worker import Worker
 
-from mcp_tasks_temporal.front.closed_tasks import ClosedTaskCache
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, now_ms
+from mcp_tasks_temporal.front.gateway.closed_tasks import ClosedTaskCache
 from mcp_tasks_temporal.ops.dev.embedded_temporal import embedded_temporal
 from mcp_tasks_temporal.temporal.connection import connect_temporal
 from mcp_tasks_temporal.temporal.contract import (

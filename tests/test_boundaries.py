@@ -19,13 +19,6 @@ from tests.processes import REPO_ROOT, child_env
 PACKAGE = REPO_ROOT / "src" / "mcp_tasks_temporal"
 SETTINGS = PACKAGE / "ops" / "settings.py"
 SDK_COMPAT = PACKAGE / "sdk_compat.py"
-FRONT = PACKAGE / "front"
-
-FRONT_LINE_CAP = 450
-"""A front module longer than this does more than one job: split it where its parts run or what they answer."""
-LONG_FRONT_MODULES: dict[str, int] = {
-    # Longer than the cap, to split; each may only shrink, and leaves the list once under the cap.
-}
 
 FRONT_MODULES_AN_APP_LOADS = frozenset(
     {
@@ -153,11 +146,3 @@ def test_a_worker_loading_the_app_and_running_a_task_tool_loads_no_front_handler
         """
     )
     assert set(loaded) <= FRONT_MODULES_AN_APP_LOADS, sorted(set(loaded) - FRONT_MODULES_AN_APP_LOADS)
-
-
-def test_no_front_module_is_longer_than_the_cap() -> None:
-    lengths = {path.name: len(path.read_text().splitlines()) for path in sorted(FRONT.glob("*.py"))}
-    too_long = {name: n for name, n in lengths.items() if n > LONG_FRONT_MODULES.get(name, FRONT_LINE_CAP)}
-    assert not too_long, f"over {FRONT_LINE_CAP} lines (or longer than their recorded debt): {too_long}"
-    paid = sorted(name for name in LONG_FRONT_MODULES if lengths.get(name, 0) <= FRONT_LINE_CAP)
-    assert not paid, f"now within {FRONT_LINE_CAP} lines: strike from LONG_FRONT_MODULES {paid}"

@@ -16,7 +16,7 @@ import pytest
 from temporalio.client import Client
 
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
-from mcp_tasks_temporal.front.gateway_views import initial_memo
+from mcp_tasks_temporal.front.gateway.views import initial_memo
 from mcp_tasks_temporal.temporal.contract import TOOL_TASK_WORKFLOW, Memo
 from mcp_tasks_temporal.temporal.ids import new_task_id, workflow_id
 

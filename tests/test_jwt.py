@@ -22,8 +22,8 @@ from mcp.server.auth.settings import AuthSettings
 from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
 
-from mcp_tasks_temporal.front.http_app import BearerAuth, front_app
-from mcp_tasks_temporal.front.jwt_auth import JwtSettings, JwtVerifier
+from mcp_tasks_temporal.front.http.http_app import BearerAuth, front_app
+from mcp_tasks_temporal.front.http.jwt_auth import JwtSettings, JwtVerifier
 from tests.cli_runs import run_in_process
 from tests.conftest import Stack, module_stack
 from tests.legacy_wire import LegacyMcp

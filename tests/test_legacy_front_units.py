@@ -17,10 +17,10 @@ import anyio
 import pytest
 from starlette.types import Message
 
-from mcp_tasks_temporal.front import legacy_tasks
-from mcp_tasks_temporal.front.handshake_echo import SESSION_HEADER, encode, handshake_era
-from mcp_tasks_temporal.front.legacy_answers import LegacyAnswers
-from mcp_tasks_temporal.front.legacy_tasks import LEGACY_TASKS_VERSION, answer_id, follow_task, legacy_envelope
+from mcp_tasks_temporal.front.legacy import legacy_tasks
+from mcp_tasks_temporal.front.legacy.handshake_echo import SESSION_HEADER, encode, handshake_era
+from mcp_tasks_temporal.front.legacy.legacy_answers import LegacyAnswers
+from mcp_tasks_temporal.front.legacy.legacy_tasks import LEGACY_TASKS_VERSION, answer_id, follow_task, legacy_envelope
 from mcp_tasks_temporal.temporal.contract import CLIENT_CAPABILITIES_META_KEY
 
 pytestmark = pytest.mark.anyio

@@ -15,7 +15,7 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
-from mcp_tasks_temporal.front.legacy_tasks import parse_answer_id
+from mcp_tasks_temporal.front.legacy.legacy_tasks import parse_answer_id
 from mcp_tasks_temporal.temporal.ids import workflow_id
 from tests.conftest import Stack
 from tests.legacy_wire import LegacyMcp

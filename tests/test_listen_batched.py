@@ -21,8 +21,8 @@ import httpx
 import pytest
 from temporalio.client import Client
 
-from mcp_tasks_temporal.front.feed_watch import FeedWatchHub
 from mcp_tasks_temporal.front.gateway import Snapshot, TemporalTaskGateway
+from mcp_tasks_temporal.front.push.feed_watch import FeedWatchHub
 from mcp_tasks_temporal.temporal.contract import Memo, ToolTaskInput
 from mcp_tasks_temporal.temporal.ids import new_task_id
 from tests.conftest import Stack

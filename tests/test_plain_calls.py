@@ -23,7 +23,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp_tasks_temporal.front.call_cancels import call_task_id
+from mcp_tasks_temporal.front.calls.call_cancels import call_task_id
 from mcp_tasks_temporal.temporal.ids import is_task_id
 from tests.conftest import Stack, module_stack
 from tests.legacy_wire import legacy_headers

@@ -13,9 +13,9 @@ import pytest
 from temporalio.client import Client
 from temporalio.service import RetryConfig
 
-from mcp_tasks_temporal.front.backoff import Backoff, GaveUpError
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
-from mcp_tasks_temporal.front.task_watch import TaskWatchHub
+from mcp_tasks_temporal.front.push.backoff import Backoff, GaveUpError
+from mcp_tasks_temporal.front.push.task_watch import TaskWatchHub
 from mcp_tasks_temporal.temporal.contract import ToolTaskInput
 from mcp_tasks_temporal.temporal.ids import new_task_id
 from tests.processes import start_front, start_temporal, start_worker
@@ -73,7 +73,7 @@ async def test_a_watcher_whose_temporal_goes_away_ends_its_subscribers_with_a_re
             reasons.append(reason)
             lost.set()
 
-        with caplog.at_level(logging.WARNING, logger="mcp_tasks_temporal.front.task_watch"):
+        with caplog.at_level(logging.WARNING, logger="mcp_tasks_temporal.front.push.task_watch"):
             async with hub.running():
                 unsubscribe = hub.subscribe(task.task_id, None, seen.append, on_lost=on_lost)
                 with anyio.fail_after(30):

@@ -17,8 +17,8 @@ from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.service import RetryConfig
 
-from mcp_tasks_temporal.front.feed_watch import FeedWatchHub
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
+from mcp_tasks_temporal.front.push.feed_watch import FeedWatchHub
 from mcp_tasks_temporal.temporal.contract import Memo, ToolTaskInput
 from mcp_tasks_temporal.temporal.feed_contract import (
     FEED_SHARDS,

@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, InputRequiredResult
 
-from mcp_tasks_temporal.front.call_cancels import PlainCallCancels
+from mcp_tasks_temporal.front.calls.call_cancels import PlainCallCancels
+from mcp_tasks_temporal.front.calls.plain_calls import PlainCalls
+from mcp_tasks_temporal.front.calls.tool_calls import ToolCalls
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
-from mcp_tasks_temporal.front.legacy_tasks import LegacyTasks
-from mcp_tasks_temporal.front.listen import TaskListen
-from mcp_tasks_temporal.front.plain_calls import PlainCalls
-from mcp_tasks_temporal.front.push_mode import push_hub
-from mcp_tasks_temporal.front.task_watch import TaskWatchHub
-from mcp_tasks_temporal.front.tool_calls import ToolCalls
+from mcp_tasks_temporal.front.legacy.legacy_tasks import LegacyTasks
+from mcp_tasks_temporal.front.push.listen import TaskListen
+from mcp_tasks_temporal.front.push.push_mode import push_hub
+from mcp_tasks_temporal.front.push.task_watch import TaskWatchHub
 from mcp_tasks_temporal.front.unicode_params import RejectLoneSurrogates
 from mcp_tasks_temporal.sdk_compat import get_tool, set_output_schema
 from mcp_tasks_temporal.temporal.workflow_tools import WorkflowToolOptions, tool_function

@@ -48,8 +48,8 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
     from mcp_tasks_temporal.front.attachment import AttachedFront
+    from mcp_tasks_temporal.front.calls.tool_calls import ToolCalls
     from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
-    from mcp_tasks_temporal.front.tool_calls import ToolCalls
 
 __all__ = [
     "DAY_MS",
@@ -159,7 +159,7 @@ class TasksExtension(TaskToolRegistry, Extension):
     def _tool_calls(self) -> ToolCalls:
         if self._calls is None:
             # Not attached: plain calls are served, a task cannot start (`gateway` says why).
-            from mcp_tasks_temporal.front.tool_calls import ToolCalls
+            from mcp_tasks_temporal.front.calls.tool_calls import ToolCalls
 
             self._calls = ToolCalls(self, None)
         return self._calls

@@ -7,8 +7,8 @@ from typing import Any
 from mcp.server.context import ServerRequestContext
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from mcp_tasks_temporal.front.handshake_echo import SESSION_HEADER
-from mcp_tasks_temporal.front.handshake_echo import decode as decode_handshake
+from mcp_tasks_temporal.front.legacy.handshake_echo import SESSION_HEADER
+from mcp_tasks_temporal.front.legacy.handshake_echo import decode as decode_handshake
 from mcp_tasks_temporal.temporal.contract import EXTENSION_ID
 
 

@@ -26,15 +26,15 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from mcp_tasks_temporal.front.app_loading import default_task_queue, load_app, tasks_extension, use_request_state_keys
-from mcp_tasks_temporal.front.auth import StaticTokenVerifier
-from mcp_tasks_temporal.front.closed_tasks import DEFAULT_MAX_ENTRIES, ClosedTaskCache
-from mcp_tasks_temporal.front.credential_life import EndWithCredential
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, unready_reason
-from mcp_tasks_temporal.front.handshake_echo import HandshakeEcho
-from mcp_tasks_temporal.front.health import health_routes
-from mcp_tasks_temporal.front.http_app import BearerAuth, front_app
-from mcp_tasks_temporal.front.http_errors import JsonRpcHttpErrors
-from mcp_tasks_temporal.front.legacy_answers import LegacyAnswers
+from mcp_tasks_temporal.front.gateway.closed_tasks import DEFAULT_MAX_ENTRIES, ClosedTaskCache
+from mcp_tasks_temporal.front.http.auth import StaticTokenVerifier
+from mcp_tasks_temporal.front.http.credential_life import EndWithCredential
+from mcp_tasks_temporal.front.http.health import health_routes
+from mcp_tasks_temporal.front.http.http_app import BearerAuth, front_app
+from mcp_tasks_temporal.front.http.http_errors import JsonRpcHttpErrors
+from mcp_tasks_temporal.front.legacy.handshake_echo import HandshakeEcho
+from mcp_tasks_temporal.front.legacy.legacy_answers import LegacyAnswers
 from mcp_tasks_temporal.front.protocol_versions import AdvertiseServedVersions, run_stdio
 from mcp_tasks_temporal.front.session_binding import SessionKeys
 from mcp_tasks_temporal.ops.cli_options import DEFAULT_UI_ORIGINS
@@ -145,7 +145,7 @@ def _verified_bearer(args: argparse.Namespace) -> BearerAuth | None:
         return BearerAuth(StaticTokenVerifier.from_file(args.tokens))
     if args.jwt_jwks is None:
         return None
-    from mcp_tasks_temporal.front.jwt_auth import JwtSettings, JwtVerifier
+    from mcp_tasks_temporal.front.http.jwt_auth import JwtSettings, JwtVerifier
 
     if not args.jwt_issuer or not args.jwt_audience:
         raise ValueError("--jwt-jwks needs --jwt-issuer and --jwt-audience")

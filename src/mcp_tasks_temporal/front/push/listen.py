@@ -34,11 +34,11 @@ from mcp_types import methods as wire_methods
 from pydantic import ValidationError
 
 from mcp_tasks_temporal.front.errors import TaskExpiredError, TaskNotFoundError
-from mcp_tasks_temporal.front.feed_watch import FeedWatchHub, on_feed
 from mcp_tasks_temporal.front.gateway import ListedTask, Snapshot, TemporalTaskGateway
-from mcp_tasks_temporal.front.heap import release_freed_heap, worth_trimming
+from mcp_tasks_temporal.front.push.feed_watch import FeedWatchHub, on_feed
+from mcp_tasks_temporal.front.push.heap import release_freed_heap, worth_trimming
+from mcp_tasks_temporal.front.push.task_watch import TaskWatchHub
 from mcp_tasks_temporal.front.request_capabilities import declares_tasks
-from mcp_tasks_temporal.front.task_watch import TaskWatchHub
 from mcp_tasks_temporal.sdk_compat import server_info_stamp, subscription_bus
 from mcp_tasks_temporal.temporal.contract import EXTENSION_ID
 

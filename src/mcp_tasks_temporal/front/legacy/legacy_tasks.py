@@ -43,11 +43,11 @@ from mcp_types import (
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_MODERN_VERSION
 from pydantic import BaseModel, ValidationError
 
+from mcp_tasks_temporal.front.calls.held_calls import follow_call
 from mcp_tasks_temporal.front.gateway import list_owned, task_view, temporal_errors
-from mcp_tasks_temporal.front.handshake_echo import SESSION_HEADER, Handshake
-from mcp_tasks_temporal.front.handshake_echo import decode as decode_handshake
-from mcp_tasks_temporal.front.held_calls import follow_call
-from mcp_tasks_temporal.front.outbound_requests import send_request_on_stream
+from mcp_tasks_temporal.front.legacy.handshake_echo import SESSION_HEADER, Handshake
+from mcp_tasks_temporal.front.legacy.handshake_echo import decode as decode_handshake
+from mcp_tasks_temporal.front.legacy.outbound_requests import send_request_on_stream
 from mcp_tasks_temporal.front.session_binding import creating_under
 from mcp_tasks_temporal.sdk_compat import request_outbound
 from mcp_tasks_temporal.temporal.contract import EXTENSION_ID, TERMINAL_STATUSES, Memo, as_object
@@ -56,7 +56,7 @@ from mcp_tasks_temporal.temporal.tracing import tag_task
 
 if TYPE_CHECKING:
     from mcp_tasks_temporal.front.extension import TasksExtension
-    from mcp_tasks_temporal.front.task_watch import TaskWatchHub
+    from mcp_tasks_temporal.front.push.task_watch import TaskWatchHub
 
 logger = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from temporalio.common import RawValue, WorkflowIDConflictPolicy
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.service import RPCError
 
-from mcp_tasks_temporal.front.gateway_reads import (
+from mcp_tasks_temporal.front.gateway.reads import (
     FeedItem,
     Observed,
     Snapshot,

@@ -31,10 +31,10 @@ from mcp.server.request_state import authenticated_principal
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, CallToolRequestParams, CallToolResult, InputRequiredResult
 
+from mcp_tasks_temporal.front.calls.held_calls import call_result, follow_call
 from mcp_tasks_temporal.front.gateway import Snapshot, TemporalTaskGateway, temporal_errors
-from mcp_tasks_temporal.front.held_calls import call_result, follow_call
+from mcp_tasks_temporal.front.push.task_watch import TaskWatchHub
 from mcp_tasks_temporal.front.request_capabilities import declared_capabilities, is_modern
-from mcp_tasks_temporal.front.task_watch import TaskWatchHub
 from mcp_tasks_temporal.temporal.capabilities import Refusal, missing_capability, refusal_for_revision
 from mcp_tasks_temporal.temporal.contract import PLAIN_CALL_META_KEY, TERMINAL_STATUSES, as_object
 from mcp_tasks_temporal.temporal.ids import is_task_id

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Final
 
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
-from mcp_tasks_temporal.front.task_watch import TaskWatchHub
+from mcp_tasks_temporal.front.push.task_watch import TaskWatchHub
 from mcp_tasks_temporal.ops.settings import variable
 
 PUSH_MODE_ENV: Final = "MCP_TASKS_PUSH"
@@ -29,7 +29,7 @@ def push_mode() -> str:
 def push_hub(gateway: TemporalTaskGateway, *, give_up_after_s: float) -> TaskWatchHub:
     """The hub of this front's push mode; in feed mode the tasks it starts publish to the feed."""
     if push_mode() == "feed":
-        from mcp_tasks_temporal.front.feed_watch import FeedWatchHub
+        from mcp_tasks_temporal.front.push.feed_watch import FeedWatchHub
 
         gateway.feed_tasks = True
         return FeedWatchHub(gateway, give_up_after_s=give_up_after_s)

@@ -25,9 +25,9 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, CallToolResult
 
-from mcp_tasks_temporal.front.call_progress import CallProgress
+from mcp_tasks_temporal.front.calls.call_progress import CallProgress
 from mcp_tasks_temporal.front.gateway import Snapshot, TemporalTaskGateway
-from mcp_tasks_temporal.front.task_watch import TaskWatchHub
+from mcp_tasks_temporal.front.push.task_watch import TaskWatchHub
 from mcp_tasks_temporal.temporal.contract import TERMINAL_STATUSES, as_object
 
 logger = logging.getLogger(__name__)

@@ -36,10 +36,10 @@ from mcp.server.request_state import authenticated_principal
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
+from mcp_tasks_temporal.front.calls.held_calls import CANCEL_BOUND_S
 from mcp_tasks_temporal.front.gateway import temporal_errors
-from mcp_tasks_temporal.front.handshake_echo import SESSION_HEADER
-from mcp_tasks_temporal.front.handshake_echo import decode as decode_handshake
-from mcp_tasks_temporal.front.held_calls import CANCEL_BOUND_S
+from mcp_tasks_temporal.front.legacy.handshake_echo import SESSION_HEADER
+from mcp_tasks_temporal.front.legacy.handshake_echo import decode as decode_handshake
 from mcp_tasks_temporal.temporal.ids import new_task_id
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from mcp_tasks_temporal.front.gateway_history import WorkflowTaskFailedCause, last_workflow_task_failure
+from mcp_tasks_temporal.front.gateway.history import WorkflowTaskFailedCause, last_workflow_task_failure
 
 if TYPE_CHECKING:
     from temporalio.api.workflow.v1 import PendingWorkflowTaskInfo

@@ -14,7 +14,7 @@ from temporalio.client import (
     WorkflowExecutionStatus,
 )
 
-from mcp_tasks_temporal.front.gateway_reads import (
+from mcp_tasks_temporal.front.gateway.reads import (
     WorkflowTask,
 )
 from mcp_tasks_temporal.front.session_binding import creating_binding

@@ -23,7 +23,7 @@ from typing import Any, Final
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mcp_tasks_temporal.front.bounded_body import (
+from mcp_tasks_temporal.front.http.bounded_body import (
     Read,
     parse_json,
     read_bounded,

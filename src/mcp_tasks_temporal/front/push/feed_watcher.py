@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from mcp_tasks_temporal.front.gateway import task_view
-from mcp_tasks_temporal.front.task_watch import Listener, Lost, tell_lost
+from mcp_tasks_temporal.front.push.task_watch import Listener, Lost, tell_lost
 
 
 def _pack(value: dict[str, Any]) -> bytes:

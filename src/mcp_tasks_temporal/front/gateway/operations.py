@@ -27,15 +27,15 @@ from temporalio.client import (
 from temporalio.common import AutoUpgradeVersioningOverride, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.service import RPCError, RPCStatusCode
 
-from mcp_tasks_temporal.front.closed_tasks import ClosedTaskCache
 from mcp_tasks_temporal.front.errors import (
     AnswerNotTakenError,
     InvalidInputResponseError,
     TaskExpiredError,
     TaskNotFoundError,
 )
-from mcp_tasks_temporal.front.failing_workflows import FailingWorkflows, WorkflowTaskFailure
-from mcp_tasks_temporal.front.gateway_reads import (
+from mcp_tasks_temporal.front.gateway.closed_tasks import ClosedTaskCache
+from mcp_tasks_temporal.front.gateway.failing_workflows import FailingWorkflows, WorkflowTaskFailure
+from mcp_tasks_temporal.front.gateway.reads import (
     FeedItem,
     ListedTask,
     Observed,
@@ -53,14 +53,14 @@ from mcp_tasks_temporal.front.gateway_reads import (
     temporal_errors,
     unready_reason,
 )
-from mcp_tasks_temporal.front.gateway_views import (
+from mcp_tasks_temporal.front.gateway.views import (
     created_task,
     initial_memo,
     task_view,
     unreadable,
     workflow_task_memo,
 )
-from mcp_tasks_temporal.front.gateway_watchers import WatcherReads
+from mcp_tasks_temporal.front.gateway.watchers import WatcherReads
 from mcp_tasks_temporal.temporal.codec import CodecError
 from mcp_tasks_temporal.temporal.contract import (
     INPUT_SIGNAL,

@@ -29,9 +29,8 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 import anyio
 from anyio.abc import TaskGroup
 
-from mcp_tasks_temporal.front.backoff import Backoff, GaveUpError
 from mcp_tasks_temporal.front.gateway import Observed, Snapshot, TemporalTaskGateway, snapshot, task_view
-from mcp_tasks_temporal.front.gateway_history import (
+from mcp_tasks_temporal.front.gateway.history import (
     ACTIVITY_CLOSED,
     CLOSE_STATUS,
     EventType,
@@ -43,6 +42,7 @@ from mcp_tasks_temporal.front.gateway_history import (
     upserted_memo,
     workflow_handle,
 )
+from mcp_tasks_temporal.front.push.backoff import Backoff, GaveUpError
 from mcp_tasks_temporal.temporal.contract import TERMINAL_STATUSES, WORKFLOW_KIND, Memo
 from mcp_tasks_temporal.temporal.ids import workflow_id
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics

@@ -28,9 +28,9 @@ from mcp_types import (
 )
 from pydantic import ValidationError
 
-from mcp_tasks_temporal.front.call_cancels import task_id_for
+from mcp_tasks_temporal.front.calls.call_cancels import task_id_for
+from mcp_tasks_temporal.front.calls.plain_calls import PlainCalls, plain_call_envelope, task_of
 from mcp_tasks_temporal.front.gateway import WorkflowTask, temporal_errors
-from mcp_tasks_temporal.front.plain_calls import PlainCalls, plain_call_envelope, task_of
 from mcp_tasks_temporal.front.request_capabilities import declared_capabilities, declares_tasks, is_modern
 from mcp_tasks_temporal.sdk_compat import get_tool, has_resolvers, resolve_arguments, validate_arguments
 from mcp_tasks_temporal.temporal.capabilities import Refusal, refusal_for_revision, undeclared_asks

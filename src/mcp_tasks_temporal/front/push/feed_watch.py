@@ -51,10 +51,10 @@ from typing import Any, Final, cast
 import anyio
 from anyio.abc import TaskGroup
 
-from mcp_tasks_temporal.front.backoff import Backoff, GaveUpError
-from mcp_tasks_temporal.front.feed_watcher import FeedWatcher
 from mcp_tasks_temporal.front.gateway import ListedTask, Snapshot, TemporalCallFailed, TemporalTaskGateway
-from mcp_tasks_temporal.front.task_watch import CLOSE_STATUS, Listener, Lost, TaskWatchHub, attach
+from mcp_tasks_temporal.front.push.backoff import Backoff, GaveUpError
+from mcp_tasks_temporal.front.push.feed_watcher import FeedWatcher
+from mcp_tasks_temporal.front.push.task_watch import CLOSE_STATUS, Listener, Lost, TaskWatchHub, attach
 from mcp_tasks_temporal.temporal.contract import TERMINAL_STATUSES, Memo
 from mcp_tasks_temporal.temporal.feed_contract import FEED_SHARDS, STATUS_TOPIC, TRANSITION_TOPIC, feed_shard
 from mcp_tasks_temporal.temporal.ids import workflow_id

@@ -21,10 +21,10 @@ from mcp.server.request_state import compact_json
 from mcp.shared.exceptions import MCPError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mcp_tasks_temporal.front.bounded_body import Read, parse_json, read_bounded, refuse_too_large, replay
 from mcp_tasks_temporal.front.extension import TasksExtension
-from mcp_tasks_temporal.front.handshake_echo import handshake_era
-from mcp_tasks_temporal.front.legacy_tasks import ANSWER_ID_PREFIX, parse_answer_id
+from mcp_tasks_temporal.front.http.bounded_body import Read, parse_json, read_bounded, refuse_too_large, replay
+from mcp_tasks_temporal.front.legacy.handshake_echo import handshake_era
+from mcp_tasks_temporal.front.legacy.legacy_tasks import ANSWER_ID_PREFIX, parse_answer_id
 from mcp_tasks_temporal.front.unicode_params import lone_surrogate_at
 from mcp_tasks_temporal.temporal.contract import as_object
 
