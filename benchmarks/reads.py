@@ -40,7 +40,7 @@ from mcp_tasks_temporal.temporal.contract import (
     ToolTaskInput,
     as_object,
 )
-from mcp_tasks_temporal.temporal.ids import new_task_id, workflow_id
+from mcp_tasks_temporal.temporal.ids import UNKEYED, new_task_id
 from mcp_tasks_temporal.temporal.workflows import ToolTaskWorkflow
 
 from ._common import machine, render
@@ -238,7 +238,7 @@ class Bench:
         return TemporalTaskGateway(self.client, task_queue=task_queue, closed_tasks=ClosedTaskCache(max_entries=0))
 
     def handle(self, task_id: str) -> WorkflowHandle[Any, Any]:
-        return self.client.get_workflow_handle(workflow_id(task_id, None))
+        return self.client.get_workflow_handle(UNKEYED.workflow_id(task_id, None))
 
 
 @dataclass(frozen=True)

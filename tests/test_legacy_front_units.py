@@ -148,7 +148,7 @@ async def _post(body: dict[str, Any], headers: list[tuple[bytes, bytes]]) -> tup
         await send({"type": "http.response.start", "status": 202, "headers": []})
         await send({"type": "http.response.body", "body": b""})
 
-    middleware = LegacyAnswers(app, SimpleNamespace(gateway=gateway), max_body_bytes=1 << 20)  # pyright: ignore[reportArgumentType]
+    middleware = LegacyAnswers(app, gateway, max_body_bytes=1 << 20)  # pyright: ignore[reportArgumentType]
     raw = json.dumps(body).encode()
     messages: list[Message] = [{"type": "http.request", "body": raw, "more_body": False}]
     sent: list[Message] = []

@@ -20,11 +20,14 @@ from tests.processes import REPO_ROOT
 
 ROOT_EXPORTS = [
     "ActivityPolicy",
+    "BearerAuth",
+    "FrontSettings",
     "McpTasksPlugin",
     "TaskPolicy",
     "TasksExtension",
     "ToolTaskOptions",
     "__version__",
+    "mcp_endpoint",
     "request_input",
     "request_inputs",
     "set_status",

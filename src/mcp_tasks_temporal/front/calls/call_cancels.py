@@ -24,74 +24,41 @@ Tasks created as tasks get random IDs: the spec forbids cancelling a task with
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import uuid
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.request_state import authenticated_principal
 from mcp.shared.exceptions import MCPError
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from mcp_tasks_temporal.front.calls.held_calls import CANCEL_BOUND_S
-from mcp_tasks_temporal.front.gateway import temporal_errors
-from mcp_tasks_temporal.front.legacy.handshake_echo import SESSION_HEADER
-from mcp_tasks_temporal.front.legacy.handshake_echo import decode as decode_handshake
-from mcp_tasks_temporal.temporal.ids import new_task_id
-
-if TYPE_CHECKING:
-    from mcp_tasks_temporal.front.extension import TasksExtension
+from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, temporal_errors
+from mcp_tasks_temporal.front.request_capabilities import echoed_session_id
+from mcp_tasks_temporal.temporal.ids import plain_call_task_id
 
 logger = logging.getLogger(__name__)
-
-
-def call_task_id(session_id: str, request_id: str | int) -> str:
-    """The task ID of the plain call `request_id` of the session `session_id`: a UUID4 in shape."""
-    digest = hashlib.sha256(f"mcp-tasks-temporal/plain-call\n{session_id}\n{request_id}".encode()).digest()
-    return str(uuid.UUID(bytes=digest[:16], version=4))
-
-
-def task_id_for(ctx: ServerRequestContext[Any, Any]) -> str:
-    """The ID of the task a `tools/call` creates: named by its session and request for a plain call, else random."""
-    params = ctx.params or {}
-    plain = ctx.method == "tools/call" and not isinstance(params.get("task"), Mapping)
-    session_id = _session_id(ctx) if plain else None
-    if session_id is None or ctx.request_id is None:
-        return new_task_id()
-    return call_task_id(session_id, ctx.request_id)
-
-
-def _session_id(ctx: ServerRequestContext[Any, Any]) -> str | None:
-    """The echoed handshake of a handshake-revision request over HTTP, if it carries one."""
-    if ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
-        return None
-    headers = getattr(ctx.request, "headers", None)
-    session_id = headers.get(SESSION_HEADER) if headers is not None else None
-    return session_id if isinstance(session_id, str) and decode_handshake(session_id) is not None else None
 
 
 class PlainCallCancels:
     """Server middleware: a `notifications/cancelled` cancels the task of the plain call it names."""
 
-    def __init__(self, extension: TasksExtension) -> None:
-        self._extension = extension
+    def __init__(self, gateway: TemporalTaskGateway) -> None:
+        self._gateway = gateway
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         if ctx.method != "notifications/cancelled" or ctx.request_id is not None:
             return await call_next(ctx)
-        session_id = _session_id(ctx)
+        session_id = echoed_session_id(ctx)
         request_id = (ctx.params or {}).get("requestId")
         if session_id is None or isinstance(request_id, bool) or not isinstance(request_id, str | int):
             return await call_next(ctx)
-        task_id = call_task_id(session_id, request_id)
+        task_id = plain_call_task_id(session_id, request_id)
         # Shielded and bounded: the POST is answered (202) before this runs, and its connection ends then.
         with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_BOUND_S):
             try:
                 with temporal_errors():  # Temporal's refusal is logged there
-                    await self._extension.gateway.cancel(task_id, authenticated_principal(ctx))
+                    await self._gateway.cancel(task_id, authenticated_principal(ctx))
             except MCPError:
                 # No such task for this principal (a call this server ran without a task, one that has
                 # ended, or another principal's), or Temporal refused. A notification has no answer.

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -28,10 +29,14 @@ from mcp_types import (
 )
 from pydantic import ValidationError
 
-from mcp_tasks_temporal.front.calls.call_cancels import task_id_for
 from mcp_tasks_temporal.front.calls.plain_calls import PlainCalls, plain_call_envelope, task_of
-from mcp_tasks_temporal.front.gateway import WorkflowTask, temporal_errors
-from mcp_tasks_temporal.front.request_capabilities import declared_capabilities, declares_tasks, is_modern
+from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, WorkflowTask, temporal_errors
+from mcp_tasks_temporal.front.request_capabilities import (
+    declared_capabilities,
+    declares_tasks,
+    echoed_session_id,
+    is_modern,
+)
 from mcp_tasks_temporal.sdk_compat import get_tool, has_resolvers, resolve_arguments, validate_arguments
 from mcp_tasks_temporal.temporal.capabilities import Refusal, refusal_for_revision, undeclared_asks
 from mcp_tasks_temporal.temporal.contract import (
@@ -41,46 +46,61 @@ from mcp_tasks_temporal.temporal.contract import (
     ToolTaskInput,
     as_object,
 )
-from mcp_tasks_temporal.temporal.ids import new_task_id, owner_key
-from mcp_tasks_temporal.temporal.tool_registry import ToolTaskOptions
+from mcp_tasks_temporal.temporal.ids import new_task_id, plain_call_task_id
 from mcp_tasks_temporal.temporal.tracing import tag_task
-from mcp_tasks_temporal.temporal.workflow_tools import WorkflowToolOptions
 
 if TYPE_CHECKING:
-    from mcp_tasks_temporal.front.attachment import AttachedFront
-    from mcp_tasks_temporal.front.extension import TasksExtension
+    from mcp_tasks_temporal.temporal.tool_registry import TaskToolRegistry, ToolTaskOptions
+    from mcp_tasks_temporal.temporal.workflow_tools import WorkflowToolOptions
+
+NOT_ATTACHED = (
+    "TasksExtension is not attached to Temporal; serve the app with `mcp_endpoint(app, client)`, "
+    "`mcp-tasks-temporal serve` or `dev`"
+)
+
+
+@dataclass(frozen=True)
+class Serving:
+    """What an attached front serves calls with: its app, its door to Temporal, its held plain calls."""
+
+    server: MCPServer[Any]
+    gateway: TemporalTaskGateway
+    plain: PlainCalls
 
 
 class ToolCalls:
-    """The `tools/call` side of one extension, attached to Temporal or (serving plain calls only) not yet."""
+    """The `tools/call` side of one app's tools, attached to Temporal or (serving plain calls only) not yet."""
 
-    def __init__(self, extension: TasksExtension, attached: AttachedFront | None) -> None:
-        self._extension = extension
-        self._attached = attached
+    def __init__(self, registry: TaskToolRegistry, serving: Serving | None) -> None:
+        self._registry = registry
+        self._serving = serving
 
     def _server(self) -> MCPServer[Any] | None:
-        return self._attached.server if self._attached is not None else None
+        return self._serving.server if self._serving is not None else None
+
+    def _attached(self) -> Serving:
+        if self._serving is None:
+            raise RuntimeError(NOT_ATTACHED)
+        return self._serving
 
     def _plain_calls(self) -> PlainCalls:
-        if self._attached is None:
-            raise RuntimeError("attach the extension before serving calls")
-        return self._attached.plain
+        return self._attached().plain
 
     async def route(
         self, params: CallToolRequestParams, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
         """Answer a client's `tools/call`: a task, a call held open as a task, or the tool run right here."""
         self._check_asks(params.name, ctx)
-        check = self._extension.call_check(params.name)
+        check = self._registry.call_check(params.name)
         refusal = check() if check is not None else None
         if refusal is not None:
             return CallToolResult(
                 content=[TextContent(type="text", text=f"Error executing tool {params.name}: {refusal}")], is_error=True
             )
-        workflow_options = self._extension.workflow_options_for(params.name)
+        workflow_options = self._registry.workflow_options_for(params.name)
         if workflow_options is not None:
             return await self._call_workflow_tool(workflow_options, params, ctx, call_next)
-        options = self._extension.options_for(params.name)
+        options = self._registry.options_for(params.name)
         if options is None or options.policy == "never":
             return await call_next(ctx)  # not a task tool
         if not declares_tasks(ctx):
@@ -133,12 +153,12 @@ class ToolCalls:
         `envelope` is the `_meta` the tool will see (its client and capabilities).
         """
         self._check_asks(params.name, ctx)
-        workflow_options = self._extension.workflow_options_for(params.name)
+        workflow_options = self._registry.workflow_options_for(params.name)
         if workflow_options is not None:
             if workflow_options.policy == "never":
                 return None
             return await self._create_workflow_tool_task(workflow_options, params, ctx, envelope)
-        options = self._extension.options_for(params.name)
+        options = self._registry.options_for(params.name)
         if options is None or options.policy == "never":
             return None
         return await self._create_tool_task(options, params, ctx, envelope)
@@ -150,6 +170,7 @@ class ToolCalls:
         ctx: ServerRequestContext[Any, Any],
         envelope: dict[str, Any],
     ) -> dict[str, Any]:
+        gateway = self._attached().gateway
         principal = authenticated_principal(ctx)
         created_at_ms = int(time.time() * 1000)
         # `options_for` resolved every inherited setting.
@@ -162,7 +183,7 @@ class ToolCalls:
             arguments=dict(params.arguments or {}),
             meta=envelope,
             created_at_ms=created_at_ms,
-            owner=owner_key(principal),
+            owner=gateway.owner_keying.owner_key(principal),
             ttl_ms=options.ttl_ms,
             poll_interval_ms=options.poll_interval_ms,
             activity=options.activity,
@@ -172,13 +193,13 @@ class ToolCalls:
         )
         tag_task(task.task_id)
         with temporal_errors():
-            return await self._extension.gateway.create(
+            return await gateway.create(
                 task, principal, pinned=options.versioning == "pinned", priority=options.priority
             )
 
     def _check_asks(self, tool_name: str, ctx: ServerRequestContext[Any, Any]) -> None:
         """-32021 for a client that cannot answer what the tool declared it asks, naming what its revision needs."""
-        asks = self._extension.asks_of(tool_name)
+        asks = self._registry.asks_of(tool_name)
         capabilities = declared_capabilities(ctx) if asks else None
         if capabilities is None:
             return  # nothing declared, or a handshake client that echoes no handshake
@@ -256,7 +277,7 @@ class ToolCalls:
             )
         principal = authenticated_principal(ctx)
         with temporal_errors():
-            return await self._extension.gateway.create_workflow_task(
+            return await self._attached().gateway.create_workflow_task(
                 self._workflow_task(options, workflow_args, envelope, task_id_for(ctx)), principal
             )
 
@@ -267,7 +288,7 @@ class ToolCalls:
         envelope: dict[str, Any],
         task_id: str | None = None,
     ) -> WorkflowTask:
-        ttl_ms, poll_ms = self._extension.workflow_lifetime(options)
+        ttl_ms, poll_ms = self._registry.workflow_lifetime(options)
         return WorkflowTask(
             task_id=task_id or new_task_id(),
             tool=options.name,
@@ -279,7 +300,7 @@ class ToolCalls:
             ttl_ms=ttl_ms,
             poll_interval_ms=poll_ms,
             auto_upgrade=options.versioning == "auto-upgrade" and not options.declares_versioning,
-            priority=self._extension.workflow_priority(options.name),
+            priority=self._registry.workflow_priority(options.name),
         )
 
     async def run_workflow_synchronously(
@@ -297,8 +318,7 @@ class ToolCalls:
         task = self._workflow_task(options, options.workflow_args(arguments), envelope, task_id_for(ctx))
         principal = authenticated_principal(ctx)
         with temporal_errors():
-            handle = await self._extension.gateway.start_workflow_task(task, principal)
-        started = self._extension.gateway.as_started(task, principal, handle)
+            started = await self._attached().gateway.start_workflow_task(task, principal)
         return await self._plain_calls().hold(ctx, task.task_id, principal, started=started)
 
 
@@ -312,3 +332,17 @@ def envelope_of(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
     meta.pop("progressToken", None)
     meta.setdefault(CLIENT_CAPABILITIES_META_KEY, {})
     return meta
+
+
+def task_id_for(ctx: ServerRequestContext[Any, Any]) -> str:
+    """The ID of the task a `tools/call` creates: named by its session and request for a plain call, else random.
+
+    A plain call's client never learns its task's ID, and cancels it with `notifications/cancelled`
+    naming its request, posted to any front: that front derives the same ID (`call_cancels`).
+    """
+    params = ctx.params or {}
+    plain = ctx.method == "tools/call" and not isinstance(params.get("task"), Mapping)
+    session_id = echoed_session_id(ctx) if plain else None
+    if session_id is None or ctx.request_id is None:
+        return new_task_id()
+    return plain_call_task_id(session_id, ctx.request_id)

@@ -22,9 +22,9 @@ from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
     WorkflowFailureError,
-    WorkflowHandle,
 )
 from temporalio.common import AutoUpgradeVersioningOverride, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.runtime import Runtime
 from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_tasks_temporal.front.errors import (
@@ -61,6 +61,7 @@ from mcp_tasks_temporal.front.gateway.views import (
     workflow_task_memo,
 )
 from mcp_tasks_temporal.front.gateway.watchers import WatcherReads
+from mcp_tasks_temporal.front.settings import FrontSettings
 from mcp_tasks_temporal.temporal.codec import CodecError
 from mcp_tasks_temporal.temporal.contract import (
     INPUT_SIGNAL,
@@ -74,10 +75,10 @@ from mcp_tasks_temporal.temporal.contract import (
     as_object,
 )
 from mcp_tasks_temporal.temporal.fairness import FairnessPolicy
-from mcp_tasks_temporal.temporal.ids import WORKFLOW_ID_PREFIX, is_task_id, owner_key, workflow_id, workflow_ids
+from mcp_tasks_temporal.temporal.ids import UNKEYED, WORKFLOW_ID_PREFIX, OwnerKeying, is_task_id
 from mcp_tasks_temporal.temporal.inputs import response_problem
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics
-from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits
+from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits, namespace_blob_limit
 from mcp_tasks_temporal.temporal.payload_storage import StoredPayloadError
 from mcp_tasks_temporal.temporal.search_attributes import start_attributes
 from mcp_tasks_temporal.temporal.tool_results import call_tool_result, failure_outcome
@@ -125,8 +126,11 @@ class TemporalTaskGateway(WatcherReads):
         web_ui: str | None = None,
         payload_limits: PayloadLimits | None = None,
         fairness: FairnessPolicy | None = None,
+        owner_keying: OwnerKeying = UNKEYED,
     ) -> None:
         self.client = client
+        self.owner_keying = owner_keying
+        """How principals become the owner keys in workflow IDs: the deployment's, shared by every process."""
         self.task_queue = task_queue
         self.feed_tasks = False
         """Tasks started here publish to the task feed: set by a front that follows it (`front.push_mode`)."""
@@ -139,9 +143,35 @@ class TemporalTaskGateway(WatcherReads):
         """Temporal Web UI address: `tasks/get` then links the task's page in its `_meta`."""
         self.payload_limits = payload_limits or PayloadLimits()
         """How large arguments and answers may be: refused here, not after Temporal has taken the task."""
-        self.fairness = fairness or FairnessPolicy()
+        self.fairness = fairness or FairnessPolicy(keying=owner_keying)
         """Each task's priority: its tool's, and its principal's fairness key and weight."""
         self.failing_workflows = FailingWorkflows()
+
+    @classmethod
+    def for_front(cls, client: Client, settings: FrontSettings, *, task_queue: str) -> TemporalTaskGateway:
+        """The gateway a front serves with: `settings` applied, its metrics on the client's runtime."""
+        runtime = client.service_client.config.runtime or Runtime.default()
+        return cls(
+            client,
+            task_queue=task_queue,
+            metrics=FrontMetrics(runtime.metric_meter),
+            closed_tasks=ClosedTaskCache(max_entries=settings.closed_task_cache),
+            search_attributes=settings.search_attributes,
+            web_ui=settings.web_ui,
+            payload_limits=PayloadLimits(storage=settings.payload_storage),
+            fairness=FairnessPolicy.weighted(
+                settings.fairness_weights, keys=settings.fairness_keys, keying=settings.owner_keying
+            ),
+            owner_keying=settings.owner_keying,
+        )
+
+    async def unready_reason(self) -> str | None:
+        """Why this front cannot serve tasks now (Temporal or the namespace unreachable), or `None` when it can."""
+        return await unready_reason(self.client)
+
+    async def read_namespace_limits(self) -> None:
+        """Take the namespace's own payload limit, as its server reports it, over Temporal's default."""
+        self.payload_limits = replace(self.payload_limits, blob_limit=await namespace_blob_limit(self.client))
 
     async def create(
         self, task: ToolTaskInput, principal: str | None, *, pinned: bool = False, priority: int | None = None
@@ -154,18 +184,26 @@ class TemporalTaskGateway(WatcherReads):
         self._check_input(task.arguments, "The tool's arguments")
         if self.feed_tasks:
             task = replace(task, feed=True)
-        memo = initial_memo(task.task_id, task.tool, principal, task.created_at_ms, task.ttl_ms, task.poll_interval_ms)
+        memo = initial_memo(
+            task.task_id,
+            task.tool,
+            self.owner_keying.owner_key(principal),
+            task.created_at_ms,
+            task.ttl_ms,
+            task.poll_interval_ms,
+            anonymous=principal is None,
+        )
         await self.client.start_workflow(
             PINNED_TOOL_TASK_WORKFLOW if pinned else TOOL_TASK_WORKFLOW,
             task,
-            id=workflow_id(task.task_id, principal),
+            id=self.owner_keying.workflow_id(task.task_id, principal),
             task_queue=self.task_queue,
             memo=memo,
             # One task ID is one run, ever: a closed task's ID must not start a fresh run.
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
             static_summary=f"MCP task: {task.tool}",
-            search_attributes=start_attributes(tool=task.tool, owner=owner_key(principal))
+            search_attributes=start_attributes(tool=task.tool, owner=self.owner_keying.owner_key(principal))
             if self.search_attributes
             else None,
             priority=self.fairness.priority(principal, priority),
@@ -173,18 +211,20 @@ class TemporalTaskGateway(WatcherReads):
         self.metrics.task_created(task.tool)
         return created_task(task.task_id, task.created_at_ms, task.ttl_ms, task.poll_interval_ms)
 
-    async def start_workflow_task(self, task: WorkflowTask, principal: str | None) -> WorkflowHandle[Any, Any]:
+    async def start_workflow_task(self, task: WorkflowTask, principal: str | None) -> Snapshot:
         """Start a workflow tool's task: the user's own workflow, under the task's workflow ID and memo.
 
-        The TTL is also the workflow's execution timeout, which covers its whole
-        continue-as-new chain, so Temporal itself stops an expired task.
+        Returns the task as its start left it, before any event after the start: following the
+        task from there (`TaskWatchHub.subscribe(seen=...)`) replays every status it has set since,
+        in order, however soon after the start it set them. The TTL is also the workflow's execution
+        timeout, which covers its whole continue-as-new chain, so Temporal itself stops an expired task.
         """
         self._check_input(task.args, "The tool's arguments")
-        memo = workflow_task_memo(task, principal)
-        return await self.client.start_workflow(
+        memo = workflow_task_memo(task, self.owner_keying.owner_key(principal), anonymous=principal is None)
+        handle = await self.client.start_workflow(
             task.workflow,
             args=task.args,
-            id=workflow_id(task.task_id, principal),
+            id=self.owner_keying.workflow_id(task.task_id, principal),
             task_queue=task.task_queue or self.task_queue,
             memo=memo,
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
@@ -192,19 +232,12 @@ class TemporalTaskGateway(WatcherReads):
             execution_timeout=timedelta(milliseconds=task.ttl_ms) if task.ttl_ms is not None else None,
             versioning_override=AutoUpgradeVersioningOverride() if task.auto_upgrade else None,
             static_summary=f"MCP task: {task.tool}",
-            search_attributes=start_attributes(tool=task.tool, owner=owner_key(principal))
+            search_attributes=start_attributes(tool=task.tool, owner=self.owner_keying.owner_key(principal))
             if self.search_attributes
             else None,
             # Its activities and child workflows inherit it, as the user's workflow wrote them.
             priority=self.fairness.priority(principal, task.priority),
         )
-
-    def as_started(self, task: WorkflowTask, principal: str | None, handle: WorkflowHandle[Any, Any]) -> Snapshot:
-        """The workflow tool's task as its start left it, before any event after the start.
-
-        Following the task from here (`TaskWatchHub.subscribe(seen=...)`) replays every
-        status it has set since, in order, however soon after the start it set them.
-        """
         return Snapshot(
             namespace=self.client.namespace,
             workflow_id=handle.id,
@@ -212,7 +245,7 @@ class TemporalTaskGateway(WatcherReads):
             status=WorkflowExecutionStatus.RUNNING,
             start_time_ms=task.created_at_ms,
             history_length=0,
-            memo=workflow_task_memo(task, principal),
+            memo=memo,
             pending_activities=(),
         )
 
@@ -246,7 +279,7 @@ class TemporalTaskGateway(WatcherReads):
         """The task from this front's memory of closed tasks, if it is there (and not expired)."""
         if not is_task_id(task_id):
             raise TaskNotFoundError()
-        return self.closed_tasks.get(workflow_id(task_id, principal), now_ms())
+        return self.closed_tasks.get(self.owner_keying.workflow_id(task_id, principal), now_ms())
 
     async def update(self, task_id: str, principal: str | None, responses: Mapping[str, Any]) -> None:
         """Deliver answers to outstanding questions, and return once the task shows them.
@@ -325,7 +358,7 @@ class TemporalTaskGateway(WatcherReads):
         if not is_task_id(task_id):
             raise TaskNotFoundError()
         # The current owner key first; during a migration window also the legacy one (ids.owner_keys).
-        for candidate, key in workflow_ids(task_id, principal):
+        for candidate, key in self.owner_keying.workflow_ids(task_id, principal):
             handle = self.client.get_workflow_handle(candidate)
             try:
                 seen = await described(self.client, handle.id)
@@ -349,6 +382,10 @@ class TemporalTaskGateway(WatcherReads):
             raise TaskExpiredError()
         return Observed(handle, seen)
 
+    async def list_owned(self, owner: str, *, page_token: bytes, page_size: int) -> OwnedPage:
+        """A page of the tasks stored under the owner key `owner`, newest first, from Temporal visibility."""
+        return await list_owned(self.client, owner, page_token=page_token, page_size=page_size)
+
     async def observe_listed(self, task_ids: Sequence[str], principal: str | None) -> dict[str, ListedTask]:
         """The tasks among `task_ids` this caller may see, as visibility shows them: a few calls for all.
 
@@ -357,8 +394,10 @@ class TemporalTaskGateway(WatcherReads):
         read may be behind the task, and has no pending activities (`Snapshot.listed`); its memo stays
         packed until the caller follows the task (`ListedTask.snapshot`).
         """
-        key = owner_key(principal)
-        wanted = {workflow_id(task_id, principal): task_id for task_id in task_ids if is_task_id(task_id)}
+        key = self.owner_keying.owner_key(principal)
+        wanted = {
+            self.owner_keying.workflow_id(task_id, principal): task_id for task_id in task_ids if is_task_id(task_id)
+        }
         found: dict[str, ListedTask] = {}
         now = now_ms()
         for wid, seen in (await listed_tasks(self.client, list(wanted))).items():

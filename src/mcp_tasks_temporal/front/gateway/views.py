@@ -24,7 +24,6 @@ from mcp_tasks_temporal.temporal.contract import (
     WORKFLOW_KIND,
     Memo,
 )
-from mcp_tasks_temporal.temporal.ids import owner_key
 from mcp_tasks_temporal.temporal.result_text import expand
 
 logger = logging.getLogger(__name__)
@@ -48,12 +47,19 @@ def _task(**fields: Any) -> dict[str, Any]:
 
 
 def initial_memo(
-    task_id: str, tool: str, principal: str | None, created_at_ms: int, ttl_ms: int | None, poll_interval_ms: int
+    task_id: str,
+    tool: str,
+    owner: str,
+    created_at_ms: int,
+    ttl_ms: int | None,
+    poll_interval_ms: int,
+    *,
+    anonymous: bool,
 ) -> dict[str, Any]:
     memo: dict[str, Any] = {
         Memo.TASK_ID: task_id,
         Memo.TOOL: tool,
-        Memo.OWNER: owner_key(principal),
+        Memo.OWNER: owner,
         Memo.CREATED_AT: created_at_ms,
         Memo.TTL_MS: ttl_ms,
         Memo.POLL_INTERVAL_MS: poll_interval_ms,
@@ -61,13 +67,15 @@ def initial_memo(
         Memo.LAST_UPDATED_AT: created_at_ms,
     }
     session = creating_binding()
-    if principal is None and session is not None:
+    if anonymous and session is not None:
         memo[Memo.SESSION] = session
     return memo
 
 
-def workflow_task_memo(task: WorkflowTask, principal: str | None) -> dict[str, Any]:
-    memo = initial_memo(task.task_id, task.tool, principal, task.created_at_ms, task.ttl_ms, task.poll_interval_ms)
+def workflow_task_memo(task: WorkflowTask, owner: str, *, anonymous: bool) -> dict[str, Any]:
+    memo = initial_memo(
+        task.task_id, task.tool, owner, task.created_at_ms, task.ttl_ms, task.poll_interval_ms, anonymous=anonymous
+    )
     memo[Memo.KIND] = WORKFLOW_KIND
     memo[Memo.ENVELOPE] = task.envelope
     return memo

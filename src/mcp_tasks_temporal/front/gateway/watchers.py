@@ -46,7 +46,7 @@ from mcp_tasks_temporal.temporal.feed_contract import (
     feed_shard,
     feed_workflow_id,
 )
-from mcp_tasks_temporal.temporal.ids import is_task_id, workflow_id
+from mcp_tasks_temporal.temporal.ids import OwnerKeying, is_task_id
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +59,7 @@ class WatcherReads:
 
     client: Client
     task_queue: str
+    owner_keying: OwnerKeying
 
     async def start_feed_shards(self) -> None:
         """Start the task feed's shard workflows of this queue, or find them running."""
@@ -149,7 +150,9 @@ class WatcherReads:
         The workflow ID names the principal, so another's task, like an unknown one, is not found. A task
         whose deadline the index does not know is left to the caller's other reads, as one not indexed.
         """
-        wanted = {workflow_id(task_id, principal): task_id for task_id in task_ids if is_task_id(task_id)}
+        wanted = {
+            self.owner_keying.workflow_id(task_id, principal): task_id for task_id in task_ids if is_task_id(task_id)
+        }
         entries = await self.indexed(list(wanted))
         now = now_ms()
         return [

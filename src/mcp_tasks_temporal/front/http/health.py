@@ -16,7 +16,7 @@ from starlette.routing import Route
 
 
 def health_routes(unready_reason: Callable[[], Awaitable[str | None]], namespace: str) -> list[Route]:
-    """`unready_reason` asks Temporal through the gateway (`gateway.unready_reason`) why the front cannot serve."""
+    """`unready_reason` asks Temporal through the gateway (`TemporalTaskGateway.unready_reason`) why not."""
 
     async def healthz(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})

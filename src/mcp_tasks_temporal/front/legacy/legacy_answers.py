@@ -21,7 +21,7 @@ from mcp.server.request_state import compact_json
 from mcp.shared.exceptions import MCPError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mcp_tasks_temporal.front.extension import TasksExtension
+from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
 from mcp_tasks_temporal.front.http.bounded_body import Read, parse_json, read_bounded, refuse_too_large, replay
 from mcp_tasks_temporal.front.legacy.handshake_echo import handshake_era
 from mcp_tasks_temporal.front.legacy.legacy_tasks import ANSWER_ID_PREFIX, parse_answer_id
@@ -36,9 +36,9 @@ _MARKER = ANSWER_ID_PREFIX.encode()
 class LegacyAnswers:
     """ASGI middleware: a POSTed reply to one of this server's questions becomes the task's answer."""
 
-    def __init__(self, app: ASGIApp, extension: TasksExtension, *, max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, gateway: TemporalTaskGateway, *, max_body_bytes: int) -> None:
         self.app = app
-        self.extension = extension
+        self.gateway = gateway
         self.max_body_bytes = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -68,7 +68,7 @@ class LegacyAnswers:
     async def _deliver(self, task_id: str, key: str, reply: dict[str, Any]) -> int:
         token = get_access_token()
         principal = None if token is None else compact_json(principal_components(token))
-        gateway = self.extension.gateway
+        gateway = self.gateway
         try:
             if "result" in reply:
                 await gateway.update(task_id, principal, {key: as_object(reply["result"])})

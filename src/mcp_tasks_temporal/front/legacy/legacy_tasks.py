@@ -44,19 +44,21 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_MODERN_VERSION
 from pydantic import BaseModel, ValidationError
 
 from mcp_tasks_temporal.front.calls.held_calls import follow_call
-from mcp_tasks_temporal.front.gateway import list_owned, task_view, temporal_errors
+from mcp_tasks_temporal.front.gateway import task_view, temporal_errors
 from mcp_tasks_temporal.front.legacy.handshake_echo import SESSION_HEADER, Handshake
 from mcp_tasks_temporal.front.legacy.handshake_echo import decode as decode_handshake
 from mcp_tasks_temporal.front.legacy.outbound_requests import send_request_on_stream
 from mcp_tasks_temporal.front.session_binding import creating_under
 from mcp_tasks_temporal.sdk_compat import request_outbound
 from mcp_tasks_temporal.temporal.contract import EXTENSION_ID, TERMINAL_STATUSES, Memo, as_object
-from mcp_tasks_temporal.temporal.ids import owner_key
 from mcp_tasks_temporal.temporal.tracing import tag_task
 
 if TYPE_CHECKING:
-    from mcp_tasks_temporal.front.extension import TasksExtension
+    from mcp_tasks_temporal.front.calls.tool_calls import ToolCalls
+    from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
     from mcp_tasks_temporal.front.push.task_watch import TaskWatchHub
+    from mcp_tasks_temporal.front.session_binding import SessionKeys
+    from mcp_tasks_temporal.temporal.tool_registry import TaskToolRegistry
 
 logger = logging.getLogger(__name__)
 
@@ -151,9 +153,19 @@ def legacy_envelope(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
 class LegacyTasks:
     """Server middleware: the 2025-11-25 face of the tasks the extension serves."""
 
-    def __init__(self, extension: TasksExtension, hub: TaskWatchHub) -> None:
-        self._extension = extension
+    def __init__(
+        self,
+        registry: TaskToolRegistry,
+        calls: ToolCalls,
+        gateway: TemporalTaskGateway,
+        hub: TaskWatchHub,
+        session_keys: SessionKeys,
+    ) -> None:
+        self._registry = registry
+        self._calls = calls
+        self._gateway = gateway
         self._hub = hub
+        self._session_keys = session_keys
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         if ctx.method == "initialize":
@@ -182,8 +194,8 @@ class LegacyTasks:
         wire = _wire(result)
         if wire is None:
             return result
-        policies = {name: options.policy for name, options in self._extension.task_tools.items()}
-        policies.update({name: options.policy for name, options in self._extension.workflow_tools.items()})
+        policies = {name: options.policy for name, options in self._registry.task_tools.items()}
+        policies.update({name: options.policy for name, options in self._registry.workflow_tools.items()})
         tools: list[dict[str, Any]] = []
         listed: list[Any] = list(wire.get("tools") or [])
         for entry in listed:
@@ -196,14 +208,14 @@ class LegacyTasks:
 
     async def _create(self, ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
         params = _params(CallToolRequestParams, ctx)
-        tool = self._extension.options_for(params.name)
-        workflow_tool = self._extension.workflow_tools.get(params.name)
+        tool = self._registry.options_for(params.name)
+        workflow_tool = self._registry.workflow_tools.get(params.name)
         policy = workflow_tool.policy if workflow_tool is not None else tool.policy if tool is not None else None
         if policy is None or policy == "never":
             # The tool's `taskSupport` is "forbidden": nothing to make a task of.
             raise MCPError(code=METHOD_NOT_FOUND, message=f"Tool {params.name!r} does not run as a task")
         with creating_under(self._session_binding(ctx)):
-            created = await self._extension.create_task(params, ctx, legacy_envelope(ctx))
+            created = await self._calls.create_task(params, ctx, legacy_envelope(ctx))
         if created is None:
             raise MCPError(code=METHOD_NOT_FOUND, message=f"Tool {params.name!r} does not run as a task")
         if isinstance(created, CallToolResult):
@@ -223,8 +235,8 @@ class LegacyTasks:
         name = (ctx.params or {}).get("name")
         if not isinstance(name, str) or ctx.request is None:
             return False
-        workflow_tool = self._extension.workflow_tools.get(name)
-        tool = self._extension.options_for(name)
+        workflow_tool = self._registry.workflow_tools.get(name)
+        tool = self._registry.options_for(name)
         policy = workflow_tool.policy if workflow_tool is not None else tool.policy if tool is not None else None
         declared = handshake(ctx)
         return policy == "optional" and declared is not None
@@ -236,7 +248,7 @@ class LegacyTasks:
         """
         params = _params(CallToolRequestParams, ctx)
         with creating_under(self._session_binding(ctx)):
-            created = await self._extension.create_task(params, ctx, legacy_envelope(ctx))
+            created = await self._calls.create_task(params, ctx, legacy_envelope(ctx))
         if created is None:
             raise MCPError(code=METHOD_NOT_FOUND, message=f"Tool {params.name!r} does not run as a task")
         if isinstance(created, CallToolResult):
@@ -244,7 +256,7 @@ class LegacyTasks:
         task_id = str(created["taskId"])
         principal = authenticated_principal(ctx)
         relay = TaskRelay(ctx, task_id, related=False)
-        task = await follow_call(ctx, self._hub, self._extension.gateway, task_id, principal, on_task=relay)
+        task = await follow_call(ctx, self._hub, self._gateway, task_id, principal, on_task=relay)
         payload = task_payload(task)
         meta = dict(as_object(payload.get("_meta")))
         meta.pop(RELATED_TASK_META_KEY, None)
@@ -255,14 +267,14 @@ class LegacyTasks:
         params = _params(_TaskIdParams, ctx)
         tag_task(params.task_id)
         with temporal_errors():
-            task = await self._extension.gateway.get(params.task_id, authenticated_principal(ctx))
+            task = await self._gateway.get(params.task_id, authenticated_principal(ctx))
         return legacy_task(task)
 
     async def _cancel(self, ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
         params = _params(_TaskIdParams, ctx)
         tag_task(params.task_id)
         principal = authenticated_principal(ctx)
-        gateway = self._extension.gateway
+        gateway = self._gateway
         with temporal_errors():
             task = await gateway.get(params.task_id, principal)
             if task["status"] in TERMINAL_STATUSES:
@@ -282,7 +294,7 @@ class LegacyTasks:
     def _session_bindings(self, ctx: ServerRequestContext[Any, Any]) -> list[str]:
         """The bindings of the caller's tagged session ID under each shared key; none without one."""
         headers = getattr(ctx.request, "headers", None)
-        return self._extension.session_keys.bindings(headers.get(SESSION_HEADER) if headers is not None else None)
+        return self._session_keys.bindings(headers.get(SESSION_HEADER) if headers is not None else None)
 
     def _session_binding(self, ctx: ServerRequestContext[Any, Any]) -> str | None:
         """What an anonymous caller's new task records: its session under the current key."""
@@ -306,16 +318,15 @@ class LegacyTasks:
                 if params.cursor:
                     raise MCPError(code=INVALID_PARAMS, message="Invalid cursor")  # none was ever given to it
                 return {"tasks": []}
-        keys = self._extension.session_keys
+        keys = self._session_keys
         # A cursor is good for the caller it was given to: its principal, or its session.
-        caller = sessions[0] if sessions else owner_key(principal)
+        owner = self._gateway.owner_keying.owner_key(principal)
+        caller = sessions[0] if sessions else owner
         token = keys.open_cursor(params.cursor, caller) if params.cursor else b""
         if token is None:
             raise MCPError(code=INVALID_PARAMS, message="Invalid cursor")
         with temporal_errors():
-            page = await list_owned(
-                self._extension.gateway.client, owner_key(principal), page_token=token, page_size=LIST_PAGE_SIZE
-            )
+            page = await self._gateway.list_owned(owner, page_token=token, page_size=LIST_PAGE_SIZE)
         tasks = [
             legacy_task(task_view(owned.task_id, owned.memo, owned.status))
             for owned in page.tasks
@@ -331,7 +342,7 @@ class LegacyTasks:
         tag_task(params.task_id)
         principal = authenticated_principal(ctx)
         with temporal_errors():
-            task = await self._extension.gateway.get(params.task_id, principal)
+            task = await self._gateway.get(params.task_id, principal)
         if task["status"] not in TERMINAL_STATUSES:
             task = await follow_task(ctx, self._hub, params.task_id, principal, related=True)
         return task_payload(task)

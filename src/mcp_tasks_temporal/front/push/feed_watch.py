@@ -57,7 +57,6 @@ from mcp_tasks_temporal.front.push.feed_watcher import FeedWatcher
 from mcp_tasks_temporal.front.push.task_watch import CLOSE_STATUS, Listener, Lost, TaskWatchHub, attach
 from mcp_tasks_temporal.temporal.contract import TERMINAL_STATUSES, Memo
 from mcp_tasks_temporal.temporal.feed_contract import FEED_SHARDS, STATUS_TOPIC, TRANSITION_TOPIC, feed_shard
-from mcp_tasks_temporal.temporal.ids import workflow_id
 
 logger = logging.getLogger(__name__)
 
@@ -115,7 +114,7 @@ class FeedWatchHub(TaskWatchHub):
     ) -> Callable[[], None]:
         if self._feed_group is None:
             raise RuntimeError("FeedWatchHub is not running: enter `hub.running()` for the life of the server")
-        key = workflow_id(task_id, principal)
+        key = self._gateway.owner_keying.workflow_id(task_id, principal)
         watcher = self._feed_watchers.get(key)
         if watcher is None:
             if not on_feed(seen) or feed_shard(key) not in self._following:

@@ -1,34 +1,21 @@
 """How a front follows the tasks it pushes: the task feed, or one history long poll per task.
 
-`MCP_TASKS_PUSH=feed` follows the feed's shards (a few long polls per front, and
-the tasks this front starts publish to it); `poll` (the default) follows each
-watched task's history. Either mode serves every task: a task not on the feed
-is followed through its history in feed mode too.
+`feed` follows the feed's shards (a few long polls per front, and the tasks this
+front starts publish to it); `poll` (the default) follows each watched task's
+history. Either mode serves every task: a task not on the feed is followed
+through its history in feed mode too.
 """
 
 from __future__ import annotations
 
-from typing import Final
-
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
 from mcp_tasks_temporal.front.push.task_watch import TaskWatchHub
-from mcp_tasks_temporal.ops.settings import variable
-
-PUSH_MODE_ENV: Final = "MCP_TASKS_PUSH"
-PUSH_MODES: Final = ("poll", "feed")
-DEFAULT_PUSH_MODE: Final = "poll"
+from mcp_tasks_temporal.front.settings import PushMode
 
 
-def push_mode() -> str:
-    mode = (variable(PUSH_MODE_ENV) or DEFAULT_PUSH_MODE).strip().lower()
-    if mode not in PUSH_MODES:
-        raise ValueError(f"{PUSH_MODE_ENV} must be one of {', '.join(PUSH_MODES)}, not {mode!r}")
-    return mode
-
-
-def push_hub(gateway: TemporalTaskGateway, *, give_up_after_s: float) -> TaskWatchHub:
+def push_hub(gateway: TemporalTaskGateway, mode: PushMode, *, give_up_after_s: float) -> TaskWatchHub:
     """The hub of this front's push mode; in feed mode the tasks it starts publish to the feed."""
-    if push_mode() == "feed":
+    if mode == "feed":
         from mcp_tasks_temporal.front.push.feed_watch import FeedWatchHub
 
         gateway.feed_tasks = True

@@ -44,7 +44,6 @@ from mcp_tasks_temporal.front.gateway.history import (
 )
 from mcp_tasks_temporal.front.push.backoff import Backoff, GaveUpError
 from mcp_tasks_temporal.temporal.contract import TERMINAL_STATUSES, WORKFLOW_KIND, Memo
-from mcp_tasks_temporal.temporal.ids import workflow_id
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics
 from mcp_tasks_temporal.temporal.tool_results import call_tool_result, failure_outcome
 
@@ -205,7 +204,7 @@ class TaskWatchHub:
         """
         if self._group is None:
             raise RuntimeError("TaskWatchHub is not running: enter `hub.running()` for the life of the server")
-        key = workflow_id(task_id, principal)
+        key = self._gateway.owner_keying.workflow_id(task_id, principal)
         watcher = self._watchers.get(key)
         if watcher is None:
             handle = workflow_handle(self._gateway.client, key)
