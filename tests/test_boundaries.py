@@ -14,6 +14,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import grimp
+
 from tests.processes import REPO_ROOT, child_env
 
 PACKAGE = REPO_ROOT / "src" / "mcp_tasks_temporal"
@@ -146,3 +148,40 @@ def test_a_worker_loading_the_app_and_running_a_task_tool_loads_no_front_handler
         """
     )
     assert set(loaded) <= FRONT_MODULES_AN_APP_LOADS, sorted(set(loaded) - FRONT_MODULES_AN_APP_LOADS)
+
+
+def _import_cycles() -> list[list[str]]:
+    """The package's import cycles, each a strongly connected set of modules; type-only and lazy imports count."""
+    graph = grimp.build_graph(
+        "mcp_tasks_temporal", include_external_packages=False, exclude_type_checking_imports=False
+    )
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(module: str) -> None:  # Tarjan's algorithm
+        order[module] = low[module] = len(order)
+        stack.append(module)
+        for imported in graph.find_modules_directly_imported_by(module):
+            if imported not in order:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in stack:
+                low[module] = min(low[module], order[imported])
+        if low[module] == order[module]:
+            members: list[str] = []
+            while not members or members[-1] != module:
+                members.append(stack.pop())
+            if len(members) > 1:
+                cycles.append(sorted(members))
+
+    for module in sorted(graph.modules):
+        if module not in order:
+            visit(module)
+    return cycles
+
+
+def test_no_module_of_the_package_is_part_of_an_import_cycle() -> None:
+    cycles = _import_cycles()
+    assert not cycles, f"import cycles (break them by dependency direction: pass what a part needs): {cycles}"

@@ -32,7 +32,13 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from mcp_tasks_temporal.client._client import TasksClient
-from mcp_tasks_temporal.client._commands import (
+from mcp_tasks_temporal.client._errors import (
+    AuthenticationError,
+    ServerUnreachableError,
+    TaskCancelledError,
+    TaskFailedError,
+)
+from mcp_tasks_temporal.client._exits import (
     EXIT_AUTH,
     EXIT_CANCELLED,
     EXIT_PROTOCOL,
@@ -41,12 +47,6 @@ from mcp_tasks_temporal.client._commands import (
     EXIT_UNREACHABLE,
     EXIT_USAGE,
     TOKEN_ENV,
-)
-from mcp_tasks_temporal.client._errors import (
-    AuthenticationError,
-    ServerUnreachableError,
-    TaskCancelledError,
-    TaskFailedError,
 )
 from mcp_tasks_temporal.client._handle import TaskHandle
 from mcp_tasks_temporal.client._journal import Journal, JournalEntry
