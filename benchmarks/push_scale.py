@@ -40,7 +40,8 @@ from typing import Final
 import anyio
 import httpx
 
-from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, listed_tasks
+from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
+from mcp_tasks_temporal.front.gateway.reads import listed_tasks
 from mcp_tasks_temporal.temporal.contract import Memo, ToolTaskInput, as_object
 from mcp_tasks_temporal.temporal.ids import UNKEYED
 from tests.wire import HttpMcp, TaskCalls

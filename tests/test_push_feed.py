@@ -316,7 +316,7 @@ async def test_a_feed_watcher_whose_temporal_goes_away_ends_its_subscribers_with
             )
             await gateway.create(task, None)
             with anyio.fail_after(60):
-                while (read := (await gateway.observe(task.task_id, None)).snapshot).memo.get(Memo.FEED_SEQ) is None:
+                while (read := await gateway.observe(task.task_id, None)).memo.get(Memo.FEED_SEQ) is None:
                     await anyio.sleep(0.1)
             unsubscribe = hub.subscribe(task.task_id, None, seen.append, seen=read, on_lost=on_lost)
             with anyio.fail_after(30):

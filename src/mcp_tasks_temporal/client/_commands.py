@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from mcp_tasks_temporal.client._exits import TOKEN_ENV
 from mcp_tasks_temporal.client._journal import default_journal_path
-from mcp_tasks_temporal.ops.settings import variable
+from mcp_tasks_temporal.ops.settings import environment, variable
 
 EXIT_STATUSES = """exit status:
   0   done (for call/watch: the task completed)
@@ -60,7 +60,9 @@ def add_commands(commands: _Subparsers) -> None:
     where.add_argument("--no-push", action="store_true", help="poll tasks/get even if the server pushes")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-    common.add_argument("--journal", type=Path, default=None, help=f"task journal (default: {default_journal_path()})")
+    common.add_argument(
+        "--journal", type=Path, default=None, help=f"task journal (default: {default_journal_path(environment())})"
+    )
 
     def command(name: str, parents: list[argparse.ArgumentParser], help: str) -> argparse.ArgumentParser:
         parser = commands.add_parser(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, InputRequiredResult
@@ -32,9 +32,10 @@ from mcp_tasks_temporal.front.settings import FrontSettings
 from mcp_tasks_temporal.front.task_methods import TaskMethods
 from mcp_tasks_temporal.front.unicode_params import RejectLoneSurrogates
 from mcp_tasks_temporal.sdk_compat import get_tool, set_output_schema
-from mcp_tasks_temporal.temporal.metrics import RequestMetrics
-from mcp_tasks_temporal.temporal.tool_registry import TaskToolRegistry
 from mcp_tasks_temporal.temporal.workflow_tools import WorkflowToolOptions, tool_function
+
+if TYPE_CHECKING:
+    from mcp_tasks_temporal.temporal.tool_registry import TaskToolRegistry
 
 RunWorkflow = Callable[[WorkflowToolOptions, dict[str, Any], Any], Awaitable[CallToolResult | InputRequiredResult]]
 
@@ -61,7 +62,7 @@ def attach_front(
     session_keys = SessionKeys(keys) if keys else SessionKeys.process_local()
     use_request_state_keys(server, list(keys))
     # First, so it also counts what later middleware answers by itself (subscriptions/listen).
-    server.middleware.insert(0, RequestMetrics(gateway.metrics))
+    server.middleware.insert(0, gateway.request_metrics())
     server.middleware.append(AdvertiseServedVersions())
     hub = push_hub(gateway, settings.push, give_up_after_s=settings.push_give_up_s)
     calls = ToolCalls(registry, Serving(server=server, gateway=gateway, plain=PlainCalls(gateway, hub)))

@@ -17,9 +17,9 @@ from mcp.shared.inbound import decode_header_value
 from mcp_tasks_temporal.front.errors import HeaderMismatchError
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, temporal_errors
 from mcp_tasks_temporal.front.request_capabilities import declares_tasks
+from mcp_tasks_temporal.front.spans import tag_task
 from mcp_tasks_temporal.front.task_params import TaskIdParams, UpdateTaskParams
 from mcp_tasks_temporal.temporal.contract import EXTENSION_ID
-from mcp_tasks_temporal.temporal.tracing import tag_task
 
 
 class TaskMethods:

@@ -82,10 +82,11 @@ def configure(app: MCPServer[Any], args: argparse.Namespace) -> None:
         from mcp_tasks_temporal.contrib import MissingExtra
 
         try:
-            from mcp_tasks_temporal.contrib.pydantic_ai import configure_model
+            from mcp_tasks_temporal.contrib.pydantic_ai import AgentModel, configure_model
         except MissingExtra as missing:
             raise ValueError(f"--agent-model needs the {missing.extra} extra: {missing.install}") from None
-        configure_model(args.agent_model)
+        endpoint = AgentModel(args.agent_model, variable("OPENAI_BASE_URL"), variable("OPENAI_API_KEY"))
+        configure_model(endpoint)
     owner_keying()  # a secret too short stops the start, not a request
     if "ttl_ms" in vars(args):
         extension.default_ttl_ms = args.ttl_ms

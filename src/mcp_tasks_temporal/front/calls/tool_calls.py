@@ -37,6 +37,7 @@ from mcp_tasks_temporal.front.request_capabilities import (
     echoed_session_id,
     is_modern,
 )
+from mcp_tasks_temporal.front.spans import tag_task
 from mcp_tasks_temporal.sdk_compat import get_tool, has_resolvers, resolve_arguments, validate_arguments
 from mcp_tasks_temporal.temporal.capabilities import Refusal, refusal_for_revision, undeclared_asks
 from mcp_tasks_temporal.temporal.contract import (
@@ -47,7 +48,6 @@ from mcp_tasks_temporal.temporal.contract import (
     as_object,
 )
 from mcp_tasks_temporal.temporal.ids import new_task_id, plain_call_task_id
-from mcp_tasks_temporal.temporal.tracing import tag_task
 
 if TYPE_CHECKING:
     from mcp_tasks_temporal.temporal.tool_registry import TaskToolRegistry, ToolTaskOptions

@@ -22,6 +22,7 @@ from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
     WorkflowFailureError,
+    WorkflowHandle,
 )
 from temporalio.common import AutoUpgradeVersioningOverride, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.runtime import Runtime
@@ -36,21 +37,14 @@ from mcp_tasks_temporal.front.errors import (
 from mcp_tasks_temporal.front.gateway.closed_tasks import ClosedTaskCache
 from mcp_tasks_temporal.front.gateway.failing_workflows import FailingWorkflows, WorkflowTaskFailure
 from mcp_tasks_temporal.front.gateway.reads import (
-    FeedItem,
     ListedTask,
-    Observed,
     OwnedPage,
-    OwnedTask,
     Snapshot,
-    TemporalCallFailed,
     WorkflowTask,
     described,
     list_owned,
     listed_tasks,
     now_ms,
-    rpc_reason,
-    snapshot,
-    temporal_errors,
     unready_reason,
 )
 from mcp_tasks_temporal.front.gateway.views import (
@@ -77,36 +71,14 @@ from mcp_tasks_temporal.temporal.contract import (
 from mcp_tasks_temporal.temporal.fairness import FairnessPolicy
 from mcp_tasks_temporal.temporal.ids import UNKEYED, WORKFLOW_ID_PREFIX, OwnerKeying, is_task_id
 from mcp_tasks_temporal.temporal.inputs import response_problem
-from mcp_tasks_temporal.temporal.metrics import FrontMetrics
+from mcp_tasks_temporal.temporal.metrics import FrontMetrics, RequestMetrics
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits, namespace_blob_limit
 from mcp_tasks_temporal.temporal.payload_storage import StoredPayloadError
 from mcp_tasks_temporal.temporal.search_attributes import start_attributes
 from mcp_tasks_temporal.temporal.tool_results import call_tool_result, failure_outcome
 from mcp_tasks_temporal.temporal.web_ui import web_ui_link
 
-# The gateway is written in five modules (this one, `gateway_reads`, `gateway_views`, `gateway_watchers` and
-# `gateway_history`); the rest of the front imports it from here.
-__all__ = [
-    "FeedItem",
-    "ListedTask",
-    "Observed",
-    "OwnedPage",
-    "OwnedTask",
-    "Snapshot",
-    "TemporalCallFailed",
-    "TemporalTaskGateway",
-    "WorkflowTask",
-    "described",
-    "list_owned",
-    "listed_tasks",
-    "now_ms",
-    "rpc_reason",
-    "snapshot",
-    "task_view",
-    "temporal_errors",
-    "unreadable",
-    "unready_reason",
-]
+__all__ = ["TemporalTaskGateway"]
 
 logger = logging.getLogger(__name__)
 
@@ -164,6 +136,10 @@ class TemporalTaskGateway(WatcherReads):
             ),
             owner_keying=settings.owner_keying,
         )
+
+    def request_metrics(self) -> RequestMetrics:
+        """Server middleware counting every request this front answers, on the gateway's metrics."""
+        return RequestMetrics(self.metrics)
 
     async def unready_reason(self) -> str | None:
         """Why this front cannot serve tasks now (Temporal or the namespace unreachable), or `None` when it can."""
@@ -263,12 +239,12 @@ class TemporalTaskGateway(WatcherReads):
         observed = await self.observe(task_id, principal)
         task = await self.view(task_id, observed)
         if self.web_ui:
-            seen = observed.snapshot
+            seen = observed
             link = web_ui_link(self.web_ui, seen.namespace, seen.workflow_id, seen.run_id)
             task["_meta"] = {WEB_UI_META: link}
         if task["status"] in TERMINAL_STATUSES:
             self.closed_tasks.put(
-                observed.handle.id,
+                observed.workflow_id,
                 task,
                 created_at_ms=int(observed.memo[Memo.CREATED_AT]),
                 ttl_ms=observed.memo.get(Memo.TTL_MS),
@@ -310,7 +286,7 @@ class TemporalTaskGateway(WatcherReads):
                 raise InvalidInputResponseError(key, problem)
         self._check_input(accepted, "The input responses")
         try:
-            await observed.handle.signal(INPUT_SIGNAL, accepted)
+            await self._handle(observed).signal(INPUT_SIGNAL, accepted)
         except RPCError as err:
             # It closed since we looked: no key is outstanding any more, which the spec says to ignore.
             if err.status != RPCStatusCode.NOT_FOUND:
@@ -321,14 +297,14 @@ class TemporalTaskGateway(WatcherReads):
     def _check_input(self, value: Any, what: str) -> None:
         self.payload_limits.check_input(self.client.data_converter.payload_converter, value, what)
 
-    async def _until_answered(self, observed: Observed, keys: set[str]) -> None:
+    async def _until_answered(self, observed: Snapshot, keys: set[str]) -> None:
         delay = 0.01
         with anyio.move_on_after(self.answer_visibility_timeout_s):
             while True:
-                seen = await described(self.client, observed.handle.id)
+                seen = await described(self.client, observed.workflow_id)
                 if seen.status != WorkflowExecutionStatus.RUNNING:
                     return
-                if await self.failing(Observed(observed.handle, seen)) is not None:
+                if await self.failing(seen) is not None:
                     raise AnswerNotTakenError(recorded=True)
                 pending = as_object(seen.memo.get(Memo.INPUT_REQUESTS))
                 if not keys & set(pending):
@@ -349,19 +325,28 @@ class TemporalTaskGateway(WatcherReads):
         if observed.status != WorkflowExecutionStatus.RUNNING:
             return
         try:
-            await observed.handle.cancel(reason=reason)
+            await self._handle(observed).cancel(reason=reason)
         except RPCError as err:
             if err.status != RPCStatusCode.NOT_FOUND:
                 raise
 
-    async def observe(self, task_id: str, principal: str | None) -> Observed:
+    def _handle(self, seen: Snapshot) -> WorkflowHandle[Any, Any]:
+        """The handle of a task's workflow, whichever run is the latest."""
+        return self.client.get_workflow_handle(seen.workflow_id)
+
+    async def observe(self, task_id: str, principal: str | None) -> Snapshot:
+        """The task as `describe` shows it now, once its ID, owner and TTL check for this caller.
+
+        Raises:
+            TaskNotFoundError: No such task for this caller (never created, another's, or gone).
+            TaskExpiredError: Its TTL has passed.
+        """
         if not is_task_id(task_id):
             raise TaskNotFoundError()
         # The current owner key first; during a migration window also the legacy one (ids.owner_keys).
         for candidate, key in self.owner_keying.workflow_ids(task_id, principal):
-            handle = self.client.get_workflow_handle(candidate)
             try:
-                seen = await described(self.client, handle.id)
+                seen = await described(self.client, candidate)
             except RPCError as err:
                 if err.status == RPCStatusCode.NOT_FOUND:
                     continue
@@ -380,7 +365,7 @@ class TemporalTaskGateway(WatcherReads):
         ttl_ms = memo.get(Memo.TTL_MS)
         if ttl_ms is not None and now_ms() >= int(memo[Memo.CREATED_AT]) + int(ttl_ms):
             raise TaskExpiredError()
-        return Observed(handle, seen)
+        return seen
 
     async def list_owned(self, owner: str, *, page_token: bytes, page_size: int) -> OwnedPage:
         """A page of the tasks stored under the owner key `owner`, newest first, from Temporal visibility."""
@@ -412,9 +397,9 @@ class TemporalTaskGateway(WatcherReads):
             found[task_id] = seen
         return found
 
-    async def failing(self, observed: Observed) -> WorkflowTaskFailure | None:
+    async def failing(self, seen: Snapshot) -> WorkflowTaskFailure | None:
         """Why the task's workflow code keeps failing, if it does; counted and logged once per failure."""
-        seen = observed.snapshot
+        observed = seen
         if seen.status != WorkflowExecutionStatus.RUNNING:
             return None
         failure = await self.failing_workflows.failure(
@@ -438,19 +423,19 @@ class TemporalTaskGateway(WatcherReads):
             try:
                 async for execution in self.client.list_workflows(query):
                     seen = await described(self.client, execution.id)
-                    await self.failing(Observed(self.client.get_workflow_handle(execution.id), seen))
+                    await self.failing(seen)
             except RPCError as err:
                 logger.debug("looking for failing tasks: %s", err.message)
             await anyio.sleep(every_s)
 
-    async def view(self, task_id: str, observed: Observed) -> dict[str, Any]:
+    async def view(self, task_id: str, observed: Snapshot) -> dict[str, Any]:
         """The `DetailedTask` of an observed workflow, tool task or workflow tool alike."""
         try:
             return await self._view(task_id, observed)
         except (StoredPayloadError, CodecError) as err:
             raise unreadable(task_id, err) from None
 
-    async def _view(self, task_id: str, observed: Observed) -> dict[str, Any]:
+    async def _view(self, task_id: str, observed: Snapshot) -> dict[str, Any]:
         memo, status = observed.memo, observed.status
         failure = await self.failing(observed)
         if failure is not None:
@@ -460,13 +445,13 @@ class TemporalTaskGateway(WatcherReads):
         heartbeat = None
         result: dict[str, Any] | None = None
         if status == WorkflowExecutionStatus.RUNNING and memo.get(Memo.STATUS, "working") == "working":
-            heartbeat = await self.latest_status(observed.snapshot.pending_activities)
+            heartbeat = await self.latest_status(observed.pending_activities)
         elif status == WorkflowExecutionStatus.COMPLETED:
-            result = await observed.handle.result()
-        closed_at = observed.snapshot.close_time_ms
+            result = await self._handle(observed).result()
+        closed_at = observed.close_time_ms
         return task_view(task_id, memo, status, heartbeat=heartbeat, result=result, closed_at_ms=closed_at)
 
-    async def _workflow_task_view(self, task_id: str, observed: Observed) -> dict[str, Any]:
+    async def _workflow_task_view(self, task_id: str, observed: Snapshot) -> dict[str, Any]:
         """A workflow tool's task: its status lives in the memo, its outcome in the close event.
 
         Its activities are the user's, whose heartbeat details are not status
@@ -474,11 +459,11 @@ class TemporalTaskGateway(WatcherReads):
         hint: the front server does not know the workflow class.
         """
         status = observed.status
-        closed_at = observed.snapshot.close_time_ms
+        closed_at = observed.close_time_ms
         if status not in (WorkflowExecutionStatus.COMPLETED, WorkflowExecutionStatus.FAILED):
             return task_view(task_id, observed.memo, status, closed_at_ms=closed_at)
         try:
-            value = await observed.handle.result()
+            value = await self._handle(observed).result()
         except WorkflowFailureError as failure:
             outcome = failure_outcome(failure.cause)
             closed = WorkflowExecutionStatus.COMPLETED if outcome.status == "completed" else status

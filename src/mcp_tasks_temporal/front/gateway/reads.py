@@ -28,7 +28,6 @@ from temporalio.api.workflowservice.v1 import (
 from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
-    WorkflowHandle,
 )
 from temporalio.contrib.pydantic import PydanticPayloadConverter
 from temporalio.converter import DefaultPayloadConverter, WorkflowSerializationContext
@@ -429,17 +428,3 @@ class FeedItem:
     topic: str
     packed: bytes
     """The item's payload, serialized: a few hundred bytes, a third of what the decoded message holds."""
-
-
-@dataclass(frozen=True)
-class Observed:
-    handle: WorkflowHandle[Any, Any]
-    snapshot: Snapshot
-
-    @property
-    def memo(self) -> dict[str, Any]:
-        return self.snapshot.memo
-
-    @property
-    def status(self) -> WorkflowExecutionStatus | None:
-        return self.snapshot.status

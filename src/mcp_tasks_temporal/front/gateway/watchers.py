@@ -15,6 +15,7 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.workflow.v1 import PendingActivityInfo
 from temporalio.client import (
     Client,
+    WorkflowExecutionStatus,
     WorkflowHistoryEventFilterType,
     WorkflowQueryFailedError,
     WorkflowQueryRejectedError,
@@ -25,9 +26,9 @@ from temporalio.common import RawValue, WorkflowIDConflictPolicy
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.service import RPCError
 
+from mcp_tasks_temporal.front.gateway.history import history_events, upserted_memo
 from mcp_tasks_temporal.front.gateway.reads import (
     FeedItem,
-    Observed,
     Snapshot,
     TemporalCallFailed,
     call_failed,
@@ -35,11 +36,14 @@ from mcp_tasks_temporal.front.gateway.reads import (
     rpc_reason,
     snapshot,
 )
-from mcp_tasks_temporal.temporal.contract import as_object
+from mcp_tasks_temporal.front.gateway.views import task_view
+from mcp_tasks_temporal.temporal.contract import WORKFLOW_KIND, Memo, as_object
 from mcp_tasks_temporal.temporal.feed_contract import (
     FEED_SHARDS,
     INDEX_QUERY,
+    STATUS_TOPIC,
     TASK_FEED_WORKFLOW,
+    TRANSITION_TOPIC,
     UNKNOWN_DEADLINE,
     IndexEntry,
     TaskFeedInput,
@@ -47,6 +51,9 @@ from mcp_tasks_temporal.temporal.feed_contract import (
     feed_workflow_id,
 )
 from mcp_tasks_temporal.temporal.ids import OwnerKeying, is_task_id
+from mcp_tasks_temporal.temporal.tool_results import call_tool_result, failure_outcome
+
+__all__ = ["FEED_SHARDS", "STATUS_TOPIC", "TRANSITION_TOPIC", "WatcherReads", "feed_shard"]
 
 logger = logging.getLogger(__name__)
 
@@ -192,8 +199,48 @@ class WatcherReads:
             raise call_failed(err) from None
         return None
 
-    def observed(self, seen: Snapshot) -> Observed:
-        return Observed(self.client.get_workflow_handle(seen.workflow_id), seen)
+    async def history(self, workflow_id: str, run_id: str) -> AsyncIterator[HistoryEvent]:
+        """Every event of the run, then each new one as it is written: a long poll that adds no event.
+
+        Raises:
+            TemporalCallFailed: The long poll failed (`lasting`: the task is gone).
+        """
+        try:
+            async for event in history_events(self.client, workflow_id, run_id):
+                yield event
+        except RPCError as err:
+            raise call_failed(err) from None
+
+    async def upserted_memo(self, event: HistoryEvent) -> dict[str, Any]:
+        """The memo fields a `WorkflowPropertiesModified` event sets, decoded."""
+        return await upserted_memo(self.client, event)
+
+    async def closed_view(
+        self, task_id: str, memo: dict[str, Any], closed: WorkflowExecutionStatus, event: HistoryEvent
+    ) -> dict[str, Any]:
+        """The task as its close event leaves it: what `tasks/get` answers from now on."""
+        converter = self.client.data_converter
+        closed_at = event.event_time.ToMilliseconds()  # as `describe` reports the close time
+        if closed == WorkflowExecutionStatus.COMPLETED:
+            payloads = event.workflow_execution_completed_event_attributes.result.payloads
+            value = (await converter.decode(payloads))[0] if payloads else None
+            if memo.get(Memo.KIND) == WORKFLOW_KIND:
+                return task_view(task_id, memo, closed, result=call_tool_result(value), closed_at_ms=closed_at)
+            return task_view(task_id, memo, closed, result=value, closed_at_ms=closed_at)
+        if closed == WorkflowExecutionStatus.FAILED and memo.get(Memo.KIND) == WORKFLOW_KIND:
+            failure = await converter.decode_failure(event.workflow_execution_failed_event_attributes.failure)
+            outcome = failure_outcome(failure)
+            shown = WorkflowExecutionStatus.COMPLETED if outcome.status == "completed" else closed
+            return task_view(task_id, memo, shown, result=outcome.result, error=outcome.error, closed_at_ms=closed_at)
+        return task_view(task_id, memo, closed, closed_at_ms=closed_at)
+
+    async def current_status(self, workflow_id: str) -> tuple[str, int] | None:
+        """The running tool's newest status line, read now.
+
+        Raises:
+            TemporalCallFailed: The read failed.
+        """
+        return await self.latest_status((await self.read(workflow_id)).pending_activities)
 
     async def latest_status(self, pending_activities: Sequence[PendingActivityInfo]) -> tuple[str, int] | None:
         """The newest `set_status` of the running tool, from its heartbeat details."""

@@ -49,9 +49,9 @@ from mcp_tasks_temporal.front.legacy.handshake_echo import SESSION_HEADER, Hands
 from mcp_tasks_temporal.front.legacy.handshake_echo import decode as decode_handshake
 from mcp_tasks_temporal.front.legacy.outbound_requests import send_request_on_stream
 from mcp_tasks_temporal.front.session_binding import creating_under
+from mcp_tasks_temporal.front.spans import tag_task
 from mcp_tasks_temporal.sdk_compat import request_outbound
 from mcp_tasks_temporal.temporal.contract import EXTENSION_ID, TERMINAL_STATUSES, Memo, as_object
-from mcp_tasks_temporal.temporal.tracing import tag_task
 
 if TYPE_CHECKING:
     from mcp_tasks_temporal.front.calls.tool_calls import ToolCalls

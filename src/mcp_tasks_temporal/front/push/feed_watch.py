@@ -51,12 +51,20 @@ from typing import Any, Final, cast
 import anyio
 from anyio.abc import TaskGroup
 
-from mcp_tasks_temporal.front.gateway import ListedTask, Snapshot, TemporalCallFailed, TemporalTaskGateway
+from mcp_tasks_temporal.front.gateway import (
+    FEED_SHARDS,
+    STATUS_TOPIC,
+    TRANSITION_TOPIC,
+    ListedTask,
+    Snapshot,
+    TemporalCallFailed,
+    TemporalTaskGateway,
+    feed_shard,
+)
 from mcp_tasks_temporal.front.push.backoff import Backoff, GaveUpError
 from mcp_tasks_temporal.front.push.feed_watcher import FeedWatcher
 from mcp_tasks_temporal.front.push.task_watch import CLOSE_STATUS, Listener, Lost, TaskWatchHub, attach
 from mcp_tasks_temporal.temporal.contract import TERMINAL_STATUSES, Memo
-from mcp_tasks_temporal.temporal.feed_contract import FEED_SHARDS, STATUS_TOPIC, TRANSITION_TOPIC, feed_shard
 
 logger = logging.getLogger(__name__)
 
@@ -283,7 +291,7 @@ class FeedWatchHub(TaskWatchHub):
                     return
         if not current.running:
             watcher.closing = True
-            watcher.publish(await self._gateway.view(watcher.task_id, self._gateway.observed(current)))
+            watcher.publish(await self._gateway.view(watcher.task_id, current))
             return
         memo = watcher.update_memo({name: value for name, value in current.memo.items() if name in _VIEWED})
         watcher.seq = int(current.memo.get(Memo.FEED_SEQ) or watcher.seq)
@@ -307,7 +315,7 @@ class FeedWatchHub(TaskWatchHub):
                     return
         closed = CLOSE_STATUS.get(event.event_type) if event is not None else None
         if event is not None and closed is not None:
-            watcher.publish(await self.closed_view(watcher.task_id, watcher.memo, closed, event))
+            watcher.publish(await self._gateway.closed_view(watcher.task_id, watcher.memo, closed, event))
 
 
 async def _retried(backoff: Backoff, err: TemporalCallFailed, watcher: FeedWatcher) -> bool:

@@ -124,7 +124,7 @@ class TaskListen:
         async def check(task_id: str) -> None:
             async with limiter:
                 try:
-                    found[task_id] = (await self._gateway.observe(task_id, principal)).snapshot
+                    found[task_id] = await self._gateway.observe(task_id, principal)
                 except (TaskNotFoundError, TaskExpiredError):
                     missing.append(task_id)
 

@@ -29,26 +29,19 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 import anyio
 from anyio.abc import TaskGroup
 
-from mcp_tasks_temporal.front.gateway import Observed, Snapshot, TemporalTaskGateway, snapshot, task_view
+from mcp_tasks_temporal.front.gateway import Snapshot, TemporalCallFailed, TemporalTaskGateway, task_view
 from mcp_tasks_temporal.front.gateway.history import (
     ACTIVITY_CLOSED,
     CLOSE_STATUS,
     EventType,
     HistoryEvent,
-    RPCError,
-    RPCStatusCode,
     WorkflowExecutionStatus,
-    history_events,
-    upserted_memo,
-    workflow_handle,
 )
 from mcp_tasks_temporal.front.push.backoff import Backoff, GaveUpError
 from mcp_tasks_temporal.temporal.contract import TERMINAL_STATUSES, WORKFLOW_KIND, Memo
-from mcp_tasks_temporal.temporal.metrics import FrontMetrics
-from mcp_tasks_temporal.temporal.tool_results import call_tool_result, failure_outcome
 
 if TYPE_CHECKING:
-    from temporalio.client import WorkflowHandle
+    from mcp_tasks_temporal.temporal.metrics import FrontMetrics
 
 logger = logging.getLogger(__name__)
 
@@ -131,7 +124,7 @@ def tell_lost(subscribers: dict[Listener, Lost | None], task_id: str, reason: st
 @dataclass
 class _Watcher:
     task_id: str
-    handle: WorkflowHandle[Any, Any]
+    workflow_id: str
     subscribers: dict[Listener, Lost | None] = field(default_factory=dict[Listener, Lost | None])
     last: dict[str, Any] | None = None
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
@@ -207,13 +200,12 @@ class TaskWatchHub:
         key = self._gateway.owner_keying.workflow_id(task_id, principal)
         watcher = self._watchers.get(key)
         if watcher is None:
-            handle = workflow_handle(self._gateway.client, key)
-            watcher = self._watchers[key] = _Watcher(task_id, handle, seen=seen)
+            watcher = self._watchers[key] = _Watcher(task_id, key, seen=seen)
             self._group.start_soon(self._run, key, watcher, name=f"watch {key}")
         return attach(watcher, listener, on_lost, self._gateway.metrics, when_left=self._left)
 
     def _stop_following(self, watcher: _Watcher) -> None:
-        key = watcher.handle.id
+        key = watcher.workflow_id
         if self._watchers.get(key) is watcher:
             del self._watchers[key]
             watcher.scope.cancel()
@@ -224,8 +216,8 @@ class TaskWatchHub:
             with watcher.scope:
                 await self._follow(watcher)
         # `except*`: what `_follow` raises comes through its refresher task group.
-        except* RPCError as group:
-            reason = _rpc_reason(_first(group, RPCError))
+        except* TemporalCallFailed as group:
+            reason = str(_first(group, TemporalCallFailed))
         except* GaveUpError as group:
             reason = str(_first(group, GaveUpError))
         except* Exception:
@@ -242,8 +234,8 @@ class TaskWatchHub:
                 del self._watchers[key]
 
     async def _follow(self, watcher: _Watcher) -> None:
-        handle = watcher.handle
-        current = watcher.seen or await snapshot(self._gateway.client, handle.id)
+        key = watcher.workflow_id
+        current = watcher.seen or await self._gateway.read(key)
         watcher.seen = None
         memo = current.memo
         memo.setdefault(Memo.CREATED_AT, current.start_time_ms)
@@ -257,11 +249,11 @@ class TaskWatchHub:
             else None
         )
         if status == WorkflowExecutionStatus.RUNNING:
-            failure = await self._gateway.failing(Observed(handle, current))
+            failure = await self._gateway.failing(current)
             failing = failure.status_message if failure is not None else None
             watcher.publish(task_view(watcher.task_id, memo, status, heartbeat=heartbeat, failing=failing))
         else:
-            watcher.publish(await self._gateway.view(watcher.task_id, Observed(handle, current)))
+            watcher.publish(await self._gateway.view(watcher.task_id, current))
             return
         state = _Followed(memo=memo, heartbeat=heartbeat)
         # A workflow tool's activities are the user's: their heartbeats are not status lines.
@@ -288,7 +280,7 @@ class TaskWatchHub:
                     next_run = ""
                     try:
                         # A retry reads the run's history again from its start: what was seen is skipped.
-                        async for event in history_events(self._gateway.client, handle.id, run_id):
+                        async for event in self._gateway.history(key, run_id):
                             backoff.succeeded()
                             if event.event_id <= seen:
                                 continue  # already part of the state described above
@@ -304,7 +296,9 @@ class TaskWatchHub:
                                 state.heartbeat = None
                             closed = CLOSE_STATUS.get(event.event_type)
                             if closed is not None:
-                                watcher.publish(await self.closed_view(watcher.task_id, state.memo, closed, event))
+                                watcher.publish(
+                                    await self._gateway.closed_view(watcher.task_id, state.memo, closed, event)
+                                )
                                 return
                             if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
                                 # Temporal records a failing series' first failure only: say it once, as get does.
@@ -322,53 +316,33 @@ class TaskWatchHub:
                                         task_view(watcher.task_id, state.memo, None, heartbeat=state.heartbeat)
                                     )
                             poll_status_while_running()
-                    except RPCError as err:
-                        if err.status == RPCStatusCode.NOT_FOUND:
+                    except TemporalCallFailed as err:
+                        if err.lasting:
                             raise
-                        await backoff.failed(_rpc_reason(err))
+                        await backoff.failed(str(err))
                         continue
                     run_id, seen = next_run, 0
             finally:
                 refreshers.cancel_scope.cancel()
 
-    async def closed_view(
-        self, task_id: str, memo: dict[str, Any], closed: WorkflowExecutionStatus, event: HistoryEvent
-    ) -> dict[str, Any]:
-        """The task as its close event leaves it: what `tasks/get` answers from now on."""
-        converter = self._gateway.client.data_converter
-        closed_at = event.event_time.ToMilliseconds()  # as `describe` reports the close time
-        if closed == WorkflowExecutionStatus.COMPLETED:
-            payloads = event.workflow_execution_completed_event_attributes.result.payloads
-            value = (await converter.decode(payloads))[0] if payloads else None
-            if memo.get(Memo.KIND) == WORKFLOW_KIND:
-                return task_view(task_id, memo, closed, result=call_tool_result(value), closed_at_ms=closed_at)
-            return task_view(task_id, memo, closed, result=value, closed_at_ms=closed_at)
-        if closed == WorkflowExecutionStatus.FAILED and memo.get(Memo.KIND) == WORKFLOW_KIND:
-            failure = await converter.decode_failure(event.workflow_execution_failed_event_attributes.failure)
-            outcome = failure_outcome(failure)
-            shown = WorkflowExecutionStatus.COMPLETED if outcome.status == "completed" else closed
-            return task_view(task_id, memo, shown, result=outcome.result, error=outcome.error, closed_at_ms=closed_at)
-        return task_view(task_id, memo, closed, closed_at_ms=closed_at)
-
     async def _apply_upsert(self, event: HistoryEvent, state: _Followed) -> None:
-        state.memo.update(await upserted_memo(self._gateway.client, event))
+        state.memo.update(await self._gateway.upserted_memo(event))
 
     async def _publish_failing(self, watcher: _Watcher, state: _Followed) -> None:
         """The task as `tasks/get` shows it once its workflow task is being retried after a failure."""
         try:
-            current = await snapshot(self._gateway.client, watcher.handle.id)
-        except RPCError:
+            current = await self._gateway.read(watcher.workflow_id)
+        except TemporalCallFailed:
             return  # the next get or event says it
-        failure = await self._gateway.failing(Observed(watcher.handle, current))
+        failure = await self._gateway.failing(current)
         if failure is not None:
             watcher.publish(task_view(watcher.task_id, state.memo, None, failing=failure.status_message))
 
     async def _current_heartbeat(self, watcher: _Watcher) -> tuple[str, int] | None:
         try:
-            current = await snapshot(self._gateway.client, watcher.handle.id)
-        except RPCError:
+            return await self._gateway.current_status(watcher.workflow_id)
+        except TemporalCallFailed:
             return None
-        return await self._gateway.latest_status(current.pending_activities)
 
     async def _refresh_status(self, watcher: _Watcher, state: _Followed, scope: anyio.CancelScope) -> None:
         """Heartbeats are not history events: poll the running tool's status line while it runs."""
@@ -377,10 +351,10 @@ class TaskWatchHub:
             while True:
                 await anyio.sleep(self._status_refresh_s)
                 try:
-                    current = await snapshot(self._gateway.client, watcher.handle.id)
-                except RPCError as err:
+                    current = await self._gateway.read(watcher.workflow_id)
+                except TemporalCallFailed as err:
                     # The history poll ends the watcher if this lasts: this one only waits longer each time.
-                    await backoff.failed(_rpc_reason(err))
+                    await backoff.failed(str(err))
                     continue
                 backoff.succeeded()
                 if current.status != WorkflowExecutionStatus.RUNNING:
@@ -404,10 +378,3 @@ def _first(group: BaseExceptionGroup[_E], kind: type[_E]) -> _E:
         member = cast("BaseExceptionGroup[_E]", member).exceptions[0]
     assert isinstance(member, kind)
     return member
-
-
-def _rpc_reason(err: RPCError) -> str:
-    """Why a Temporal call failed, without its message (which can name the workflow, so the principal)."""
-    if err.status == RPCStatusCode.NOT_FOUND:
-        return "the task no longer exists"
-    return f"Temporal answered {err.status.name}"
