@@ -43,8 +43,7 @@ from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
 from mcp_tasks_temporal.front.http.credential_life import EndWithCredential
 from mcp_tasks_temporal.front.http.health import health_routes
 from mcp_tasks_temporal.front.http.http_errors import JsonRpcHttpErrors
-from mcp_tasks_temporal.front.legacy.handshake_echo import HandshakeEcho
-from mcp_tasks_temporal.front.legacy.legacy_answers import LegacyAnswers
+from mcp_tasks_temporal.front.legacy.handshake_requests import HandshakeEraRequests
 from mcp_tasks_temporal.front.settings import FrontSettings
 
 if TYPE_CHECKING:
@@ -112,10 +111,9 @@ def mcp_endpoint(
     mcp_app = app.streamable_http_app(
         streamable_http_path=path, host=host, max_request_body_size=limit, stateless_http=True
     )
-    # Replies to the questions a front asked on a request's stream may reach any front: each takes them.
-    mcp_app.add_middleware(LegacyAnswers, gateway=gateway, max_body_bytes=limit)
-    # The handshake revisions' capabilities reach every front through the session ID the client echoes.
-    mcp_app.add_middleware(HandshakeEcho, max_body_bytes=limit, sessions=front.session_keys)
+    # Replies to the questions a front asked on a request's stream may reach any front, and the handshake
+    # revisions' capabilities reach every front through the session ID the client echoes.
+    mcp_app.add_middleware(HandshakeEraRequests, gateway=gateway, sessions=front.session_keys, max_body_bytes=limit)
     routes: list[BaseRoute] = [*health_routes(gateway.unready_reason, client.namespace)] if probes else []
     routes.append(Mount("", app=protected_app(mcp_app, auth) if auth is not None else mcp_app))
 

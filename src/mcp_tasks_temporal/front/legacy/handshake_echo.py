@@ -21,16 +21,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Scope, Send
 
-from mcp_tasks_temporal.front.http.bounded_body import (
-    Read,
-    parse_json,
-    read_bounded,
-    refuse_too_large,
-    refuse_unparsable,
-    replay,
-)
 from mcp_tasks_temporal.front.session_binding import SessionKeys
 from mcp_tasks_temporal.front.unicode_params import lone_surrogate_at
 from mcp_tasks_temporal.temporal.contract import as_object
@@ -84,53 +76,27 @@ def decode(value: str | None) -> Handshake | None:
     )
 
 
-class HandshakeEcho:
-    """ASGI middleware: the response to an `initialize` carries the handshake as its session ID."""
+def session_id_for(message: Any, sessions: SessionKeys | None) -> str | None:
+    """The session ID the response to `message` carries, when it is an `initialize` whose handshake fits one."""
+    request = as_object(message)
+    if request.get("method") != "initialize":
+        return None
+    try:
+        return encode(as_object(request.get("params")), sessions)
+    except RecursionError:  # capabilities nested too deeply to echo: the SDK answers the request itself
+        return None
 
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int, sessions: SessionKeys | None = None) -> None:
-        self.app = app
-        self.max_body_bytes = max_body_bytes
-        self.sessions = sessions
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        # A 2026-07-28 request streams through unread: only the handshake revisions have an initialize.
-        if scope["type"] != "http" or scope.get("method") != "POST" or not handshake_era(scope):
-            await self.app(scope, receive, send)
-            return
-        body, read = await read_bounded(scope.get("headers", []), receive, self.max_body_bytes)
-        if read is Read.TOO_LARGE:
-            await refuse_too_large(send)
-            return
-        if read is Read.DISCONNECTED:
-            return
-        session_id: str | None = None
-        if b'"initialize"' in body:
-            message = parse_json(body)
-            if isinstance(message, ValueError):
-                await refuse_unparsable(send)
-                return
-            session_id = self._session_id_for(message)
-        if session_id is None:
-            await self.app(scope, replay(body, receive), send)
-            return
-        tagged = session_id
+def with_session(send: Send, session_id: str) -> Send:
+    """`send`, with `session_id` as the `Mcp-Session-Id` of a successful response."""
 
-        async def send_with_session(message: Message) -> None:
-            if message["type"] == "http.response.start" and message.get("status") == 200:
-                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != SESSION_HEADER.encode()]
-                message = {**message, "headers": [*headers, (SESSION_HEADER.encode(), tagged.encode())]}
-            await send(message)
+    async def send_with_session(message: Message) -> None:
+        if message["type"] == "http.response.start" and message.get("status") == 200:
+            headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != SESSION_HEADER.encode()]
+            message = {**message, "headers": [*headers, (SESSION_HEADER.encode(), session_id.encode())]}
+        await send(message)
 
-        await self.app(scope, replay(body, receive), send_with_session)
-
-    def _session_id_for(self, message: Any) -> str | None:
-        request = as_object(message)
-        if request.get("method") != "initialize":
-            return None
-        try:
-            return encode(as_object(request.get("params")), self.sessions)
-        except RecursionError:  # capabilities nested too deeply to echo: the SDK answers the request itself
-            return None
+    return send_with_session
 
 
 def handshake_era(scope: Scope) -> bool:
