@@ -9,6 +9,7 @@ close events, the task feed), `history` (history long polls, a failing workflow 
 cause), `closed_tasks` and `failing_workflows` (what a front remembers of both).
 """
 
+from mcp_tasks_temporal.front.gateway.history import Change, HistoryChange, RunClosed
 from mcp_tasks_temporal.front.gateway.operations import TemporalTaskGateway
 from mcp_tasks_temporal.front.gateway.reads import (
     FeedItem,
@@ -28,10 +29,13 @@ __all__ = [
     "FEED_SHARDS",
     "STATUS_TOPIC",
     "TRANSITION_TOPIC",
+    "Change",
     "FeedItem",
+    "HistoryChange",
     "ListedTask",
     "OwnedPage",
     "OwnedTask",
+    "RunClosed",
     "Snapshot",
     "TemporalCallFailed",
     "TemporalTaskGateway",

@@ -1,32 +1,26 @@
-"""The gateway's reads of task histories: the long poll a watcher follows, and a failing workflow task's cause.
+"""The gateway's reads of task histories: a run's changes as a watcher follows them, a workflow task's failure.
 
-With `gateway.py` this is the front's one door to Temporal (the import contract in
-pyproject.toml names both). `gateway.py` starts, describes, signals and cancels tasks;
-this module reads what their histories say: events as they are written, the memo
-fields an event upserts, the newest workflow-task failure. It stands beside
-`gateway.py` (already past 700 lines) because the watchers and the failing-workflow
-reads need these and nothing else of it.
-
-The watchers match the events and the errors they get against Temporal's own types,
-handed over here (`EventType`, `HistoryEvent`, `RPCError`, ...) rather than imported.
+`changes` long-polls a run's history and hands each event over as a `HistoryChange`,
+the project's own value: what the event changes about the task (memo fields, a tool
+round starting or ending, a workflow task failing, the run continuing as new or
+closing), decoded here. `last_workflow_task_failure` reads the newest
+`WorkflowTaskFailed` event backwards from the end, for `failing_workflows`.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.enums.v1 import EventType as EventType
-from temporalio.api.enums.v1 import WorkflowTaskFailedCause as WorkflowTaskFailedCause
+from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 from temporalio.api.failure.v1 import Failure
-from temporalio.api.history.v1 import HistoryEvent as HistoryEvent
+from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
-from temporalio.client import Client, WorkflowHandle
-from temporalio.client import WorkflowExecutionStatus as WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.exceptions import ApplicationError
-from temporalio.service import RPCError as RPCError
-from temporalio.service import RPCStatusCode as RPCStatusCode
 
 CLOSE_STATUS: Final = {
     EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED: WorkflowExecutionStatus.COMPLETED,
@@ -46,16 +40,76 @@ ACTIVITY_CLOSED: Final = frozenset(
 _FAILURE_PAGE: Final = 16
 
 
-def workflow_handle(client: Client, workflow_id: str) -> WorkflowHandle[Any, Any]:
-    """The handle of a task's workflow, whichever run is the latest."""
-    return client.get_workflow_handle(workflow_id)
+__all__ = ["Change", "HistoryChange", "RunClosed", "WorkflowTaskFailedCause"]
 
 
-async def history_events(client: Client, workflow_id: str, run_id: str) -> AsyncIterator[HistoryEvent]:
-    """Every event of the run, then each new one as it is written: a long poll that adds no event."""
+class Change(enum.Enum):
+    """What a history event changes about the task it belongs to."""
+
+    MEMO = "memo"
+    """Memo fields were set (`HistoryChange.memo`): a transition."""
+    ROUND_STARTED = "round started"
+    ROUND_ENDED = "round ended"
+    WORKFLOW_TASK_FAILED = "workflow task failed"
+    CONTINUED = "continued as new"
+    """The run continued as new (`HistoryChange.next_run_id`): the task goes on in that run."""
+    CLOSED = "closed"
+    """The run closed (`HistoryChange.closed`)."""
+    NOTHING = "nothing"
+    """Nothing a task's view shows, or an event before the caller's `after`."""
+
+
+@dataclass(frozen=True)
+class RunClosed:
+    """How a task's run closed; the gateway makes the task's last view of it (`closed_view`)."""
+
+    status: WorkflowExecutionStatus
+    event: HistoryEvent = field(repr=False)
+
+
+@dataclass(frozen=True)
+class HistoryChange:
+    event_id: int
+    change: Change
+    memo: dict[str, Any] = field(default_factory=dict[str, Any])
+    next_run_id: str = ""
+    closed: RunClosed | None = None
+
+
+async def changes(client: Client, workflow_id: str, run_id: str, *, after: int) -> AsyncIterator[HistoryChange]:
+    """The run's changes, then each new one as it is written: a long poll that adds no event.
+
+    Events up to `after` (what the caller has already seen) come as `Change.NOTHING`, undecoded: each
+    still says the long poll works.
+    """
     run = client.get_workflow_handle(workflow_id, run_id=run_id)
     async for event in run.fetch_history_events(wait_new_event=True):
-        yield event
+        yield await _change(client, event) if event.event_id > after else HistoryChange(event.event_id, Change.NOTHING)
+
+
+async def _change(client: Client, event: HistoryEvent) -> HistoryChange:
+    kind = event.event_type
+    if kind == EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
+        return HistoryChange(event.event_id, Change.MEMO, memo=await upserted_memo(client, event))
+    if kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+        next_run = event.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+        return HistoryChange(event.event_id, Change.CONTINUED, next_run_id=next_run)
+    closed = CLOSE_STATUS.get(kind)
+    if closed is not None:
+        return HistoryChange(event.event_id, Change.CLOSED, closed=RunClosed(closed, event))
+    if kind == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+        return HistoryChange(event.event_id, Change.ROUND_STARTED)
+    if kind in ACTIVITY_CLOSED:
+        return HistoryChange(event.event_id, Change.ROUND_ENDED)
+    if kind == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+        return HistoryChange(event.event_id, Change.WORKFLOW_TASK_FAILED)
+    return HistoryChange(event.event_id, Change.NOTHING)
+
+
+def closing(event: HistoryEvent) -> RunClosed | None:
+    """How the run closed, from its close event; `None` for any other event."""
+    closed = CLOSE_STATUS.get(event.event_type)
+    return RunClosed(closed, event) if closed is not None else None
 
 
 async def upserted_memo(client: Client, event: HistoryEvent) -> dict[str, Any]:

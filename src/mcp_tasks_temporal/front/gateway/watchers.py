@@ -11,7 +11,6 @@ from typing import Any, Final
 
 import anyio
 from temporalio.api.common.v1 import Payload
-from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.workflow.v1 import PendingActivityInfo
 from temporalio.client import (
     Client,
@@ -26,7 +25,7 @@ from temporalio.common import RawValue, WorkflowIDConflictPolicy
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.service import RPCError
 
-from mcp_tasks_temporal.front.gateway.history import history_events, upserted_memo
+from mcp_tasks_temporal.front.gateway.history import HistoryChange, RunClosed, changes, closing
 from mcp_tasks_temporal.front.gateway.reads import (
     FeedItem,
     Snapshot,
@@ -183,8 +182,8 @@ class WatcherReads:
         except RPCError as err:
             raise call_failed(err) from None
 
-    async def close_event(self, workflow_id: str) -> HistoryEvent | None:
-        """The run's close event once it is written (a long poll for that event alone), which holds the result.
+    async def run_closed(self, workflow_id: str) -> RunClosed | None:
+        """How the run closed, once its close event is written (a long poll for that event alone).
 
         Raises:
             TemporalCallFailed: The long poll failed.
@@ -194,31 +193,26 @@ class WatcherReads:
             async for event in handle.fetch_history_events(
                 wait_new_event=True, event_filter_type=WorkflowHistoryEventFilterType.CLOSE_EVENT
             ):
-                return event
+                return closing(event)
         except RPCError as err:
             raise call_failed(err) from None
         return None
 
-    async def history(self, workflow_id: str, run_id: str) -> AsyncIterator[HistoryEvent]:
-        """Every event of the run, then each new one as it is written: a long poll that adds no event.
+    async def history(self, workflow_id: str, run_id: str, *, after: int = 0) -> AsyncIterator[HistoryChange]:
+        """The run's changes (`history.changes`), then each new one as it is written; those up to `after` undecoded.
 
         Raises:
             TemporalCallFailed: The long poll failed (`lasting`: the task is gone).
         """
         try:
-            async for event in history_events(self.client, workflow_id, run_id):
-                yield event
+            async for change in changes(self.client, workflow_id, run_id, after=after):
+                yield change
         except RPCError as err:
             raise call_failed(err) from None
 
-    async def upserted_memo(self, event: HistoryEvent) -> dict[str, Any]:
-        """The memo fields a `WorkflowPropertiesModified` event sets, decoded."""
-        return await upserted_memo(self.client, event)
-
-    async def closed_view(
-        self, task_id: str, memo: dict[str, Any], closed: WorkflowExecutionStatus, event: HistoryEvent
-    ) -> dict[str, Any]:
-        """The task as its close event leaves it: what `tasks/get` answers from now on."""
+    async def closed_view(self, task_id: str, memo: dict[str, Any], run: RunClosed) -> dict[str, Any]:
+        """The task as its run's close leaves it: what `tasks/get` answers from now on."""
+        closed, event = run.status, run.event
         converter = self.client.data_converter
         closed_at = event.event_time.ToMilliseconds()  # as `describe` reports the close time
         if closed == WorkflowExecutionStatus.COMPLETED:

@@ -63,7 +63,7 @@ from mcp_tasks_temporal.front.gateway import (
 )
 from mcp_tasks_temporal.front.push.backoff import Backoff, GaveUpError
 from mcp_tasks_temporal.front.push.feed_watcher import FeedWatcher
-from mcp_tasks_temporal.front.push.task_watch import CLOSE_STATUS, Listener, Lost, TaskWatchHub, attach
+from mcp_tasks_temporal.front.push.task_watch import Listener, Lost, TaskWatchHub, attach
 from mcp_tasks_temporal.temporal.contract import TERMINAL_STATUSES, Memo
 
 logger = logging.getLogger(__name__)
@@ -307,15 +307,14 @@ class FeedWatchHub(TaskWatchHub):
         backoff = Backoff(f"reading the close of task {watcher.task_id}", logger, **self._feed_retry)
         while True:
             try:
-                event = await self._gateway.close_event(watcher.key)
+                closed = await self._gateway.run_closed(watcher.key)
                 break
             except TemporalCallFailed as err:
                 # A Temporal restart while the run closes: its close event is still there once it is back.
                 if not await _retried(backoff, err, watcher):
                     return
-        closed = CLOSE_STATUS.get(event.event_type) if event is not None else None
-        if event is not None and closed is not None:
-            watcher.publish(await self._gateway.closed_view(watcher.task_id, watcher.memo, closed, event))
+        if closed is not None:
+            watcher.publish(await self._gateway.closed_view(watcher.task_id, watcher.memo, closed))
 
 
 async def _retried(backoff: Backoff, err: TemporalCallFailed, watcher: FeedWatcher) -> bool:

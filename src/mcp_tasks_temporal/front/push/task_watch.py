@@ -29,14 +29,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 import anyio
 from anyio.abc import TaskGroup
 
-from mcp_tasks_temporal.front.gateway import Snapshot, TemporalCallFailed, TemporalTaskGateway, task_view
-from mcp_tasks_temporal.front.gateway.history import (
-    ACTIVITY_CLOSED,
-    CLOSE_STATUS,
-    EventType,
-    HistoryEvent,
-    WorkflowExecutionStatus,
-)
+from mcp_tasks_temporal.front.gateway import Change, Snapshot, TemporalCallFailed, TemporalTaskGateway, task_view
 from mcp_tasks_temporal.front.push.backoff import Backoff, GaveUpError
 from mcp_tasks_temporal.temporal.contract import TERMINAL_STATUSES, WORKFLOW_KIND, Memo
 
@@ -241,17 +234,16 @@ class TaskWatchHub:
         memo.setdefault(Memo.CREATED_AT, current.start_time_ms)
         seen = current.history_length
         run_id = current.run_id
-        status = current.status
         workflow_kind = memo.get(Memo.KIND) == WORKFLOW_KIND
         heartbeat = (
             await self._gateway.latest_status(current.pending_activities)
-            if status == WorkflowExecutionStatus.RUNNING and not workflow_kind
+            if current.running and not workflow_kind
             else None
         )
-        if status == WorkflowExecutionStatus.RUNNING:
+        if current.running:
             failure = await self._gateway.failing(current)
             failing = failure.status_message if failure is not None else None
-            watcher.publish(task_view(watcher.task_id, memo, status, heartbeat=heartbeat, failing=failing))
+            watcher.publish(task_view(watcher.task_id, memo, None, heartbeat=heartbeat, failing=failing))
         else:
             watcher.publish(await self._gateway.view(watcher.task_id, current))
             return
@@ -280,31 +272,28 @@ class TaskWatchHub:
                     next_run = ""
                     try:
                         # A retry reads the run's history again from its start: what was seen is skipped.
-                        async for event in self._gateway.history(key, run_id):
+                        async for change in self._gateway.history(key, run_id, after=seen):
                             backoff.succeeded()
-                            if event.event_id <= seen:
+                            if change.event_id <= seen:
                                 continue  # already part of the state described above
-                            seen = event.event_id
-                            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
-                                attributes = event.workflow_execution_continued_as_new_event_attributes
-                                next_run = attributes.new_execution_run_id
+                            seen = change.event_id
+                            if change.change is Change.CONTINUED:
+                                next_run = change.next_run_id
                                 break
-                            if not workflow_kind and event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+                            if change.closed is not None:
+                                view = await self._gateway.closed_view(watcher.task_id, state.memo, change.closed)
+                                watcher.publish(view)
+                                return
+                            if not workflow_kind and change.change is Change.ROUND_STARTED:
                                 activities += 1
-                            elif not workflow_kind and event.event_type in ACTIVITY_CLOSED:
+                            elif not workflow_kind and change.change is Change.ROUND_ENDED:
                                 activities = max(activities - 1, 0)
                                 state.heartbeat = None
-                            closed = CLOSE_STATUS.get(event.event_type)
-                            if closed is not None:
-                                watcher.publish(
-                                    await self._gateway.closed_view(watcher.task_id, state.memo, closed, event)
-                                )
-                                return
-                            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+                            elif change.change is Change.WORKFLOW_TASK_FAILED:
                                 # Temporal records a failing series' first failure only: say it once, as get does.
                                 await self._publish_failing(watcher, state)
-                            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
-                                await self._apply_upsert(event, state)
+                            elif change.change is Change.MEMO:
+                                state.memo.update(change.memo)
                                 # A terminal status is upserted just before the run closes; the close event
                                 # that follows carries the result, so that is the one to publish.
                                 if state.memo.get(Memo.STATUS) not in TERMINAL_STATUSES:
@@ -324,9 +313,6 @@ class TaskWatchHub:
                     run_id, seen = next_run, 0
             finally:
                 refreshers.cancel_scope.cancel()
-
-    async def _apply_upsert(self, event: HistoryEvent, state: _Followed) -> None:
-        state.memo.update(await self._gateway.upserted_memo(event))
 
     async def _publish_failing(self, watcher: _Watcher, state: _Followed) -> None:
         """The task as `tasks/get` shows it once its workflow task is being retried after a failure."""
@@ -357,7 +343,7 @@ class TaskWatchHub:
                     await backoff.failed(str(err))
                     continue
                 backoff.succeeded()
-                if current.status != WorkflowExecutionStatus.RUNNING:
+                if not current.running:
                     return  # the history stream delivers the close
                 heartbeat = await self._gateway.latest_status(current.pending_activities)
                 if heartbeat is not None and heartbeat != state.heartbeat:
