@@ -1,8 +1,9 @@
 """The boundaries docs/design.md draws, checked on every run rather than trusted to prose.
 
-import-linter's contracts (pyproject.toml, `[tool.importlinter]`) keep the layers apart; the checks
-below cover what an import graph cannot see: where environment variables are read and where
-third-party private names are touched.
+import-linter's contracts (pyproject.toml, `[tool.importlinter]`) keep the layers apart, chains
+included; the checks below cover what those contracts do not say: where environment variables are
+read, where third-party private names are touched, what a worker loads of the front, and that no
+import (type-only and function-level ones included) closes a cycle.
 """
 
 from __future__ import annotations
@@ -24,11 +25,10 @@ SDK_COMPAT = PACKAGE / "sdk_compat.py"
 
 FRONT_MODULES_AN_APP_LOADS = frozenset(
     {
-        # What `from mcp_tasks_temporal import TasksExtension` and building the app load of front/: the facade,
-        # the session keys it defaults to and its methods' params. A worker loading the app stops there.
+        # What `from mcp_tasks_temporal import TasksExtension` and building the app load of front/: the facade
+        # and its methods' params. A worker loading the app stops there.
         "mcp_tasks_temporal.front",
         "mcp_tasks_temporal.front.extension",
-        "mcp_tasks_temporal.front.session_binding",
         "mcp_tasks_temporal.front.task_params",
     }
 )

@@ -8,8 +8,7 @@ from typing import Any
 from temporalio.client import WorkflowExecutionStatus
 
 from mcp_tasks_temporal.front.gateway import ListedTask, task_view
-from mcp_tasks_temporal.front.push.feed_watch import on_feed
-from mcp_tasks_temporal.front.push.feed_watcher import FeedWatcher
+from mcp_tasks_temporal.front.push.feed_watch import FeedWatcher, on_feed
 from mcp_tasks_temporal.front.push.heap import TRIM_AFTER_TASKS, is_glibc, release_freed_heap, worth_trimming
 from mcp_tasks_temporal.front.push.task_watch import attach
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics

@@ -25,8 +25,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
-from mcp_tasks_temporal.front.push.feed_watch import FeedWatchHub
-from mcp_tasks_temporal.front.push.feed_watcher import FeedWatcher
+from mcp_tasks_temporal.front.push.feed_watch import FeedWatcher, FeedWatchHub
 from mcp_tasks_temporal.front.push.listen import TaskListen
 from mcp_tasks_temporal.temporal.contract import Memo
 from mcp_tasks_temporal.temporal.feed_contract import FEED_SHARDS, TRANSITION_TOPIC, feed_workflow_id, transition_item
