@@ -32,6 +32,7 @@ from mcp.server.auth.provider import TokenVerifier
 from mcp.server.auth.routes import build_resource_metadata_url, create_protected_resource_routes
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
@@ -74,7 +75,8 @@ def mcp_endpoint(
     settings: FrontSettings | None = None,
     auth: BearerAuth | None = None,
     path: str = "/mcp",
-    host: str = "127.0.0.1",
+    host: str | None = None,
+    transport_security: TransportSecuritySettings | None = None,
     probes: bool = True,
 ) -> Starlette:
     """The ASGI app of `app`'s MCP endpoint, its tasks kept in Temporal through `client`.
@@ -91,8 +93,10 @@ def mcp_endpoint(
         settings: How the front serves (task queue, push mode, body limit, shared keys, owner keying, ...).
         auth: Bearer authentication in front of the MCP endpoint; tasks bind to the principal it reports.
         path: Where the MCP endpoint answers within the returned app.
-        host: The address the endpoint is served on: `127.0.0.1` or `localhost` makes the SDK refuse
-            other Host headers (DNS rebinding protection), as for any `MCPServer`.
+        host: The address the endpoint is bound to, as `serve --host` gives it: a loopback one makes the SDK
+            refuse other Host and Origin headers (DNS rebinding protection), as for any `MCPServer`. `None`,
+            for a service that answers under its own names: no such check unless `transport_security` asks.
+        transport_security: The SDK's Host and Origin checks, as `MCPServer.streamable_http_app` takes them.
         probes: Serve `/healthz` (the process answers) and `/readyz` (Temporal and the namespace answer).
 
     Raises:
@@ -109,7 +113,11 @@ def mcp_endpoint(
     limit = settings.max_body_bytes
     # Stateless for the handshake revisions too: an older client's requests may reach any front server.
     mcp_app = app.streamable_http_app(
-        streamable_http_path=path, host=host, max_request_body_size=limit, stateless_http=True
+        streamable_http_path=path,
+        host=host or "",  # the SDK derives its checks from a loopback host only
+        transport_security=transport_security,
+        max_request_body_size=limit,
+        stateless_http=True,
     )
     # Replies to the questions a front asked on a request's stream may reach any front, and the handshake
     # revisions' capabilities reach every front through the session ID the client echoes.
