@@ -4,7 +4,8 @@ The service has its own lifespan and its own Temporal client, as docs/operations
 connects the client, mounts `mcp_endpoint(app, client)` and enters the endpoint's lifespan. uvicorn serves it
 on 127.0.0.1; the app's worker runs as any worker does. Through the mounted endpoint: a task tool's task
 with a question answered by `tasks/update`, a workflow tool's task, a `tasks/cancel`, and a push
-(`subscriptions/listen`, then `notifications/tasks` to the end).
+(`subscriptions/listen`, then `notifications/tasks` to the end). Two apps' endpoints in one process share
+nothing, not even their settings.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import anyio
 import httpx
 import pytest
 import uvicorn
+from mcp.server.mcpserver import MCPServer
+from mcp_types import INVALID_REQUEST
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -27,7 +30,7 @@ from starlette.routing import Mount, Route
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from mcp_tasks_temporal import FrontSettings, mcp_endpoint
+from mcp_tasks_temporal import FrontSettings, TasksExtension, mcp_endpoint
 from tests.processes import start_worker
 from tests.team_service_app import app as team_mcp_app
 from tests.test_push import collect_until_terminal, http_listen, listen_message
@@ -141,3 +144,37 @@ async def test_a_listen_pushes_each_change_to_the_end(service_url: str, mcp: Tas
                     await mcp.update(task_id, {key: {"action": "accept", "content": {"name": "Grace"}}})
     statuses = [frame["params"]["status"] for frame in seen if frame.get("method") == "notifications/tasks"]
     assert "input_required" in statuses and statuses[-1] == "completed", statuses
+
+
+# -- two apps in one process ----------------------------------------------------------------------------
+
+
+def _app(name: str, tool: str) -> MCPServer[Any]:
+    server = MCPServer(name, version="0.0.1", extensions=[TasksExtension()])
+
+    def answer() -> str:
+        return name
+
+    server.add_tool(answer, name=tool)
+    return server
+
+
+async def test_two_apps_mounted_in_one_process_share_nothing(temporal_client: Client) -> None:
+    """Each endpoint serves its own app, with its own settings; driven in-process, as httpx's ASGI transport does."""
+    small = mcp_endpoint(
+        _app("first-app", "first_tool"), temporal_client, settings=FrontSettings(max_body_bytes=2048), path="/"
+    )
+    large = mcp_endpoint(_app("second-app", "second_tool"), temporal_client, path="/")
+    service = Starlette(routes=[Mount("/first", app=small), Mount("/second", app=large)])
+    padding = {"padding": "x" * 4096}
+    async with small.router.lifespan_context(small), large.router.lifespan_context(large):
+        transport = httpx.ASGITransport(service)
+        async with httpx.AsyncClient(transport=transport, base_url="http://service", timeout=10) as http:
+            first, second = HttpMcp("http://service/first/", http), HttpMcp("http://service/second/", http)
+            assert [t["name"] for t in (await first.request("tools/list")).result["tools"]] == ["first_tool"]
+            assert [t["name"] for t in (await second.request("tools/list")).result["tools"]] == ["second_tool"]
+            refused = await first.request("tools/list", padding)
+            assert refused.status == 413 and refused.error["code"] == INVALID_REQUEST
+            assert refused.error["data"] == {"maxBodyBytes": 2048}
+            taken = await second.request("tools/list", padding)
+            assert [t["name"] for t in taken.result["tools"]] == ["second_tool"]
