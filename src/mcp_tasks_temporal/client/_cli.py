@@ -32,7 +32,13 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from mcp_tasks_temporal.client._client import TasksClient
-from mcp_tasks_temporal.client._commands import (
+from mcp_tasks_temporal.client._errors import (
+    AuthenticationError,
+    ServerUnreachableError,
+    TaskCancelledError,
+    TaskFailedError,
+)
+from mcp_tasks_temporal.client._exits import (
     EXIT_AUTH,
     EXIT_CANCELLED,
     EXIT_PROTOCOL,
@@ -42,14 +48,8 @@ from mcp_tasks_temporal.client._commands import (
     EXIT_USAGE,
     TOKEN_ENV,
 )
-from mcp_tasks_temporal.client._errors import (
-    AuthenticationError,
-    ServerUnreachableError,
-    TaskCancelledError,
-    TaskFailedError,
-)
 from mcp_tasks_temporal.client._handle import TaskHandle
-from mcp_tasks_temporal.client._journal import Journal, JournalEntry
+from mcp_tasks_temporal.client._journal import Journal, JournalEntry, default_journal_path
 from mcp_tasks_temporal.client._models import TERMINAL_STATUSES, DetailedTask
 from mcp_tasks_temporal.client._terminal import (
     CANCEL,
@@ -159,7 +159,7 @@ async def run_answer(args: argparse.Namespace) -> None:
 
 
 async def run_tasks(args: argparse.Namespace) -> None:
-    journal = Journal(args.journal)
+    journal = Journal(args.journal or default_journal_path(environment()))
     try:
         unreached = await _refresh(journal, journal.entries(finished=args.all))
         entries = journal.entries(finished=args.all)
@@ -345,7 +345,7 @@ def _server_for(args: argparse.Namespace) -> _Server:
     """`--url`/`--stdio` if given, else the server the journal recorded for this task ID."""
     if args.url or args.stdio:
         return _server_from_flags(args)
-    journal = Journal(args.journal)
+    journal = Journal(args.journal or default_journal_path(environment()))
     entry = journal.find(args.task_id)
     journal.close()
     if entry is None:
@@ -380,7 +380,7 @@ def _client(
     roots = [Path(p).resolve() for p in getattr(args, "root", [])]
     return TasksClient(
         server,
-        journal=Journal(args.journal),
+        journal=Journal(args.journal or default_journal_path(environment())),
         push=not args.no_push,
         headers=headers,
         # Declared even for --detach: `watch` or `answer` can still answer later.

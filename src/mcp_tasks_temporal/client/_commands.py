@@ -10,16 +10,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from mcp_tasks_temporal.client._exits import TOKEN_ENV
 from mcp_tasks_temporal.client._journal import default_journal_path
-from mcp_tasks_temporal.ops.settings import variable
-
-EXIT_TOOL_ERROR = 1
-EXIT_USAGE = 2
-EXIT_PROTOCOL = 3
-EXIT_CANCELLED = 4
-EXIT_AUTH = 5
-EXIT_UNREACHABLE = 6
-EXIT_UNEXPECTED = 70
+from mcp_tasks_temporal.ops.settings import environment, variable
 
 EXIT_STATUSES = """exit status:
   0   done (for call/watch: the task completed)
@@ -31,7 +24,6 @@ EXIT_STATUSES = """exit status:
   6   the server is unreachable
   70  an unexpected error in this client (--log-level debug shows the traceback)
   130 interrupted (Ctrl-C); the task keeps running and `watch ID` resumes it"""
-TOKEN_ENV = "MCP_TASKS_TOKEN"
 
 _ROOT_HELP = "offer this folder to the tool as a root (repeat)"
 
@@ -68,7 +60,9 @@ def add_commands(commands: _Subparsers) -> None:
     where.add_argument("--no-push", action="store_true", help="poll tasks/get even if the server pushes")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-    common.add_argument("--journal", type=Path, default=None, help=f"task journal (default: {default_journal_path()})")
+    common.add_argument(
+        "--journal", type=Path, default=None, help=f"task journal (default: {default_journal_path(environment())})"
+    )
 
     def command(name: str, parents: list[argparse.ArgumentParser], help: str) -> argparse.ArgumentParser:
         parser = commands.add_parser(

@@ -32,11 +32,11 @@ from mcp_tasks_temporal.ops.audit import ReplayMismatch, TaskNotFound, TaskRuns,
 from mcp_tasks_temporal.ops.audit_render import render_markdown, render_text
 from mcp_tasks_temporal.ops.cli_options import KEYS_ENV
 from mcp_tasks_temporal.ops.option_values import codec_from_args, connection_options_from_args, storage_from_args
-from mcp_tasks_temporal.ops.settings import environment, use_owner_keys
+from mcp_tasks_temporal.ops.settings import environment, owner_keying
 from mcp_tasks_temporal.sdk_compat import workflow_definition
 from mcp_tasks_temporal.temporal.codec import ENCODING
 from mcp_tasks_temporal.temporal.connection import connect as connect_temporal_client
-from mcp_tasks_temporal.temporal.ids import WORKFLOW_ID_PREFIX, is_task_id, owner_key, workflow_id, workflow_ids
+from mcp_tasks_temporal.temporal.ids import WORKFLOW_ID_PREFIX, is_task_id
 from mcp_tasks_temporal.temporal.payload_storage import open_storage
 from mcp_tasks_temporal.temporal.web_ui import web_ui_link
 
@@ -53,7 +53,7 @@ async def connect(args: argparse.Namespace) -> Client:
     The same settings and codec as the front and the workers, so an encrypted
     history reads as plain text here and nowhere else.
     """
-    use_owner_keys()  # the front's keys, to find and list its tasks by owner
+    owner_keying()  # a secret too short stops the command, before it connects
     identity = f"mcp-tasks-temporal {args.command} {getpass.getuser()}@{socket.gethostname()}"
     # Open for the rest of this one-shot command: an audit reads stored results, a replay stored activity results.
     storage = await _storage_for_command.enter_async_context(open_storage(storage_from_args(args)))
@@ -158,7 +158,8 @@ def _installed_workflows(app_spec: str | None) -> tuple[list[type], list[Any]]:
     workflows = list(worker.WORKFLOWS)
     plugins: list[Any] = []
     if app_spec:
-        from mcp_tasks_temporal.front.app_loading import load_app, tasks_extension
+        from mcp_tasks_temporal.front.app_lookup import tasks_extension
+        from mcp_tasks_temporal.ops.app_loading import load_app
 
         app = load_app(app_spec)
         for options in tasks_extension(app).workflow_tools.values():
@@ -189,9 +190,9 @@ async def _find_task(client: Client, task: str, principal: str | None) -> TaskRu
     elif not is_task_id(task):
         return None
     elif principal is not None:
-        candidates = [candidate for candidate, _ in workflow_ids(task, principal)]
+        candidates = [candidate for candidate, _ in owner_keying().workflow_ids(task, principal)]
     else:
-        candidates = [workflow_id(task, None)]
+        candidates = [owner_keying().workflow_id(task, None)]
         # Without the principal the owner key is unknown: the task ID is unique, so look it up.
         query = f"WorkflowId STARTS_WITH '{WORKFLOW_ID_PREFIX}/'"
         async for execution in client.list_workflows(query):
@@ -211,7 +212,9 @@ async def _find_task(client: Client, task: str, principal: str | None) -> TaskRu
 
 def _filter(args: argparse.Namespace, *, running_only: bool = False) -> TaskFilter:
     return TaskFilter(
-        owner_key=owner_key(principal_of(args.owner, args.jwt_issuer)) if args.owner is not None else None,
+        owner_key=owner_keying().owner_key(principal_of(args.owner, args.jwt_issuer))
+        if args.owner is not None
+        else None,
         tool=args.tool,
         status=args.status,
         older_than=args.older_than,

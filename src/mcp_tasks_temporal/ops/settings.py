@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from mcp_tasks_temporal.sdk_compat import parser_actions
-from mcp_tasks_temporal.temporal.ids import LEGACY_OWNERS_ENV, OWNER_SECRET_ENV, OwnerKeying, use_owner_keying
+from mcp_tasks_temporal.temporal.ids import LEGACY_OWNERS_ENV, OWNER_SECRET_ENV, OwnerKeying
 
 PREFIX: Final = "MCP_TASKS_"
 
@@ -59,13 +59,13 @@ def export_variable(name: str, value: str) -> None:
     os.environ[name] = value
 
 
-def use_owner_keys() -> None:
-    """Key this process's owner keys with `$MCP_TASKS_OWNER_SECRET` (`temporal.ids`), as set now.
+def owner_keying() -> OwnerKeying:
+    """The owner keying `$MCP_TASKS_OWNER_SECRET` and `$MCP_TASKS_LEGACY_OWNER_KEYS` ask for, as set now.
 
     Raises:
         OwnerSecretError: The secret is too short to key anything; a start stops on it, not a request.
     """
-    use_owner_keying(OwnerKeying.of(variable(OWNER_SECRET_ENV), variable(LEGACY_OWNERS_ENV)))
+    return OwnerKeying.of(variable(OWNER_SECRET_ENV), variable(LEGACY_OWNERS_ENV))
 
 
 def variable_for(command: str, flag: str) -> str:
