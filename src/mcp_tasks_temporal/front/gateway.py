@@ -12,7 +12,7 @@ or evicted runs, so it is the tool for operators, not the hot path
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -125,6 +125,7 @@ class TemporalTaskGateway(WatcherReads):
         web_ui: str | None = None,
         payload_limits: PayloadLimits | None = None,
         fairness: FairnessPolicy | None = None,
+        clock: Callable[[], int] = now_ms,
     ) -> None:
         self.client = client
         self.task_queue = task_queue
@@ -142,6 +143,9 @@ class TemporalTaskGateway(WatcherReads):
         self.fairness = fairness or FairnessPolicy()
         """Each task's priority: its tool's, and its principal's fairness key and weight."""
         self.failing_workflows = FailingWorkflows()
+        self.now_ms = clock
+        """The time in epoch milliseconds: a task's `createdAt`, and whether its TTL has run out. Tests give
+        a clock they move, so a TTL check needs no wait; the workflow's own TTL timer runs on Temporal's time."""
 
     async def create(
         self, task: ToolTaskInput, principal: str | None, *, pinned: bool = False, priority: int | None = None
@@ -246,7 +250,7 @@ class TemporalTaskGateway(WatcherReads):
         """The task from this front's memory of closed tasks, if it is there (and not expired)."""
         if not is_task_id(task_id):
             raise TaskNotFoundError()
-        return self.closed_tasks.get(workflow_id(task_id, principal), now_ms())
+        return self.closed_tasks.get(workflow_id(task_id, principal), self.now_ms())
 
     async def update(self, task_id: str, principal: str | None, responses: Mapping[str, Any]) -> None:
         """Deliver answers to outstanding questions, and return once the task shows them.
@@ -345,7 +349,7 @@ class TemporalTaskGateway(WatcherReads):
         memo = seen.memo
         memo.setdefault(Memo.CREATED_AT, seen.start_time_ms)
         ttl_ms = memo.get(Memo.TTL_MS)
-        if ttl_ms is not None and now_ms() >= int(memo[Memo.CREATED_AT]) + int(ttl_ms):
+        if ttl_ms is not None and self.now_ms() >= int(memo[Memo.CREATED_AT]) + int(ttl_ms):
             raise TaskExpiredError()
         return Observed(handle, seen)
 
@@ -360,7 +364,7 @@ class TemporalTaskGateway(WatcherReads):
         key = owner_key(principal)
         wanted = {workflow_id(task_id, principal): task_id for task_id in task_ids if is_task_id(task_id)}
         found: dict[str, ListedTask] = {}
-        now = now_ms()
+        now = self.now_ms()
         for wid, seen in (await listed_tasks(self.client, list(wanted))).items():
             task_id = wanted.get(wid)
             memo = seen.memo

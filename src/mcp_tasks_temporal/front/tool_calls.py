@@ -10,7 +10,6 @@ the tool only (`temporal/tool_execution.py`).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -151,7 +150,7 @@ class ToolCalls:
         envelope: dict[str, Any],
     ) -> dict[str, Any]:
         principal = authenticated_principal(ctx)
-        created_at_ms = int(time.time() * 1000)
+        created_at_ms = self._extension.gateway.now_ms()
         # `options_for` resolved every inherited setting.
         assert options.ttl_ms is None or isinstance(options.ttl_ms, int)
         assert isinstance(options.poll_interval_ms, int)
@@ -275,7 +274,7 @@ class ToolCalls:
             args=workflow_args,
             task_queue=options.task_queue,
             envelope=envelope,
-            created_at_ms=int(time.time() * 1000),
+            created_at_ms=self._extension.gateway.now_ms(),
             ttl_ms=ttl_ms,
             poll_interval_ms=poll_ms,
             auto_upgrade=options.versioning == "auto-upgrade" and not options.declares_versioning,
