@@ -11,9 +11,8 @@ and each worker, takes an app instance of its own (`fresh_app`), as each process
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
-import itertools
-import sys
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -50,22 +49,22 @@ there: the transport hands each request to the app in this process."""
 MAX_BODY_BYTES = 1024 * 1024
 """`serve`'s default `--max-body-bytes`."""
 
-_copies = itertools.count(1)
-
 
 def fresh_app(spec: str = FIXTURE_APP) -> MCPServer[Any]:
-    """A new instance of the `MCPServer` that `spec` (`MODULE:ATTR`) names: its module run again, under a name of
-    its own, with its own `TasksExtension`. Its tools and workflows are the same as the module's own."""
+    """A new instance of the `MCPServer` that `spec` (`MODULE:ATTR`) names, with its own `TasksExtension`: its
+    module run again, as another process would load it.
+
+    The copy keeps the module's name, because names derive from it that the front and the worker must agree
+    on (a `Resolve` question's key is `module:function`); the module imported under that name stays the one
+    in `sys.modules`, where pydantic looks up the copy's annotations (the same names, so the same types).
+    """
     module_name, _, attr = spec.partition(":")
-    found = importlib.util.find_spec(module_name)
-    if found is None or found.origin is None:
-        raise ValueError(f"no module {module_name!r}")
-    name = f"{module_name}__copy{next(_copies)}"
-    copy = importlib.util.spec_from_file_location(name, found.origin)
+    original = importlib.import_module(module_name)
+    if original.__spec__ is None or original.__spec__.origin is None:
+        raise ValueError(f"{module_name} has no source file to load again")
+    copy = importlib.util.spec_from_file_location(module_name, original.__spec__.origin)
     assert copy is not None and copy.loader is not None
     module = importlib.util.module_from_spec(copy)
-    # In sys.modules while it runs, as an import would have it: pydantic resolves the module's annotations there.
-    sys.modules[name] = module
     copy.loader.exec_module(module)
     app = getattr(module, attr)
     assert isinstance(app, MCPServer), f"{spec} is a {type(app).__name__}"
