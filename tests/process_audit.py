@@ -48,6 +48,20 @@ class _Record:
         return {"started": sorted(self.started), "talked": sorted(self.talked)}
 
 
+@dataclass
+class _Results:
+    """What the summary counts: the tests that ran, and what each started or reached."""
+
+    ran: set[str] = field(default_factory=set[str])
+    skipped: set[str] = field(default_factory=set[str])
+    per_test: dict[str, dict[str, list[str]]] = field(default_factory=dict[str, dict[str, list[str]]])
+
+
+_RESULTS = pytest.StashKey[_Results]()
+_results: _Results | None = None
+"""The session's (here, or on the xdist controller from its workers' reports); `None` with the audit off."""
+
+
 _current: _Record | None = None
 _outside = _Record()
 """What happened outside any test (collection, session fixtures' teardown)."""
@@ -238,18 +252,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report.user_properties = [*report.user_properties, (_PROPERTY, json.dumps(_current.as_json()))]
 
 
-@dataclass
-class _Results:
-    ran: set[str] = field(default_factory=set[str])
-    skipped: set[str] = field(default_factory=set[str])
-    per_test: dict[str, dict[str, list[str]]] = field(default_factory=dict[str, dict[str, list[str]]])
-
-
-_RESULTS = pytest.StashKey[_Results]()
-_results: _Results | None = None
-"""The session's (here, or on the xdist controller from its workers' reports); `None` with the audit off."""
-
-
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     results = _results
     if results is None:
@@ -288,6 +290,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
                 write(f"    started  {what}")
             for what in seen["talked"]:
                 write(f"    talked   {what}")
+        if _outside.started or _outside.talked:  # this process's only: xdist workers keep theirs
+            write(f"outside any test: started {sorted(_outside.started)}, talked {sorted(_outside.talked)}")
     path = config.getoption("process_audit_json")
     if path:
         Path(path).write_text(json.dumps({"tests": len(ran), "per_test": audited}, indent=1) + "\n")
