@@ -9,12 +9,15 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp.client import Client as McpClient
 from temporalio.client import Client
 
+from mcp_tasks_temporal.client import TasksClientExtension
 from mcp_tasks_temporal.temporal.contract import to_iso
 from mcp_tasks_temporal.temporal.ids import workflow_id
 from tests.clock import ManualClock
 from tests.conftest import OpenFront
+from tests.front_app import InProcessFront
 from tests.wire import TaskCalls
 
 pytestmark = pytest.mark.anyio
@@ -45,6 +48,14 @@ async def test_completed_task_result_is_exactly_the_synchronous_call_tool_result
     assert task["result"]["structuredContent"] == {"value": 8}
     assert "io.modelcontextprotocol/related-task" not in task["result"].get("_meta", {})
     assert not {"error", "inputRequests"} & task.keys()
+
+
+async def test_the_sdks_own_client_in_memory_gets_a_task_tools_result_as_its_own(front: InProcessFront) -> None:
+    # The app itself, without HTTP: what the MCP SDK's `Client` and the tasks extension make of a task.
+    async with McpClient(front.app, extensions=[TasksClientExtension()]) as client:
+        result = await client.call_tool("double", {"x": 4})
+    assert result.structured_content == {"value": 8}
+    assert result.is_error is False
 
 
 async def test_tool_exception_completes_with_is_error(front_mcp: TaskCalls) -> None:
