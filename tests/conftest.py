@@ -8,14 +8,15 @@ In the test process (docs/contributing.md, "Writing a test"):
 - `time_skipper` (session): `temporalio.testing.TimeSkipper` on that client: workflows started through
   `time_skipper.client` skip their timers, and `fast_forward(handle, duration)` moves one workflow's clock
   (while none of its activities runs).
-- `app_queue` (module): a task queue that in-process workers of the fixture app (`tests/fixture_app.py`)
-  serve for the module's tests.
-- `front` (module): the fixture app's front server on `app_queue`, its ASGI app in this process
+- `app_spec` (module): `MODULE:ATTR` of the app the in-process workers and fronts serve: `tests.fixture_app:app`
+  unless a module overrides the fixture.
+- `app_queue` (module): a task queue that in-process workers of that app serve for the module's tests.
+- `front` (module): the app's front server on `app_queue`, its ASGI app in this process
   (`tests.front_app.InProcessFront`).
 - `front_http` / `front_mcp`: an httpx client whose requests `front` serves, streaming; the task
   operations (`tests.wire.TaskCalls`) over it.
-- `open_front`: more fronts of the fixture app on `app_queue`, with other settings (`in_process_front`'s
-  keyword arguments), closed after the test.
+- `open_front`: more fronts of the app on `app_queue`, with other settings (`in_process_front`'s keyword
+  arguments), closed after the test.
 - `gate`: a folder through which a test steers the fixture app's `gated` tools.
 
 In other processes, for tests about processes (kill -9, restarts, the CLI, stdio, `dev`): `stack` (the
@@ -43,7 +44,7 @@ from temporalio.testing import TimeSkipper
 from mcp_tasks_temporal.temporal.connection import connect_temporal
 from tests import processes
 from tests.app_workers import app_worker, new_task_queue
-from tests.front_app import InProcessFront, fresh_app, in_process_front
+from tests.front_app import FIXTURE_APP, InProcessFront, fresh_app, in_process_front
 from tests.processes import Process, start_front, start_temporal, start_worker, stop_all
 from tests.wire import HttpMcp, TaskCalls
 
@@ -206,17 +207,23 @@ def time_skipper(temporal_client: Client) -> TimeSkipper:
 
 
 @pytest.fixture(scope="module")
-async def app_queue(temporal_client: Client) -> AsyncIterator[str]:
-    """A task queue on which in-process workers of the fixture app run the module's tasks."""
+def app_spec() -> str:
+    """`MODULE:ATTR` of the app the in-process front and workers serve; a module overrides it to serve another."""
+    return FIXTURE_APP
+
+
+@pytest.fixture(scope="module")
+async def app_queue(temporal_client: Client, app_spec: str) -> AsyncIterator[str]:
+    """A task queue on which in-process workers of the app run the module's tasks."""
     queue = new_task_queue("app")
-    async with app_worker(temporal_client, fresh_app(), task_queue=queue):
+    async with app_worker(temporal_client, fresh_app(app_spec), task_queue=queue):
         yield queue
 
 
 @pytest.fixture(scope="module")
-async def front(temporal_client: Client, app_queue: str) -> AsyncIterator[InProcessFront]:
-    """The fixture app's front server, in this process, on `app_queue`: shared by the module's tests."""
-    async with in_process_front(fresh_app(), temporal_client, task_queue=app_queue) as served:
+async def front(temporal_client: Client, app_spec: str, app_queue: str) -> AsyncIterator[InProcessFront]:
+    """The app's front server, in this process, on `app_queue`: shared by the module's tests."""
+    async with in_process_front(fresh_app(app_spec), temporal_client, task_queue=app_queue) as served:
         yield served
 
 
@@ -236,13 +243,14 @@ OpenFront = Callable[..., Awaitable[InProcessFront]]
 
 
 @pytest.fixture
-async def open_front(temporal_client: Client, app_queue: str) -> AsyncIterator[OpenFront]:
-    """More fronts of the fixture app on `app_queue` (other settings, or just another front), closed after the test."""
+async def open_front(temporal_client: Client, app_spec: str, app_queue: str) -> AsyncIterator[OpenFront]:
+    """More fronts of the app on `app_queue` (other settings, or just another front), closed after the test."""
     async with AsyncExitStack() as stack:
 
         async def open_one(**settings: Any) -> InProcessFront:
             settings.setdefault("task_queue", app_queue)
-            return await stack.enter_async_context(in_process_front(fresh_app(), temporal_client, **settings))
+            app = fresh_app(app_spec)
+            return await stack.enter_async_context(in_process_front(app, temporal_client, **settings))
 
         yield open_one
 
