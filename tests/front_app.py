@@ -36,6 +36,7 @@ from mcp_tasks_temporal.front.http_errors import JsonRpcHttpErrors
 from mcp_tasks_temporal.front.legacy_answers import LegacyAnswers
 from mcp_tasks_temporal.front.protocol_versions import AdvertiseServedVersions
 from mcp_tasks_temporal.front.session_binding import SessionKeys
+from mcp_tasks_temporal.temporal.contract import ActivityPolicy
 from mcp_tasks_temporal.temporal.fairness import FairnessPolicy
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics, RequestMetrics
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits, namespace_blob_limit
@@ -110,6 +111,11 @@ async def in_process_front(
     closed_task_cache: int = DEFAULT_MAX_ENTRIES,
     search_attributes: bool = True,
     fairness: FairnessPolicy | None = None,
+    activity: ActivityPolicy | None = None,
+    payload_limits: PayloadLimits | None = None,
+    nexus_reply_endpoint: str | None = None,
+    web_ui: str | None = None,
+    push_give_up_s: float | None = None,
     clock: Callable[[], int] = now_ms,
 ) -> AsyncGenerator[InProcessFront]:
     """`app` served as `serve` serves it (`serve --task-queue ...` and the flags named like the arguments),
@@ -127,6 +133,12 @@ async def in_process_front(
         closed_task_cache: `--closed-task-cache`.
         search_attributes: Whether the namespace has the project's search attributes (the session's has).
         fairness: `--fairness-weight` and `--fairness-keys`.
+        activity: The tools' default activity policy (`--heartbeat-timeout`, `--max-attempts`, `--tool-timeout`).
+        payload_limits: How large arguments and results may be (`--payload-storage` and its options); the
+            namespace's blob limit and no payload storage by default.
+        nexus_reply_endpoint: `--nexus-reply-endpoint`.
+        web_ui: `--temporal-ui`: `tasks/get` links each task's page.
+        push_give_up_s: `MCP_TASKS_PUSH_GIVE_UP_S`.
         clock: The front's time in epoch ms: tasks' `createdAt` and their TTL checks (`tests.clock.ManualClock`).
     """
     extension = tasks_extension(app)
@@ -136,6 +148,12 @@ async def in_process_front(
         extension.session_keys = SessionKeys(list(request_state_keys))
     if require_mcp_name:
         extension.require_mcp_name = True
+    if nexus_reply_endpoint is not None:
+        extension.nexus_reply_endpoint = nexus_reply_endpoint
+    if activity is not None:
+        extension.default_activity = activity
+    if push_give_up_s is not None:
+        extension.push_give_up_s = push_give_up_s
     # `_attach_front`.
     metrics = FrontMetrics.from_runtime()
     app.middleware.insert(0, RequestMetrics(metrics))
@@ -146,7 +164,8 @@ async def in_process_front(
         metrics=metrics,
         closed_tasks=ClosedTaskCache(max_entries=closed_task_cache),
         search_attributes=search_attributes,
-        payload_limits=PayloadLimits(blob_limit=await namespace_blob_limit(client)),
+        web_ui=web_ui,
+        payload_limits=payload_limits or PayloadLimits(blob_limit=await namespace_blob_limit(client)),
         fairness=fairness or FairnessPolicy.weighted([]),
         clock=clock,
     )
