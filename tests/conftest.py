@@ -4,13 +4,14 @@ In the test process (docs/contributing.md, "Writing a test"):
 
 - `temporal` (session): the address of the session's Temporal dev server: the project's search
   attributes, fair dispatch, and per-workflow time skipping enabled (`time_skipper`).
-- `temporal_client` (session): a client of it with the project's data converter.
-- `time_skipper` (session): `temporalio.testing.TimeSkipper` on that client: workflows started through
+- `temporal_client`: a client of it with the project's data converter, the test's own.
+- `time_skipper`: `temporalio.testing.TimeSkipper` on that client: workflows started through
   `time_skipper.client` skip their timers, and `fast_forward(handle, duration)` moves one workflow's clock
   (while none of its activities runs).
 - `app_spec` (module): `MODULE:ATTR` of the app the in-process workers and fronts serve: `tests.fixture_app:app`
   unless a module overrides the fixture.
-- `app_queue` (module): a task queue that in-process workers of that app serve for the module's tests.
+- `app_queue` (module): a task queue that in-process workers of that app serve for the module's tests
+  (on `app_client`, the session's client of the in-process app).
 - `front` (module): the app's front server on `app_queue`, its ASGI app in this process
   (`tests.front_app.InProcessFront`).
 - `front_http` / `front_mcp`: an httpx client whose requests `front` serves, streaming; the task
@@ -194,16 +195,24 @@ def mcp(stack: Stack, http: httpx.AsyncClient) -> TaskCalls:
     return TaskCalls(HttpMcp(stack.url, http))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 async def temporal_client(temporal: str) -> Client:
+    """A client of the session's server for this test alone: temporalio refuses a second worker on a task queue
+    through the client of a first that is still registered, and a test's workers are its own business."""
     return await connect_temporal(temporal)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def time_skipper(temporal_client: Client) -> TimeSkipper:
     """Per-workflow time skipping on the session's server: while none of its activities runs, a workflow started
     through `time_skipper.client` jumps to its next timer, so waits of days run in moments."""
     return TimeSkipper(temporal_client)
+
+
+@pytest.fixture(scope="session")
+async def app_client(temporal: str) -> Client:
+    """The client of the in-process workers and fronts below (one for the session, as `dev` has one for both)."""
+    return await connect_temporal(temporal)
 
 
 @pytest.fixture(scope="module")
@@ -213,17 +222,17 @@ def app_spec() -> str:
 
 
 @pytest.fixture(scope="module")
-async def app_queue(temporal_client: Client, app_spec: str) -> AsyncIterator[str]:
+async def app_queue(app_client: Client, app_spec: str) -> AsyncIterator[str]:
     """A task queue on which in-process workers of the app run the module's tasks."""
     queue = new_task_queue("app")
-    async with app_worker(temporal_client, fresh_app(app_spec), task_queue=queue):
+    async with app_worker(app_client, fresh_app(app_spec), task_queue=queue):
         yield queue
 
 
 @pytest.fixture(scope="module")
-async def front(temporal_client: Client, app_spec: str, app_queue: str) -> AsyncIterator[InProcessFront]:
+async def front(app_client: Client, app_spec: str, app_queue: str) -> AsyncIterator[InProcessFront]:
     """The app's front server, in this process, on `app_queue`: shared by the module's tests."""
-    async with in_process_front(fresh_app(app_spec), temporal_client, task_queue=app_queue) as served:
+    async with in_process_front(fresh_app(app_spec), app_client, task_queue=app_queue) as served:
         yield served
 
 
@@ -243,14 +252,14 @@ OpenFront = Callable[..., Awaitable[InProcessFront]]
 
 
 @pytest.fixture
-async def open_front(temporal_client: Client, app_spec: str, app_queue: str) -> AsyncIterator[OpenFront]:
+async def open_front(app_client: Client, app_spec: str, app_queue: str) -> AsyncIterator[OpenFront]:
     """More fronts of the app on `app_queue` (other settings, or just another front), closed after the test."""
     async with AsyncExitStack() as stack:
 
         async def open_one(**settings: Any) -> InProcessFront:
             settings.setdefault("task_queue", app_queue)
             app = fresh_app(app_spec)
-            return await stack.enter_async_context(in_process_front(app, temporal_client, **settings))
+            return await stack.enter_async_context(in_process_front(app, app_client, **settings))
 
         yield open_one
 

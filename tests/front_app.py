@@ -167,8 +167,8 @@ async def in_process_front(
         web_ui=web_ui,
         payload_limits=payload_limits or PayloadLimits(blob_limit=await namespace_blob_limit(client)),
         fairness=fairness or FairnessPolicy.weighted([]),
-        clock=clock,
     )
+    gateway.now_ms = clock
     extension.attach(gateway, app)
     # `front_http_app`.
     mcp_app = app.streamable_http_app(host="127.0.0.1", max_request_body_size=max_body_bytes, stateless_http=True)

@@ -12,7 +12,7 @@ or evicted runs, so it is the tool for operators, not the hot path
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -125,7 +125,6 @@ class TemporalTaskGateway(WatcherReads):
         web_ui: str | None = None,
         payload_limits: PayloadLimits | None = None,
         fairness: FairnessPolicy | None = None,
-        clock: Callable[[], int] = now_ms,
     ) -> None:
         self.client = client
         self.task_queue = task_queue
@@ -143,9 +142,6 @@ class TemporalTaskGateway(WatcherReads):
         self.fairness = fairness or FairnessPolicy()
         """Each task's priority: its tool's, and its principal's fairness key and weight."""
         self.failing_workflows = FailingWorkflows()
-        self.now_ms = clock
-        """The time in epoch milliseconds: a task's `createdAt`, and whether its TTL has run out. Tests give
-        a clock they move, so a TTL check needs no wait; the workflow's own TTL timer runs on Temporal's time."""
 
     async def create(
         self, task: ToolTaskInput, principal: str | None, *, pinned: bool = False, priority: int | None = None

@@ -31,6 +31,7 @@ from mcp_tasks_temporal.front.gateway_reads import (
     Snapshot,
     TemporalCallFailed,
     call_failed,
+    now_ms,
     rpc_reason,
     snapshot,
 )
@@ -58,7 +59,9 @@ class WatcherReads:
 
     client: Client
     task_queue: str
-    now_ms: Callable[[], int]
+    now_ms: Callable[[], int] = staticmethod(now_ms)
+    """The time in epoch milliseconds: a task's `createdAt`, and whether its TTL has run out. A test sets a clock
+    it moves on its gateway, so a TTL check needs no wait; the workflow's own TTL timer runs on Temporal's time."""
 
     async def start_feed_shards(self) -> None:
         """Start the task feed's shard workflows of this queue, or find them running."""
