@@ -6,8 +6,9 @@ plugin records:
 - each process started from the test process: `subprocess.Popen` (and with it `subprocess.run`, asyncio's
   and anyio's subprocesses), `os.fork`, `os.posix_spawn`, `multiprocessing`, and the fork server's children;
 - each connection from the test process to a server in another process: a TCP connection to a loopback
-  port no socket of the test process listens on, or to another host, and a Unix socket connection to a
-  listener the test process does not hold.
+  port no socket of the test process listens on, or to another host, a Unix socket connection to a
+  listener the test process does not hold, and a read or write on the pipes of a child it started (stdio),
+  whichever test started the child.
 
 Temporal is not counted: every test may use the session's server. A command that runs the `temporal` CLI
 is Temporal, and so is a connection to a port such a command was given (`--port`), or to one
@@ -20,6 +21,7 @@ Under pytest-xdist each worker records its own tests and the summary adds them u
 
 from __future__ import annotations
 
+import inspect
 import json
 import multiprocessing.process
 import os
@@ -95,13 +97,17 @@ def _temporal_ports_of(argv: list[str]) -> set[int] | None:
     return {int(rest[i + 1]) for i, arg in enumerate(rest[:-1]) if arg == "--port" and rest[i + 1].isdigit()}
 
 
+def _shown(argv: list[str]) -> str:
+    shown = " ".join(argv)
+    return shown if len(shown) <= 160 else shown[:159] + "…"
+
+
 def _started(argv: list[str]) -> None:
     ports = _temporal_ports_of(argv)
     if ports is not None:
         _temporal_ports.update(ports)
         return
-    shown = " ".join(argv)
-    _record().started.add(shown if len(shown) <= 160 else shown[:159] + "…")
+    _record().started.add(_shown(argv))
 
 
 def _wrap(owner: Any, name: str, describe: Callable[..., list[str]]) -> None:
@@ -114,9 +120,54 @@ def _wrap(owner: Any, name: str, describe: Callable[..., list[str]]) -> None:
     setattr(owner, name, wrapper)
 
 
+_child_pipes: dict[int, tuple[int, str]] = {}
+"""The test process's ends of its children's stdio pipes: fd -> (inode, command), so a reused fd number is not taken
+for the pipe it once was."""
+_POPEN_CHILD = inspect.signature(subprocess.Popen._execute_child)  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType, reportUnknownArgumentType]
+
+
+def _execute_child(original: Callable[..., Any]) -> Callable[..., Any]:
+    """Record each Popen's command, and its stdio pipes once they are the child's."""
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        bound = _POPEN_CHILD.bind(*args, **kwargs).arguments
+        argv = _argv(bound["args"])
+        _started(argv)
+        result = original(*args, **kwargs)
+        if _temporal_ports_of(argv) is None:
+            for name in ("p2cwrite", "c2pread", "errread"):
+                fd = bound[name]
+                if isinstance(fd, int) and fd >= 0:
+                    _child_pipes[fd] = (os.fstat(fd).st_ino, _shown(argv))
+        return result
+
+    return wrapper
+
+
+def _through_pipe(original: Callable[..., Any]) -> Callable[..., Any]:
+    """`os.read`/`os.write` (asyncio's and anyio's pipes use them), counted when on a child's stdio pipe."""
+
+    def wrapper(fd: int, *args: Any) -> Any:
+        child = _child_pipes.get(fd)
+        if child is not None:
+            try:
+                same = os.fstat(fd).st_ino == child[0]
+            except OSError:
+                same = False
+            if same:
+                _record().talked.add(f"stdio: {child[1]}")
+            else:
+                _child_pipes.pop(fd, None)
+        return original(fd, *args)
+
+    return wrapper
+
+
 def _install_process_hooks() -> None:
     # Every Popen, and so subprocess.run, asyncio's and anyio's subprocesses, execs through here.
-    _wrap(subprocess.Popen, "_execute_child", lambda _self, args, *rest, **kw: _argv(args))  # pyright: ignore[reportUnknownLambdaType, reportUnknownArgumentType]
+    subprocess.Popen._execute_child = _execute_child(subprocess.Popen._execute_child)  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType, reportUnknownArgumentType]
+    os.read = _through_pipe(os.read)
+    os.write = _through_pipe(os.write)
     _wrap(os, "fork", lambda: ["os.fork()"])
     _wrap(os, "posix_spawn", lambda path, argv, *rest, **kw: _argv(argv))  # pyright: ignore[reportUnknownLambdaType, reportUnknownArgumentType]
     _wrap(os, "posix_spawnp", lambda path, argv, *rest, **kw: _argv(argv))  # pyright: ignore[reportUnknownLambdaType, reportUnknownArgumentType]
