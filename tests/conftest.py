@@ -35,7 +35,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Itera
 from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
@@ -44,10 +44,11 @@ from temporalio.testing import TimeSkipper
 
 from mcp_tasks_temporal.temporal.connection import connect_temporal
 from tests import processes
-from tests.app_workers import app_worker, new_task_queue
-from tests.front_app import FIXTURE_APP, InProcessFront, fresh_app, in_process_front
 from tests.processes import Process, start_front, start_temporal, start_worker, stop_all
 from tests.wire import HttpMcp, TaskCalls
+
+if TYPE_CHECKING:
+    from tests.front_app import InProcessFront
 
 pytest_plugins = ["tests.process_audit"]
 
@@ -215,15 +216,22 @@ async def app_client(temporal: str) -> Client:
     return await connect_temporal(temporal)
 
 
+# The in-process app's modules are imported by the fixtures that use them: a run of unit tests alone
+# does not pay for importing the front and the worker (a second or two).
+
+
 @pytest.fixture(scope="module")
 def app_spec() -> str:
     """`MODULE:ATTR` of the app the in-process front and workers serve; a module overrides it to serve another."""
-    return FIXTURE_APP
+    return "tests.fixture_app:app"
 
 
 @pytest.fixture(scope="module")
 async def app_queue(app_client: Client, app_spec: str) -> AsyncIterator[str]:
     """A task queue on which in-process workers of the app run the module's tasks."""
+    from tests.app_workers import app_worker, new_task_queue
+    from tests.front_app import fresh_app
+
     queue = new_task_queue("app")
     async with app_worker(app_client, fresh_app(app_spec), task_queue=queue):
         yield queue
@@ -232,6 +240,8 @@ async def app_queue(app_client: Client, app_spec: str) -> AsyncIterator[str]:
 @pytest.fixture(scope="module")
 async def front(app_client: Client, app_spec: str, app_queue: str) -> AsyncIterator[InProcessFront]:
     """The app's front server, in this process, on `app_queue`: shared by the module's tests."""
+    from tests.front_app import fresh_app, in_process_front
+
     async with in_process_front(fresh_app(app_spec), app_client, task_queue=app_queue) as served:
         yield served
 
@@ -247,13 +257,15 @@ def front_mcp(front: InProcessFront, front_http: httpx.AsyncClient) -> TaskCalls
     return front.calls(front_http)
 
 
-OpenFront = Callable[..., Awaitable[InProcessFront]]
+OpenFront = Callable[..., Awaitable["InProcessFront"]]
 """`await open_front(**settings)`: one more front of the fixture app, with `in_process_front`'s keyword arguments."""
 
 
 @pytest.fixture
 async def open_front(app_client: Client, app_spec: str, app_queue: str) -> AsyncIterator[OpenFront]:
     """More fronts of the app on `app_queue` (other settings, or just another front), closed after the test."""
+    from tests.front_app import fresh_app, in_process_front
+
     async with AsyncExitStack() as stack:
 
         async def open_one(**settings: Any) -> InProcessFront:
