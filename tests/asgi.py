@@ -8,7 +8,8 @@ reaches the client as it is sent, and a client that goes away (a response closed
 request cancelled before its answer) is `http.disconnect` to the app, as under uvicorn. The request
 body is pulled only as the app reads it, so a test sees how much of a body the app took.
 
-An exception the app raises is raised in the test (before the response starts: by the request; after:
+`StreamingASGITransport2` is the same for httpx2, the HTTP client of the MCP SDK's `Client` and of
+`TasksClient`. An exception the app raises is raised in the test (before the response starts: by the request; after:
 by the read of the body), with its traceback, where uvicorn would answer 500 and log it.
 """
 
@@ -22,11 +23,12 @@ from typing import Any, Self
 
 import anyio
 import httpx
+import httpx2
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from starlette.types import ASGIApp, Message
 
-__all__ = ["StreamingASGITransport", "lifespan"]
+__all__ = ["StreamingASGITransport", "StreamingASGITransport2", "lifespan"]
 
 CLIENT_ADDRESS = ("127.0.0.1", 50_000)
 """Where requests seem to come from (`scope["client"]`)."""
@@ -67,15 +69,8 @@ async def lifespan(app: ASGIApp) -> AsyncGenerator[dict[str, Any]]:
                 await expect("shutdown")
 
 
-class StreamingASGITransport(httpx.AsyncBaseTransport):
-    """Serve httpx requests from `app` in this process, streaming each response.
-
-    Enter it (an `httpx.AsyncClient` does, with the client) before the first request: the app calls run
-    in its task group, and leaving cancels those still running, as a stopping server does.
-
-    The client's `read` timeout bounds the wait for the response's start and for each body chunk
-    (`httpx.ReadTimeout`), as over a socket.
-    """
+class _Serving:
+    """What both transports do; each speaks its own HTTP library's types."""
 
     def __init__(self, app: ASGIApp, *, state: dict[str, Any] | None = None) -> None:
         self.app = app
@@ -97,27 +92,62 @@ class StreamingASGITransport(httpx.AsyncBaseTransport):
             self._group.cancel_scope.cancel()
         await self._stack.__aexit__(exc_type, exc, tb)
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+    async def _serve(self, exchange: _Exchange) -> tuple[int, list[tuple[bytes, bytes]]]:
         if self._group is None:
             raise RuntimeError("enter the transport (or the AsyncClient that holds it) before sending")
-        timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
-        exchange = _Exchange(self.app, request, dict(self.state), timeouts.get("read"))
         self._group.start_soon(exchange.run)
         try:
-            status, headers = await exchange.response_start()
+            return await exchange.response_start()
         except BaseException:
             exchange.close()  # failed, cancelled or timed out: the client is gone before the answer
             raise
-        return httpx.Response(status, headers=headers, stream=_Body(exchange), extensions={"http_version": b"HTTP/1.1"})
+
+
+class StreamingASGITransport(_Serving, httpx.AsyncBaseTransport):
+    """Serve httpx requests from `app` in this process, streaming each response.
+
+    Enter it (an `httpx.AsyncClient` does, with the client) before the first request: the app calls run
+    in its task group, and leaving cancels those still running, as a stopping server does.
+
+    The client's `read` timeout bounds the wait for the response's start and for each body chunk
+    (`httpx.ReadTimeout`), as over a socket.
+    """
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
+        exchange = _Exchange(self.app, request, dict(self.state), timeouts.get("read"), httpx.ReadTimeout)
+        status, headers = await self._serve(exchange)
+        return httpx.Response(status, headers=headers, stream=_Body(exchange), extensions=_HTTP_1_1)
+
+
+class StreamingASGITransport2(_Serving, httpx2.AsyncBaseTransport):
+    """`StreamingASGITransport` for httpx2, the HTTP client of the MCP SDK's `Client` and of `TasksClient`."""
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
+        exchange = _Exchange(self.app, request, dict(self.state), timeouts.get("read"), httpx2.ReadTimeout)
+        status, headers = await self._serve(exchange)
+        return httpx2.Response(status, headers=headers, stream=_Body2(exchange), extensions=_HTTP_1_1)
+
+
+_HTTP_1_1 = {"http_version": b"HTTP/1.1"}
 
 
 class _Exchange:
     """One request: the app's side (`receive`, `send`) and the client's (`response_start`, `chunks`)."""
 
-    def __init__(self, app: ASGIApp, request: httpx.Request, state: dict[str, Any], read_timeout: float | None):
+    def __init__(
+        self,
+        app: ASGIApp,
+        request: httpx.Request | httpx2.Request,
+        state: dict[str, Any],
+        read_timeout: float | None,
+        timed_out: type[Exception],
+    ) -> None:
         self.app = app
         self.request = request
         self.read_timeout = read_timeout
+        self.timed_out = timed_out
         url = request.url
         self.scope: dict[str, Any] = {
             "type": "http",
@@ -165,7 +195,7 @@ class _Exchange:
         if not self._body_done and not self.disconnected:
             if self._body is None:
                 stream = self.request.stream
-                assert isinstance(stream, httpx.AsyncByteStream), "an AsyncClient request"
+                assert isinstance(stream, httpx.AsyncByteStream | httpx2.AsyncByteStream), "an AsyncClient request"
                 self._body = stream.__aiter__()
             try:
                 chunk = await self._body.__anext__()
@@ -204,7 +234,7 @@ class _Exchange:
     # -- the client's side ------------------------------------------------------------------------------
 
     async def response_start(self) -> tuple[int, list[tuple[bytes, bytes]]]:
-        with _read_bound(self.read_timeout):
+        with _read_bound(self.read_timeout, self.timed_out):
             await self._started.wait()
         start = self._start
         if isinstance(start, BaseException):
@@ -215,7 +245,7 @@ class _Exchange:
     async def chunks(self) -> AsyncIterator[bytes]:
         while True:
             try:
-                with _read_bound(self.read_timeout):
+                with _read_bound(self.read_timeout, self.timed_out):
                     chunk = await self._chunks_out.receive()
             except anyio.EndOfStream:
                 return
@@ -231,16 +261,28 @@ class _Exchange:
 
 
 @contextmanager
-def _read_bound(seconds: float | None) -> Generator[None]:
-    """`httpx.ReadTimeout` when a read waits longer than the client's read timeout, as over a socket."""
+def _read_bound(seconds: float | None, timed_out: type[Exception]) -> Generator[None]:
+    """The client library's `ReadTimeout` when a read waits longer than its read timeout, as over a socket."""
     try:
         with anyio.fail_after(seconds):
             yield
     except TimeoutError:
-        raise httpx.ReadTimeout("no answer from the in-process app within the read timeout") from None
+        raise timed_out("no answer from the in-process app within the read timeout") from None
 
 
 class _Body(httpx.AsyncByteStream):
+    def __init__(self, exchange: _Exchange) -> None:
+        self._exchange = exchange
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._exchange.chunks():
+            yield chunk
+
+    async def aclose(self) -> None:
+        self._exchange.close()
+
+
+class _Body2(httpx2.AsyncByteStream):
     def __init__(self, exchange: _Exchange) -> None:
         self._exchange = exchange
 

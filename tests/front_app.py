@@ -20,6 +20,7 @@ from functools import partial
 from typing import Any
 
 import httpx
+import httpx2
 from mcp.server.mcpserver import MCPServer
 from starlette.types import ASGIApp
 from temporalio.client import Client
@@ -40,7 +41,7 @@ from mcp_tasks_temporal.temporal.contract import ActivityPolicy
 from mcp_tasks_temporal.temporal.fairness import FairnessPolicy
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics, RequestMetrics
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits, namespace_blob_limit
-from tests.asgi import StreamingASGITransport, lifespan
+from tests.asgi import StreamingASGITransport, StreamingASGITransport2, lifespan
 from tests.wire import HttpMcp, TaskCalls
 
 FIXTURE_APP = "tests.fixture_app:app"
@@ -92,6 +93,11 @@ class InProcessFront:
         """An httpx client whose requests this front serves, streaming; enter it (`async with`)."""
         transport = StreamingASGITransport(self.asgi, state=self.state)
         return httpx.AsyncClient(transport=transport, timeout=timeout, **options)
+
+    def http2(self, *, timeout: float = 30, **options: Any) -> httpx2.AsyncClient:
+        """The same for httpx2, the HTTP client of the MCP SDK's `Client` and of `TasksClient` (`http_client=`)."""
+        transport = StreamingASGITransport2(self.asgi, state=self.state)
+        return httpx2.AsyncClient(transport=transport, timeout=timeout, **options)
 
     def calls(self, http: httpx.AsyncClient) -> TaskCalls:
         """The task operations at 2026-07-28 on `http` (one of `self.http()`)."""

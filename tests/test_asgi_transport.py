@@ -1,6 +1,7 @@
 """The in-process transport the protocol tests stand on (tests/asgi.py): a response streams as the app sends it,
 a client that goes away is `http.disconnect` to the app, a body is read only as the app asks, and an error
-in the app is raised in the test; and a `subscriptions/listen` of the in-process front streams through it."""
+in the app is raised in the test; a `subscriptions/listen` of the in-process front streams through it, and
+`TasksClient` (on httpx2) follows a task through it."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from mcp_types import TextContent
 from starlette.types import Message, Receive, Scope, Send
 
+from mcp_tasks_temporal.client import TaskHandle, TasksClient
 from tests.asgi import StreamingASGITransport
-from tests.front_app import FRONT_URL
+from tests.front_app import FRONT_URL, InProcessFront
 from tests.wire import TaskCalls, base_headers, envelope, sse_frames
 
 pytestmark = pytest.mark.anyio
@@ -157,3 +160,16 @@ async def test_a_listen_on_the_in_process_front_streams_each_change_as_it_happen
                 if frame["params"]["status"] == "completed":
                     break
     assert statuses[0] == "working" and statuses[-1] == "completed", statuses
+
+
+async def test_the_tasks_client_through_the_in_process_front_follows_a_task_to_its_result(
+    front: InProcessFront, gate: Path
+) -> None:
+    async with front.http2() as http, TasksClient(front.url, journal=None, http_client=http) as client:
+        call = await client.start_tool("gated", {"gate": str(gate)})
+        assert isinstance(call, TaskHandle)
+        (gate / "release").write_text("1")
+        with anyio.fail_after(30):
+            result = await call.result()
+    [content] = result.content
+    assert isinstance(content, TextContent) and content.text == f"released {gate.name}"
