@@ -15,7 +15,8 @@ In the test process (docs/contributing.md, "Writing a test"):
 - `front` (module): the app's front server on `app_queue`, its ASGI app in this process
   (`tests.front_app.InProcessFront`).
 - `front_http` / `front_mcp`: an httpx client whose requests `front` serves, streaming; the task
-  operations (`tests.wire.TaskCalls`) over it.
+  operations (`tests.wire.TaskCalls`) over it. `front.http2()` is an httpx2 one, for `TasksClient` and the
+  MCP SDK's `Client`; `mcp.client.Client(front.app)` talks to the app in memory.
 - `open_front`: more fronts of the app on `app_queue`, with other settings (`in_process_front`'s keyword
   arguments), closed after the test.
 - `gate`: a folder through which a test steers the fixture app's `gated` tools.
