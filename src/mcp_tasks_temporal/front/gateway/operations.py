@@ -12,7 +12,7 @@ or evicted runs, so it is the tool for operators, not the hot path
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -99,8 +99,10 @@ class TemporalTaskGateway(WatcherReads):
         payload_limits: PayloadLimits | None = None,
         fairness: FairnessPolicy | None = None,
         owner_keying: OwnerKeying = UNKEYED,
+        clock: Callable[[], int] = now_ms,
     ) -> None:
         self.client = client
+        self.now_ms = clock
         self.owner_keying = owner_keying
         """How principals become the owner keys in workflow IDs: the deployment's, shared by every process."""
         self.task_queue = task_queue
@@ -255,7 +257,7 @@ class TemporalTaskGateway(WatcherReads):
         """The task from this front's memory of closed tasks, if it is there (and not expired)."""
         if not is_task_id(task_id):
             raise TaskNotFoundError()
-        return self.closed_tasks.get(self.owner_keying.workflow_id(task_id, principal), now_ms())
+        return self.closed_tasks.get(self.owner_keying.workflow_id(task_id, principal), self.now_ms())
 
     async def update(self, task_id: str, principal: str | None, responses: Mapping[str, Any]) -> None:
         """Deliver answers to outstanding questions, and return once the task shows them.
@@ -363,7 +365,7 @@ class TemporalTaskGateway(WatcherReads):
         memo = seen.memo
         memo.setdefault(Memo.CREATED_AT, seen.start_time_ms)
         ttl_ms = memo.get(Memo.TTL_MS)
-        if ttl_ms is not None and now_ms() >= int(memo[Memo.CREATED_AT]) + int(ttl_ms):
+        if ttl_ms is not None and self.now_ms() >= int(memo[Memo.CREATED_AT]) + int(ttl_ms):
             raise TaskExpiredError()
         return seen
 
@@ -384,7 +386,7 @@ class TemporalTaskGateway(WatcherReads):
             self.owner_keying.workflow_id(task_id, principal): task_id for task_id in task_ids if is_task_id(task_id)
         }
         found: dict[str, ListedTask] = {}
-        now = now_ms()
+        now = self.now_ms()
         for wid, seen in (await listed_tasks(self.client, list(wanted))).items():
             task_id = wanted.get(wid)
             memo = seen.memo

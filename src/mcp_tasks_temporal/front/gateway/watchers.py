@@ -5,7 +5,7 @@ shards, and the reads of a followed task that neither its history nor the feed c
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import timedelta
 from typing import Any, Final
 
@@ -31,7 +31,6 @@ from mcp_tasks_temporal.front.gateway.reads import (
     Snapshot,
     TemporalCallFailed,
     call_failed,
-    now_ms,
     rpc_reason,
     snapshot,
 )
@@ -66,6 +65,10 @@ class WatcherReads:
     client: Client
     task_queue: str
     owner_keying: OwnerKeying
+    now_ms: Callable[[], int]
+    """The time in epoch milliseconds: a task's `createdAt`, and whether its TTL has run out (the gateway's
+    `clock`: a test's moves on demand, so a TTL check needs no wait; the workflow's own TTL timer runs on
+    Temporal's time)."""
 
     async def start_feed_shards(self) -> None:
         """Start the task feed's shard workflows of this queue, or find them running."""
@@ -160,7 +163,7 @@ class WatcherReads:
             self.owner_keying.workflow_id(task_id, principal): task_id for task_id in task_ids if is_task_id(task_id)
         }
         entries = await self.indexed(list(wanted))
-        now = now_ms()
+        now = self.now_ms()
         return [
             wanted[wid]
             for wid, (_, _, deadline) in entries.items()
