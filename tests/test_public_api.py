@@ -20,6 +20,7 @@ from tests.processes import REPO_ROOT
 
 ROOT_EXPORTS = [
     "ActivityPolicy",
+    "FailingWorkflowPolicy",
     "McpTasksPlugin",
     "TaskPolicy",
     "TasksExtension",

@@ -16,6 +16,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "ActivityPolicy": "mcp_tasks_temporal.temporal.contract",
+    "FailingWorkflowPolicy": "mcp_tasks_temporal.temporal.failing_policy",
     "McpTasksPlugin": "mcp_tasks_temporal.temporal.plugin",
     "TasksExtension": "mcp_tasks_temporal.front.extension",
     "TaskPolicy": "mcp_tasks_temporal.temporal.tool_registry",
@@ -29,6 +30,7 @@ _EXPORTS = {
 
 __all__ = [
     "ActivityPolicy",
+    "FailingWorkflowPolicy",
     "McpTasksPlugin",
     "TaskPolicy",
     "TasksExtension",
@@ -44,6 +46,7 @@ __all__ = [
 if TYPE_CHECKING:
     from mcp_tasks_temporal.front.extension import TasksExtension
     from mcp_tasks_temporal.temporal.contract import ActivityPolicy
+    from mcp_tasks_temporal.temporal.failing_policy import FailingWorkflowPolicy
     from mcp_tasks_temporal.temporal.nexus_handler import start_task_workflow
     from mcp_tasks_temporal.temporal.plugin import McpTasksPlugin
     from mcp_tasks_temporal.temporal.task_context import request_input, request_inputs, set_status

@@ -22,11 +22,13 @@ from temporalio.api.enums.v1 import WorkflowTaskFailedCause as WorkflowTaskFaile
 from temporalio.api.failure.v1 import Failure
 from temporalio.api.history.v1 import HistoryEvent as HistoryEvent
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.client import WorkflowExecutionStatus as WorkflowExecutionStatus
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, TerminatedError
 from temporalio.service import RPCError as RPCError
 from temporalio.service import RPCStatusCode as RPCStatusCode
+
+from mcp_tasks_temporal.temporal.failing_policy import error_of_termination
 
 CLOSE_STATUS: Final = {
     EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED: WorkflowExecutionStatus.COMPLETED,
@@ -99,3 +101,19 @@ async def _readable(client: Client, failure: Failure) -> tuple[str, str]:
     copy.CopyFrom(failure)
     err = await client.data_converter.decode_failure(copy)
     return (err.type or "") if isinstance(err, ApplicationError) else "", getattr(err, "message", str(err))
+
+
+async def termination_error(client: Client, event: HistoryEvent) -> dict[str, Any] | None:
+    """The JSON-RPC error a terminate close event carries (the failing-workflow policy's), if any."""
+    attrs = event.workflow_execution_terminated_event_attributes
+    return error_of_termination(await client.data_converter.decode(attrs.details.payloads))
+
+
+async def terminated_run_error(handle: WorkflowHandle[Any, Any]) -> dict[str, Any] | None:
+    """The same, read from a terminated run's outcome."""
+    try:
+        await handle.result(follow_runs=False)
+    except WorkflowFailureError as failure:
+        if isinstance(failure.cause, TerminatedError):
+            return error_of_termination(failure.cause.details)
+    return None

@@ -15,6 +15,7 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.workflow.v1 import PendingActivityInfo
 from temporalio.client import (
     Client,
+    WorkflowExecutionStatus,
     WorkflowHistoryEventFilterType,
     WorkflowQueryFailedError,
     WorkflowQueryRejectedError,
@@ -25,6 +26,7 @@ from temporalio.common import RawValue, WorkflowIDConflictPolicy
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.service import RPCError
 
+from mcp_tasks_temporal.front.gateway_history import terminated_run_error
 from mcp_tasks_temporal.front.gateway_reads import (
     FeedItem,
     Observed,
@@ -172,6 +174,12 @@ class WatcherReads:
             return await snapshot(self.client, workflow_id)
         except RPCError as err:
             raise call_failed(err) from None
+
+    async def ended_with(self, observed: Observed) -> dict[str, Any] | None:
+        """The error a terminated task was ended with by a worker's failing-workflow policy, if it was."""
+        if observed.status != WorkflowExecutionStatus.TERMINATED:
+            return None
+        return await terminated_run_error(observed.handle)
 
     async def close_event(self, workflow_id: str) -> HistoryEvent | None:
         """The run's close event once it is written (a long poll for that event alone), which holds the result.

@@ -40,6 +40,7 @@ from mcp_tasks_temporal.front.gateway_history import (
     RPCStatusCode,
     WorkflowExecutionStatus,
     history_events,
+    termination_error,
     upserted_memo,
     workflow_handle,
 )
@@ -291,7 +292,9 @@ class TaskWatchHub:
                         # A retry reads the run's history again from its start: what was seen is skipped.
                         async for event in history_events(self._gateway.client, handle.id, run_id):
                             backoff.succeeded()
-                            if event.event_id <= seen:
+                            # A close is never old news: a failing run's retries show as events Temporal drops
+                            # when it closes, so its close event may reuse a number already seen.
+                            if event.event_id <= seen and event.event_type not in CLOSE_STATUS:
                                 continue  # already part of the state described above
                             seen = event.event_id
                             if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
@@ -349,6 +352,9 @@ class TaskWatchHub:
             outcome = failure_outcome(failure)
             shown = WorkflowExecutionStatus.COMPLETED if outcome.status == "completed" else closed
             return task_view(task_id, memo, shown, result=outcome.result, error=outcome.error, closed_at_ms=closed_at)
+        if closed == WorkflowExecutionStatus.TERMINATED:
+            error = await termination_error(self._gateway.client, event)
+            return task_view(task_id, memo, closed, error=error, closed_at_ms=closed_at)
         return task_view(task_id, memo, closed, closed_at_ms=closed_at)
 
     async def _apply_upsert(self, event: HistoryEvent, state: _Followed) -> None:
