@@ -26,6 +26,7 @@ ROOT_EXPORTS = [
     "TasksExtension",
     "ToolTaskOptions",
     "__version__",
+    "idempotency_key",
     "request_input",
     "request_inputs",
     "set_status",

@@ -21,6 +21,7 @@ _EXPORTS = {
     "TasksExtension": "mcp_tasks_temporal.front.extension",
     "TaskPolicy": "mcp_tasks_temporal.temporal.tool_registry",
     "ToolTaskOptions": "mcp_tasks_temporal.temporal.tool_registry",
+    "idempotency_key": "mcp_tasks_temporal.temporal.task_context",
     "request_input": "mcp_tasks_temporal.temporal.task_context",
     "request_inputs": "mcp_tasks_temporal.temporal.task_context",
     "set_status": "mcp_tasks_temporal.temporal.task_context",
@@ -36,6 +37,7 @@ __all__ = [
     "TasksExtension",
     "ToolTaskOptions",
     "__version__",
+    "idempotency_key",
     "request_input",
     "request_inputs",
     "set_status",
@@ -49,7 +51,7 @@ if TYPE_CHECKING:
     from mcp_tasks_temporal.temporal.failing_policy import FailingWorkflowPolicy
     from mcp_tasks_temporal.temporal.nexus_handler import start_task_workflow
     from mcp_tasks_temporal.temporal.plugin import McpTasksPlugin
-    from mcp_tasks_temporal.temporal.task_context import request_input, request_inputs, set_status
+    from mcp_tasks_temporal.temporal.task_context import idempotency_key, request_input, request_inputs, set_status
     from mcp_tasks_temporal.temporal.tool_registry import TaskPolicy, ToolTaskOptions
     from mcp_tasks_temporal.temporal.workflow_api import task_error
 

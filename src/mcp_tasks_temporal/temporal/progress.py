@@ -64,6 +64,8 @@ class TaskRun:
 
     reporter: StatusReporter = field(default_factory=StatusReporter)
     workflow_id: str = ""
+    round: int = 0
+    """The task's round the tool runs (a round ends at each question the tool returns): its step."""
     client_capabilities: Any = None
     """The creating request's `clientCapabilities` (raw JSON)."""
     held_by_front: bool = False
