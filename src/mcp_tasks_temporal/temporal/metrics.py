@@ -47,16 +47,20 @@ KNOWN_METHODS: Final = frozenset(
 )
 
 
-def install_metrics(bind_address: str) -> Runtime:
+def install_metrics(bind_address: str, *, service: str, environ: Mapping[str, str] | None = None) -> Runtime:
     """Create this process's Temporal runtime with a Prometheus endpoint at `bind_address` (`HOST:PORT`).
 
+    Every series carries `service_name`: `service` (`mcp-tasks-temporal-worker`, `-front`, `-dev`),
+    or `OTEL_SERVICE_NAME` from `environ` as traces do, where the SDK would say `temporal-core-sdk`.
     It becomes the default runtime, so every Temporal client made afterwards in
     this process reports through it; call before the first client connects.
     """
     if _runtime:
         return _runtime[0]
     config = PrometheusConfig(bind_address=bind_address, counters_total_suffix=True, durations_as_seconds=True)
-    runtime = Runtime(telemetry=TelemetryConfig(metrics=config))
+    name = (environ or {}).get("OTEL_SERVICE_NAME") or service
+    telemetry = TelemetryConfig(metrics=config, attach_service_name=False, global_tags={"service_name": name})
+    runtime = Runtime(telemetry=telemetry)
     Runtime.set_default(runtime)
     _runtime.append(runtime)
     return runtime
