@@ -12,7 +12,7 @@ import pytest
 from mcp.server.mcpserver import MCPServer
 from temporalio import workflow
 from temporalio.client import Client
-from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowInstance, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from mcp_tasks_temporal import FailingWorkflowPolicy, McpTasksPlugin, TasksExtension
@@ -22,7 +22,11 @@ from mcp_tasks_temporal.temporal.failing_policy import (
     error_of_termination,
     termination_details,
 )
-from mcp_tasks_temporal.temporal.failure_runner import FailureReports, watched_runner
+from mcp_tasks_temporal.temporal.failure_runner import (
+    FailureReports,
+    _WatchedInstance,  # pyright: ignore[reportPrivateUsage]
+    watched_runner,
+)
 from mcp_tasks_temporal.temporal.failure_watch import app_policies
 
 pytestmark = pytest.mark.anyio
@@ -122,3 +126,12 @@ async def test_a_worker_with_the_plugin_runs_its_workflows_under_the_watch(tempo
     config: dict[str, Any] = dict(worker.config(active_config=True))
     for key in ("workflow_runner", "unsandboxed_workflow_runner"):
         assert watched_runner(config[key], FailureReports(lambda failed: None)) is config[key], key
+
+
+def test_the_watched_instance_implements_what_temporalio_asks_of_a_workflow_instance() -> None:
+    """A canary: a method temporalio adds to `WorkflowInstance` must be handed on, or every task's run breaks."""
+    handed_on = {name for name in vars(_WatchedInstance) if not name.startswith("_")}
+    public = {
+        name for name in vars(WorkflowInstance) if not name.startswith("_") and callable(vars(WorkflowInstance)[name])
+    }
+    assert public <= handed_on, f"hand these on in _WatchedInstance: {sorted(public - handed_on)}"

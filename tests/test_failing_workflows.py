@@ -142,7 +142,7 @@ async def test_the_failing_workflow_policy_ends_the_task_failed_with_the_error(
         error = task["error"]
         assert error["code"] == -32603, error
         assert error["data"]["failing"]["kind"] == kind and error["data"]["failing"]["attempts"] == 2, error
-        assert "max_attempts=2" in error["message"] and "Traceback" not in error["message"], error
+        assert "Traceback" not in error["message"] and "no such field" not in error["message"], error
         assert pushed["status"] == "failed" and pushed["error"] == error, "push carries what tasks/get says"
         samples = await scrape(http, metrics_port)
         assert find(samples, "mcp_failing_workflows_ended_total", tool="release", kind=kind) == 1
@@ -186,7 +186,7 @@ async def test_a_code_change_under_a_task_is_counted_where_it_fails_and_a_worker
         task = await mcp.wait_for(task_id, ["failed"], timeout=60)
         failing = task["error"]["data"]["failing"]
         assert task["error"]["code"] == -32603 and failing["kind"] == "nondeterminism", task
-        assert failing["failingSeconds"] >= 8 and "max_failing_s=8" in task["error"]["message"], task
+        assert failing["failingSeconds"] >= 8, task
         samples = await scrape(http, metrics_port)
         assert find(samples, "mcp_failing_workflows_ended_total", tool="release", kind="nondeterminism") == 1
         # Another worker reported the series' first failure, and counted it: this one does not again.

@@ -68,8 +68,12 @@ class FailureReports:
                 return  # the sandbox's validation at worker construction: no run to report on
 
     def __call__(self, failed: FailedWorkflowTask) -> None:
-        if self._loop is not None:
+        if self._loop is None:
+            return
+        try:
             self._loop.call_soon_threadsafe(self._report, failed)
+        except RuntimeError:
+            pass  # the worker's loop has closed: it is shutting down, and the next worker will see the failure
 
 
 def watched_runner(runner: WorkflowRunner | None, reports: FailureReports) -> WorkflowRunner:
