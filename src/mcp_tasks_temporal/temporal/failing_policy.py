@@ -33,8 +33,9 @@ class FailingWorkflowPolicy:
     """End a task `failed` once its workflow task has failed this many attempts, or for this long.
 
     Either bound suffices; give at least one. A failed workflow task is retried
-    about every 10 s (the workflow task timeout), then with a growing backoff, and
-    each failure is when a worker checks: `max_failing_s` is honoured within one retry.
+    about every 10 s (the workflow task timeout), then with a growing delay up to the
+    server's `history.workflowTaskRetryMaxInterval` (10 min by default), and each failure
+    is when a worker checks: `max_failing_s` is honoured within one retry.
 
     Attributes:
         max_attempts: Failed attempts of the workflow task, as Temporal numbers them.
