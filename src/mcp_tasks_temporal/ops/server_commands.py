@@ -192,7 +192,9 @@ def _start_telemetry(args: argparse.Namespace, role: str) -> None:
     """Tracing and metrics, before the first Temporal client: both are fixed when a client connects."""
     setup_tracing(f"mcp-tasks-temporal-{role}", environment(), flag=args.otel)
     if args.metrics_port:
-        install_metrics(f"{args.metrics_host}:{args.metrics_port}")
+        install_metrics(
+            f"{args.metrics_host}:{args.metrics_port}", service=f"mcp-tasks-temporal-{role}", environ=environment()
+        )
 
 
 async def _connect(

@@ -51,6 +51,7 @@ from mcp_tasks_temporal.temporal.activities import ToolActivities
 from mcp_tasks_temporal.temporal.app_plugins import app_plugins
 from mcp_tasks_temporal.temporal.connection import data_converter
 from mcp_tasks_temporal.temporal.contract import RUN_TOOL_ACTIVITY
+from mcp_tasks_temporal.temporal.failure_watch import watch_failing_workflows
 from mcp_tasks_temporal.temporal.nexus_reply import ReplyService
 from mcp_tasks_temporal.temporal.nexus_tools import NexusToolOptions
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits
@@ -170,6 +171,7 @@ class McpTasksPlugin(SimplePlugin):
         _extend(values, "activities", activities)
         values["interceptors"] = [*(values.get("interceptors") or []), _interceptor(tools, own_activities)]
         values["workflow_runner"] = _with_passthrough(values.get("workflow_runner"), tools)
+        watch_failing_workflows(values, self.app)
         # Last, so that they see the app's workflows: pydantic-ai's registers the activities of the
         # agents a workflow declares.
         for plugin in self._app_worker_plugins(values, warn=True):

@@ -400,7 +400,7 @@ class TemporalTaskGateway(WatcherReads):
         return found
 
     async def failing(self, seen: Snapshot) -> WorkflowTaskFailure | None:
-        """Why the task's workflow code keeps failing, if it does; counted and logged once per failure."""
+        """Why the task's workflow code keeps failing, if it does; logged once per failure (workers count it)."""
         observed = seen
         if seen.status != WorkflowExecutionStatus.RUNNING:
             return None
@@ -409,7 +409,6 @@ class TemporalTaskGateway(WatcherReads):
         )
         if failure is not None and failure.first_report:
             tool = str(observed.memo.get(Memo.TOOL) or "")
-            self.metrics.workflow_failing(tool, failure.kind)
             task_id = observed.memo.get(Memo.TASK_ID) or seen.workflow_id.rsplit("/", 1)[-1]
             logger.warning("task %s (%s): workflow failing: %s", task_id, tool, failure.cause)
         return failure
@@ -451,7 +450,8 @@ class TemporalTaskGateway(WatcherReads):
         elif status == WorkflowExecutionStatus.COMPLETED:
             result = await self._handle(observed).result()
         closed_at = observed.close_time_ms
-        return task_view(task_id, memo, status, heartbeat=heartbeat, result=result, closed_at_ms=closed_at)
+        error = await self.ended_with(observed)
+        return task_view(task_id, memo, status, heartbeat=heartbeat, result=result, error=error, closed_at_ms=closed_at)
 
     async def _workflow_task_view(self, task_id: str, observed: Snapshot) -> dict[str, Any]:
         """A workflow tool's task: its status lives in the memo, its outcome in the close event.
@@ -463,7 +463,8 @@ class TemporalTaskGateway(WatcherReads):
         status = observed.status
         closed_at = observed.close_time_ms
         if status not in (WorkflowExecutionStatus.COMPLETED, WorkflowExecutionStatus.FAILED):
-            return task_view(task_id, observed.memo, status, closed_at_ms=closed_at)
+            error = await self.ended_with(observed)
+            return task_view(task_id, observed.memo, status, error=error, closed_at_ms=closed_at)
         try:
             value = await self._handle(observed).result()
         except WorkflowFailureError as failure:

@@ -25,7 +25,14 @@ from temporalio.common import RawValue, WorkflowIDConflictPolicy
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.service import RPCError
 
-from mcp_tasks_temporal.front.gateway.history import HistoryChange, RunClosed, changes, closing
+from mcp_tasks_temporal.front.gateway.history import (
+    HistoryChange,
+    RunClosed,
+    changes,
+    closing,
+    terminated_run_error,
+    termination_error,
+)
 from mcp_tasks_temporal.front.gateway.reads import (
     FeedItem,
     Snapshot,
@@ -185,6 +192,12 @@ class WatcherReads:
         except RPCError as err:
             raise call_failed(err) from None
 
+    async def ended_with(self, seen: Snapshot) -> dict[str, Any] | None:
+        """The error a terminated task was ended with by a worker's failing-workflow policy, if it was."""
+        if seen.status != WorkflowExecutionStatus.TERMINATED:
+            return None
+        return await terminated_run_error(self.client.get_workflow_handle(seen.workflow_id, run_id=seen.run_id))
+
     async def run_closed(self, workflow_id: str) -> RunClosed | None:
         """How the run closed, once its close event is written (a long poll for that event alone).
 
@@ -229,6 +242,9 @@ class WatcherReads:
             outcome = failure_outcome(failure)
             shown = WorkflowExecutionStatus.COMPLETED if outcome.status == "completed" else closed
             return task_view(task_id, memo, shown, result=outcome.result, error=outcome.error, closed_at_ms=closed_at)
+        if closed == WorkflowExecutionStatus.TERMINATED:
+            error = await termination_error(self.client, event)
+            return task_view(task_id, memo, closed, error=error, closed_at_ms=closed_at)
         return task_view(task_id, memo, closed, closed_at_ms=closed_at)
 
     async def current_status(self, workflow_id: str) -> tuple[str, int] | None:
