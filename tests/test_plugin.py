@@ -160,6 +160,28 @@ async def test_the_plugin_changes_no_setting_of_the_teams_worker(temporal_client
     assert dataclasses.replace(runner, restrictions=theirs.restrictions) == theirs
 
 
+@pytest.mark.parametrize("throttle_s", [60, 1])
+async def test_how_late_status_lines_may_be_on_the_teams_worker_is_said_once_at_start(
+    temporal_client: Client, queue: str, caplog: pytest.LogCaptureFixture, throttle_s: int
+) -> None:
+    """The heartbeat throttle is the team's: the plugin says what theirs means for status lines, and leaves it."""
+    worker = Worker(
+        temporal_client,
+        task_queue=f"{queue}-throttle-{throttle_s}",
+        plugins=[McpTasksPlugin(tasks, app)],
+        max_heartbeat_throttle_interval=timedelta(seconds=throttle_s),
+    )
+    with caplog.at_level(logging.INFO, logger="mcp_tasks_temporal.temporal.plugin"):
+        async with worker:
+            pass
+    said = [r.getMessage() for r in caplog.records if "status line" in r.getMessage()]
+    if throttle_s == 1:
+        assert not said, said
+    else:
+        # The tool activity's 30 s heartbeat timeout: Temporal sends its heartbeats every 24 s at most.
+        assert len(said) == 1 and "up to 24 s" in said[0] and "max_heartbeat_throttle_interval" in said[0], said
+
+
 async def test_the_interceptors_the_plugin_adds_are_one_list_it_reads(temporal_client: Client, queue: str) -> None:
     worker = Worker(temporal_client, task_queue=queue, plugins=[McpTasksPlugin(tasks, app)])
     added: list[type[Any]] = [type(i) for i in _config(worker)["interceptors"]]
