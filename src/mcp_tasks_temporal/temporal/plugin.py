@@ -23,7 +23,9 @@ plugin does). Three hooks add what no parameter can say, each calling `super()` 
 - `run_worker`: before a worker of the app's polls, the start-up checks (the namespace has the
   search attributes the tasks write; its settings agree with the running processes of the queue),
   refusing it with one line; while it runs, the app's lifespan around the tool activity and the
-  worker's settings held out to processes that start later (`shared_settings`).
+  worker's settings held out to processes that start later (`shared_settings`). Not `run_context`,
+  which would also wrap the replayer and the workers of other queues: the app's lifespan may open
+  connections that only the tool activity needs.
 
 It changes no setting of the team's worker and starts no workflow. The app's own Temporal plugins
 (`TasksExtension.add_plugin`: pydantic-ai's, for a sub-agent) are the team's to give, after this
