@@ -16,6 +16,7 @@ from mcp.server.mcpserver import MCPServer
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from mcp_tasks_temporal.front.app_lookup import tasks_extension
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits, namespace_blob_limit
 from mcp_tasks_temporal.temporal.worker import build_worker, workflow_tool_workers
 
@@ -35,8 +36,10 @@ async def app_worker(
     process tests' teardown stops their workers; `max_cached_workflows=0` replays every workflow task.
     """
     limits = PayloadLimits(blob_limit=await namespace_blob_limit(client))
+    tasks = tasks_extension(app)
     main = build_worker(
         client,
+        tasks,
         app,
         task_queue=task_queue,
         max_cached_workflows=max_cached_workflows,
@@ -45,6 +48,6 @@ async def app_worker(
     )
     async with AsyncExitStack() as stack:
         await stack.enter_async_context(main)
-        for own_queue in workflow_tool_workers(client, app, task_queue=task_queue, graceful_shutdown_s=0):
+        for own_queue in workflow_tool_workers(client, tasks, app, task_queue=task_queue, graceful_shutdown_s=0):
             await stack.enter_async_context(own_queue)
         yield main

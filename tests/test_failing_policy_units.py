@@ -27,7 +27,6 @@ from mcp_tasks_temporal.temporal.failure_runner import (
     _WatchedInstance,  # pyright: ignore[reportPrivateUsage]
     watched_runner,
 )
-from mcp_tasks_temporal.temporal.failure_watch import app_policies
 
 pytestmark = pytest.mark.anyio
 
@@ -94,12 +93,11 @@ def test_each_tool_takes_its_own_policy_or_the_apps_and_none_waits_for_a_fix() -
         return ""
 
     tasks.workflow_tool(_Noop, name="own", failing_workflow=own)
-    policy_for = app_policies(app)
+    policy_for = tasks.failing_workflow_for
     assert policy_for("inherits") == ends
     assert policy_for("waits") is None
     assert policy_for("own") == own
     assert policy_for("unknown") == ends
-    assert app_policies(MCPServer("no-tasks"))("anything") is None
     assert TasksExtension().failing_workflow_for("any") is None, "Temporal's default: retry until fixed"
 
 
@@ -121,8 +119,10 @@ def test_the_watched_runner_stays_a_sandbox_runner_that_plugins_can_adjust() -> 
 
 
 async def test_a_worker_with_the_plugin_runs_its_workflows_under_the_watch(temporal_client: Client) -> None:
-    app = MCPServer("failing-policy-units-worker", extensions=[TasksExtension()])
-    worker = Worker(temporal_client, task_queue="failing-policy-units", plugins=[McpTasksPlugin(app)])
+    tasks = TasksExtension()
+    app = MCPServer("failing-policy-units-worker", extensions=[tasks])
+    plugin = McpTasksPlugin(tasks, app, task_queue="failing-policy-units")
+    worker = Worker(temporal_client, task_queue="failing-policy-units", plugins=[plugin])
     config: dict[str, Any] = dict(worker.config(active_config=True))
     for key in ("workflow_runner", "unsandboxed_workflow_runner"):
         assert watched_runner(config[key], FailureReports(lambda failed: None)) is config[key], key

@@ -292,20 +292,17 @@ def test_workflow_tool_registers_as_a_call_and_as_a_decorator() -> None:
 
 
 def test_workers_get_each_workflow_tool_on_its_queue_once() -> None:
-    from mcp.server.mcpserver import MCPServer
-
     from mcp_tasks_temporal.temporal.worker import workflow_tools_on
 
     tasks = TasksExtension()
-    app = MCPServer("queues", extensions=[tasks])
     tasks.workflow_tool(GreetingWorkflow, activities=[run_step])
     tasks.workflow_tool(PipelineWorkflow, name="release", task_queue="app-queue", activities=[run_step])
     tasks.workflow_tool(WaitingWorkflow, name="waits", task_queue="long-waits", activities=[refuse])
-    assert workflow_tools_on(app, "app-queue", default_queue="app-queue") == (
+    assert workflow_tools_on(tasks, "app-queue", default_queue="app-queue") == (
         [GreetingWorkflow, PipelineWorkflow],
         [run_step],
     )
-    assert workflow_tools_on(app, "long-waits", default_queue="app-queue") == ([WaitingWorkflow], [refuse])
+    assert workflow_tools_on(tasks, "long-waits", default_queue="app-queue") == ([WaitingWorkflow], [refuse])
 
 
 def test_questions_in_wire_form_or_as_mcp_types_models_are_the_same_question() -> None:

@@ -60,8 +60,13 @@ from mcp_tasks_temporal.temporal.ids import OWNER_SECRET_ENV
 from mcp_tasks_temporal.temporal.metrics import install_metrics, metrics_runtime
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits, namespace_blob_limit
 from mcp_tasks_temporal.temporal.payload_storage import open_storage
-from mcp_tasks_temporal.temporal.search_attributes import check_namespace
-from mcp_tasks_temporal.temporal.shared_settings import SettingsDisagreement, SharedSettings, check_shared_settings
+from mcp_tasks_temporal.temporal.search_attributes import check_namespace, require_on
+from mcp_tasks_temporal.temporal.shared_settings import (
+    SettingsDisagreement,
+    SharedSettings,
+    announce_settings,
+    check_shared_settings,
+)
 from mcp_tasks_temporal.temporal.tracing import setup_tracing, tracing_plugins
 
 logger = logging.getLogger("mcp_tasks_temporal")
@@ -215,23 +220,31 @@ async def _connect(
         codec=codec_from_args(args),
         external_storage=storage,
         runtime=metrics_runtime(),
-        # Only their client side: the workers get them from `McpTasksPlugin`, after the app's workflows.
-        plugins=[*app_client_plugins(app), *tracing_plugins()],
+        # Only their client side: the workers get them after `McpTasksPlugin`, which adds the app's workflows.
+        plugins=[*app_client_plugins(tasks_extension(app)), *tracing_plugins()],
         environ=environment(),
         use_environment=options is None,  # TEMPORAL_* describe the user's cluster, not a server started here
         require_namespace=require_namespace,
     )
 
 
-async def _agree_on_settings(client: Client, args: argparse.Namespace, role: str, *, owner: bool = False) -> None:
-    """Refuse to start with settings the task queue's other processes do not share (temporal/shared_settings.py)."""
+async def _agree_on_settings(
+    stack: AsyncExitStack, client: Client, args: argparse.Namespace, role: str, *, owner: bool = False
+) -> None:
+    """Refuse to start with settings a running process of the task queue does not share, then hold ours out to
+    those that start later, for as long as `stack` (temporal/shared_settings.py).
+
+    `owner`: `dev`, whose Temporal is its own, compares with nobody; the processes it starts compare with it.
+    """
     deployment = None if role == "serve" else (args.deployment_name or "")
     mine = SharedSettings.of(role, storage_from_args(args), codec_from_args(args), deployment)
-    try:
-        await check_shared_settings(client, args.task_queue, mine, owner=owner)
-    except SettingsDisagreement:
-        args.one_shot_temporal = True  # it exits right after connecting: skip the teardown (cli.main says why)
-        raise
+    if not owner:
+        try:
+            await check_shared_settings(client, args.task_queue, mine)
+        except SettingsDisagreement:
+            args.one_shot_temporal = True  # it exits right after connecting: skip the teardown (cli.main says why)
+            raise
+    await stack.enter_async_context(announce_settings(client, args.task_queue, mine))
 
 
 async def _payload_limits(client: Client, args: argparse.Namespace) -> PayloadLimits:
@@ -244,8 +257,10 @@ async def _run_worker(
     from mcp_tasks_temporal.temporal.worker import build_worker, workflow_tool_workers
 
     deployment = Deployment.from_args(args.deployment_name, args.build_id)
+    tasks = tasks_extension(app)
     worker = build_worker(
         client,
+        tasks,
         app,
         task_queue=args.task_queue,
         max_concurrent_activities=args.max_concurrent_tools,
@@ -257,6 +272,7 @@ async def _run_worker(
     await stack.enter_async_context(worker)
     for own_queue in workflow_tool_workers(
         client,
+        tasks,
         app,
         task_queue=args.task_queue,
         max_concurrent_activities=args.max_concurrent_tools,
@@ -356,7 +372,7 @@ async def _run_dev(stack: AsyncExitStack, lock: StateDirLock | None, args: argpa
     await _nexus_endpoints(temporal, args)
     client = await _connect(stack, args, app, ConnectionOptions(address=temporal.address, namespace=temporal.namespace))
     indexed = await check_namespace(client, address=temporal.address, namespace=temporal.namespace, role="dev")
-    await _agree_on_settings(client, args, "dev", owner=True)
+    await _agree_on_settings(stack, client, args, "dev", owner=True)
     settings = front_settings(args, search_attributes=indexed, web_ui=temporal.ui_url)
     server = _http_server(app, args, client, settings, auth)
     worker: SupervisedWorker | None = None
@@ -488,17 +504,21 @@ async def open_front(
     client = await _connect(stack, args, app, require_namespace=False)
     address = client.service_client.config.target_host
     indexed = await check_namespace(client, address=address, namespace=client.namespace, role="serve")
-    await _agree_on_settings(client, args, "serve")
+    await _agree_on_settings(stack, client, args, "serve")
     return client, front_settings(args, search_attributes=indexed, web_ui=args.temporal_ui)
 
 
 async def open_worker(stack: AsyncExitStack, app: MCPServer[Any], args: argparse.Namespace) -> Client:
     """What `worker` runs: `app`'s (configured) workers, polling until `stack` closes. Returns their client."""
     client = await _connect(stack, args, app)
-    # The worker upserts nothing the run did not start with; this only tells the operator what is missing.
+    # Task workflows write `McpStatus`: a worker refuses a namespace without it, naming the command that adds it.
     address = client.service_client.config.target_host
-    await check_namespace(client, address=address, namespace=client.namespace, role="worker")
-    await _agree_on_settings(client, args, "worker")
+    try:
+        await require_on(client, address=address, namespace=client.namespace)
+    except ValueError:
+        args.one_shot_temporal = True  # it exits right after connecting: skip the teardown (cli.main says why)
+        raise
+    await _agree_on_settings(stack, client, args, "worker")
     await _run_worker(stack, client, app, args, make_current=args.make_current)
     return client
 

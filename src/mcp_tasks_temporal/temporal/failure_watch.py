@@ -30,14 +30,12 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Final
 
-from mcp.server.mcpserver import MCPServer
 from temporalio.api.enums.v1 import PendingWorkflowTaskState
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.runtime import Runtime
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import UnsandboxedWorkflowRunner
 
-from mcp_tasks_temporal.sdk_compat import server_extensions
 from mcp_tasks_temporal.temporal.contract import Memo
 from mcp_tasks_temporal.temporal.failing_policy import (
     TERMINATE_REASON_PREFIX,
@@ -62,27 +60,19 @@ _RECORDED_WITHIN_S: Final = 5.0
 PolicyFor = Callable[[str], FailingWorkflowPolicy | None]
 
 
-def watch_failing_workflows(config: dict[str, Any], app: MCPServer[Any]) -> None:
+def watch_failing_workflows(config: dict[str, Any], tasks: TaskToolRegistry) -> None:
     """Install the watch on a worker's configuration (`McpTasksPlugin.configure_worker`): both of its runners."""
     client: Client = config["client"]
     watch = FailureWatch(
         client,
         identity=config.get("identity") or client.identity,
-        policy_for=app_policies(app),
+        policy_for=tasks.failing_workflow_for,
         metrics=WorkerMetrics(_runtime(client).metric_meter),
     )
     reports = FailureReports(watch.observe)
     config["workflow_runner"] = watched_runner(config.get("workflow_runner"), reports)
     unsandboxed = config.get("unsandboxed_workflow_runner") or UnsandboxedWorkflowRunner()
     config["unsandboxed_workflow_runner"] = watched_runner(unsandboxed, reports)
-
-
-def app_policies(app: MCPServer[Any]) -> PolicyFor:
-    """Each tool's failing-workflow policy, as the app's `TasksExtension` declares it."""
-    registries = [ext for ext in server_extensions(app) if isinstance(ext, TaskToolRegistry)]
-    if not registries:
-        return lambda _tool: None
-    return registries[0].failing_workflow_for
 
 
 def _runtime(client: Client) -> Runtime:

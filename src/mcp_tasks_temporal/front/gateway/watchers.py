@@ -46,6 +46,7 @@ from mcp_tasks_temporal.temporal.contract import WORKFLOW_KIND, Memo, as_object
 from mcp_tasks_temporal.temporal.feed_contract import (
     FEED_SHARDS,
     INDEX_QUERY,
+    RUN_TIMEOUT,
     STATUS_TOPIC,
     TASK_FEED_WORKFLOW,
     TRANSITION_TOPIC,
@@ -78,13 +79,17 @@ class WatcherReads:
     Temporal's time)."""
 
     async def start_feed_shards(self) -> None:
-        """Start the task feed's shard workflows of this queue, or find them running."""
+        """Start the task feed's shard workflows of this queue, or find them running.
+
+        A shard ends once nothing uses it (workflows/task_feed.py); its run timeout closes one no worker runs.
+        """
         for shard in range(FEED_SHARDS):
             await self.client.start_workflow(
                 TASK_FEED_WORKFLOW,
                 TaskFeedInput(shard=shard),
                 id=feed_workflow_id(self.task_queue, shard),
                 task_queue=self.task_queue,
+                run_timeout=RUN_TIMEOUT,
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
                 static_summary="MCP task feed shard",
             )
