@@ -13,9 +13,11 @@ from mcp_tasks_temporal.front.gateway.history import Change, HistoryChange, RunC
 from mcp_tasks_temporal.front.gateway.operations import TemporalTaskGateway
 from mcp_tasks_temporal.front.gateway.reads import (
     FeedItem,
+    FeedPosition,
     ListedTask,
     OwnedPage,
     OwnedTask,
+    ShardRun,
     Snapshot,
     TemporalCallFailed,
     WorkflowTask,
@@ -23,19 +25,22 @@ from mcp_tasks_temporal.front.gateway.reads import (
     temporal_errors,
 )
 from mcp_tasks_temporal.front.gateway.views import task_view, unreadable
-from mcp_tasks_temporal.front.gateway.watchers import FEED_SHARDS, STATUS_TOPIC, TRANSITION_TOPIC, feed_shard
+from mcp_tasks_temporal.front.gateway.watchers import FEED_SHARDS, STATUS_TOPIC, TICK_S, TRANSITION_TOPIC, feed_shard
 
 __all__ = [
     "FEED_SHARDS",
     "STATUS_TOPIC",
+    "TICK_S",
     "TRANSITION_TOPIC",
     "Change",
     "FeedItem",
+    "FeedPosition",
     "HistoryChange",
     "ListedTask",
     "OwnedPage",
     "OwnedTask",
     "RunClosed",
+    "ShardRun",
     "Snapshot",
     "TemporalCallFailed",
     "TemporalTaskGateway",

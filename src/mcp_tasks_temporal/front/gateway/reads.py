@@ -422,9 +422,27 @@ def rpc_reason(err: RPCError) -> str:
     return f"Temporal answered {err.status.name}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
+class FeedPosition:
+    """Where a front is in a feed shard's history: a run, and the last event of it read."""
+
+    run_id: str
+    event_id: int
+
+
+@dataclass(frozen=True, slots=True)
 class FeedItem:
-    offset: int
+    position: FeedPosition
+    """The history event that carried the item: a publish signal, or the run's start (the items carried over)."""
     topic: str
     packed: bytes
     """The item's payload, serialized: a few hundred bytes, a third of what the decoded message holds."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShardRun:
+    """A run of a feed shard, as a front starts reading it."""
+
+    run_id: str
+    tick_s: float
+    """How often the run looks whether anything still uses it: a front that follows it says so more often."""

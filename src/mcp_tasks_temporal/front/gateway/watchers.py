@@ -4,6 +4,7 @@ shards, and the reads of a followed task that neither its history nor the feed c
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import timedelta
@@ -11,6 +12,8 @@ from typing import Any, Final
 
 import anyio
 from temporalio.api.common.v1 import Payload
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.workflow.v1 import PendingActivityInfo
 from temporalio.client import (
     Client,
@@ -18,11 +21,9 @@ from temporalio.client import (
     WorkflowHistoryEventFilterType,
     WorkflowQueryFailedError,
     WorkflowQueryRejectedError,
-    WorkflowUpdateFailedError,
-    WorkflowUpdateRPCTimeoutOrCancelledError,
 )
-from temporalio.common import RawValue, WorkflowIDConflictPolicy
-from temporalio.contrib.workflow_streams import WorkflowStreamClient
+from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.contrib.workflow_streams import PublishEntry, PublishInput
 from temporalio.service import RPCError
 
 from mcp_tasks_temporal.front.gateway.history import (
@@ -35,6 +36,8 @@ from mcp_tasks_temporal.front.gateway.history import (
 )
 from mcp_tasks_temporal.front.gateway.reads import (
     FeedItem,
+    FeedPosition,
+    ShardRun,
     Snapshot,
     TemporalCallFailed,
     call_failed,
@@ -48,7 +51,9 @@ from mcp_tasks_temporal.temporal.feed_contract import (
     INDEX_QUERY,
     RUN_TIMEOUT,
     STATUS_TOPIC,
+    STREAM_PUBLISH_SIGNAL,
     TASK_FEED_WORKFLOW,
+    TICK_S,
     TRANSITION_TOPIC,
     UNKNOWN_DEADLINE,
     IndexEntry,
@@ -59,7 +64,7 @@ from mcp_tasks_temporal.temporal.feed_contract import (
 from mcp_tasks_temporal.temporal.ids import OwnerKeying, is_task_id
 from mcp_tasks_temporal.temporal.tool_results import call_tool_result, failure_outcome
 
-__all__ = ["FEED_SHARDS", "STATUS_TOPIC", "TRANSITION_TOPIC", "WatcherReads", "feed_shard"]
+__all__ = ["FEED_SHARDS", "STATUS_TOPIC", "TICK_S", "TRANSITION_TOPIC", "WatcherReads", "feed_shard"]
 
 logger = logging.getLogger(__name__)
 
@@ -94,38 +99,96 @@ class WatcherReads:
                 static_summary="MCP task feed shard",
             )
 
-    async def feed_items(self, shard: int, from_offset: int, cooldown: timedelta) -> AsyncIterator[FeedItem]:
-        """The items of a feed shard from `from_offset` (0: all it keeps), as they come; ends if the shard closes.
+    async def keep_feed_shard(self, shard: int) -> None:
+        """Say this front follows a feed shard, starting it if it is not running (an empty publish, signal-with-start).
 
-        Undecoded and serialized: a front decodes an item to route it, and keeps those of the last minutes
-        (up to every item the shards keep) compact.
-
-        Raises:
-            TemporalCallFailed: The shard's long poll failed.
-        """
-        stream = WorkflowStreamClient.create(self.client, feed_workflow_id(self.task_queue, shard))
-        try:
-            async for item in stream.subscribe(from_offset=from_offset, result_type=RawValue, poll_cooldown=cooldown):
-                yield FeedItem(item.offset, item.topic, item.data.payload.SerializeToString())
-        except RPCError as err:
-            raise TemporalCallFailed(rpc_reason(err)) from None
-        except (WorkflowUpdateRPCTimeoutOrCancelledError, WorkflowUpdateFailedError) as err:
-            # A poll's update times out on a busy or restarting server as any other call fails.
-            raise TemporalCallFailed(type(err).__name__) from None
-
-    async def feed_offset(self, shard: int) -> int:
-        """A feed shard's next offset: a query, so answered only once a worker runs the shard.
+        A shard that nothing publishes to for a tick, with no open task, ends (workflows/task_feed.py): a front
+        that reads its history is invisible to it, so the front publishes nothing now and then.
 
         Raises:
-            TemporalCallFailed: No worker answered, or the call failed.
+            TemporalCallFailed: The call failed.
         """
-        stream = WorkflowStreamClient.create(self.client, feed_workflow_id(self.task_queue, shard))
         try:
-            return await stream.get_offset()
+            await self.client.start_workflow(
+                TASK_FEED_WORKFLOW,
+                TaskFeedInput(shard=shard),
+                id=feed_workflow_id(self.task_queue, shard),
+                task_queue=self.task_queue,
+                run_timeout=RUN_TIMEOUT,
+                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                static_summary="MCP task feed shard",
+                start_signal=STREAM_PUBLISH_SIGNAL,
+                start_signal_args=[PublishInput()],
+            )
         except RPCError as err:
             raise TemporalCallFailed(rpc_reason(err)) from None
-        except (WorkflowQueryFailedError, WorkflowQueryRejectedError) as err:
-            raise TemporalCallFailed(type(err).__name__) from None
+
+    async def shard_history(self, shard: int, after: FeedPosition | None) -> AsyncIterator[FeedItem | ShardRun]:
+        """A feed shard's items as its history records them, then each new one as it comes: a long poll per shard.
+
+        The items are read from the publish signals the shard received, in the order it received them, not
+        from the shard itself: no workflow task of the shard stands between a task's publish and a front.
+        `after` None: the latest run from its start, the items it carried over from the run before included
+        (everything the shard keeps); otherwise the run `after` names, from the event after it. Each run
+        followed (continue-as-new included) begins with its `ShardRun`; a run's carried items are not read
+        again when the chain is followed into it. Ends when the chain ends (the shard ended unused, timed
+        out, or was closed by hand).
+
+        Raises:
+            TemporalCallFailed: A long poll failed (`lasting`: the shard does not exist).
+        """
+        shard_id = feed_workflow_id(self.task_queue, shard)
+        try:
+            if after is None:
+                run_id, seen, carried = (await self.client.get_workflow_handle(shard_id).describe()).run_id, 0, True
+            else:
+                run_id, seen, carried = after.run_id, after.event_id, False
+            while True:
+                next_run = ""
+                handle = self.client.get_workflow_handle(shard_id, run_id=run_id)
+                async for event in handle.fetch_history_events(wait_new_event=True):
+                    if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+                        feed = await self._feed_input(event)
+                        yield ShardRun(run_id, feed.tick_s if feed is not None else TICK_S)
+                        if carried and feed is not None and feed.state is not None and event.event_id > seen:
+                            position = FeedPosition(run_id, event.event_id)
+                            for wire in feed.state.log:
+                                yield FeedItem(position, wire.topic, base64.b64decode(wire.data))
+                        continue
+                    if event.event_id <= seen:
+                        continue
+                    if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+                        position = FeedPosition(run_id, event.event_id)
+                        for entry in await self._published(event):
+                            yield FeedItem(position, entry.topic, base64.b64decode(entry.data))
+                    elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+                        next_run = event.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+                if not next_run:
+                    return
+                run_id, seen, carried = next_run, 0, False
+        except RPCError as err:
+            raise call_failed(err) from None
+
+    async def _feed_input(self, started: HistoryEvent) -> TaskFeedInput | None:
+        payloads = started.workflow_execution_started_event_attributes.input.payloads
+        try:
+            [feed] = await self.client.data_converter.decode(payloads, [TaskFeedInput])
+        except Exception:
+            logger.warning("a task feed shard's start input is not one this front reads; its carried items skipped")
+            return None
+        return feed if isinstance(feed, TaskFeedInput) else None
+
+    async def _published(self, signaled: HistoryEvent) -> list[PublishEntry]:
+        """What a publish signal carried; nothing for another signal, or one this front cannot read."""
+        attributes = signaled.workflow_execution_signaled_event_attributes
+        if attributes.signal_name != STREAM_PUBLISH_SIGNAL or not attributes.input.payloads:
+            return []
+        try:
+            [batch] = await self.client.data_converter.decode(attributes.input.payloads, [PublishInput])
+        except Exception:
+            logger.warning("a publish to a task feed shard is not one this front reads; skipped")
+            return []
+        return list(batch.items) if isinstance(batch, PublishInput) else []
 
     async def indexed(
         self, workflow_ids: Sequence[str], *, timeout_s: float = INDEX_TIMEOUT_S

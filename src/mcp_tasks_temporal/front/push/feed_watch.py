@@ -2,15 +2,20 @@
 
 `TaskWatchHub` follows each task's history with a long poll of its own, so a
 front's idle calls grow with the tasks it watches. This hub instead follows
-the `FEED_SHARDS` feed workflows (`feed_contract`), one long poll each, and
-hands every item to the watchers of its task. A task's transitions carry their
-number (`feedSeq`, also in its memo), so the hub applies each exactly once and
-in order from the state the subscriber read, whatever it read first:
+the `FEED_SHARDS` feed workflows (`feed_contract`), one history long poll each:
+it reads the publish signals a shard received from its history, so no workflow
+task of the shard stands between a task's publish and the front, and hands
+every item to the watchers of its task. Twice a shard's tick it publishes
+nothing to the shard (signal-with-start): a shard ends once nothing uses it,
+and a history read is invisible to it. A task's transitions carry their number
+(`feedSeq`, also in its memo), so the hub applies each exactly once and in
+order from the state the subscriber read, whatever it read first:
 
 - an item numbered at or below what the watcher has is already in that state;
 - the next number is applied and published;
-- a number past the next (the front fell further behind than a shard keeps)
-  re-reads the task with `describe`, and its subscribers get that snapshot.
+- a number past the next (an item the front never read: it started after the
+  shard's run that carried it) re-reads the task with `describe`, and its
+  subscribers get that snapshot.
 
 A task that does not publish (created by a front in poll mode, a workflow
 tool, a run started on code from before the feed, a shard that went missing)
@@ -46,7 +51,6 @@ import time
 from collections import deque
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
-from datetime import timedelta
 from typing import Any, Final, cast
 
 import anyio
@@ -55,8 +59,11 @@ from anyio.abc import TaskGroup
 from mcp_tasks_temporal.front.gateway import (
     FEED_SHARDS,
     STATUS_TOPIC,
+    TICK_S,
     TRANSITION_TOPIC,
+    FeedPosition,
     ListedTask,
+    ShardRun,
     Snapshot,
     TemporalCallFailed,
     TemporalTaskGateway,
@@ -71,8 +78,6 @@ logger = logging.getLogger(__name__)
 
 RECENT_S: Final = 120.0
 RECENT_MAX: Final = 100_000
-POLL_COOLDOWN: Final = timedelta(milliseconds=5)
-"""Pause between two polls of a shard that had items: short, a change waits at most this long in addition."""
 READS_AT_ONCE: Final = 16
 """`describe`s of watched tasks in flight at once (re-reads, `working` tasks listed from visibility)."""
 
@@ -202,19 +207,22 @@ class FeedWatchHub(TaskWatchHub):
         self._feed_group: TaskGroup | None = None
         self._reads = anyio.CapacityLimiter(READS_AT_ONCE)
         self._following: set[int] = set()
-        """Shards a worker has answered for: their tasks are followed on the feed, the others' by history."""
+        """Shards whose history this front reads: their tasks are followed on the feed, the others' by history."""
+        self._ticks = [TICK_S] * FEED_SHARDS
+        """Each shard's tick, as its run says: the front says it follows the shard twice a tick."""
+        self._tick_changed = [anyio.Event() for _ in range(FEED_SHARDS)]
         self._feed_left = self._stop_following_feed  # one bound method for every subscription
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[None]:
-        """Follow every shard while the server runs; fronts in feed mode start the shards too."""
+        """Follow every shard while the server runs, and keep each in use: fronts in feed mode start them too."""
         if self._feed_group is not None:
             yield
             return
         async with super().running(), anyio.create_task_group() as group:
-            await self._gateway.start_feed_shards()
             self._feed_group = group
             for shard in range(FEED_SHARDS):
+                group.start_soon(self._keep_shard, shard, name=f"task feed {shard} in use")
                 group.start_soon(self._follow_shard, shard, name=f"task feed {shard}")
             try:
                 yield
@@ -279,35 +287,47 @@ class FeedWatchHub(TaskWatchHub):
 
     # -- the shards ----------------------------------------------------------------------------------
 
-    async def _follow_shard(self, shard: int) -> None:
-        # From 0: everything the shard keeps, so what a listen read from a lagging visibility is caught up.
-        offset: int | None = None
-        backoff = Backoff(f"following task feed shard {shard}", logger, **self._feed_retry)
-        # Only a worker answers a shard: a front may start before its workers, and follows the shard's tasks by
-        # their histories until one answers.
+    async def _keep_shard(self, shard: int) -> None:
+        """Say twice a tick that this front follows the shard, so it does not end; start it if it has."""
+        backoff = Backoff(f"keeping task feed shard {shard} in use", logger, **self._feed_retry)
         while True:
             try:
-                await self._gateway.feed_offset(shard)
-                break
+                await self._gateway.keep_feed_shard(shard)
+                backoff.succeeded()
             except TemporalCallFailed as err:
                 try:
                     await backoff.failed(str(err))
                 except GaveUpError:
-                    backoff.succeeded()  # no subscriber waits on this shard yet: keep trying, one log line a streak
-        backoff.succeeded()
-        self._following.add(shard)
+                    backoff.succeeded()  # nothing to end: keep trying, one log line a streak
+                continue
+            with anyio.move_on_after(self._ticks[shard] / 2):
+                await self._tick_changed[shard].wait()
+
+    async def _follow_shard(self, shard: int) -> None:
+        # Its history from the latest run's start: everything the shard keeps, so what a listen read from a
+        # lagging visibility is caught up.
+        position: FeedPosition | None = None
+        ended = False
+        backoff = Backoff(f"following task feed shard {shard}", logger, **self._feed_retry)
         while True:
             try:
-                async for item in self._gateway.feed_items(shard, offset or 0, POLL_COOLDOWN):
+                if ended:
+                    # The chain ended (nothing used it, or it was closed by hand): start the next one.
+                    await self._gateway.keep_feed_shard(shard)
+                    ended = False
+                async for item in self._gateway.shard_history(shard, position):
                     backoff.succeeded()
-                    if offset is not None and item.offset > offset:
-                        # The shard no longer keeps what this front had not read: re-read its tasks.
-                        skipped = item.offset - offset
-                        logger.warning("task feed shard %d skipped %d items; re-reading its tasks", shard, skipped)
-                        self._resync_shard(shard)
-                    offset = item.offset + 1
+                    if isinstance(item, ShardRun):
+                        self._following.add(shard)
+                        self._on_run(shard, item)
+                        if position is None or position.run_id != item.run_id:
+                            position = FeedPosition(item.run_id, 0)
+                        continue
+                    position = item.position
                     self._take(item.topic, item.packed)
             except TemporalCallFailed as err:
+                if err.lasting:
+                    position = None  # the shard is not started yet, or its run is gone: read the latest
                 try:
                     await backoff.failed(str(err))
                 except GaveUpError as gave_up:
@@ -315,8 +335,15 @@ class FeedWatchHub(TaskWatchHub):
                         watcher.lose(str(gave_up))
                     backoff.succeeded()
                 continue
-            # The stream ended: the shard was closed by hand. Start it again and go on from where it was.
-            await self._gateway.start_feed_shards()
+            # Its open tasks, if any were left out of its index, no longer publish: read them again.
+            position, ended = None, True
+            self._resync_shard(shard)
+
+    def _on_run(self, shard: int, run: ShardRun) -> None:
+        if run.tick_s != self._ticks[shard]:
+            self._ticks[shard] = run.tick_s
+            self._tick_changed[shard].set()
+            self._tick_changed[shard] = anyio.Event()
 
     def _take(self, topic: str, packed: bytes) -> None:
         data = self._gateway.feed_value(packed)
