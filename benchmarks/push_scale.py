@@ -11,7 +11,7 @@ fresh fronts listen on N of them, one mode after the other, so neither mode's
 load lands on the other's figures: a front in feed mode, then one in poll mode
 (today's per-task history long polls: the baseline), up to `POLL_MAX` watched
 tasks (past that the baseline's long polls already fail here). At the largest
-size, N is also spread over three feed fronts. Per front:
+size (or at every size, `--three-fronts every`), N is also spread over three feed fronts. Per front:
 
 - the listen acknowledgement (each listen of up to `LISTEN_SIZE`; and until every snapshot came);
 - in feed mode, just before: the N tasks read from visibility (`observe_listed`, what the ack was built from
@@ -361,18 +361,27 @@ async def sample(mcp: TaskCalls, stream: ListenStream, task: Parked, result: Mod
 
 
 async def run_scale(
-    sizes: Sequence[int], samples: int, idle_window_s: float, warmup: int = WARMUP_TASKS
+    sizes: Sequence[int],
+    samples: int,
+    idle_window_s: float,
+    warmup: int = WARMUP_TASKS,
+    *,
+    three_fronts_everywhere: bool = False,
 ) -> list[SizeResult]:
     # The creating front follows nothing: the fronts measured are the only ones polling the shards.
     os.environ["MCP_TASKS_PUSH"] = "poll"
     results: list[SizeResult] = []
     largest = max(sizes)
+
+    def three_fronts(n: int) -> bool:
+        return n > 1 and (three_fronts_everywhere or n == largest)
+
     async with product_stack("mcp-tasks-push-scale-") as stack, http_client(128) as http:
         mcp = TaskCalls(HttpMcp(stack.url, http))
         parked: list[Parked] = []
         for n in sorted(sizes):
-            # Each mode answers its own samples; the three-front case too at the largest size.
-            runs = (2 if n <= POLL_MAX else 1) + (1 if n == largest and n > 1 else 0)
+            # Each mode answers its own samples; the three-front case too.
+            runs = (2 if n <= POLL_MAX else 1) + (1 if three_fronts(n) else 0)
             # The warm-up listens take the tasks after the watched ones: up to three fronts' worth.
             wanted = n + runs * samples + 3 * warmup
             if len(parked) < wanted:
@@ -393,7 +402,7 @@ async def run_scale(
                     await measure_mode(stack, http, mcp, mode, watched, watched[:samples], idle_window_s, spare)
                 )
                 parked = parked[samples:]
-            if n == largest and n > 1:
+            if three_fronts(n):
                 watched, spare = parked[:n], parked[n : n + 3 * warmup]
                 size.modes.append(
                     await measure_mode(
