@@ -258,12 +258,15 @@ def _signal_group(pid: int, sig: signal.Signals) -> None:
         pass
 
 
-async def start_child(name: str, command: Sequence[str], log_dir: Path) -> Child:
+async def start_child(
+    name: str, command: Sequence[str], log_dir: Path, *, env: Mapping[str, str] | None = None
+) -> Child:
+    """`command` in its own process group, with this process's environment plus `env`."""
     log_path = log_dir / f"{name}.log"
     with log_path.open("ab") as log:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        child_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
         process = await anyio.open_process(
-            list(command), stdout=log, stderr=log, cwd=REPO_ROOT, env=env, start_new_session=True
+            list(command), stdout=log, stderr=log, cwd=REPO_ROOT, env=child_env, start_new_session=True
         )
     return Child(name, process, log_path)
 

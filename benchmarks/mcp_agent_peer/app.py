@@ -31,7 +31,8 @@ settings = Settings(
     temporal=TemporalSettings(
         host=os.environ.get(TEMPORAL_ENV, "127.0.0.1:7233"),
         task_queue=os.environ.get(TASK_QUEUE_ENV, "mcp-agent-bench"),
-        max_concurrent_activities=100,
+        # An activity's schedule-to-close timeout (60 s by default): the benchmark's long task runs an hour.
+        timeout_seconds=7200,
     ),
     logger=LoggerSettings(type="none", transports=["none"], level="error"),
     otel=OpenTelemetrySettings(enabled=False),
@@ -48,8 +49,8 @@ async def bench_sleep(seconds: float) -> str:
 
 
 @app.async_tool(name="instant")
-async def instant(label: str = "job", app_ctx: Context | None = None) -> str:
-    """A 0 s tool: the workflow returns at once, no activity."""
+async def instant(seconds: float = 0, label: str = "job", app_ctx: Context | None = None) -> str:
+    """A 0 s tool: the workflow returns at once, no activity (`seconds` is taken, as `slow_compute`'s, and ignored)."""
     return f"{label} done"
 
 
