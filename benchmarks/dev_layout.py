@@ -39,7 +39,8 @@ from ._common import (
     run_main,
     start_child,
 )
-from .peers import CONFIRM, ELICITATION, sustained
+from .peer_servers import CONFIRM, ELICITATION
+from .peers import sustained
 from .throughput import LONG_TOOL, SlowComputeTasks
 
 LAYOUTS: Final = {"worker process": [], "in-process worker": ["--in-process-worker"]}
