@@ -70,6 +70,7 @@ QUICK_PHASE_S = 3.0
 SMOKE_PHASE_S = 0.5
 WARMUP = 5
 ADVISED_WARMUP = 1
+"""Per op at the advised cadence (none in a smoke run: up to 5 s each)."""
 SEED = 2663
 CLIENTS: Final = 10
 
@@ -212,7 +213,9 @@ def _zero_tool(server: Server) -> str:
     return "instant" if isinstance(server, McpAgentServer) else "slow_compute"
 
 
-async def run(samples: int, advised_samples: int, phase_s: float, *, may_install: bool) -> Results:
+async def run(
+    samples: int, advised_samples: int, phase_s: float, *, may_install: bool, advised_warmup: int = ADVISED_WARMUP
+) -> Results:
     with tempfile.TemporaryDirectory(prefix="bench-peers-") as tmp:
         async with AsyncExitStack() as stack:
             product = await stack.enter_async_context(product_stack("bench-peers-temporal-", app=OURS_APP))
@@ -258,7 +261,7 @@ async def run(samples: int, advised_samples: int, phase_s: float, *, may_install
                 ops += fast_ops(col)
             await interleave(ops, samples, WARMUP, cancel_long_tasks)
             print(f"latency samples done; load {load_average()}", flush=True)
-            await interleave([op for col in columns for op in advised_ops(col)], advised_samples, ADVISED_WARMUP)
+            await interleave([op for col in columns for op in advised_ops(col)], advised_samples, advised_warmup)
             print(f"advised-cadence samples done; load {load_average()}", flush=True)
             await drain(product.client, servers)
             for col in columns:
@@ -410,7 +413,13 @@ async def amain(argv: Sequence[str] | None = None) -> None:
         flush=True,
     )
     started = time.perf_counter()
-    results = await run(samples, advised, phase_s, may_install=not (args.smoke or args.no_install))
+    results = await run(
+        samples,
+        advised,
+        phase_s,
+        may_install=not (args.smoke or args.no_install),
+        advised_warmup=0 if args.smoke else ADVISED_WARMUP,
+    )
     print()
     print(table(results))
     print()

@@ -61,6 +61,7 @@ IDLE_WINDOW_S = 10.0
 SMOKE_IDLE_WINDOW_S = 2.0
 SETTLE_S = 2.5
 """Before each read of the counters: the dev server reports its own about once a second."""
+SMOKE_SETTLE_S = 1.2
 WARMUP = 3
 LONG_TOOL: Final = {"seconds": 3600, "label": "working"}
 RESULT_TIMEOUT_S = 60.0
@@ -126,11 +127,12 @@ class Probe:
     own_metrics: str
     client: Client
     """This process's Temporal client, counted by `own_metrics`."""
+    settle_s: float = SETTLE_S
 
     async def snapshot(self) -> Snapshot:
         stack = self.stack
         assert stack.front_metrics and stack.worker_metrics and stack.metrics
-        await anyio.sleep(SETTLE_S)
+        await anyio.sleep(self.settle_s)
         return Snapshot(
             time.perf_counter(),
             await scrape(self.http, stack.front_metrics),
@@ -379,10 +381,10 @@ async def own_client(address: str, namespace: str) -> tuple[Client, str]:
     return client, f"http://{HOST}:{port}/metrics"
 
 
-async def run(units: int, idle_s: float) -> tuple[list[Case], dict[str, Tally]]:
+async def run(units: int, idle_s: float, settle_s: float = SETTLE_S) -> tuple[list[Case], dict[str, Tally]]:
     async with product_stack("bench-round-trips-", metrics=True) as stack, http_client(8) as http:
         client, own_metrics = await own_client(stack.temporal_address, stack.client.namespace)
-        probe = Probe(stack, http, own_metrics, client)
+        probe = Probe(stack, http, own_metrics, client, settle_s)
         mcp = TaskCalls(HttpMcp(stack.url, http))
         measured = cases(probe, mcp)
         # Every path once, so first-use costs (the processes' own start-up reads) are not counted.
@@ -423,7 +425,7 @@ async def amain(argv: Sequence[str] | None = None) -> None:
         flush=True,
     )
     started = time.perf_counter()
-    measured, idle = await run(units, idle_s)
+    measured, idle = await run(units, idle_s, SMOKE_SETTLE_S if args.smoke else SETTLE_S)
     print()
     print(report(measured, idle, idle_s))
     print()
