@@ -89,8 +89,13 @@ class Tally(dict[str, float]):
 
 async def scrape(http: httpx.AsyncClient, url: str) -> Series:
     """Every sample of a Prometheus text endpoint, by metric name and label set."""
+    return parse_series((await http.get(url)).text)
+
+
+def parse_series(text: str) -> Series:
+    """Every sample of Prometheus text exposition, by metric name and label set."""
     series: Series = {}
-    for line in (await http.get(url)).text.splitlines():
+    for line in text.splitlines():
         match = _LINE.match(line)
         if match is None or line.startswith("#"):
             continue
