@@ -131,9 +131,12 @@ async def drain(client: Client, servers: Sequence[Server], timeout_s: float = 60
     queues = [s.task_queue for s in servers if s.task_queue]
     query = "(" + " OR ".join(f'TaskQueue="{q}"' for q in queues) + ') AND ExecutionStatus="Running"'
     held = sum(s.held for s in servers)
+    running = held + 1
     with anyio.move_on_after(timeout_s):
-        while (await client.count_workflows(query)).count > held:
+        while (running := (await client.count_workflows(query)).count) > held:
             await anyio.sleep(0.25)
+    if running > held:
+        print(f"drain: {running - held} workflows still running after {timeout_s:g} s", flush=True)
 
 
 # --- the run -----------------------------------------------------------------------------------------
