@@ -65,7 +65,6 @@ SMOKE_SETTLE_S = 1.2
 WARMUP = 3
 LONG_TOOL: Final = {"seconds": 3600, "label": "working"}
 RESULT_TIMEOUT_S = 60.0
-RPC_METRICS: Final = ("temporal_request_total", "temporal_long_request_total")
 _LINE: Final = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)$")
 _LABEL: Final = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
