@@ -21,6 +21,7 @@ import sys
 from mcp_agent.app import MCPApp
 from mcp_agent.config import LoggerSettings, OpenTelemetrySettings, Settings, TemporalSettings, UsageTelemetrySettings
 from mcp_agent.core.context import Context
+from temporalio import activity
 
 TEMPORAL_ENV = "MCP_AGENT_BENCH_TEMPORAL"
 TASK_QUEUE_ENV = "MCP_AGENT_BENCH_TASK_QUEUE"
@@ -43,8 +44,17 @@ app = MCPApp(name="peer-mcp-agent", description="benchmark peer", settings=setti
 
 @app.workflow_task(name="bench_sleep")
 async def bench_sleep(seconds: float) -> str:
-    """The tool's work, in an activity: sleep `seconds`."""
-    await asyncio.sleep(seconds)
+    """The tool's work, in an activity: sleep `seconds`, a heartbeat each second (as ours sets a status line).
+
+    The heartbeats also bring the activity its cancellation: without them a cancelled run's hour-long sleep
+    would hold a worker slot to the end, and the benchmark cancels one long task per round.
+    """
+    elapsed = 0.0
+    while elapsed < seconds:
+        activity.heartbeat(elapsed)
+        step = min(1.0, seconds - elapsed)
+        await asyncio.sleep(step)
+        elapsed += step
     return f"slept {seconds:g}s"
 
 
