@@ -24,6 +24,7 @@ from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
 from mcp_tasks_temporal.front.legacy.legacy_tasks import LegacyTasks
 from mcp_tasks_temporal.front.protocol_versions import AdvertiseServedVersions
 from mcp_tasks_temporal.front.push.listen import TaskListen
+from mcp_tasks_temporal.front.push.listen_limits import ListenLimits
 from mcp_tasks_temporal.front.push.push_mode import push_hub
 from mcp_tasks_temporal.front.push.task_watch import TaskWatchHub
 from mcp_tasks_temporal.front.request_state import use_request_state_keys
@@ -69,7 +70,8 @@ def attach_front(
     for options in registry.workflow_tools.values():
         _add_workflow_tool(server, options, calls.run_workflow_synchronously)
     server.middleware.append(RejectLoneSurrogates())
-    server.middleware.append(TaskListen(server, gateway, hub))
+    limits = ListenLimits(max_task_ids=settings.max_listen_task_ids, max_listens=settings.max_listens_per_caller)
+    server.middleware.append(TaskListen(server, gateway, hub, limits))
     server.middleware.append(LegacyTasks(registry, calls, gateway, hub, session_keys))
     server.middleware.append(PlainCallCancels(gateway))
     return Front(

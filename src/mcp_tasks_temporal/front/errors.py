@@ -1,9 +1,17 @@
-"""JSON-RPC errors of the task methods, as `MCPError`s with the spec's codes."""
+"""JSON-RPC errors of the task methods, as `MCPError`s with the spec's codes; the codes of the front's limits."""
 
 from __future__ import annotations
 
+from typing import Final
+
 from mcp.shared.exceptions import MCPError
 from mcp_types import HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS
+
+TOO_MANY_LISTENS: Final = -32050
+"""A caller holds as many `subscriptions/listen` streams open on this front as it may (`data.maxListens`)."""
+BODIES_IN_FLIGHT: Final = -32051
+"""The front is reading as many request bytes as it may at once and this request did not fit in time
+(`data.maxBodyBytesInFlight`); HTTP 503 with `Retry-After`: the same request may succeed shortly."""
 
 
 class TaskNotFoundError(MCPError):

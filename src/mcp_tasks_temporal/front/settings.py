@@ -26,6 +26,12 @@ DEFAULT_MAX_BODY_BYTES: Final = 1024 * 1024
 """The largest request body a front reads: arguments past Temporal's 2 MiB payload limit need payload storage."""
 DEFAULT_CLOSED_TASK_CACHE: Final = 10_000
 DEFAULT_PUSH_GIVE_UP_S: Final = 300.0
+DEFAULT_MAX_LISTEN_TASK_IDS: Final = 10_000
+DEFAULT_MAX_LISTENS_PER_CALLER: Final = 8
+DEFAULT_MAX_BODY_BYTES_IN_FLIGHT: Final = 32 * 1024 * 1024
+"""32 bodies of the largest size at once: the front's memory for reading requests stays within about 100 MB
+(docs/performance.md, "One client cannot cost the others")."""
+DEFAULT_BODY_WAIT_S: Final = 10.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,6 +47,18 @@ class FrontSettings:
     """How long Temporal calls may keep failing for a followed task before its listeners' streams end."""
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     """The largest request body taken; a larger one is refused with a JSON-RPC error (-32600)."""
+    max_body_bytes_in_flight: int = DEFAULT_MAX_BODY_BYTES_IN_FLIGHT
+    """Request body bytes this front takes in at once, whoever sends them: a request is counted with its
+    declared size (`max_body_bytes` when it declares none) until its response starts. One that does not fit
+    waits for room up to `body_wait_s`, then is refused with HTTP 503 and -32051 (`data.maxBodyBytesInFlight`)."""
+    body_wait_s: float = DEFAULT_BODY_WAIT_S
+    """How long a request waits for room among the bodies in flight before it is refused."""
+    max_listen_task_ids: int = DEFAULT_MAX_LISTEN_TASK_IDS
+    """Task IDs one `subscriptions/listen` may name; more is refused with -32602 (`data.maxTaskIds`)."""
+    max_listens_per_caller: int = DEFAULT_MAX_LISTENS_PER_CALLER
+    """Listens one caller may hold open at once on this front; one more is refused with -32050
+    (`data.maxListens`). A caller is its principal; an anonymous one, its network address (behind a proxy,
+    run uvicorn with the proxy's headers trusted, or every anonymous client is one caller)."""
     closed_task_cache: int = DEFAULT_CLOSED_TASK_CACHE
     """Closed tasks remembered, so repeated reads of a finished task cost Temporal nothing; 0 turns it off."""
     require_mcp_name: bool = False
@@ -70,6 +88,17 @@ class FrontSettings:
             raise ValueError(f"push_give_up_s must be a positive number of seconds, not {self.push_give_up_s}")
         if self.max_body_bytes <= 0:
             raise ValueError(f"max_body_bytes must be positive, not {self.max_body_bytes}")
+        if self.max_body_bytes_in_flight < self.max_body_bytes:
+            raise ValueError(
+                f"max_body_bytes_in_flight ({self.max_body_bytes_in_flight}) must be at least max_body_bytes"
+                f" ({self.max_body_bytes}), or a body of the largest size could never be read"
+            )
+        if not math.isfinite(self.body_wait_s) or self.body_wait_s < 0:
+            raise ValueError(f"body_wait_s must be 0 or more seconds, not {self.body_wait_s}")
+        if self.max_listen_task_ids <= 0:
+            raise ValueError(f"max_listen_task_ids must be positive, not {self.max_listen_task_ids}")
+        if self.max_listens_per_caller <= 0:
+            raise ValueError(f"max_listens_per_caller must be positive, not {self.max_listens_per_caller}")
         if self.closed_task_cache < 0:
             raise ValueError(f"closed_task_cache must be 0 or more, not {self.closed_task_cache}")
         if isinstance(self.request_state_keys, str):  # pyright: ignore[reportUnnecessaryIsInstance]

@@ -41,6 +41,7 @@ from starlette.types import ASGIApp
 
 from mcp_tasks_temporal.front.app_lookup import default_task_queue, tasks_extension
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
+from mcp_tasks_temporal.front.http.body_budget import BodyBudget, BoundedBodies
 from mcp_tasks_temporal.front.http.credential_life import EndWithCredential
 from mcp_tasks_temporal.front.http.health import health_routes
 from mcp_tasks_temporal.front.http.http_errors import JsonRpcHttpErrors
@@ -132,7 +133,16 @@ def mcp_endpoint(
         async with extension.running(), mcp_app.router.lifespan_context(mcp_app):
             yield
 
-    return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(JsonRpcHttpErrors, max_body_bytes=limit)])
+    # Outermost: a request waits for room among the bodies in flight before anything reads it.
+    bodies = Middleware(
+        BoundedBodies,
+        budget=BodyBudget(settings.max_body_bytes_in_flight),
+        max_body_bytes=limit,
+        wait_s=settings.body_wait_s,
+    )
+    return Starlette(
+        routes=routes, lifespan=lifespan, middleware=[bodies, Middleware(JsonRpcHttpErrors, max_body_bytes=limit)]
+    )
 
 
 def protected_app(mcp_app: ASGIApp, auth: BearerAuth) -> Starlette:

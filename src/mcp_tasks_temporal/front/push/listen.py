@@ -37,18 +37,26 @@ from mcp_tasks_temporal.front.errors import TaskExpiredError, TaskNotFoundError
 from mcp_tasks_temporal.front.gateway import ListedTask, Snapshot, TemporalTaskGateway
 from mcp_tasks_temporal.front.push.feed_watch import FeedWatchHub, on_feed
 from mcp_tasks_temporal.front.push.heap import release_freed_heap, worth_trimming
+from mcp_tasks_temporal.front.push.listen_limits import ListenLimits, listen_caller
 from mcp_tasks_temporal.front.push.task_watch import TaskWatchHub
 from mcp_tasks_temporal.front.request_capabilities import declares_tasks
 from mcp_tasks_temporal.sdk_compat import server_info_stamp, subscription_bus
 from mcp_tasks_temporal.temporal.contract import EXTENSION_ID
+from mcp_tasks_temporal.temporal.ids import is_task_id
 
 logger = logging.getLogger(__name__)
 
-MAX_TASK_IDS: Final = 10_000
 _BACKLOG: Final = 1024
 _SUBSCRIBE_BATCH: Final = 256
 _FIRST_VIEWS_BATCH: Final = 2_000
 """Tasks honored from the shards' indexes read at a time after the ack: four visibility queries."""
+UNLISTED_DESCRIBED_MAX: Final = 32
+"""Requested tasks visibility does not list that an ack still reads one by one: a task started a moment before
+the listen is one of a few. Past this many, the listen names IDs nobody issued (or another principal's), and
+an ack reads them only from visibility again: no `describe` per ID."""
+UNLISTED_RECHECK_S: Final = 1.0
+"""How long an ack waits before asking visibility again for what it did not list: visibility trails a task's
+start by milliseconds on the dev server, up to about a second where Elasticsearch refreshes it."""
 
 
 class TaskNotification(Notification[dict[str, Any], Literal["notifications/tasks"]]):
@@ -59,10 +67,13 @@ class TaskNotification(Notification[dict[str, Any], Literal["notifications/tasks
 class TaskListen:
     """The middleware; install with `server.middleware.append(TaskListen(...))`."""
 
-    def __init__(self, server: MCPServer[Any], gateway: TemporalTaskGateway, hub: TaskWatchHub) -> None:
+    def __init__(
+        self, server: MCPServer[Any], gateway: TemporalTaskGateway, hub: TaskWatchHub, limits: ListenLimits
+    ) -> None:
         self._server = server
         self._gateway = gateway
         self._hub = hub
+        self._limits = limits
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         if ctx.method != "subscriptions/listen":
@@ -76,8 +87,7 @@ class TaskListen:
         task_ids = [t for t in raw_ids if isinstance(t, str)]
         if len(task_ids) != len(raw_ids):
             raise MCPError(code=INVALID_PARAMS, message="notifications.taskIds must be a list of strings")
-        if len(task_ids) > MAX_TASK_IDS:
-            raise MCPError(code=INVALID_PARAMS, message=f"At most {MAX_TASK_IDS} taskIds per subscription")
+        self._limits.check_task_ids(len(task_ids))
         try:
             wire_methods.validate_client_request("subscriptions/listen", ctx.protocol_version, ctx.params)
             params = SubscriptionsListenRequestParams.model_validate(ctx.params, by_name=False)
@@ -85,7 +95,9 @@ class TaskListen:
             raise MCPError(code=INVALID_PARAMS, message="Invalid request parameters") from None
         if ctx.request_id is None:
             raise MCPError(INVALID_REQUEST, "subscriptions/listen requires a request id")
-        return await self._serve(ctx, params, task_ids)
+        principal = authenticated_principal(ctx)
+        with self._limits.held(listen_caller(ctx, principal)):
+            return await self._serve(ctx, params, task_ids, principal)
 
     async def _honored(self, task_ids: list[str], principal: str | None) -> dict[str, Snapshot | ListedTask | None]:
         """The requested tasks this caller may see, in request order, with the read each was honored from.
@@ -94,31 +106,47 @@ class TaskListen:
         shards' indexes of open tasks (one query per shard): a task they hold is honored at once
         (`None`), its first view read after the ack (`_serve`). The rest are read (`_read`), and
         what was read is handed to the watchers, so following a task starts without a second read.
+        An ID of the wrong shape names no task and is read nowhere.
         """
-        unique = list(dict.fromkeys(task_ids))
+        unique = [task_id for task_id in dict.fromkeys(task_ids) if is_task_id(task_id)]
         indexed: set[str] = set()
         if isinstance(self._hub, FeedWatchHub):
             indexed = set(await self._gateway.observe_indexed(unique, principal))
-        read, _ = await self._read([t for t in unique if t not in indexed], principal)
+        read, _ = await self._read([t for t in unique if t not in indexed], principal, known=False)
         return {t: read.get(t) for t in unique if t in indexed or t in read}
 
     async def _read(
-        self, task_ids: list[str], principal: str | None
+        self, task_ids: list[str], principal: str | None, *, known: bool
     ) -> tuple[dict[str, Snapshot | ListedTask], list[str]]:
         """`task_ids` as this caller may see them now, and those it may not (gone, expired, another's, unknown).
 
-        A hub that follows the task feed takes its running tasks as visibility lists them, a few calls
-        for thousands of tasks; it catches up what visibility has not caught up yet (front/feed_watch.py).
-        Anything not listed so (just created, closed, another's, unknown) is read with `describe`, one by
-        one, as a single `tasks/get` would. A listed task's memo stays packed until its watcher starts
-        (`ListedTask`).
+        Visibility lists them first, 500 IDs a call. A hub that follows the task feed takes the running
+        feed tasks as visibility lists them; it catches up what visibility has not caught up yet
+        (front/feed_watch.py). The caller's other listed tasks (closed, not on the feed, or all of them
+        for a hub that follows histories, which starts from a history length only `describe` has) are
+        read with `describe`, as a single `tasks/get` would. What visibility does not list is an ID
+        nobody issued, another principal's task, or one it has not caught up with yet (just started):
+        `known` IDs (the shards' indexes hold them), or a few others, are described one by one; past
+        `UNLISTED_DESCRIBED_MAX` of them none is, and visibility is asked once more after its usual lag,
+        so an ID nobody issued costs no call of its own. A listed task's memo stays packed until its
+        watcher starts (`ListedTask`).
         """
         found: dict[str, Snapshot | ListedTask] = {}
         missing: list[str] = []
-        if isinstance(self._hub, FeedWatchHub) and task_ids:
-            listed = await self._gateway.observe_listed(task_ids, principal)
-            found.update((task_id, seen) for task_id, seen in listed.items() if on_feed(seen))
-            del listed
+        described: list[str] = []
+        listed = await self._gateway.observe_listed(task_ids, principal) if task_ids else {}
+        unlisted = [task_id for task_id in task_ids if task_id not in listed]
+        if unlisted and not known and len(unlisted) > UNLISTED_DESCRIBED_MAX:
+            await anyio.sleep(UNLISTED_RECHECK_S)
+            listed.update(await self._gateway.observe_listed(unlisted, principal))
+            unlisted = []
+        on_the_feed = isinstance(self._hub, FeedWatchHub)
+        for task_id, seen in listed.items():
+            if on_the_feed and on_feed(seen):
+                found[task_id] = seen
+            else:
+                described.append(task_id)
+        del listed
         limiter = anyio.CapacityLimiter(32)
 
         async def check(task_id: str) -> None:
@@ -129,17 +157,19 @@ class TaskListen:
                     missing.append(task_id)
 
         async with anyio.create_task_group() as group:
-            for task_id in task_ids:
-                if task_id not in found:
-                    group.start_soon(check, task_id)
+            for task_id in [*described, *unlisted]:
+                group.start_soon(check, task_id)
         return found, missing
 
     async def _serve(
-        self, ctx: ServerRequestContext[Any, Any], params: SubscriptionsListenRequestParams, task_ids: list[str]
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        params: SubscriptionsListenRequestParams,
+        task_ids: list[str],
+        principal: str | None,
     ) -> dict[str, Any]:
         subscription_id = ctx.request_id
         assert subscription_id is not None
-        principal = authenticated_principal(ctx)
         requested = params.notifications
         core = SubscriptionFilter(
             tools_list_changed=True if requested.tools_list_changed else None,
@@ -229,7 +259,7 @@ class TaskListen:
             # One gone meanwhile (expired, deleted) ends the listen as any task lost while followed.
             for start in range(0, len(indexed), _FIRST_VIEWS_BATCH):
                 batch = indexed[start : start + _FIRST_VIEWS_BATCH]
-                found, missing = await self._read(batch, principal)
+                found, missing = await self._read(batch, principal, known=True)
                 for task_id in missing:
                     on_lost(task_id, "the task no longer exists or expired")
                 for count, task_id in enumerate(batch, start=1):

@@ -228,8 +228,10 @@ class TaskWatchHub:
 
     async def _follow(self, watcher: _Watcher) -> None:
         key = watcher.workflow_id
-        current = watcher.seen or await self._gateway.read(key)
-        watcher.seen = None
+        given, watcher.seen = watcher.seen, None
+        # A visibility read has no history length to long-poll from (and may be behind): read the task.
+        current = given if given is not None and not given.listed else await self._gateway.read(key)
+        del given
         memo = current.memo
         memo.setdefault(Memo.CREATED_AT, current.start_time_ms)
         seen = current.history_length
