@@ -35,7 +35,7 @@ import httpx
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
-from mcp_tasks_temporal.front.push.listen import MAX_TASK_IDS
+from mcp_tasks_temporal.front.settings import DEFAULT_MAX_LISTEN_TASK_IDS as MAX_TASK_IDS
 from mcp_tasks_temporal.temporal.contract import INPUT_SIGNAL, as_object
 from mcp_tasks_temporal.temporal.ids import UNKEYED
 from tests.wire import HttpMcp, TaskCalls, base_headers, request_message, sse_frames
