@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -121,6 +122,8 @@ async def in_process_front(
     if activity is not None:
         extension.default_activity = activity
     settings.setdefault("search_attributes", True)
+    # As `serve` reads it: `MCP_TASKS_PUSH=poll pytest ...` runs a test's fronts, in-process or not, in poll mode.
+    settings.setdefault("push", os.environ.get("MCP_TASKS_PUSH", "feed"))
     front_settings = FrontSettings(task_queue=task_queue, **settings)
     asgi = mcp_endpoint(app, client, settings=front_settings, auth=auth, host="127.0.0.1")
     if clock is not None:

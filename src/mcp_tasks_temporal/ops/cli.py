@@ -103,6 +103,29 @@ def _add_front_options(parser: argparse.ArgumentParser) -> None:
         "arguments over Temporal's 2 MiB payload limit also need --payload-storage",
     )
     parser.add_argument(
+        "--max-body-bytes-in-flight",
+        type=int,
+        default=None,
+        metavar="BYTES",
+        help="request body bytes the front takes in at once, all requests together; a request that does not fit "
+        "waits, then gets HTTP 503 and -32051 (default 32 MiB)",
+    )
+    parser.add_argument(
+        "--max-listen-task-ids",
+        type=int,
+        default=None,
+        metavar="N",
+        help="task IDs one subscriptions/listen may name, -32602 beyond (default 10000)",
+    )
+    parser.add_argument(
+        "--max-listens-per-caller",
+        type=int,
+        default=None,
+        metavar="N",
+        help="listens one principal (an anonymous client: its address) may hold open on this front, -32050 beyond "
+        "(default 8)",
+    )
+    parser.add_argument(
         "--tokens",
         type=Path,
         default=None,

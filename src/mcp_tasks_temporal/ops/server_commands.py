@@ -113,14 +113,20 @@ def configure(app: MCPServer[Any], args: argparse.Namespace) -> None:
 
 def front_settings(args: argparse.Namespace, *, search_attributes: bool, web_ui: str | None) -> FrontSettings:
     """What the front's flags and `MCP_TASKS_*` variables ask of it, checked once (a bad value stops the start)."""
-    mode = (variable(PUSH_MODE_ENV) or "poll").strip().lower()
+    mode = (variable(PUSH_MODE_ENV) or "feed").strip().lower()
     if mode not in ("poll", "feed"):
         raise ValueError(f"{PUSH_MODE_ENV} must be one of poll, feed, not {mode!r}")
     give_up = variable(PUSH_GIVE_UP_ENV)
     closed = args.closed_task_cache
+    limits = {
+        name: value
+        for name in ("max_body_bytes_in_flight", "max_listen_task_ids", "max_listens_per_caller")
+        if (value := getattr(args, name, None)) is not None
+    }
     return FrontSettings(
+        **limits,
         task_queue=args.task_queue,
-        push="feed" if mode == "feed" else "poll",
+        push="poll" if mode == "poll" else "feed",
         push_give_up_s=float(give_up) if give_up is not None else FrontSettings().push_give_up_s,
         max_body_bytes=args.max_body_bytes,
         closed_task_cache=DEFAULT_CLOSED_TASK_CACHE if closed is None else closed,

@@ -23,12 +23,18 @@ from mcp_tasks_temporal.temporal.progress import StatusReporter
 logger = logging.getLogger(__name__)
 
 
-async def publish_status_lines(reporter: StatusReporter, feed_workflow_id: str, period_s: float) -> None:
-    """Until cancelled: each new status of `reporter` to the task's feed shard."""
+async def publish_status_lines(
+    reporter: StatusReporter, feed_workflow_id: str, period_s: float, shown: StatusDetails | None
+) -> None:
+    """Until cancelled: each new status of `reporter` to the task's feed shard.
+
+    `shown` is the status fronts already have (a retried attempt's, restored from its heartbeat), taken
+    before the tool runs: a tool may set its first status before this task first runs, and that one is new.
+    """
     workflow_id = activity.info().workflow_id or ""
     shard = activity.client().get_workflow_handle(feed_workflow_id)
     converter = activity.client().data_converter.payload_converter
-    sent: StatusDetails | None = reporter.current
+    sent = shown
     while True:
         await anyio.sleep(period_s)
         current = reporter.current

@@ -188,6 +188,8 @@ class FeedWatcher:
             listener(task)
 
     def lose(self, reason: str) -> None:
+        # The task ID only, as the history watchers say it: the workflow ID (`key`) can carry the principal.
+        logger.warning("stopped watching task %s: %s", self.task_id, reason)
         tell_lost(self.subscribers, self.task_id, reason)
 
 

@@ -40,6 +40,7 @@ from mcp_tasks_temporal.front.push.heap import release_freed_heap, worth_trimmin
 from mcp_tasks_temporal.front.push.listen_limits import ListenLimits, listen_caller
 from mcp_tasks_temporal.front.push.task_watch import TaskWatchHub
 from mcp_tasks_temporal.front.request_capabilities import declares_tasks
+from mcp_tasks_temporal.front.settings import DEFAULT_MAX_LISTEN_TASK_IDS, DEFAULT_MAX_LISTENS_PER_CALLER
 from mcp_tasks_temporal.sdk_compat import server_info_stamp, subscription_bus
 from mcp_tasks_temporal.temporal.contract import EXTENSION_ID
 from mcp_tasks_temporal.temporal.ids import is_task_id
@@ -68,12 +69,18 @@ class TaskListen:
     """The middleware; install with `server.middleware.append(TaskListen(...))`."""
 
     def __init__(
-        self, server: MCPServer[Any], gateway: TemporalTaskGateway, hub: TaskWatchHub, limits: ListenLimits
+        self,
+        server: MCPServer[Any],
+        gateway: TemporalTaskGateway,
+        hub: TaskWatchHub,
+        limits: ListenLimits | None = None,
     ) -> None:
         self._server = server
         self._gateway = gateway
         self._hub = hub
-        self._limits = limits
+        self._limits = limits or ListenLimits(
+            max_task_ids=DEFAULT_MAX_LISTEN_TASK_IDS, max_listens=DEFAULT_MAX_LISTENS_PER_CALLER
+        )
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         if ctx.method != "subscriptions/listen":
