@@ -70,7 +70,17 @@ POLL_OPERATIONS: Final = frozenset(
     {"GetWorkflowExecutionHistory", "PollWorkflowExecutionHistory", "DescribeWorkflowExecution"}
 )
 FEED_OPERATIONS: Final = frozenset(
-    {"UpdateWorkflowExecution", "PollWorkflowExecutionUpdate", "QueryWorkflow", "DescribeWorkflowExecution"}
+    {
+        # A feed front reads each shard's history and keeps each in use (signal-with-start of an empty publish);
+        # one from before read each shard with the stream's update and its result.
+        "GetWorkflowExecutionHistory",
+        "PollWorkflowExecutionHistory",
+        "SignalWithStartWorkflowExecution",
+        "UpdateWorkflowExecution",
+        "PollWorkflowExecutionUpdate",
+        "QueryWorkflow",
+        "DescribeWorkflowExecution",
+    }
 )
 SAMPLE_TIMEOUT_S: Final = 30.0
 SETTLE_S: Final = 5.0
