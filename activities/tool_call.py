@@ -168,7 +168,10 @@ class ToolActivities:
             async with anyio.create_task_group() as attempt:
                 attempt.start_soon(self._keep_alive, reporter)
                 if call.feed_workflow_id:
-                    attempt.start_soon(publish_status_lines, reporter, call.feed_workflow_id, FEED_STATUS_PERIOD_S)
+                    shown = reporter.current  # the restored status, before the tool sets one
+                    attempt.start_soon(
+                        publish_status_lines, reporter, call.feed_workflow_id, FEED_STATUS_PERIOD_S, shown
+                    )
                 if call.progress_timeout_s is not None:
                     attempt.start_soon(_watch_progress, reporter, call.progress_timeout_s, attempt.cancel_scope, hung)
                 request_id = f"{call.task_id}/{call.round}/{info.attempt}"
