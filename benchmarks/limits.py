@@ -43,7 +43,6 @@ from tests.wire import Reply, base_headers, request_message, sse_frames
 from ._common import (
     Child,
     Stack,
-    _until_ready,  # pyright: ignore[reportPrivateUsage]
     free_port,
     http_client,
     load_average,
@@ -99,9 +98,18 @@ async def start_front(stack: Stack, tokens: Path, name: str, *extra: str) -> tup
     command += ["--task-queue", stack.task_queue, "--app", "mcp_tasks_temporal.testing.conformance:app"]
     command += ["--port", str(port), "--tokens", str(tokens), *extra]
     front = await start_child(name, command, stack.state_dir)
-    url = f"http://127.0.0.1:{port}/mcp"
-    await _until_ready(stack.worker, front, url)
-    return front, url
+    # The MCP endpoint wants a token; the readiness probe does not.
+    async with httpx.AsyncClient(timeout=2) as http:
+        with anyio.fail_after(60):
+            while True:
+                await front.check_alive()
+                try:
+                    if (await http.get(f"http://127.0.0.1:{port}/readyz")).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                await anyio.sleep(0.1)
+    return front, f"http://127.0.0.1:{port}/mcp"
 
 
 async def parked_task(http: httpx.AsyncClient, url: str, token: str) -> str:
