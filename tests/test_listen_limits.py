@@ -10,22 +10,27 @@ import uuid
 from collections import Counter
 from collections.abc import AsyncGenerator
 from contextlib import AsyncExitStack, asynccontextmanager
+from datetime import timedelta
 from typing import Any
 
 import anyio
 import httpx
 import pytest
+from mcp.server.auth.provider import principal_components
+from mcp.server.request_state import compact_json
 from mcp_types import INVALID_PARAMS
 from starlette.types import ASGIApp, Receive, Scope, Send
 from temporalio.client import Client
 
 from mcp_tasks_temporal import BearerAuth
 from mcp_tasks_temporal.front.errors import TOO_MANY_LISTENS
-from mcp_tasks_temporal.front.gateway.reads import LISTED_IDS_PER_QUERY
+from mcp_tasks_temporal.front.gateway.reads import LISTED_IDS_PER_QUERY, owned_count
 from mcp_tasks_temporal.front.http.auth import StaticTokenVerifier
 from mcp_tasks_temporal.front.push.listen import UNLISTED_DESCRIBED_MAX
+from mcp_tasks_temporal.front.push.listen_limits import ListenLimits
 from mcp_tasks_temporal.temporal.connection import connect_temporal
 from mcp_tasks_temporal.temporal.feed_contract import FEED_SHARDS
+from mcp_tasks_temporal.temporal.ids import task_workflow_id
 from tests.asgi import StreamingASGITransport
 from tests.conftest import OpenFront
 from tests.front_app import InProcessFront, fresh_app, in_process_front
@@ -156,8 +161,8 @@ async def counted_front(
         yield front, calls
 
 
-async def acked(front: InProcessFront, task_ids: list[str]) -> list[str]:
-    async with front.http() as http, held_listen(http, front.url, task_ids) as ack:
+async def acked(front: InProcessFront, task_ids: list[str], token: str | None = None) -> list[str]:
+    async with front.http() as http, held_listen(http, front.url, task_ids, token=token) as ack:
         return ack["params"]["notifications"]["taskIds"]
 
 
@@ -165,22 +170,96 @@ async def acked(front: InProcessFront, task_ids: list[str]) -> list[str]:
 async def test_an_ack_reads_ids_nobody_issued_with_no_call_per_id(
     temporal: str, app_spec: str, app_queue: str, push: str
 ) -> None:
-    async with counted_front(temporal, app_spec, app_queue, push=push) as (front, calls):
-        async with front.http() as http:
+    principal = f"ack-{uuid.uuid4()}"  # a principal of one task
+    auth = BearerAuth(StaticTokenVerifier({"token": principal}))
+    async with counted_front(temporal, app_spec, app_queue, push=push, auth=auth) as (front, calls):
+        async with front.http(headers={"authorization": "Bearer token"}) as http:
             mcp = front.calls(http)
             mine = (await mcp.start("double", {"x": 2}))["taskId"]
             assert (await mcp.wait_for(mine))["status"] == "completed"
         by_size: dict[int, Counter[str]] = {}
-        for size in (100, 2_000):
+        for size in (600, 6_000):
             before = Counter(calls.calls)
-            assert await acked(front, [*random_ids(size), mine]) == [mine]
+            assert await acked(front, [*random_ids(size), mine], token="token") == [mine]
             by_size[size] = calls.since(before)
-    for size, made in by_size.items():
-        assert made["describe_workflow_execution"] <= 1, made  # the one task that exists, at most
-        assert made["query_workflow"] <= (FEED_SHARDS if push == "feed" else 0), made
-        # Visibility, 500 IDs a call, twice: once more, after its lag, for what it did not list.
-        assert made["list_workflow_executions"] <= 2 * math.ceil((size + 1) / LISTED_IDS_PER_QUERY) + 1, made
-    assert by_size[100]["describe_workflow_execution"] == by_size[2_000]["describe_workflow_execution"]
+    small, large = by_size[600], by_size[6_000]
+    assert large["describe_workflow_execution"] <= 1, large  # the one task that exists, at most
+    assert large["query_workflow"] <= (FEED_SHARDS if push == "feed" else 0), large
+    # Visibility lists the principal's own tasks (a count and a page), once more after its lag for what it did
+    # not list: the same calls for ten times the IDs.
+    visibility = ("list_workflow_executions", "count_workflow_executions")
+    assert [large[rpc] for rpc in visibility] == [small[rpc] for rpc in visibility], (small, large)
+    assert sum(large[rpc] for rpc in visibility) <= 4, large
+    assert large["describe_workflow_execution"] == small["describe_workflow_execution"]
+
+
+async def test_an_ack_of_many_ids_of_a_principal_with_more_tasks_reads_the_ids_from_visibility_not_one_by_one(
+    temporal: str, app_spec: str, app_queue: str
+) -> None:
+    """An owner with more tasks than a listen names is not paged through: visibility is asked for the IDs named,
+    500 a call, and still no ID nobody issued is described."""
+    principal = f"busy-{uuid.uuid4()}"
+    auth = BearerAuth(StaticTokenVerifier({"token": principal}))
+    size = LISTED_IDS_PER_QUERY + 1
+    async with counted_front(temporal, app_spec, app_queue, push="poll", auth=auth) as (front, calls):
+        token = await auth.verifier.verify_token("token")
+        assert token is not None
+        owner = front.gateway.owner_keying.owner_key(compact_json(principal_components(token)))
+        prefix = task_workflow_id(owner, "")
+        # Executions under the owner's prefix, on a queue nobody polls, stand for its tasks; they end on their own.
+        client = await connect_temporal(temporal)
+        nobody = f"nobody-{uuid.uuid4()}"
+        starts = anyio.Semaphore(32)
+
+        async def start_one() -> None:
+            async with starts:
+                await client.start_workflow(
+                    "Nothing", id=f"{prefix}{uuid.uuid4()}", task_queue=nobody, execution_timeout=timedelta(minutes=2)
+                )
+
+        async with anyio.create_task_group() as group:
+            for _ in range(size + 1):
+                group.start_soon(start_one)
+        with anyio.fail_after(30):
+            while await owned_count(client, prefix) != size + 1:
+                await anyio.sleep(0.1)
+        before = Counter(calls.calls)
+        assert await acked(front, random_ids(size), token="token") == []
+        made = calls.since(before)
+    assert made["describe_workflow_execution"] == 0, made
+    # Visibility is asked twice (once more after its lag), each time a count and the IDs, 500 a call.
+    assert made["count_workflow_executions"] == 2, made
+    assert made["list_workflow_executions"] == 2 * math.ceil(size / LISTED_IDS_PER_QUERY), made
+
+
+async def test_one_acknowledgement_at_a_time_per_caller_and_none_waits_for_another_callers() -> None:
+    limits = ListenLimits(max_task_ids=10, max_listens=3)
+    order: list[str] = []
+    with limits.held("alice"), limits.held("alice"), limits.held("bob"):
+        first_in = anyio.Event()
+        release = anyio.Event()
+
+        async def first() -> None:
+            async with limits.acknowledging("alice"):
+                order.append("alice 1 in")
+                first_in.set()
+                await release.wait()
+                order.append("alice 1 out")
+
+        async def second() -> None:
+            async with limits.acknowledging("alice"):
+                order.append("alice 2 in")
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(first)
+            await first_in.wait()
+            group.start_soon(second)
+            with anyio.fail_after(5):
+                async with limits.acknowledging("bob"):
+                    order.append("bob in")  # while Alice's first is still acknowledging
+            release.set()
+    assert order == ["alice 1 in", "bob in", "alice 1 out", "alice 2 in"]
+    assert limits.open_listens("alice") == limits.open_listens("bob") == 0
 
 
 async def test_a_few_ids_visibility_does_not_list_are_still_described(

@@ -37,14 +37,17 @@ from mcp_tasks_temporal.front.errors import (
 from mcp_tasks_temporal.front.gateway.closed_tasks import ClosedTaskCache
 from mcp_tasks_temporal.front.gateway.failing_workflows import FailingWorkflows, WorkflowTaskFailure
 from mcp_tasks_temporal.front.gateway.reads import (
+    LISTED_IDS_PER_QUERY,
     ListedTask,
     OwnedPage,
     Snapshot,
     WorkflowTask,
     described,
     list_owned,
+    listed_owned,
     listed_tasks,
     now_ms,
+    owned_count,
     unready_reason,
 )
 from mcp_tasks_temporal.front.gateway.views import (
@@ -69,7 +72,7 @@ from mcp_tasks_temporal.temporal.contract import (
     as_object,
 )
 from mcp_tasks_temporal.temporal.fairness import FairnessPolicy
-from mcp_tasks_temporal.temporal.ids import UNKEYED, WORKFLOW_ID_PREFIX, OwnerKeying, is_task_id
+from mcp_tasks_temporal.temporal.ids import UNKEYED, WORKFLOW_ID_PREFIX, OwnerKeying, is_task_id, task_workflow_id
 from mcp_tasks_temporal.temporal.inputs import response_problem
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics, RequestMetrics
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits, namespace_blob_limit
@@ -387,7 +390,17 @@ class TemporalTaskGateway(WatcherReads):
         }
         found: dict[str, ListedTask] = {}
         now = self.now_ms()
-        for wid, seen in (await listed_tasks(self.client, list(wanted))).items():
+        listed: dict[str, ListedTask] | None = None
+        if len(wanted) > LISTED_IDS_PER_QUERY:
+            # An owner with fewer tasks than the IDs named (IDs nobody issued, say) is read by its own tasks:
+            # a count and a page or two, however many IDs were named.
+            prefix = task_workflow_id(key, "")
+            owned = await owned_count(self.client, prefix)
+            if owned is not None and owned <= len(wanted):
+                listed = await listed_owned(self.client, prefix, wanted.keys())
+        if listed is None:
+            listed = await listed_tasks(self.client, list(wanted))
+        for wid, seen in listed.items():
             task_id = wanted.get(wid)
             memo = seen.memo
             if task_id is None or memo.get(Memo.OWNER) != key:

@@ -91,20 +91,22 @@ class TaskListen:
         if not declares_tasks(ctx):
             require_client_extension(ctx, EXTENSION_ID)
         raw_ids: list[Any] = notifications["taskIds"] if isinstance(notifications["taskIds"], list) else [None]  # pyright: ignore[reportUnknownVariableType]
-        task_ids = [t for t in raw_ids if isinstance(t, str)]
-        if len(task_ids) != len(raw_ids):
-            raise MCPError(code=INVALID_PARAMS, message="notifications.taskIds must be a list of strings")
-        self._limits.check_task_ids(len(task_ids))
-        try:
-            wire_methods.validate_client_request("subscriptions/listen", ctx.protocol_version, ctx.params)
-            params = SubscriptionsListenRequestParams.model_validate(ctx.params, by_name=False)
-        except (KeyError, ValueError, ValidationError):
-            raise MCPError(code=INVALID_PARAMS, message="Invalid request parameters") from None
+        self._limits.check_task_ids(len(raw_ids))
         if ctx.request_id is None:
             raise MCPError(INVALID_REQUEST, "subscriptions/listen requires a request id")
         principal = authenticated_principal(ctx)
-        with self._limits.held(listen_caller(ctx, principal)):
-            return await self._serve(ctx, params, task_ids, principal)
+        caller = listen_caller(ctx, principal)
+        # Counted before the params are validated: a caller at its limit costs no more than that check.
+        with self._limits.held(caller):
+            task_ids = [t for t in raw_ids if isinstance(t, str)]
+            if len(task_ids) != len(raw_ids):
+                raise MCPError(code=INVALID_PARAMS, message="notifications.taskIds must be a list of strings")
+            try:
+                wire_methods.validate_client_request("subscriptions/listen", ctx.protocol_version, ctx.params)
+                params = SubscriptionsListenRequestParams.model_validate(ctx.params, by_name=False)
+            except (KeyError, ValueError, ValidationError):
+                raise MCPError(code=INVALID_PARAMS, message="Invalid request parameters") from None
+            return await self._serve(ctx, params, task_ids, principal, caller)
 
     async def _honored(self, task_ids: list[str], principal: str | None) -> dict[str, Snapshot | ListedTask | None]:
         """The requested tasks this caller may see, in request order, with the read each was honored from.
@@ -174,6 +176,7 @@ class TaskListen:
         params: SubscriptionsListenRequestParams,
         task_ids: list[str],
         principal: str | None,
+        caller: str,
     ) -> dict[str, Any]:
         subscription_id = ctx.request_id
         assert subscription_id is not None
@@ -184,7 +187,8 @@ class TaskListen:
             resources_list_changed=True if requested.resources_list_changed else None,
             resource_subscriptions=list(requested.resource_subscriptions) if requested.resource_subscriptions else None,
         )
-        honored = await self._honored(task_ids, principal)
+        async with self._limits.acknowledging(caller):
+            honored = await self._honored(task_ids, principal)
         honored_ids = list(honored)
         ack = SubscriptionFilter.model_validate(
             {**core.model_dump(by_alias=True, exclude_none=True), "taskIds": honored_ids}

@@ -11,10 +11,11 @@ hold as many on each front behind a load balancer.
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from contextlib import contextmanager
+from collections.abc import AsyncGenerator, Generator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
+import anyio
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
@@ -41,6 +42,17 @@ class ListenLimits:
         self.max_task_ids = max_task_ids
         self.max_listens = max_listens
         self._open: dict[str, int] = {}
+        self._acks: dict[str, anyio.Lock] = {}
+
+    @asynccontextmanager
+    async def acknowledging(self, caller: str) -> AsyncGenerator[None]:
+        """One acknowledgement at a time per caller: its listens queue for their Temporal reads, not everyone's.
+
+        Only while the caller has a listen open, so the lock goes with its last listen (`held`).
+        """
+        lock = self._acks.setdefault(caller, anyio.Lock())
+        async with lock:
+            yield
 
     def check_task_ids(self, count: int) -> None:
         """Refuse a listen naming more task IDs than a listen may (-32602, the limit in `data`)."""
@@ -80,3 +92,4 @@ class ListenLimits:
                 self._open[caller] = left
             else:
                 del self._open[caller]
+                self._acks.pop(caller, None)
