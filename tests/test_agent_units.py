@@ -11,8 +11,8 @@ from mcp_tasks_temporal.contrib.pydantic_ai import sub_agent as agent
 from mcp_tasks_temporal.demo import app as demo_app
 from mcp_tasks_temporal.demo.server import tasks as demo_tasks
 from mcp_tasks_temporal.front.extension import TasksExtension
-from mcp_tasks_temporal.ops.cli import build_parser
 from mcp_tasks_temporal.ops.server_commands import configure
+from tests.cli_runs import settings_of
 
 
 @pytest.fixture(autouse=True)
@@ -61,9 +61,9 @@ def test_the_demo_registers_review_code_with_what_a_worker_needs() -> None:
 
 @pytest.mark.parametrize("command", ["dev", "serve", "worker"])
 def test_agent_model_flag_configures_the_process(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    args = build_parser().parse_args([command, "--app", "mcp_tasks_temporal.demo.server", "--agent-model", "qwen3"])
+    args = settings_of([command, "--app", "mcp_tasks_temporal.demo.server", "--agent-model", "qwen3"])
     configure(demo_app, args)
     assert agent.configured_model_name() == "qwen3"
     monkeypatch.delenv(agent.AGENT_MODEL_ENV)
-    configure(demo_app, build_parser().parse_args([command, "--app", "mcp_tasks_temporal.demo.server"]))
+    configure(demo_app, settings_of([command, "--app", "mcp_tasks_temporal.demo.server"]))
     assert agent.configured_model_name() is None

@@ -15,8 +15,8 @@ import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from mcp_tasks_temporal.ops.dev.owner_secret import DATABASE_FILE, SECRET_FILE, use_dev_owner_secret
-from mcp_tasks_temporal.ops.operator_cli import principal_of
-from mcp_tasks_temporal.ops.settings import use_owner_keys
+from mcp_tasks_temporal.ops.operator_connection import principal_of
+from mcp_tasks_temporal.ops.settings.processes import DevSettings, OperatorSettings
 from mcp_tasks_temporal.temporal import ids
 from mcp_tasks_temporal.temporal.contract import TOOL_TASK_WORKFLOW, Memo, ToolTaskInput
 from mcp_tasks_temporal.temporal.fairness import FairnessPolicy, fairness_key
@@ -80,17 +80,22 @@ async def test_a_workflow_under_a_task_id_whose_memo_names_another_owner_is_not_
 SECRET = "a-deployment-wide-owner-secret-0123456789"
 
 
+def use_owner_keys_from_environment() -> None:
+    """What every command does at its start: its settings' owner keying, from the variables as set now."""
+    ids.use_owner_keying(OperatorSettings().owner_keying())
+
+
 def test_owner_keys_are_keyed_hashes_every_component_computes_alike(monkeypatch: pytest.MonkeyPatch) -> None:
     principal = principal_of("alice@example.com")
     monkeypatch.setattr(ids, "_keying", OwnerKeying())  # this process's keying, back as it was afterwards
     monkeypatch.delenv(LEGACY_OWNERS_ENV, raising=False)
     monkeypatch.delenv(OWNER_SECRET_ENV, raising=False)
-    use_owner_keys()
+    use_owner_keys_from_environment()
     unkeyed = owner_key(principal)
     assert unkeyed == hashlib.sha256(principal.encode()).hexdigest()[:32] == legacy_owner_key(principal)
 
     monkeypatch.setenv(OWNER_SECRET_ENV, SECRET)
-    use_owner_keys()
+    use_owner_keys_from_environment()
     keyed = owner_key(principal)
     expected = hmac.new(SECRET.encode(), b"mcp-tasks-temporal/owner\x00" + principal.encode(), hashlib.sha256)
     assert keyed == expected.hexdigest()[:32] != unkeyed
@@ -103,19 +108,19 @@ def test_owner_keys_are_keyed_hashes_every_component_computes_alike(monkeypatch:
 
     # Another deployment's secret gives other keys: a guessed name hashed without the secret matches nothing.
     monkeypatch.setenv(OWNER_SECRET_ENV, SECRET[::-1])
-    use_owner_keys()
+    use_owner_keys_from_environment()
     assert owner_key(principal) not in (keyed, unkeyed)
 
     # The migration window: the legacy key is found as well, after the keyed one.
     monkeypatch.setenv(OWNER_SECRET_ENV, SECRET)
     monkeypatch.setenv(LEGACY_OWNERS_ENV, "1")
-    use_owner_keys()
+    use_owner_keys_from_environment()
     assert owner_keys(principal) == [keyed, unkeyed]
     assert owner_keys(None) == [ANONYMOUS_OWNER]
 
     monkeypatch.setenv(OWNER_SECRET_ENV, "short")
     with pytest.raises(OwnerSecretError):
-        use_owner_keys()
+        use_owner_keys_from_environment()
 
 
 async def test_a_keyed_front_finds_tasks_stored_under_legacy_keys_only_in_the_migration_window(
@@ -164,12 +169,13 @@ def test_dev_keeps_one_owner_secret_per_state_directory_readable_by_its_owner_al
 ) -> None:
     monkeypatch.delenv(OWNER_SECRET_ENV, raising=False)
     fresh = tmp_path / "fresh"
-    use_dev_owner_secret(fresh)
-    drawn = os.environ[OWNER_SECRET_ENV]
+    keyed = use_dev_owner_secret(DevSettings(state_dir=fresh))
+    drawn = os.environ[OWNER_SECRET_ENV]  # for the worker `dev` starts
+    assert keyed.owner_secret is not None and keyed.owner_secret.get_secret_value() == drawn
     assert len(drawn) >= MIN_SECRET_CHARS
     assert stat.S_IMODE((fresh / SECRET_FILE).stat().st_mode) == 0o600
     monkeypatch.delenv(OWNER_SECRET_ENV)
-    use_dev_owner_secret(fresh)  # a restart on the same state directory: the same keys
+    use_dev_owner_secret(DevSettings(state_dir=fresh))  # a restart on the same state directory: the same keys
     assert os.environ[OWNER_SECRET_ENV] == drawn
 
     # A state directory with tasks from before keeps their unkeyed keys.
@@ -177,10 +183,10 @@ def test_dev_keeps_one_owner_secret_per_state_directory_readable_by_its_owner_al
     older = tmp_path / "older"
     older.mkdir()
     (older / DATABASE_FILE).write_bytes(b"")
-    use_dev_owner_secret(older)
+    assert use_dev_owner_secret(DevSettings(state_dir=older)).owner_secret is None
     assert OWNER_SECRET_ENV not in os.environ and not (older / SECRET_FILE).exists()
 
     # A secret the environment sets wins.
     monkeypatch.setenv(OWNER_SECRET_ENV, SECRET)
-    use_dev_owner_secret(fresh)
-    assert os.environ[OWNER_SECRET_ENV] == SECRET
+    kept = use_dev_owner_secret(DevSettings(state_dir=fresh))
+    assert kept.owner_secret is not None and kept.owner_secret.get_secret_value() == SECRET

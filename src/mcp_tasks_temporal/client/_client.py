@@ -67,7 +67,7 @@ class TasksClient:
 
     Args:
         server: A Streamable HTTP URL, or the `StdioServerParameters` of a server to start.
-        journal: A `Journal`, a path to one, `"default"` (`$MCP_TASKS_JOURNAL` or
+        journal: A `Journal`, a path to one, `"default"` (`default_journal_path()`,
             `~/.local/state/mcp-tasks-temporal/journal.sqlite3`), or `None` for no journal.
         push: Follow tasks over `subscriptions/listen` when the server accepts it (else, or when
             `False`, poll).

@@ -27,10 +27,8 @@ from datetime import UTC
 from pathlib import Path
 from typing import Final
 
-from mcp_tasks_temporal.ops.settings import variable
 from mcp_tasks_temporal.temporal.contract import TERMINAL_STATUSES
 
-JOURNAL_ENV: Final = "MCP_TASKS_JOURNAL"
 FINISHED_WITHOUT_TTL_S: Final = 7 * 24 * 3600.0
 _TERMINAL_SQL: Final = "(" + ", ".join(f"'{status}'" for status in sorted(TERMINAL_STATUSES)) + ")"
 
@@ -53,12 +51,8 @@ _COLUMNS = "server, task_id, tool, status, status_message, created_at, ttl_ms, e
 
 
 def default_journal_path() -> Path:
-    """`$MCP_TASKS_JOURNAL`, else `$XDG_STATE_HOME/mcp-tasks-temporal/journal.sqlite3` (`~/.local/state/...`)."""
-    explicit = variable(JOURNAL_ENV)
-    if explicit:
-        return Path(explicit).expanduser()
-    state_home = variable("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state_home) / "mcp-tasks-temporal" / "journal.sqlite3"
+    """`~/.local/state/mcp-tasks-temporal/journal.sqlite3`, the command line's journal when nothing chooses another."""
+    return Path.home() / ".local" / "state" / "mcp-tasks-temporal" / "journal.sqlite3"
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,10 @@
-"""What `dev`, `serve`, `worker`, `codec-server` and `codec-key` run, imported only when one of them runs."""
+"""What `dev`, `serve`, `worker` and `codec-server` run (`server_cli` declares them), imported when one runs.
+
+Each takes its process's validated settings (`ops.settings.processes`).
+"""
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import shlex
@@ -14,7 +16,7 @@ from collections.abc import Generator
 from contextlib import AsyncExitStack, contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import uvicorn
@@ -37,7 +39,6 @@ from mcp_tasks_temporal.front.http_errors import JsonRpcHttpErrors
 from mcp_tasks_temporal.front.legacy_answers import LegacyAnswers
 from mcp_tasks_temporal.front.protocol_versions import AdvertiseServedVersions, run_stdio
 from mcp_tasks_temporal.front.session_binding import SessionKeys
-from mcp_tasks_temporal.ops.cli_options import DEFAULT_UI_ORIGINS
 from mcp_tasks_temporal.ops.codec_server import codec_app
 from mcp_tasks_temporal.ops.dev.embedded_temporal import EmbeddedTemporal, embedded_temporal
 from mcp_tasks_temporal.ops.dev.nexus_routes import EndpointRoute
@@ -45,18 +46,17 @@ from mcp_tasks_temporal.ops.dev.owner_secret import use_dev_owner_secret
 from mcp_tasks_temporal.ops.dev.ports import PortInUseError, check_ports
 from mcp_tasks_temporal.ops.dev.state_dir import StateDirLock, state_dir_lock
 from mcp_tasks_temporal.ops.dev.worker_process import (
-    PARENT_PID_ENV,
     DevWorker,
     DevWorkerError,
     SupervisedWorker,
     dev_worker,
     stop_with_parent,
 )
-from mcp_tasks_temporal.ops.option_values import codec_from_args, connection_options_from_args, storage_from_args
-from mcp_tasks_temporal.ops.settings import environment, use_owner_keys, variable
+from mcp_tasks_temporal.ops.settings import environment
+from mcp_tasks_temporal.ops.settings.fields import DEFAULT_UI_ORIGINS
+from mcp_tasks_temporal.ops.settings.processes import CodecServerSettings, DevSettings, ServeSettings, WorkerSettings
 from mcp_tasks_temporal.sdk_compat import forget_captured_signals
 from mcp_tasks_temporal.temporal.app_plugins import app_client_plugins
-from mcp_tasks_temporal.temporal.codec import new_key
 from mcp_tasks_temporal.temporal.connection import (
     ConnectionOptions,
     connect,
@@ -64,27 +64,32 @@ from mcp_tasks_temporal.temporal.connection import (
 from mcp_tasks_temporal.temporal.contract import ActivityPolicy
 from mcp_tasks_temporal.temporal.deployment import Deployment, pinned_on_other_builds, set_current
 from mcp_tasks_temporal.temporal.fairness import FairnessPolicy
-from mcp_tasks_temporal.temporal.ids import OWNER_SECRET_ENV, owner_secret
+from mcp_tasks_temporal.temporal.ids import OWNER_SECRET_ENV, owner_secret, use_owner_keying
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics, RequestMetrics, install_metrics, metrics_runtime
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits, namespace_blob_limit
 from mcp_tasks_temporal.temporal.payload_storage import open_storage
 from mcp_tasks_temporal.temporal.search_attributes import check_namespace
-from mcp_tasks_temporal.temporal.shared_settings import SettingsDisagreement, SharedSettings, check_shared_settings
+from mcp_tasks_temporal.temporal.shared_settings import SharedSettings, check_shared_settings
 from mcp_tasks_temporal.temporal.tracing import setup_tracing, tracing_plugins
 
 logger = logging.getLogger("mcp_tasks_temporal")
 
 _DEV_TEMPORAL_HOST = "127.0.0.1"
 
-PUSH_GIVE_UP_ENV = "MCP_TASKS_PUSH_GIVE_UP_S"
-"""How long a front retries a task's history before ending its listeners' streams (docs/operations.md)."""
+ServerSettings = DevSettings | ServeSettings | WorkerSettings
+FrontSettings = DevSettings | ServeSettings
+WorkerProcessSettings = DevSettings | WorkerSettings
+_S = TypeVar("_S", DevSettings, ServeSettings, WorkerSettings)
 
 
-def configure(app: MCPServer[Any], args: argparse.Namespace) -> None:
+def for_app(args: _S, app: MCPServer[Any]) -> _S:
+    """`args` with the app's own task queue where none was given (`mcp-tasks/<the MCPServer's name>`)."""
+    return args if args.task_queue else args.model_copy(update={"task_queue": default_task_queue(app)})
+
+
+def configure(app: MCPServer[Any], args: ServerSettings) -> None:
     extension = tasks_extension(app)
-    if not args.task_queue:
-        args.task_queue = default_task_queue(app)
-    if getattr(args, "agent_model", None):
+    if args.agent_model:
         from mcp_tasks_temporal.contrib import MissingExtra
 
         try:
@@ -92,26 +97,29 @@ def configure(app: MCPServer[Any], args: argparse.Namespace) -> None:
         except MissingExtra as missing:
             raise ValueError(f"--agent-model needs the {missing.extra} extra: {missing.install}") from None
         configure_model(args.agent_model)
-    use_request_state_keys(app, getattr(args, "request_state_key", None) or [])
-    if getattr(args, "request_state_key", None):
+    use_owner_keying(args.owner_keying())  # before the first owner key; a short secret stops the start
+    keys = [] if isinstance(args, WorkerSettings) else args.request_state_key
+    use_request_state_keys(app, keys)
+    if isinstance(args, WorkerSettings):
+        return
+    if keys:
         # The same shared secrets, so any front checks the session IDs every other one hands out.
-        extension.session_keys = SessionKeys(args.request_state_key)
-    use_owner_keys()  # before the first owner key; a secret too short stops the start, not a request
-    if "ttl_ms" in vars(args):
+        extension.session_keys = SessionKeys(keys)
+    if "ttl_ms" in args.model_fields_set:
         extension.default_ttl_ms = args.ttl_ms
-    if getattr(args, "poll_interval_ms", None):
+    if args.poll_interval_ms:
         extension.default_poll_interval_ms = args.poll_interval_ms
-    if getattr(args, "require_mcp_name", False):
+    if args.require_mcp_name:
         extension.require_mcp_name = True
-    if getattr(args, "nexus_reply_endpoint", None):
+    if args.nexus_reply_endpoint:
         extension.nexus_reply_endpoint = args.nexus_reply_endpoint
     policy = extension.default_activity
     overrides: dict[str, Any] = {}
-    if getattr(args, "heartbeat_timeout", None):
+    if args.heartbeat_timeout:
         overrides["heartbeat_timeout_s"] = args.heartbeat_timeout
-    if getattr(args, "max_attempts", None):
+    if args.max_attempts:
         overrides["maximum_attempts"] = args.max_attempts
-    if getattr(args, "tool_timeout", None):
+    if args.tool_timeout:
         overrides["start_to_close_timeout_s"] = args.tool_timeout
     if overrides:
         extension.default_activity = ActivityPolicy(**{**vars(policy), **overrides})
@@ -125,7 +133,7 @@ class _HttpServer(uvicorn.Server):
             forget_captured_signals(self)
 
 
-def bearer_auth(args: argparse.Namespace) -> BearerAuth | None:
+def bearer_auth(args: FrontSettings) -> BearerAuth | None:
     """The front's bearer auth, if asked for; a bad key set or token file stops the start, on one line."""
     auth = _verified_bearer(args)
     if auth is not None and owner_secret() is None:
@@ -138,7 +146,7 @@ def bearer_auth(args: argparse.Namespace) -> BearerAuth | None:
     return auth
 
 
-def _verified_bearer(args: argparse.Namespace) -> BearerAuth | None:
+def _verified_bearer(args: FrontSettings) -> BearerAuth | None:
     if args.tokens is not None and args.jwt_jwks is not None:
         raise ValueError("--tokens and --jwt-jwks are alternatives: choose one")
     if args.tokens is not None:
@@ -167,14 +175,14 @@ def _verified_bearer(args: argparse.Namespace) -> BearerAuth | None:
     return BearerAuth(JwtVerifier(settings), required_scopes=tuple(args.jwt_scope), settings=metadata)
 
 
-def _http_server(app: MCPServer[Any], args: argparse.Namespace, client: Client, auth: BearerAuth | None) -> _HttpServer:
+def _http_server(app: MCPServer[Any], args: FrontSettings, client: Client, auth: BearerAuth | None) -> _HttpServer:
     config = uvicorn.Config(
         front_http_app(app, args, client, auth), host=args.host, port=args.port, log_level="warning", lifespan="on"
     )
     return _HttpServer(config)
 
 
-def front_http_app(app: MCPServer[Any], args: argparse.Namespace, client: Client, auth: BearerAuth | None) -> ASGIApp:
+def front_http_app(app: MCPServer[Any], args: FrontSettings, client: Client, auth: BearerAuth | None) -> ASGIApp:
     """The ASGI app `serve` and `dev` run under uvicorn, for an `app` the front is attached to (`open_front`).
 
     Its lifespan must run around its requests: it runs the MCP session manager and the push watchers.
@@ -198,11 +206,11 @@ def front_http_app(app: MCPServer[Any], args: argparse.Namespace, client: Client
     return JsonRpcHttpErrors(http_app, max_body_bytes=args.max_body_bytes)
 
 
-async def _serve_http(app: MCPServer[Any], args: argparse.Namespace, client: Client, auth: BearerAuth | None) -> None:
+async def _serve_http(app: MCPServer[Any], args: FrontSettings, client: Client, auth: BearerAuth | None) -> None:
     await _http_server(app, args, client, auth).serve()
 
 
-def _start_telemetry(args: argparse.Namespace, role: str) -> None:
+def _start_telemetry(args: ServerSettings, role: str) -> None:
     """Tracing and metrics, before the first Temporal client: both are fixed when a client connects."""
     setup_tracing(f"mcp-tasks-temporal-{role}", environment(), flag=args.otel)
     if args.metrics_port:
@@ -211,7 +219,7 @@ def _start_telemetry(args: argparse.Namespace, role: str) -> None:
 
 async def _connect(
     stack: AsyncExitStack,
-    args: argparse.Namespace,
+    args: ServerSettings,
     app: MCPServer[Any],
     options: ConnectionOptions | None = None,
     *,
@@ -221,10 +229,10 @@ async def _connect(
 
     Payload storage (its cloud client) stays open as long as `stack`.
     """
-    storage = await stack.enter_async_context(open_storage(storage_from_args(args)))
+    storage = await stack.enter_async_context(open_storage(args.storage()))
     return await connect(
-        options or connection_options_from_args(args),
-        codec=codec_from_args(args),
+        options or _connection_options(args),
+        codec=args.payload_codec(),
         external_storage=storage,
         runtime=metrics_runtime(),
         # Only their client side: the workers get them from `McpTasksPlugin`, after the app's workflows.
@@ -235,23 +243,26 @@ async def _connect(
     )
 
 
-async def _agree_on_settings(client: Client, args: argparse.Namespace, role: str, *, owner: bool = False) -> None:
+def _connection_options(args: ServerSettings) -> ConnectionOptions:
+    """The connection flags of `serve` and `worker`; `dev` connects to the server it started."""
+    if isinstance(args, DevSettings):
+        return ConnectionOptions()
+    return args.connection_options()
+
+
+async def _agree_on_settings(client: Client, args: ServerSettings, role: str, *, owner: bool = False) -> None:
     """Refuse to start with settings the task queue's other processes do not share (temporal/shared_settings.py)."""
-    deployment = None if role == "serve" else (args.deployment_name or "")
-    mine = SharedSettings.of(role, storage_from_args(args), codec_from_args(args), deployment)
-    try:
-        await check_shared_settings(client, args.task_queue, mine, owner=owner)
-    except SettingsDisagreement:
-        args.one_shot_temporal = True  # it exits right after connecting: skip the teardown (cli.main says why)
-        raise
+    deployment = None if isinstance(args, ServeSettings) else (args.deployment_name or "")
+    mine = SharedSettings.of(role, args.storage(), args.payload_codec(), deployment)
+    await check_shared_settings(client, args.task_queue, mine, owner=owner)
 
 
-async def _payload_limits(client: Client, args: argparse.Namespace) -> PayloadLimits:
-    return PayloadLimits(blob_limit=await namespace_blob_limit(client), storage=storage_from_args(args))
+async def _payload_limits(client: Client, args: ServerSettings) -> PayloadLimits:
+    return PayloadLimits(blob_limit=await namespace_blob_limit(client), storage=args.storage())
 
 
 async def _attach_front(
-    app: MCPServer[Any], client: Client, args: argparse.Namespace, *, search_attributes: bool, web_ui: str | None
+    app: MCPServer[Any], client: Client, args: FrontSettings, *, search_attributes: bool, web_ui: str | None
 ) -> None:
     metrics = FrontMetrics.from_runtime()
     # First, so it also counts what later middleware answers by itself (subscriptions/listen).
@@ -270,14 +281,13 @@ async def _attach_front(
         fairness=FairnessPolicy.weighted(args.fairness_weight, keys=args.fairness_keys),
     )
     extension = tasks_extension(app)
-    give_up = variable(PUSH_GIVE_UP_ENV)
-    if give_up is not None:
-        extension.push_give_up_s = float(give_up)
+    if args.push_give_up_s is not None:
+        extension.push_give_up_s = args.push_give_up_s
     extension.attach(gateway, app)
 
 
 async def _run_worker(
-    stack: AsyncExitStack, client: Client, app: MCPServer[Any], args: argparse.Namespace, *, make_current: bool
+    stack: AsyncExitStack, client: Client, app: MCPServer[Any], args: WorkerProcessSettings, *, make_current: bool
 ) -> None:
     from mcp_tasks_temporal.temporal.worker import build_worker, workflow_tool_workers
 
@@ -307,7 +317,7 @@ async def _run_worker(
         await set_current(client, deployment)
 
 
-async def _pinned_elsewhere(client: Client, args: argparse.Namespace) -> str | None:
+async def _pinned_elsewhere(client: Client, args: WorkerProcessSettings) -> str | None:
     """The other builds of this worker's deployment that still run pinned tasks, with their counts.
 
     Those tasks go on only while a worker of their own build polls, which a
@@ -329,34 +339,33 @@ async def _pinned_elsewhere(client: Client, args: argparse.Namespace) -> str | N
     return f"pinned tasks still run on {counted}; each goes on only while a worker of its build runs ({command})"
 
 
-def worker_command_for(client: Client, args: argparse.Namespace, *, build_id: str) -> list[str]:
+def worker_command_for(client: Client, args: WorkerProcessSettings, *, build_id: str) -> list[str]:
     """A worker of another build beside this process: every setting the task queue's processes share.
 
     A worker started without them is refused at start (temporal/shared_settings.py); beside
     `dev`, whose payload storage is on by default, that is the storage directory above all.
     """
     command = ["mcp-tasks-temporal", "worker", "--app", args.app, "--task-queue", args.task_queue]
-    command += ["--temporal", client.service_client.config.target_host, "--namespace", client.namespace]
+    command += ["--address", client.service_client.config.target_host, "--namespace", client.namespace]
     if args.codec:
         command += ["--codec", args.codec]
     elif args.codec_key_file is not None:
         command += ["--codec-key-file", str(args.codec_key_file.resolve())]
-    elif codec_from_args(args) is not None:
+    elif args.codec_keys is not None:
         command += ["--codec-key-file", "FILE"]  # the keys came from the environment: not printed
-    command += storage_from_args(args).worker_args()
-    return [*command, "--deployment-name", args.deployment_name, "--build-id", build_id]
+    command += args.storage().worker_args()
+    return [*command, "--deployment-name", args.deployment_name or "", "--build-id", build_id]
 
 
-async def dev(args: argparse.Namespace) -> None:
+async def dev(args: DevSettings) -> None:
     async with AsyncExitStack() as stack:
         # The state directory first: a Temporal server a killed `dev` left running there still holds
         # its ports, and is stopped before they are checked.
         lock = stack.enter_context(state_dir_lock(args.state_dir)) if args.state_dir is not None else None
-        use_dev_owner_secret(args.state_dir)
-        await _run_dev(stack, lock, args)
+        await _run_dev(stack, lock, use_dev_owner_secret(args))
 
 
-async def _run_dev(stack: AsyncExitStack, lock: StateDirLock | None, args: argparse.Namespace) -> None:
+async def _run_dev(stack: AsyncExitStack, lock: StateDirLock | None, args: DevSettings) -> None:
     # Every port is checked before anything starts or prints: a second `dev` must not come up
     # half-way, and above all must not find the first one's Temporal on "its" port and use it.
     wanted = [
@@ -365,21 +374,23 @@ async def _run_dev(stack: AsyncExitStack, lock: StateDirLock | None, args: argpa
     ]
     if args.ui_port:
         wanted.append((_DEV_TEMPORAL_HOST, args.ui_port, "--ui-port", "Temporal UI"))
-    if getattr(args, "metrics_port", None):
+    if args.metrics_port:
         wanted.append((args.metrics_host, args.metrics_port, "--metrics-port", "metrics"))
     check_ports(wanted)
     app = load_app(args.app)
+    args = for_app(args, app)
     configure(app, args)
     _start_telemetry(args, "dev")
     auth = bearer_auth(args)  # a bad key set or token file stops the start, before anything runs
     Deployment.from_args(args.deployment_name, args.build_id)  # both or neither, checked before anything starts
     if args.payload_storage == "local" and args.payload_dir is None:
         # Large results just work on one machine: beside the Temporal database, or for the run only.
-        args.payload_dir = (
+        payload_dir = (
             args.state_dir / "payloads"
             if args.state_dir is not None
             else Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mcp-tasks-payloads-")))
         )
+        args = args.model_copy(update={"payload_dir": payload_dir})
     temporal = await stack.enter_async_context(
         embedded_temporal(
             state_dir=args.state_dir,
@@ -455,7 +466,7 @@ async def _run_dev(stack: AsyncExitStack, lock: StateDirLock | None, args: argpa
     print("mcp-tasks-temporal dev: stopping", flush=True)
 
 
-async def _nexus_endpoints(temporal: EmbeddedTemporal, args: argparse.Namespace) -> None:
+async def _nexus_endpoints(temporal: EmbeddedTemporal, args: DevSettings) -> None:
     """The endpoints `dev` was asked for; the reply endpoint routes to this app's own namespace and queue."""
     routes = list(args.nexus_endpoint)
     if args.nexus_reply_endpoint:
@@ -469,9 +480,7 @@ async def _nexus_endpoints(temporal: EmbeddedTemporal, args: argparse.Namespace)
         await ensure_endpoint(client, route)
 
 
-def _dev_banner(
-    args: argparse.Namespace, temporal: EmbeddedTemporal, worker: DevWorker | None, pinned: str | None
-) -> None:
+def _dev_banner(args: DevSettings, temporal: EmbeddedTemporal, worker: DevWorker | None, pinned: str | None) -> None:
     print(f"mcp-tasks-temporal dev: serving {args.app}", flush=True)
     print(f"  MCP endpoint  http://{args.host}:{args.port}/mcp", flush=True)
     print(
@@ -496,8 +505,9 @@ def _dev_banner(
     print("Press Ctrl-C to stop.", flush=True)
 
 
-async def serve(args: argparse.Namespace) -> None:
+async def serve(args: ServeSettings) -> None:
     app = load_app(args.app)
+    args = for_app(args, app)
     configure(app, args)
     _start_telemetry(args, "front")
     auth = bearer_auth(args) if args.transport == "http" else None
@@ -515,7 +525,7 @@ async def serve(args: argparse.Namespace) -> None:
             await _serve_http(app, args, client, auth)
 
 
-async def open_front(stack: AsyncExitStack, app: MCPServer[Any], args: argparse.Namespace) -> Client:
+async def open_front(stack: AsyncExitStack, app: MCPServer[Any], args: ServeSettings) -> Client:
     """What `serve` does before it listens: `app` (configured) attached to Temporal through its gateway.
 
     Returns the front's client; its connection and payload storage stay open as long as `stack`.
@@ -529,7 +539,7 @@ async def open_front(stack: AsyncExitStack, app: MCPServer[Any], args: argparse.
     return client
 
 
-async def open_worker(stack: AsyncExitStack, app: MCPServer[Any], args: argparse.Namespace) -> Client:
+async def open_worker(stack: AsyncExitStack, app: MCPServer[Any], args: WorkerSettings) -> Client:
     """What `worker` runs: `app`'s (configured) workers, polling until `stack` closes. Returns their client."""
     client = await _connect(stack, args, app)
     # The worker upserts nothing the run did not start with; this only tells the operator what is missing.
@@ -540,10 +550,11 @@ async def open_worker(stack: AsyncExitStack, app: MCPServer[Any], args: argparse
     return client
 
 
-async def worker(args: argparse.Namespace) -> None:
+async def worker(args: WorkerSettings) -> None:
     if Deployment.from_args(args.deployment_name, args.build_id) is None and args.make_current:
         raise ValueError("--make-current needs --deployment-name and --build-id")
     app = load_app(args.app)
+    args = for_app(args, app)
     configure(app, args)
     _start_telemetry(args, "worker")
     async with AsyncExitStack() as stack:
@@ -557,15 +568,15 @@ async def worker(args: argparse.Namespace) -> None:
             file=sys.stderr,
             flush=True,
         )
-        await _until_stopped()
+        await _until_stopped(args.stop_with_parent)
 
 
 def _where(client: Client) -> str:
     return f"{client.service_client.config.target_host} (namespace {client.namespace})"
 
 
-async def codec_server(args: argparse.Namespace) -> None:
-    codec = codec_from_args(args)
+async def codec_server(args: CodecServerSettings) -> None:
+    codec = args.payload_codec()
     if codec is None:
         raise ValueError("codec-server needs the codec: --codec-key-file, $MCP_TASKS_CODEC_KEYS or --codec")
     verifier = StaticTokenVerifier.from_file(args.tokens) if args.tokens is not None else None
@@ -575,10 +586,6 @@ async def codec_server(args: argparse.Namespace) -> None:
     config = uvicorn.Config(http_app, host=args.host, port=args.port, log_level="warning")
     print(f"mcp-tasks-temporal codec-server: http://{args.host}:{args.port}", file=sys.stderr, flush=True)
     await uvicorn.Server(config).serve()
-
-
-async def codec_key(args: argparse.Namespace) -> None:
-    print(new_key())
 
 
 ORPHANED_EXIT_S = 3.0
@@ -606,13 +613,11 @@ def _exit_without_drain() -> None:
     timer.start()
 
 
-async def _until_stopped() -> None:
+async def _until_stopped(parent_pid: int | None) -> None:
     """Wait for Ctrl-C or SIGTERM (a container stop), so shutdown runs the graceful path.
 
     `dev`'s worker also stops when `dev` is gone, even if it was killed too hard to stop it.
     """
-    parent = variable(PARENT_PID_ENV)
-    parent_pid = int(parent) if parent is not None and parent.isdigit() else None
     async with anyio.create_task_group() as group:
 
         async def on_signal() -> None:
