@@ -27,13 +27,14 @@ from temporalio.common import VersioningBehavior
 
 from mcp_tasks_temporal.ops.audit import SCHEMA_VERSION, load_runs, verify
 from mcp_tasks_temporal.ops.dev.embedded_temporal import temporal_cli
-from mcp_tasks_temporal.ops.operator_cli import principal_of
+from mcp_tasks_temporal.ops.operator_cli import EXIT_INCOMPATIBLE, EXIT_USAGE, EXIT_VERIFY_ERROR
+from mcp_tasks_temporal.ops.operator_connection import principal_of
 from mcp_tasks_temporal.temporal.ids import owner_key, workflow_id
 from mcp_tasks_temporal.temporal.worker import WORKFLOWS
 from tests.cli_runs import run_in_process
 from tests.conftest import Stack, module_stack
 from tests.docs_pipeline import APP as DOCS_APP
-from tests.docs_pipeline import deploy_first, docs_pipeline
+from tests.docs_pipeline import deploy_first, docs_pipeline, without_deploying_status
 from tests.processes import REPO_ROOT, Process, child_env, start_front, start_temporal, start_worker
 from tests.test_auth import BearerMcp
 from tests.variant_cli import ChangedToolTask
@@ -223,18 +224,37 @@ async def test_verify_passes_on_current_code_and_fails_on_a_changed_workflow(
     ok = await run_cli("audit", task_id, "--principal", alice, "--verify", "--temporal", temporal)
     assert b"verify: compatible" in ok.stderr
     assert b"status" in ok.stdout and b"completed" in ok.stdout
+    as_json = await run_cli(
+        "audit", task_id, "--principal", alice, "--verify", "--format", "json", "--address", temporal
+    )
+    story = json.loads(as_json.stdout)
+    assert (story["verify"], story["verifyReason"], story["divergence"], story["error"]) == (
+        "compatible",
+        None,
+        None,
+        None,
+    )
 
+    # The changed code waits on a timer where the history scheduled the tool: named as the tool, not as events.
     changed = await run_cli(
-        "audit", task_id, "--principal", alice, "--verify", "--temporal", temporal,
+        "audit", task_id, "--principal", alice, "--verify", "--format", "json", "--temporal", temporal,
         module=[sys.executable, "-m", "tests.variant_cli"], check=False,
     )  # fmt: skip
-    assert changed.returncode == 1, changed.stderr
-    assert b"INCOMPATIBLE" in changed.stderr and b"nondetermin" in changed.stderr.lower()
+    assert changed.returncode == EXIT_INCOMPATIBLE, changed.stderr
+    verdict = json.loads(changed.stdout)  # one JSON document: the core's own warning is not on stdout
+    assert verdict["verify"] == "incompatible" and verdict["task"]["taskId"] == task_id
+    assert verdict["divergence"]["recorded"] == {"kind": "activity", "name": "the tool 'double' (round 0)"}
+    assert verdict["divergence"]["code"] is None, "the changed code issues no command there: it waits on its timer"
+    assert "'double'" in verdict["verifyReason"] and "HistoryEvent" not in verdict["verifyReason"]
+    [line] = [ln for ln in changed.stderr.decode().splitlines() if ln.startswith("verify:")]
+    assert "INCOMPATIBLE" in line and "workflow.patched" in line, line
+    assert "Traceback" not in changed.stderr.decode() and " WARN " not in changed.stderr.decode()
 
     runs = await load_runs(temporal_client, workflow_id(task_id, principal_of(alice)))
-    await verify(runs, WORKFLOWS, temporal_client.data_converter)
-    with pytest.raises(Exception, match="(?i)nondetermin"):
-        await verify(runs, [ChangedToolTask], temporal_client.data_converter)
+    assert (await verify(runs, WORKFLOWS, temporal_client.data_converter)).verdict == "compatible"
+    found = await verify(runs, [ChangedToolTask], temporal_client.data_converter)
+    assert found.verdict == "incompatible" and found.divergence is not None
+    assert "nondeterminism" in found.divergence.replayer_message.lower()
 
 
 async def test_audit_finds_a_task_without_the_principal_and_by_workflow_id(
@@ -251,8 +271,16 @@ async def test_audit_finds_a_task_without_the_principal_and_by_workflow_id(
         assert f"{ui}/namespaces/default/workflows/mcp-task%2F{owner_key(principal_of(alice))}%2F{task_id}" in text
 
     unknown = await run_cli("audit", str(uuid.uuid4()), "--temporal", temporal, check=False)
-    assert unknown.returncode == 2 and len(unknown.stderr.decode().strip().splitlines()) == 1
+    assert unknown.returncode == EXIT_USAGE and len(unknown.stderr.decode().strip().splitlines()) == 1
     assert unknown.stdout == b""
+    # A script reading --format json gets a document even so, with the error and the verdict it could not reach.
+    scripted = await run_cli(
+        "audit", str(uuid.uuid4()), "--verify", "--format", "json", "--temporal", temporal, check=False
+    )
+    assert scripted.returncode == EXIT_USAGE
+    document = json.loads(scripted.stdout)
+    assert document["error"]["kind"] == "not_found" and document["verify"] == "error"
+    assert document["schemaVersion"] == SCHEMA_VERSION and "task" not in document
 
 
 async def _list(temporal: str, *filters: str) -> list[dict[str, Any]]:
@@ -360,7 +388,8 @@ async def test_admin_cancel_cancels_exactly_the_matching_tasks(
 
 
 def test_visibility_query_of_the_filters() -> None:
-    from mcp_tasks_temporal.ops.admin import TaskFilter, parse_duration
+    from mcp_tasks_temporal.ops.admin import TaskFilter
+    from mcp_tasks_temporal.ops.operator_cli import parse_duration
 
     now = datetime.fromisoformat("2026-01-02T03:04:05+00:00")
     query = TaskFilter(owner_key="k", status="failed", older_than=parse_duration("1h30m")).query(now)
@@ -449,9 +478,9 @@ async def test_audit_and_verify_of_a_workflow_task(
         assert (await mcp.wait_for(task_id, timeout=30))["status"] == "completed"
 
         without_app = await run_cli("audit", task_id, "--verify", "--temporal", temporal, check=False)
-        assert without_app.returncode == 2, without_app.stderr
+        assert without_app.returncode == EXIT_VERIFY_ERROR, without_app.stderr
         [line] = without_app.stderr.decode().strip().splitlines()
-        assert "--app" in line and "INCOMPATIBLE" not in line, line
+        assert line.startswith("verify: error") and "--app" in line and "INCOMPATIBLE" not in line, line
         done = await run_cli("audit", task_id, "--format", "json", "--verify", "--app", APP, "--temporal", temporal)
         assert b"verify: compatible" in done.stderr
         story = json.loads(done.stdout)
@@ -524,12 +553,31 @@ async def test_verify_of_the_docs_pipeline_is_compatible_on_its_code_and_names_a
     assert same.returncode == 0, same.stderr
     assert b"verify: compatible" in same.stderr
 
-    reordered = await audit_child(changed, task_id, "--verify", "--app", app, "--temporal", temporal)
-    assert reordered.returncode == 1, reordered.stderr
+    reordered = await audit_child(
+        changed, task_id, "--verify", "--app", app, "--temporal", temporal, "--format", "json"
+    )
+    assert reordered.returncode == EXIT_INCOMPATIBLE, reordered.stderr
     [line] = [ln for ln in reordered.stderr.decode().splitlines() if "INCOMPATIBLE" in ln]
     print(line)
     assert "'build'" in line and "'deploy'" in line, line
     assert "UpsertWorkflowSearchAttributes" not in line and "Traceback" not in reordered.stderr.decode()
+    verdict = json.loads(reordered.stdout)
+    assert verdict["verify"] == "incompatible"
+    divergence = verdict["divergence"]
+    assert divergence["recorded"] == {"kind": "activity", "name": "activity 'build'"}, divergence
+    assert divergence["code"] == {"kind": "activity", "name": "activity 'deploy'"}, divergence
+    if versioning is not None:
+        return
+    # A status line dropped: the replayer's word is the state machine and the event it met; ours is the step.
+    dropped = await audit_child(
+        docs_pipeline(tmp_path / "dropped", without_deploying_status), task_id, "--verify", "--app", app,
+        "--temporal", temporal, "--format", "json",
+    )  # fmt: skip
+    assert dropped.returncode == EXIT_INCOMPATIBLE, dropped.stderr
+    divergence = json.loads(dropped.stdout)["divergence"]
+    assert divergence["recorded"]["name"].startswith('set_status("deploying")'), divergence
+    assert divergence["code"] == {"kind": "activity", "name": "activity 'deploy'"}, divergence
+    assert "machine does not handle this event" in divergence["replayerMessage"], divergence
 
 
 def docs_verify_pipelines() -> list[str]:

@@ -384,19 +384,22 @@ async def _search_attribute_step(event: HistoryEvent, events: Sequence[HistoryEv
 
 
 def _same_workflow_task(event: HistoryEvent, events: Sequence[HistoryEvent], kind: str) -> HistoryEvent | None:
-    """The nearest event of `kind` among the commands of `event`'s workflow task."""
+    """The event of `kind` among the commands of `event`'s workflow task: the next one, else the one before.
+
+    A status change upserts the search attribute first and its memo right after (`workflow_api`), so
+    the memo that follows a `McpStatus` upsert is the one it belongs to.
+    """
     ids = [item.event_id for item in events]
-    at = ids.index(event.event_id) if event.event_id in ids else -1
-    if at < 0:
+    if event.event_id not in ids:
         return None
-    batch: list[HistoryEvent] = []
-    for step in (-1, 1):
+    at = ids.index(event.event_id)
+    for step in (1, -1):
         index = at + step
         while 0 <= index < len(events) and events[index].WhichOneof("attributes") in _COMMAND_EVENTS:
-            batch.append(events[index])
+            if events[index].WhichOneof("attributes") == kind:
+                return events[index]
             index += step
-    found = [item for item in batch if item.WhichOneof("attributes") == kind]
-    return min(found, key=lambda item: abs(item.event_id - event.event_id)) if found else None
+    return None
 
 
 def _marker_step(event: HistoryEvent) -> Step:
