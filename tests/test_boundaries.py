@@ -67,7 +67,7 @@ def test_environment_variables_are_read_in_ops_settings_environment_only() -> No
         for path in _sources()
         if path != SETTINGS.resolve() and _environment_reads(ast.parse(path.read_text(), str(path)))
     }
-    assert not readers, f"read the variable through a settings model (mcp_tasks_temporal.ops.settings) instead: {sorted(readers)}"
+    assert not readers, f"read the variable in a settings model (ops/settings/) instead: {sorted(readers)}"
 
 
 def _private_reads(tree: ast.AST) -> list[str]:

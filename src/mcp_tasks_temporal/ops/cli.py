@@ -57,6 +57,20 @@ _COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+_SERVERS = frozenset({"dev", "serve", "worker", "codec-server"})
+
+
+def _named_command(args: Sequence[str]) -> str | None:
+    """The command a command line names, without parsing it (the options before it take one value each)."""
+    words = iter(args)
+    for word in words:
+        if not word.startswith("-"):
+            return word
+        if "=" not in word:
+            next(words, None)
+    return None
+
+
 @dataclass(frozen=True)
 class Invocation:
     """A parsed and validated command line, ready to run.
@@ -69,6 +83,9 @@ class Invocation:
         job: What the command does; its exit status (`None` for 0).
         log_level: The level of the process's logging.
         one_shot: A short-lived Temporal client: the process skips interpreter teardown (`main`).
+        prepare: Imports and loading done before the event loop starts, where Ctrl-C interrupts them at
+            once: inside the loop it only cancels the command once the blocking import is done (the demo
+            app takes seconds to import on a busy machine).
     """
 
     command: str
@@ -77,6 +94,7 @@ class Invocation:
     job: Callable[[], Awaitable[int | None]]
     log_level: str = "WARNING"
     one_shot: bool = False
+    prepare: Callable[[], object] | None = None
 
 
 class _LazyGroup(click.Group):
@@ -134,11 +152,13 @@ def invocation(
     job: Callable[[], Awaitable[int | None]],
     *,
     one_shot: bool = False,
+    prepare: Callable[[], object] | None = None,
 ) -> Invocation:
     """What a command's callback returns: its job, with the root options."""
     root_settings = ctx.find_root().obj
     log_level = str(getattr(root_settings, "log_level", "WARNING"))
-    return Invocation(ctx.command_path.removeprefix(f"{PROG} "), role, settings, job, log_level, one_shot)
+    command = ctx.command_path.removeprefix(f"{PROG} ")
+    return Invocation(command, role, settings, job, log_level, one_shot, prepare)
 
 
 def parse(argv: Sequence[str] | None = None) -> Invocation | int:
@@ -158,7 +178,12 @@ def parse(argv: Sequence[str] | None = None) -> Invocation | int:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the console script."""
-    parsed = parse(argv)
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        parsed = parse(args)
+    except KeyboardInterrupt:
+        # Ctrl-C before the command even started: nothing to stop, and a server's stop is a success.
+        raise SystemExit(0 if _named_command(args) in _SERVERS else 130) from None
     if isinstance(parsed, int):
         raise SystemExit(parsed)
     status, one_shot = execute(parsed)
@@ -182,11 +207,15 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 def execute(invocation: Invocation) -> tuple[int, bool]:
     """Run a parsed command line; its exit status, and whether the process should skip interpreter teardown."""
-    import anyio
+    interrupted = 0 if invocation.role == "server" else 130
+    try:
+        import anyio
 
-    from mcp_tasks_temporal.temporal.connection import TemporalConnectionError
-    from mcp_tasks_temporal.temporal.shared_settings import SettingsDisagreement
-    from mcp_tasks_temporal.temporal.tracing import shutdown_tracing
+        from mcp_tasks_temporal.temporal.connection import TemporalConnectionError
+        from mcp_tasks_temporal.temporal.shared_settings import SettingsDisagreement
+        from mcp_tasks_temporal.temporal.tracing import shutdown_tracing
+    except KeyboardInterrupt:
+        return interrupted, False
 
     logging.basicConfig(level=invocation.log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     one_shot = invocation.one_shot
@@ -194,6 +223,8 @@ def execute(invocation: Invocation) -> tuple[int, bool]:
     try:
         try:
             try:
+                if invocation.prepare is not None:
+                    invocation.prepare()
                 status = anyio.run(invocation.job) or 0
             except BaseExceptionGroup as group:
                 # A task group (the push hub's, the app's lifespan) wraps what stopped the command; one
@@ -201,7 +232,9 @@ def execute(invocation: Invocation) -> tuple[int, bool]:
                 raise single_cause(group) from None
         except KeyboardInterrupt:
             # Ctrl-C is how `dev`, `serve` and `worker` stop; for other commands it cut the wait short.
-            return (0 if invocation.role == "server" else 130), one_shot
+            # Everything is stopped and flushed: a Temporal call it cut short could still call back into
+            # Python during interpreter teardown, so skip it (`main`).
+            return interrupted, True
         except BrokenPipeError:
             return EXIT_BROKEN_PIPE, one_shot
         except TemporalConnectionError as err:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Any
 
 import click
@@ -24,13 +25,22 @@ def _server_command(name: str, model: type[Settings], runner: str, description: 
     def callback(ctx: click.Context, **_: Any) -> Any:
         settings = load_settings(model, name, given_flags(ctx, model))
 
+        def prepare() -> None:
+            # Temporal, the MCP SDK, uvicorn and the app take seconds to import, which `--help` does not need;
+            # done before the event loop, where Ctrl-C stops them at once.
+            from mcp_tasks_temporal.front.app_loading import load_app
+
+            import_module("mcp_tasks_temporal.ops.server_commands")
+            app = getattr(settings, "app", None)
+            if isinstance(app, str):
+                load_app(app)  # imported once: the command loads it again from the import cache
+
         async def job() -> None:
-            # Temporal, the MCP SDK and uvicorn take seconds to import, which `--help` does not need.
             from mcp_tasks_temporal.ops import server_commands
 
             await getattr(server_commands, runner)(settings)
 
-        return invocation(ctx, "server", settings, job)
+        return invocation(ctx, "server", settings, job, prepare=prepare)
 
     return SettingsCommand(name, callback=callback, settings_model=model, help=description, epilog=SERVER_EXIT_STATUSES)
 

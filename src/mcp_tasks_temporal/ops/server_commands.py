@@ -362,7 +362,12 @@ async def dev(args: DevSettings) -> None:
         # The state directory first: a Temporal server a killed `dev` left running there still holds
         # its ports, and is stopped before they are checked.
         lock = stack.enter_context(state_dir_lock(args.state_dir)) if args.state_dir is not None else None
-        await _run_dev(stack, lock, use_dev_owner_secret(args))
+        try:
+            await _run_dev(stack, lock, use_dev_owner_secret(args))
+        except anyio.get_cancelled_exc_class():
+            # Ctrl-C before the banner: say so at once, since stopping what already started takes seconds.
+            print("mcp-tasks-temporal dev: stopping", flush=True)
+            raise
 
 
 async def _run_dev(stack: AsyncExitStack, lock: StateDirLock | None, args: DevSettings) -> None:
