@@ -143,4 +143,3 @@ async def test_a_missing_setting_names_its_flag_and_its_variable() -> None:
     assert missing.code == 2
     [line] = missing.err.strip().splitlines()
     assert "--app" in line and "$MCP_TASKS_APP" in line, line
-

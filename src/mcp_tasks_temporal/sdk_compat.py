@@ -189,4 +189,3 @@ def forget_captured_signals(server: Any) -> None:
     server's. It keeps the captured signals in a private list and has no setting to keep them.
     """
     server._captured_signals.clear()  # pyright: ignore[reportPrivateUsage]
-
