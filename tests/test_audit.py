@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -90,7 +91,7 @@ class SharedFront:
 
 
 # More pairs than tests drawing from the pool; each test's names are its own, as with a private front.
-PAIRS = 8
+PAIRS = 10
 
 
 @pytest.fixture(scope="module")
@@ -385,6 +386,63 @@ async def test_admin_cancel_cancels_exactly_the_matching_tasks(
         with anyio.fail_after(30):
             while (await handle.describe()).status == WorkflowExecutionStatus.RUNNING:
                 await anyio.sleep(0.1)
+
+
+async def test_admin_cancel_takes_task_ids_under_the_owner_rules(
+    principals: Principals, temporal: str, tmp_path: Path
+) -> None:
+    alice, bob = principals.names["alice"], principals.names["bob"]
+    gates = [tmp_path / name for name in ("one", "two")]
+    for folder in gates:
+        folder.mkdir()
+    running = [(await principals.alice.start("gated", {"gate": str(folder)}))["taskId"] for folder in gates]
+    for task_id in running:
+        await principals.alice.wait_for(task_id, has_status_message)
+    ended = (await principals.alice.start("double", {"x": 2}))["taskId"]
+    await principals.alice.wait_for(ended)
+
+    # Another principal's name maps the ID to that principal's workflow: nothing of alice's is found, or touched.
+    not_bobs = await run_cli("admin", "cancel", running[0], "--owner", bob, "--yes", "--address", temporal, check=False)
+    assert not_bobs.returncode == EXIT_USAGE and running[0] in not_bobs.stderr.decode(), not_bobs.stderr
+    assert (await principals.alice.get(running[0])).result["status"] == "working"
+    # Without a terminal to ask on, and without --yes, nothing happens.
+    unasked = await run_cli("admin", "cancel", running[0], "--owner", alice, "--address", temporal, check=False)
+    assert unasked.returncode == EXIT_USAGE and "--yes" in unasked.stderr.decode(), unasked.stderr
+    # An ended task is named as such; nothing else on the command line is cancelled either.
+    refused = await run_cli("admin", "cancel", *running, ended, "--owner", alice, "--yes", "--address", temporal,
+                            check=False)  # fmt: skip
+    assert refused.returncode == EXIT_USAGE and "already ended (completed)" in refused.stderr.decode()
+    assert {(await principals.alice.get(t)).result["status"] for t in running} == {"working"}
+
+    # By the owner's name, and (an operator's lookup) by the task ID alone.
+    by_owner = await run_cli("admin", "cancel", running[0], "--owner", alice, "--yes", "--json", "--address", temporal)
+    assert [t["taskId"] for t in json.loads(by_owner.stdout)["cancelled"]] == [running[0]]
+    by_id = await run_cli("admin", "cancel", running[1], "--yes", "--json", "--address", temporal)
+    assert [t["taskId"] for t in json.loads(by_id.stdout)["cancelled"]] == [running[1]]
+    for task_id, folder in zip(running, gates, strict=True):
+        assert (await principals.alice.wait_for(task_id, timeout=30))["status"] == "cancelled"
+        await until_file(folder / "cancelled")
+    story = json.loads((await run_cli("audit", running[1], "--format", "json", "--address", temporal)).stdout)
+    (request,) = story["cancelRequests"]
+    assert request["identity"].startswith("mcp-tasks-temporal admin cancel") and "operator" in request["reason"]
+
+
+@pytest.mark.parametrize("command", [["audit", "--format", "json"], ["admin", "tasks", "--json"]])
+async def test_operator_output_to_a_closed_pipe_ends_quietly(
+    principals: Principals, temporal: str, command: list[str]
+) -> None:
+    task_id = (await principals.alice.start("double", {"x": 5}))["taskId"]
+    await principals.alice.wait_for(task_id)
+    words = [*command, task_id] if command[0] == "audit" else command
+    cli = " ".join(shlex.quote(word) for word in [sys.executable, "-m", "mcp_tasks_temporal", *words])
+    with anyio.fail_after(120):
+        # `true` reads nothing and is gone long before the command's first write.
+        done = await anyio.run_process(
+            ["bash", "-o", "pipefail", "-c", f"{cli} --address {temporal} | true"], cwd=REPO_ROOT, env=child_env(),
+            check=False,
+        )  # fmt: skip
+    assert done.returncode == 128 + 13, (done.returncode, done.stderr.decode())
+    assert b"Traceback" not in done.stderr and b"Broken pipe" not in done.stderr, done.stderr.decode()
 
 
 def test_visibility_query_of_the_filters() -> None:

@@ -424,3 +424,23 @@ def test_every_call_in_the_docs_names_its_server() -> None:
     assert commands, "the docs show no call: update this test"
     missing = [line for line in commands if "--url" not in line and "--stdio" not in line]
     assert not missing, missing
+
+
+@pytest.mark.parametrize("reader", ["head -n 1", "true"])
+def test_output_to_a_closed_pipe_ends_quietly_as_a_c_tool_does(tmp_path: Path, reader: str) -> None:
+    """`| head` (closed after a line) or a reader gone before the first write: no traceback, killed by SIGPIPE."""
+    from mcp_tasks_temporal.client import Journal
+
+    journal = Journal(tmp_path / "journal.sqlite3")
+    for number in range(3000):  # a listing far larger than a pipe's buffer
+        task_id = str(uuid.UUID(int=number, version=4))
+        journal.record("http://127.0.0.1:9/mcp", task_id, tool="build", status="completed",
+                       created_at="2026-01-01T00:00:00Z", ttl_ms=10**13)  # fmt: skip
+    journal.close()
+    cli = " ".join(shlex.quote(word) for word in CLI)
+    script = f"{cli} tasks --all --journal {shlex.quote(str(tmp_path / 'journal.sqlite3'))} | {reader}"
+    done = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", script], cwd=REPO_ROOT, env=child_env(), capture_output=True, timeout=120
+    )
+    assert done.returncode == 128 + 13, (done.returncode, done.stderr.decode())  # SIGPIPE, as `yes | head`
+    assert done.stderr == b"", done.stderr.decode()

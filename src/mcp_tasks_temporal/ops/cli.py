@@ -184,6 +184,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     except KeyboardInterrupt:
         # Ctrl-C before the command even started: nothing to stop, and a server's stop is a success.
         raise SystemExit(0 if _named_command(args) in _SERVERS else 130) from None
+    except BrokenPipeError:  # `--help | head`
+        _end_with_sigpipe()
     if isinstance(parsed, int):
         raise SystemExit(parsed)
     status, one_shot = execute(parsed)
