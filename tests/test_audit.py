@@ -23,13 +23,14 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHistory
 from temporalio.common import VersioningBehavior
+from temporalio.contrib.pydantic import pydantic_data_converter
 
 from mcp_tasks_temporal.ops.audit import SCHEMA_VERSION, load_runs, verify
 from mcp_tasks_temporal.ops.dev.embedded_temporal import temporal_cli
 from mcp_tasks_temporal.ops.operator_cli import EXIT_INCOMPATIBLE, EXIT_USAGE, EXIT_VERIFY_ERROR
-from mcp_tasks_temporal.ops.operator_connection import principal_of
+from mcp_tasks_temporal.ops.operator_connection import operator_runtime, principal_of
 from mcp_tasks_temporal.temporal.ids import owner_key, workflow_id
 from mcp_tasks_temporal.temporal.worker import WORKFLOWS
 from tests.cli_runs import run_in_process
@@ -38,7 +39,7 @@ from tests.docs_pipeline import APP as DOCS_APP
 from tests.docs_pipeline import deploy_first, docs_pipeline, without_deploying_status
 from tests.processes import REPO_ROOT, Process, child_env, start_front, start_temporal, start_worker
 from tests.test_auth import BearerMcp
-from tests.variant_cli import ChangedToolTask
+from tests.variant_cli import ChangedToolTask, FailingToolTask, RenamedActivityToolTask
 from tests.wire import HttpMcp, TaskCalls
 
 pytestmark = pytest.mark.anyio
@@ -443,6 +444,39 @@ async def test_operator_output_to_a_closed_pipe_ends_quietly(
         )  # fmt: skip
     assert done.returncode == 128 + 13, (done.returncode, done.stderr.decode())
     assert b"Traceback" not in done.stderr and b"Broken pipe" not in done.stderr, done.stderr.decode()
+
+
+COMMITTED = REPO_ROOT / "tests" / "histories"
+
+
+@pytest.mark.parametrize(
+    ("workflow", "recorded", "code"),
+    [
+        # A timer added before the tool: the history's tool round meets a workflow still waiting on it.
+        (ChangedToolTask, {"kind": "activity", "name": "the tool 'complete' (round 0)"}, None),
+        # Another activity where the history started its TTL timer.
+        (RenamedActivityToolTask, "timer", {"kind": "activity", "name": "activity 'mcp_tasks.run_tool_v2'"}),
+        # Code that fails on the history is incompatible too, with its error.
+        (FailingToolTask, {"kind": "activity", "name": "the tool 'complete' (round 0)"}, "failure"),
+    ],
+)
+async def test_verify_names_the_first_diverging_step_of_a_committed_history(
+    workflow: type, recorded: Any, code: Any
+) -> None:
+    history = WorkflowHistory.from_json("audit-variant", (COMMITTED / "completed.json").read_text())
+    assert (await verify([history], WORKFLOWS, pydantic_data_converter)).verdict == "compatible"
+    found = await verify([history], [workflow], pydantic_data_converter, runtime=operator_runtime())
+    assert found.verdict == "incompatible" and found.divergence is not None, found
+    divergence = found.divergence.as_json()
+    if recorded == "timer":
+        assert divergence["recorded"]["kind"] == "timer" and divergence["step"] == 1, divergence
+    else:
+        assert divergence["recorded"] == recorded, divergence
+    if code == "failure":
+        assert divergence["code"]["kind"] == "failure" and "no such tool 'complete'" in divergence["code"]["name"]
+    else:
+        assert divergence["code"] == code, divergence
+    assert found.reason is not None and "HistoryEvent" not in found.reason and "machine" not in found.reason
 
 
 def test_visibility_query_of_the_filters() -> None:
