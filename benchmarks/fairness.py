@@ -43,7 +43,7 @@ from mcp_tasks_temporal.ops.dev.embedded_temporal import embedded_temporal
 from mcp_tasks_temporal.temporal.connection import connect_temporal
 from mcp_tasks_temporal.temporal.contract import RUN_TOOL_ACTIVITY, ToolRoundInput, ToolTaskInput
 from mcp_tasks_temporal.temporal.fairness import FairnessPolicy
-from mcp_tasks_temporal.temporal.ids import new_task_id, workflow_id
+from mcp_tasks_temporal.temporal.ids import UNKEYED, new_task_id
 from mcp_tasks_temporal.temporal.workflows import ToolTaskWorkflow
 
 from ._common import bounded, free_port, machine, positive_int, render, run_main
@@ -85,7 +85,7 @@ async def start(gateway: TemporalTaskGateway, principal: str, work_ms: int) -> s
         poll_interval_ms=1000,
     )
     await gateway.create(task, principal)
-    return workflow_id(task.task_id, principal)
+    return UNKEYED.workflow_id(task.task_id, principal)
 
 
 async def scenario(client: Client, mode: str, burst: int, late: int, slots: int, work_ms: int) -> Outcome:
@@ -138,7 +138,7 @@ class Share:
 
 async def shares(client: Client, weight: float, each: int, slots: int, work_ms: int) -> Share:
     queue = f"bench-fairness-weight-{weight:g}"
-    policy = FairnessPolicy.weighted([f"{TENANT_B}={weight:g}"])
+    policy = FairnessPolicy.weighted({TENANT_B: weight})
     gateway = TemporalTaskGateway(client, task_queue=queue, fairness=policy)
     tenants = [tenant for _ in range(each) for tenant in (TENANT_A, TENANT_B)]
     jobs = [partial(start, gateway, tenant, work_ms) for tenant in tenants]

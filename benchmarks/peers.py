@@ -31,7 +31,7 @@ from typing import Any, Final
 import anyio
 import httpx
 
-from mcp_tasks_temporal.temporal.ids import workflow_id
+from mcp_tasks_temporal.temporal.ids import UNKEYED
 from tests.wire import HttpMcp, TaskCalls
 
 from ._common import (
@@ -234,7 +234,7 @@ async def run(samples: int, phase_s: float, *, redis: bool = True) -> Results:
             for server in servers:
                 await server.prepare()
             columns = [column(server) for server in servers]
-            done = product.client.get_workflow_handle(workflow_id(servers[0].done, None))
+            done = product.client.get_workflow_handle(UNKEYED.workflow_id(servers[0].done, None))
             raw_start = Op("raw start_workflow", calls.raw_start)
             raw_describe_done = Op("raw describe() of a completed task", done.describe)
             floor = Op("tools/call greet (synchronous, ours)", calls.greet)

@@ -35,9 +35,9 @@ import httpx
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
-from mcp_tasks_temporal.front.listen import MAX_TASK_IDS
+from mcp_tasks_temporal.front.push.listen import MAX_TASK_IDS
 from mcp_tasks_temporal.temporal.contract import INPUT_SIGNAL, as_object
-from mcp_tasks_temporal.temporal.ids import workflow_id
+from mcp_tasks_temporal.temporal.ids import UNKEYED
 from tests.wire import HttpMcp, TaskCalls, base_headers, request_message, sse_frames
 
 from ._common import (
@@ -278,7 +278,7 @@ async def ours(stack: Stack, mcp: TaskCalls, stream: ListenStream, task: Parked,
     results.ours_ack.append(ack_ms)
     results.first_statuses[first.status] = results.first_statuses.get(first.status, 0) + 1
     # Read after the fact, outside the timing: when the server recorded the signal, and the memo upsert behind `first`.
-    handle = stack.client.get_workflow_handle(workflow_id(task.task_id, None))
+    handle = stack.client.get_workflow_handle(UNKEYED.workflow_id(task.task_id, None))
     history = [event async for event in handle.fetch_history_events()]
     signal_ms = next(_event_ms(e) for e in history if e.event_type == _SIGNALED)
     upsert_ms = next(_event_ms(e) for e in history if e.event_type == _MODIFIED and _event_ms(e) >= signal_ms)
@@ -289,7 +289,7 @@ async def ours(stack: Stack, mcp: TaskCalls, stream: ListenStream, task: Parked,
 
 async def raw(stack: Stack, task: Parked, results: Results | None) -> None:
     """Signal with the raw client; time the events on a history long poll of the workflow."""
-    handle = stack.client.get_workflow_handle(workflow_id(task.task_id, None))
+    handle = stack.client.get_workflow_handle(UNKEYED.workflow_id(task.task_id, None))
     length = (await handle.describe()).history_length
     events: list[tuple[float, float, HistoryEvent]] = []
     caught_up, closed = anyio.Event(), anyio.Event()

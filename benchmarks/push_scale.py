@@ -40,9 +40,10 @@ from typing import Final
 import anyio
 import httpx
 
-from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, listed_tasks
+from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
+from mcp_tasks_temporal.front.gateway.reads import listed_tasks
 from mcp_tasks_temporal.temporal.contract import Memo, ToolTaskInput, as_object
-from mcp_tasks_temporal.temporal.ids import workflow_id
+from mcp_tasks_temporal.temporal.ids import UNKEYED
 from tests.wire import HttpMcp, TaskCalls
 
 from ._common import (
@@ -142,7 +143,7 @@ async def create_parked(stack: Stack, mcp: TaskCalls, count: int) -> list[Parked
 
 async def _template(stack: Stack, mcp: TaskCalls) -> ToolTaskInput:
     result = (await mcp.call_tool("confirm_delete", {"filename": "bench.txt"}, capabilities=ELICITATION)).result
-    handle = stack.client.get_workflow_handle(workflow_id(str(result["taskId"]), None))
+    handle = stack.client.get_workflow_handle(UNKEYED.workflow_id(str(result["taskId"]), None))
     async for event in handle.fetch_history_events():
         payloads = event.workflow_execution_started_event_attributes.input.payloads
         [task] = await stack.client.data_converter.decode(payloads, [ToolTaskInput])
@@ -154,7 +155,7 @@ async def _template(stack: Stack, mcp: TaskCalls) -> ToolTaskInput:
 async def until_parked(stack: Stack, task_ids: Sequence[str], timeout_s: float) -> list[Parked]:
     """Every task once visibility shows it waiting for its answer, with its question's key."""
     parked: dict[str, Parked] = {}
-    by_workflow = {workflow_id(t, None): t for t in task_ids}
+    by_workflow = {UNKEYED.workflow_id(t, None): t for t in task_ids}
     with anyio.fail_after(timeout_s):
         while len(parked) < len(task_ids):
             waiting = [w for w, t in by_workflow.items() if t not in parked]

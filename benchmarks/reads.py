@@ -28,8 +28,8 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 from temporalio.worker import Worker
 
-from mcp_tasks_temporal.front.closed_tasks import ClosedTaskCache
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, now_ms
+from mcp_tasks_temporal.front.gateway.closed_tasks import ClosedTaskCache
 from mcp_tasks_temporal.ops.dev.embedded_temporal import embedded_temporal
 from mcp_tasks_temporal.temporal.connection import connect_temporal
 from mcp_tasks_temporal.temporal.contract import (
@@ -40,7 +40,7 @@ from mcp_tasks_temporal.temporal.contract import (
     ToolTaskInput,
     as_object,
 )
-from mcp_tasks_temporal.temporal.ids import new_task_id, workflow_id
+from mcp_tasks_temporal.temporal.ids import UNKEYED, new_task_id
 from mcp_tasks_temporal.temporal.workflows import ToolTaskWorkflow
 
 from ._common import machine, render
@@ -238,7 +238,7 @@ class Bench:
         return TemporalTaskGateway(self.client, task_queue=task_queue, closed_tasks=ClosedTaskCache(max_entries=0))
 
     def handle(self, task_id: str) -> WorkflowHandle[Any, Any]:
-        return self.client.get_workflow_handle(workflow_id(task_id, None))
+        return self.client.get_workflow_handle(UNKEYED.workflow_id(task_id, None))
 
 
 @dataclass(frozen=True)

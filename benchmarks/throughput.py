@@ -26,7 +26,7 @@ from temporalio.client import Client
 
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, now_ms
 from mcp_tasks_temporal.temporal.contract import STATE_QUERY, TOOL_TASK_WORKFLOW, ToolTaskInput
-from mcp_tasks_temporal.temporal.ids import new_task_id, workflow_id
+from mcp_tasks_temporal.temporal.ids import UNKEYED, new_task_id
 from tests.wire import HttpMcp, TaskCalls, envelope
 
 from ._common import (
@@ -178,7 +178,7 @@ class Calls(SlowComputeTasks):
     async def raw_start(self) -> None:
         task = self.task_input("raw")
         await self.client.start_workflow(
-            TOOL_TASK_WORKFLOW, task, id=workflow_id(task.task_id, None), task_queue=self.product.task_queue
+            TOOL_TASK_WORKFLOW, task, id=UNKEYED.workflow_id(task.task_id, None), task_queue=self.product.task_queue
         )
 
     async def gateway_create(self) -> None:
@@ -247,8 +247,8 @@ async def get_cases(calls: Calls, samples: int) -> list[Row]:
     done_id = await calls.create()
     await calls.until(running_id, lambda task: task["status"] == "working" and "statusMessage" in task)
     await calls.until(done_id, lambda task: task["status"] == "completed")
-    running = calls.client.get_workflow_handle(workflow_id(running_id, None))
-    done = calls.client.get_workflow_handle(workflow_id(done_id, None))
+    running = calls.client.get_workflow_handle(UNKEYED.workflow_id(running_id, None))
+    done = calls.client.get_workflow_handle(UNKEYED.workflow_id(done_id, None))
 
     async def describe_and_result() -> None:
         await done.describe()

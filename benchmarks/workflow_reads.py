@@ -30,7 +30,7 @@ from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, WorkflowTask, 
 from mcp_tasks_temporal.ops.dev.embedded_temporal import embedded_temporal
 from mcp_tasks_temporal.temporal.connection import connect_temporal
 from mcp_tasks_temporal.temporal.contract import CLIENT_CAPABILITIES_META_KEY, EXTENSION_ID
-from mcp_tasks_temporal.temporal.ids import new_task_id
+from mcp_tasks_temporal.temporal.ids import UNKEYED, new_task_id
 from mcp_tasks_temporal.temporal.workflows import ToolTaskWorkflow
 
 from ._common import machine, render
@@ -55,8 +55,8 @@ async def create_pipeline(gateway: TemporalTaskGateway) -> Task:
         ttl_ms=3_600_000,
         poll_interval_ms=1000,
     )
-    handle = await gateway.start_workflow_task(task, None)
-    return Task(gateway, handle, task.task_id)
+    await gateway.start_workflow_task(task, None)
+    return Task(gateway, gateway.client.get_workflow_handle(UNKEYED.workflow_id(task.task_id, None)), task.task_id)
 
 
 async def timed(task: Task) -> float:

@@ -13,15 +13,17 @@ from typing import Any
 import anyio
 from mcp.server.mcpserver import MCPServer
 
-from mcp_tasks_temporal import TasksExtension, set_status
+from mcp_tasks_temporal import FrontSettings, TasksExtension, set_status
+from mcp_tasks_temporal.front.attachment import Front
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
 
 
 class NoPushTasks(TasksExtension):
-    def attach(self, gateway: TemporalTaskGateway, server: MCPServer[Any]) -> None:
+    def attach(self, gateway: TemporalTaskGateway, server: MCPServer[Any], settings: FrontSettings) -> Front:
         before = list(server.middleware)
-        super().attach(gateway, server)
+        front = super().attach(gateway, server, settings)
         server.middleware[:] = before
+        return front
 
 
 tasks = NoPushTasks(default_poll_interval_ms=200)

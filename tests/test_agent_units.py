@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from pydantic_ai.exceptions import UserError
 from pydantic_ai.models.openai import OpenAIChatModel
@@ -16,29 +18,31 @@ from tests.cli_runs import settings_of
 
 
 @pytest.fixture(autouse=True)
-def no_model(monkeypatch: pytest.MonkeyPatch) -> None:
+def no_model(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.delenv(agent.AGENT_MODEL_ENV, raising=False)
+    agent.configure_model(None)
+    yield
+    agent.configure_model(None)
 
 
-def test_the_check_names_the_settings_until_a_model_is_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_check_names_the_settings_until_a_model_is_configured() -> None:
     refusal = agent.model_check()
     assert refusal is not None and "--agent-model" in refusal and "OPENAI_BASE_URL" in refusal
-    monkeypatch.setenv(agent.AGENT_MODEL_ENV, "  ")
+    agent.configure_model("  ")
     assert agent.model_check() is not None
-    monkeypatch.setenv(agent.AGENT_MODEL_ENV, "qwen")
+    agent.configure_model("qwen")
     assert agent.model_check() is None
 
 
 def test_model_ids_resolve_to_the_configured_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:2/v1")  # the OpenAI client's own: what it overrides
     assert agent.resolve_model(None, "openai:gpt-5") is None  # pyright: ignore[reportArgumentType]
+    with pytest.raises(UserError, match="--agent-model"):
+        agent.resolve_model(None, agent.DEFAULT_MODEL)  # pyright: ignore[reportArgumentType]
+    agent.configure_model(agent.AgentModel("llama", base_url="http://127.0.0.1:1/v1", api_key="k"))
     model = agent.resolve_model(None, agent.MODEL_PREFIX + "qwen2.5-coder")  # pyright: ignore[reportArgumentType]
     assert isinstance(model, OpenAIChatModel) and model.model_name == "qwen2.5-coder"
     assert model.base_url == "http://127.0.0.1:1/v1/"
-    with pytest.raises(UserError, match="--agent-model"):
-        agent.resolve_model(None, agent.DEFAULT_MODEL)  # pyright: ignore[reportArgumentType]
-    monkeypatch.setenv(agent.AGENT_MODEL_ENV, "llama")
     default = agent.resolve_model(None, agent.DEFAULT_MODEL)  # pyright: ignore[reportArgumentType]
     assert isinstance(default, OpenAIChatModel) and default.model_name == "llama"
 
@@ -61,9 +65,7 @@ def test_the_demo_registers_review_code_with_what_a_worker_needs() -> None:
 
 @pytest.mark.parametrize("command", ["dev", "serve", "worker"])
 def test_agent_model_flag_configures_the_process(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")  # read with the flags, when the command starts
     args = settings_of([command, "--app", "mcp_tasks_temporal.demo.server", "--agent-model", "qwen3"])
     configure(demo_app, args)
-    assert agent.configured_model_name() == "qwen3"
-    monkeypatch.delenv(agent.AGENT_MODEL_ENV)
-    configure(demo_app, settings_of([command, "--app", "mcp_tasks_temporal.demo.server"]))
-    assert agent.configured_model_name() is None
+    assert agent.configured_agent_model() == agent.AgentModel("qwen3", base_url="http://127.0.0.1:1/v1")

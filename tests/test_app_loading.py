@@ -93,7 +93,7 @@ def test_a_bad_app_is_one_line_and_exit_status_2(project: Path, spec: str, names
 def test_a_sealed_request_state_lives_a_day_with_shared_keys_or_without() -> None:
     from mcp.server.mcpserver import MCPServer
 
-    from mcp_tasks_temporal.front.app_loading import REQUEST_STATE_TTL_S, request_state_security
+    from mcp_tasks_temporal.front.request_state import REQUEST_STATE_TTL_S, request_state_security
 
     app = MCPServer("ttl-check")
     # A person answers a question inside a plain call hours later: not the SDK's ten minutes.

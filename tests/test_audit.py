@@ -31,7 +31,7 @@ from mcp_tasks_temporal.ops.audit import SCHEMA_VERSION, load_runs, verify
 from mcp_tasks_temporal.ops.dev.embedded_temporal import temporal_cli
 from mcp_tasks_temporal.ops.operator_cli import EXIT_INCOMPATIBLE, EXIT_USAGE, EXIT_VERIFY_ERROR
 from mcp_tasks_temporal.ops.operator_connection import operator_runtime, principal_of
-from mcp_tasks_temporal.temporal.ids import owner_key, workflow_id
+from mcp_tasks_temporal.temporal.ids import UNKEYED
 from mcp_tasks_temporal.temporal.worker import WORKFLOWS
 from tests.cli_runs import run_in_process
 from tests.conftest import Stack, module_stack
@@ -41,6 +41,8 @@ from tests.processes import REPO_ROOT, Process, child_env, start_front, start_te
 from tests.test_auth import BearerMcp
 from tests.variant_cli import ChangedToolTask, FailingToolTask, RenamedActivityToolTask
 from tests.wire import HttpMcp, TaskCalls
+
+owner_key = UNKEYED.owner_key
 
 pytestmark = pytest.mark.anyio
 
@@ -180,9 +182,13 @@ async def test_json_audit_of_two_questions_a_retry_and_a_cancel(
     assert task["owner"] == owner_key(principal_of(alice)) and alice not in done.stdout.decode()
     assert task["client"]["info"] == {"name": "tests", "version": "1"}
     assert task["client"]["capabilities"]["elicitation"] == {}
-    assert task["workflowId"] == workflow_id(task_id, principal_of(alice))
+    assert task["workflowId"] == UNKEYED.workflow_id(task_id, principal_of(alice))
     mcp_attributes = {k: v for k, v in task["searchAttributes"].items() if k.startswith("Mcp")}
-    assert mcp_attributes == {"McpTool": "survey", "McpOwner": owner_key(principal_of(alice)), "McpStatus": "cancelled"}
+    assert mcp_attributes == {
+        "McpTool": "survey",
+        "McpOwner": owner_key(principal_of(alice)),
+        "McpStatus": "cancelled",
+    }
 
     times = story["times"]
     assert times["createdAt"] == created["createdAt"]
@@ -252,7 +258,7 @@ async def test_verify_passes_on_current_code_and_fails_on_a_changed_workflow(
     assert "INCOMPATIBLE" in line and "workflow.patched" in line, line
     assert "Traceback" not in changed.stderr.decode() and " WARN " not in changed.stderr.decode()
 
-    runs = await load_runs(temporal_client, workflow_id(task_id, principal_of(alice)))
+    runs = await load_runs(temporal_client, UNKEYED.workflow_id(task_id, principal_of(alice)))
     assert (await verify(runs, WORKFLOWS, temporal_client.data_converter)).verdict == "compatible"
     found = await verify(runs, [ChangedToolTask], temporal_client.data_converter)
     assert found.verdict == "incompatible" and found.divergence is not None
@@ -266,7 +272,7 @@ async def test_audit_finds_a_task_without_the_principal_and_by_workflow_id(
     task_id = (await principals.alice.start("protocol_error", {}))["taskId"]
     assert (await principals.alice.wait_for(task_id))["status"] == "failed"
     ui = "http://ui.example:8233"
-    for ref, extra in ((task_id, []), (workflow_id(task_id, principal_of(alice)), ["--format", "markdown"])):
+    for ref, extra in ((task_id, []), (UNKEYED.workflow_id(task_id, principal_of(alice)), ["--format", "markdown"])):
         done = await run_cli("audit", ref, "--temporal", temporal, "--temporal-ui", ui, *extra)
         text = done.stdout.decode()
         assert "protocol_error" in text and "-32042" in text and "backend refused" in text
@@ -309,7 +315,7 @@ async def test_search_attributes_are_listed_by_the_temporal_cli(principals: Prin
             if listed:
                 break
             await anyio.sleep(0.2)
-    assert [w["execution"]["workflowId"] for w in listed] == [workflow_id(task_id, principal_of(alice))]
+    assert [w["execution"]["workflowId"] for w in listed] == [UNKEYED.workflow_id(task_id, principal_of(alice))]
 
 
 async def test_admin_tasks_filters_by_owner_tool_status_and_age(
@@ -382,7 +388,7 @@ async def test_admin_cancel_cancels_exactly_the_matching_tasks(
     (request,) = audit["cancelRequests"]
     assert request["identity"].startswith("mcp-tasks-temporal admin") and "operator" in request["reason"]
     for task_id, who in ((bystanders[0], bob), (bystanders[1], alice)):
-        handle = temporal_client.get_workflow_handle(workflow_id(task_id, principal_of(who)))
+        handle = temporal_client.get_workflow_handle(UNKEYED.workflow_id(task_id, principal_of(who)))
         await handle.cancel()
         with anyio.fail_after(30):
             while (await handle.describe()).status == WorkflowExecutionStatus.RUNNING:
@@ -504,7 +510,7 @@ async def test_get_and_watch_link_the_task_in_the_web_ui(
     task_id = (await principals.alice.start("double", {"x": 3}))["taskId"]
     done: dict[str, Any] = await principals.alice.wait_for(task_id)
     link: str = done["_meta"]["mcp-tasks-temporal/temporalWebUi"]
-    wid = workflow_id(task_id, principal_of(alice))
+    wid = UNKEYED.workflow_id(task_id, principal_of(alice))
     assert link.startswith(f"{ui}/namespaces/default/workflows/{wid.replace('/', '%2F')}/")
     assert done["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "fixture-app"
 
@@ -630,7 +636,7 @@ async def test_verify_of_the_docs_pipeline_is_compatible_on_its_code_and_names_a
     finally:
         front.stop()
         worker.stop()
-    runs = await load_runs(temporal_client, workflow_id(task_id, None))
+    runs = await load_runs(temporal_client, UNKEYED.workflow_id(task_id, None))
     if versioning is not None:
         info = runs.description.raw_description.workflow_execution_info.versioning_info
         auto = info.versioning_override.auto_upgrade or info.behavior == VersioningBehavior.AUTO_UPGRADE

@@ -16,8 +16,8 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.shared.exceptions import MCPError
 
-from mcp_tasks_temporal.front.auth import StaticTokenVerifier
-from mcp_tasks_temporal.front.credential_life import EndWithCredential
+from mcp_tasks_temporal.front.http.auth import StaticTokenVerifier
+from mcp_tasks_temporal.front.http.credential_life import EndWithCredential
 from tests.conftest import Stack, module_stack
 from tests.legacy_wire import LegacyMcp
 from tests.test_push import ELICIT, SUB, collect_until_terminal, http_listen, listen_message

@@ -1,8 +1,9 @@
 """The boundaries docs/design.md draws, checked on every run rather than trusted to prose.
 
-import-linter's contracts (pyproject.toml, `[tool.importlinter]`) keep the layers apart; the checks
-below cover what an import graph cannot see: where environment variables are read and where
-third-party private names are touched.
+import-linter's contracts (pyproject.toml, `[tool.importlinter]`) keep the layers apart, chains
+included; the checks below cover what those contracts do not say: where environment variables are
+read, where third-party private names are touched, what a worker loads of the front, and that no
+import (type-only and function-level ones included) closes a cycle.
 """
 
 from __future__ import annotations
@@ -14,26 +15,20 @@ import sys
 import textwrap
 from pathlib import Path
 
+import grimp
+
 from tests.processes import REPO_ROOT, child_env
 
 PACKAGE = REPO_ROOT / "src" / "mcp_tasks_temporal"
 SETTINGS = PACKAGE / "ops" / "settings" / "environment.py"
 SDK_COMPAT = PACKAGE / "sdk_compat.py"
-FRONT = PACKAGE / "front"
-
-FRONT_LINE_CAP = 450
-"""A front module longer than this does more than one job: split it where its parts run or what they answer."""
-LONG_FRONT_MODULES: dict[str, int] = {
-    # Longer than the cap, to split; each may only shrink, and leaves the list once under the cap.
-}
 
 FRONT_MODULES_AN_APP_LOADS = frozenset(
     {
-        # What `from mcp_tasks_temporal import TasksExtension` and building the app load of front/: the facade,
-        # the session keys it defaults to and its methods' params. A worker loading the app stops there.
+        # What `from mcp_tasks_temporal import TasksExtension` and building the app load of front/: the facade
+        # and its methods' params. A worker loading the app stops there.
         "mcp_tasks_temporal.front",
         "mcp_tasks_temporal.front.extension",
-        "mcp_tasks_temporal.front.session_binding",
         "mcp_tasks_temporal.front.task_params",
     }
 )
@@ -155,9 +150,38 @@ def test_a_worker_loading_the_app_and_running_a_task_tool_loads_no_front_handler
     assert set(loaded) <= FRONT_MODULES_AN_APP_LOADS, sorted(set(loaded) - FRONT_MODULES_AN_APP_LOADS)
 
 
-def test_no_front_module_is_longer_than_the_cap() -> None:
-    lengths = {path.name: len(path.read_text().splitlines()) for path in sorted(FRONT.glob("*.py"))}
-    too_long = {name: n for name, n in lengths.items() if n > LONG_FRONT_MODULES.get(name, FRONT_LINE_CAP)}
-    assert not too_long, f"over {FRONT_LINE_CAP} lines (or longer than their recorded debt): {too_long}"
-    paid = sorted(name for name in LONG_FRONT_MODULES if lengths.get(name, 0) <= FRONT_LINE_CAP)
-    assert not paid, f"now within {FRONT_LINE_CAP} lines: strike from LONG_FRONT_MODULES {paid}"
+def _import_cycles() -> list[list[str]]:
+    """The package's import cycles, each a strongly connected set of modules; type-only and lazy imports count."""
+    graph = grimp.build_graph(
+        "mcp_tasks_temporal", include_external_packages=False, exclude_type_checking_imports=False
+    )
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(module: str) -> None:  # Tarjan's algorithm
+        order[module] = low[module] = len(order)
+        stack.append(module)
+        for imported in graph.find_modules_directly_imported_by(module):
+            if imported not in order:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in stack:
+                low[module] = min(low[module], order[imported])
+        if low[module] == order[module]:
+            members: list[str] = []
+            while not members or members[-1] != module:
+                members.append(stack.pop())
+            if len(members) > 1:
+                cycles.append(sorted(members))
+
+    for module in sorted(graph.modules):
+        if module not in order:
+            visit(module)
+    return cycles
+
+
+def test_no_module_of_the_package_is_part_of_an_import_cycle() -> None:
+    cycles = _import_cycles()
+    assert not cycles, f"import cycles (break them by dependency direction: pass what a part needs): {cycles}"

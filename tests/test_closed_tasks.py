@@ -9,8 +9,8 @@ import anyio
 import httpx
 import pytest
 
-from mcp_tasks_temporal.front.closed_tasks import ClosedTaskCache
 from mcp_tasks_temporal.front.errors import TaskExpiredError
+from mcp_tasks_temporal.front.gateway.closed_tasks import ClosedTaskCache
 from tests.processes import start_front, start_temporal, start_worker
 from tests.wire import HttpMcp, TaskCalls
 

@@ -32,7 +32,7 @@ from mcp_tasks_temporal.temporal.codec import (
     new_key,
     parse_keys,
 )
-from mcp_tasks_temporal.temporal.ids import workflow_id
+from mcp_tasks_temporal.temporal.ids import UNKEYED
 from tests.conftest import Stack, module_stack
 from tests.processes import CLI, Process, child_env, free_port, start_front, wait_until
 from tests.wire import HttpMcp, TaskCalls
@@ -256,7 +256,7 @@ async def _run_vault(mcp: TaskCalls, codeword: str, passphrase: str) -> tuple[st
 
 async def _raw_history(temporal: str, task_id: str) -> tuple[bytes, list[Any]]:
     """Everything Temporal stores of the task, read with a client that has no codec."""
-    handle = (await Client.connect(temporal)).get_workflow_handle(workflow_id(task_id, None))
+    handle = (await Client.connect(temporal)).get_workflow_handle(UNKEYED.workflow_id(task_id, None))
     history = await handle.fetch_history()
     description = await handle.describe()
     stored = b"".join(event.SerializeToString() for event in history.events)
@@ -387,14 +387,14 @@ async def test_another_tasks_sealed_memo_under_a_task_id_is_refused_not_shown(
     raw = Client(  # no codec: the memo as Temporal stores it, ciphertext sealed for their task's workflow
         (await Client.connect(encrypted.temporal)).service_client, namespace="default"
     )
-    info = (await raw.get_workflow_handle(workflow_id(theirs, None)).describe()).raw_description
+    info = (await raw.get_workflow_handle(UNKEYED.workflow_id(theirs, None)).describe()).raw_description
     sealed = dict(info.workflow_execution_info.memo.fields)
     assert sealed and all(payload.metadata["encoding"] == ENCODING for payload in sealed.values())
 
     # Their memo's ciphertext, copied whole under another task ID (as write access to the database could).
     mine = str(uuid.uuid4())
     handle = await raw.start_workflow(
-        "mcp_tasks.NoSuchWorkflow", id=workflow_id(mine, None), task_queue=f"nobody-{mine}", memo=sealed
+        "mcp_tasks.NoSuchWorkflow", id=UNKEYED.workflow_id(mine, None), task_queue=f"nobody-{mine}", memo=sealed
     )
     try:
         reply = await mcp.get(mine)

@@ -19,7 +19,7 @@ import httpx
 import pytest
 from temporalio.api.enums.v1 import WorkflowTaskFailedCause
 
-from mcp_tasks_temporal.front.failing_workflows import describe_failure
+from mcp_tasks_temporal.front.gateway.failing_workflows import describe_failure
 from tests.docs_pipeline import APP, clock_read, deploy_first, docs_pipeline
 from tests.processes import CLI, REPO_ROOT, Process, child_env, free_port, start_front, start_worker, wait_until
 from tests.test_observability import find, scrape

@@ -25,7 +25,8 @@ from temporalio.common import Priority
 
 from mcp_tasks_temporal import TasksExtension
 from mcp_tasks_temporal.temporal.fairness import FairnessPolicy, fairness_key
-from mcp_tasks_temporal.temporal.ids import WORKFLOW_ID_PREFIX
+from mcp_tasks_temporal.temporal.fairness_options import parse_weight
+from mcp_tasks_temporal.temporal.ids import UNKEYED, WORKFLOW_ID_PREFIX
 from tests.conftest import module_stack
 from tests.fairness_workflows import PrioritisedWorkflow
 from tests.processes import start_front, start_worker
@@ -281,31 +282,36 @@ def test_a_priority_outside_1_to_5_is_refused_where_the_tool_is_declared(priorit
         tasks.workflow_tool(PrioritisedWorkflow, priority=cast(Any, priority))
 
 
+def _weighted(entries: list[str]) -> FairnessPolicy:
+    """A policy from `PRINCIPAL=WEIGHT` entries, as the front's `--fairness-weight` flags give them."""
+    return FairnessPolicy.weighted(dict(parse_weight(entry) for entry in entries))
+
+
 def test_weights_are_held_by_key_and_keys_can_be_turned_off() -> None:
-    policy = FairnessPolicy.weighted(["alice@example.com=5", "a=b=0.5"])
+    policy = _weighted(["alice@example.com=5", "a=b=0.5"])
     assert "alice@example.com" not in policy.weights, "only the hash is kept"
     assert policy.priority("alice@example.com", 2) == Priority(
-        priority_key=2, fairness_key=fairness_key("alice@example.com"), fairness_weight=5
+        priority_key=2, fairness_key=fairness_key("alice@example.com", UNKEYED), fairness_weight=5
     )
     assert policy.priority("a=b").fairness_weight == 0.5
     assert policy.priority("bob@example.com").fairness_weight is None, "the default weight is Temporal's"
-    assert policy.priority(None).fairness_key == fairness_key(None)
+    assert policy.priority(None).fairness_key == fairness_key(None, UNKEYED)
     assert FairnessPolicy(keys=False).priority("alice@example.com", 1) == Priority(priority_key=1)
     for bad in ("alice", "=2", "alice=x", "alice=0", "alice=inf", "alice=5000"):
         with pytest.raises(ValueError, match="weight"):
-            FairnessPolicy.weighted([bad])
+            _weighted([bad])
 
 
 def test_a_weight_named_by_user_reaches_the_principal_the_front_binds_tasks_to() -> None:
     tokens_file = json.dumps(["alice@example.com", None, "alice@example.com"], separators=(",", ":"))
     jwt = json.dumps(["alice@example.com", "https://idp.example.com", "alice@example.com"], separators=(",", ":"))
     exact = json.dumps(["ci-bot", "https://idp.example.com", None], separators=(",", ":"))
-    policy = FairnessPolicy.weighted(["alice@example.com=5", f"{exact}=0.5"])
-    assert policy.priority(tokens_file) == Priority(fairness_key=fairness_key(tokens_file), fairness_weight=5)
+    policy = _weighted(["alice@example.com=5", f"{exact}=0.5"])
+    assert policy.priority(tokens_file) == Priority(fairness_key=fairness_key(tokens_file, UNKEYED), fairness_weight=5)
     assert policy.priority(jwt).fairness_weight == 5
     assert policy.priority(exact).fairness_weight == 0.5, "the whole principal, for a verifier without names"
     client_only = json.dumps(["ci-bot", None, None], separators=(",", ":"))
     assert policy.priority(client_only).fairness_weight is None
-    assert FairnessPolicy.weighted(["ci-bot=2"]).priority(client_only).fairness_weight == 2, "no subject: the client"
+    assert _weighted(["ci-bot=2"]).priority(client_only).fairness_weight == 2, "no subject: the client"
     for other in ('["bob@example.com",null,"bob@example.com"]', "[1,2", '["alice@example.com"]', "{}"):
         assert policy.priority(other).fairness_weight is None, other

@@ -7,11 +7,10 @@ from typing import Any
 
 from temporalio.client import WorkflowExecutionStatus
 
-from mcp_tasks_temporal.front.feed_watch import on_feed
-from mcp_tasks_temporal.front.feed_watcher import FeedWatcher
 from mcp_tasks_temporal.front.gateway import ListedTask, task_view
-from mcp_tasks_temporal.front.heap import TRIM_AFTER_TASKS, is_glibc, release_freed_heap, worth_trimming
-from mcp_tasks_temporal.front.task_watch import attach
+from mcp_tasks_temporal.front.push.feed_watch import FeedWatcher, on_feed
+from mcp_tasks_temporal.front.push.heap import TRIM_AFTER_TASKS, is_glibc, release_freed_heap, worth_trimming
+from mcp_tasks_temporal.front.push.task_watch import attach
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics
 
 TASK_ID = "0b6c2f7e-8f0e-4a51-9d7c-6f2e0c8b8a11"

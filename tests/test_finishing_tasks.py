@@ -16,9 +16,9 @@ import pytest
 from temporalio.client import Client
 
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
-from mcp_tasks_temporal.front.gateway_views import initial_memo
+from mcp_tasks_temporal.front.gateway.views import initial_memo
 from mcp_tasks_temporal.temporal.contract import TOOL_TASK_WORKFLOW, Memo
-from mcp_tasks_temporal.temporal.ids import new_task_id, workflow_id
+from mcp_tasks_temporal.temporal.ids import UNKEYED, new_task_id
 
 pytestmark = pytest.mark.anyio
 
@@ -29,10 +29,10 @@ async def test_an_open_run_whose_memo_says_completed_reads_as_working_without_a_
     task_queue = f"finishing-{uuid.uuid4()}"
     task_id = new_task_id()
     created_at_ms = int(time.time() * 1000)
-    memo = initial_memo(task_id, "pick_variant", None, created_at_ms, 60_000, 500)
+    memo = initial_memo(task_id, "pick_variant", UNKEYED.owner_key(None), created_at_ms, 60_000, 500, anonymous=True)
     memo |= {Memo.STATUS: "completed", Memo.STATUS_MESSAGE: "round 2 of 2", Memo.LAST_UPDATED_AT: created_at_ms + 5}
     handle = await temporal_client.start_workflow(
-        TOOL_TASK_WORKFLOW, id=workflow_id(task_id, None), task_queue=task_queue, memo=memo
+        TOOL_TASK_WORKFLOW, id=UNKEYED.workflow_id(task_id, None), task_queue=task_queue, memo=memo
     )
     try:
         task = await TemporalTaskGateway(temporal_client, task_queue=task_queue).get(task_id, None)

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from mcp_tasks_temporal.front import handshake_echo
+from mcp_tasks_temporal.front.legacy import handshake_echo
 from tests.conftest import Stack
 from tests.processes import start_front
 from tests.wire import EVERY_SERVED_VERSION, HttpMcp, Reply, base_headers, envelope, request_message

@@ -10,7 +10,7 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from mcp_tasks_temporal.temporal.ids import workflow_id
+from mcp_tasks_temporal.temporal.ids import UNKEYED
 from tests.conftest import Stack
 from tests.direct_signals import signal_answers
 from tests.processes import free_port
@@ -178,7 +178,7 @@ async def test_answers_signalled_to_temporal_before_the_question_are_ignored(
     task_id = created["taskId"]
     await until_file(gate / "attempts")  # the round runs; it asks nothing until `go`
     early = {"color": accept(approve=True), "size": accept(approve=True), "never-asked": accept(approve=True)}
-    await signal_answers(temporal_client.get_workflow_handle(workflow_id(task_id, None)), early)
+    await signal_answers(temporal_client.get_workflow_handle(UNKEYED.workflow_id(task_id, None)), early)
     (gate / "go").write_text("1")
     asked = await mcp.wait_for(task_id, lambda t: t["status"] != "working")
     assert asked["status"] == "input_required", asked

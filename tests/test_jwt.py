@@ -22,8 +22,8 @@ from mcp.server.auth.settings import AuthSettings
 from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
 
-from mcp_tasks_temporal.front.http_app import BearerAuth, front_app
-from mcp_tasks_temporal.front.jwt_auth import JwtSettings, JwtVerifier
+from mcp_tasks_temporal.front.http.endpoint import BearerAuth, protected_app
+from mcp_tasks_temporal.front.http.jwt_auth import JwtSettings, JwtVerifier
 from tests.cli_runs import run_in_process
 from tests.conftest import Stack, module_stack
 from tests.legacy_wire import LegacyMcp
@@ -147,7 +147,7 @@ async def test_protected_resource_metadata_names_the_jwt_issuer(tmp_path: Path, 
         resource_server_url=AnyHttpUrl("https://mcp.example.test/mcp"),
         validate_token_resource=False,
     )
-    app = front_app(Starlette(), auth=BearerAuth(verifier, settings=settings))
+    app = protected_app(Starlette(), BearerAuth(verifier, settings=settings))
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="https://mcp.example.test") as client:
         metadata = (await client.get("/.well-known/oauth-protected-resource/mcp")).json()
         challenge = (await client.post("/mcp")).headers["www-authenticate"]
@@ -187,7 +187,7 @@ async def test_a_required_scope_is_enforced(tmp_path: Path, signer: Signer) -> N
     path = tmp_path / "jwks.json"
     write_jwks(path, signer)
     verifier = JwtVerifier(JwtSettings(jwks=str(path), issuer=ISSUER, audience=AUDIENCE))
-    app = front_app(Starlette(), auth=BearerAuth(verifier, required_scopes=("tasks",)))
+    app = protected_app(Starlette(), BearerAuth(verifier, required_scopes=("tasks",)))
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://front") as client:
         without = await client.post("/mcp", headers={"authorization": f"Bearer {signer.token('alice')}"})
         scoped = await client.post("/mcp", headers={"authorization": f"Bearer {signer.token('alice', scope='tasks')}"})

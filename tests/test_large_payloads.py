@@ -21,7 +21,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.converter import StorageDriverRetrieveContext, StorageDriverStoreContext
 
 from mcp_tasks_temporal.temporal.contract import INVALID_PARAMS_CODE, PAYLOAD_TOO_LARGE_CODE
-from mcp_tasks_temporal.temporal.ids import workflow_id
+from mcp_tasks_temporal.temporal.ids import UNKEYED
 from mcp_tasks_temporal.temporal.payload_limits import DEFAULT_BLOB_LIMIT
 from mcp_tasks_temporal.temporal.payload_storage import LocalStorageDriver, ReadFailuresNamed, StoredPayloadError
 from mcp_tasks_temporal.temporal.result_text import TEXT_FROM_STRUCTURED, compact, expand
@@ -57,7 +57,7 @@ def _payloads(event: Any) -> list[Payload]:
 
 
 async def _history_payloads(client: Client, task_id: str) -> list[Payload]:
-    history = await client.get_workflow_handle(workflow_id(task_id, None)).fetch_history()
+    history = await client.get_workflow_handle(UNKEYED.workflow_id(task_id, None)).fetch_history()
     return [payload for event in history.events for payload in _payloads(event)]
 
 
@@ -97,7 +97,7 @@ async def test_a_result_over_the_limit_fails_at_once_with_an_error_naming_size_l
     assert error["data"]["limit"] < DEFAULT_BLOB_LIMIT
     assert "--payload-storage" in error["data"]["setting"]
     # Failed on its first attempt: a result that cannot fit is not computed again.
-    history = await temporal_client.get_workflow_handle(workflow_id(created["taskId"], None)).fetch_history()
+    history = await temporal_client.get_workflow_handle(UNKEYED.workflow_id(created["taskId"], None)).fetch_history()
     attempts = [
         event.activity_task_started_event_attributes.attempt
         for event in history.events
@@ -230,7 +230,7 @@ async def test_a_50_mb_result_just_works_under_dev_through_its_local_storage(
 
 async def _completed_in_temporal(client: Client, task_id: str) -> None:
     """Until the task's run completed, seen in Temporal (a tasks/get would cache the result at the front)."""
-    handle = client.get_workflow_handle(workflow_id(task_id, None))
+    handle = client.get_workflow_handle(UNKEYED.workflow_id(task_id, None))
     with anyio.fail_after(60):
         while (await handle.describe()).status != WorkflowExecutionStatus.COMPLETED:
             await anyio.sleep(0.1)

@@ -17,10 +17,10 @@ import anyio
 import pytest
 from starlette.types import Message
 
-from mcp_tasks_temporal.front import legacy_tasks
-from mcp_tasks_temporal.front.handshake_echo import SESSION_HEADER, encode, handshake_era
-from mcp_tasks_temporal.front.legacy_answers import LegacyAnswers
-from mcp_tasks_temporal.front.legacy_tasks import LEGACY_TASKS_VERSION, answer_id, follow_task, legacy_envelope
+from mcp_tasks_temporal.front.legacy import legacy_tasks
+from mcp_tasks_temporal.front.legacy.handshake_echo import SESSION_HEADER, encode, handshake_era
+from mcp_tasks_temporal.front.legacy.handshake_requests import HandshakeEraRequests
+from mcp_tasks_temporal.front.legacy.legacy_tasks import LEGACY_TASKS_VERSION, answer_id, follow_task, legacy_envelope
 from mcp_tasks_temporal.temporal.contract import CLIENT_CAPABILITIES_META_KEY
 
 pytestmark = pytest.mark.anyio
@@ -138,7 +138,7 @@ class _Gateway:
 
 
 async def _post(body: dict[str, Any], headers: list[tuple[bytes, bytes]]) -> tuple[int, _Gateway, bool]:
-    """POST `body` through `LegacyAnswers`; (status, the gateway it used, whether the SDK's app got it)."""
+    """POST `body` through `HandshakeEraRequests`; (status, the gateway it used, whether the SDK's app got it)."""
     gateway = _Gateway()
     reached_app = False
 
@@ -148,7 +148,7 @@ async def _post(body: dict[str, Any], headers: list[tuple[bytes, bytes]]) -> tup
         await send({"type": "http.response.start", "status": 202, "headers": []})
         await send({"type": "http.response.body", "body": b""})
 
-    middleware = LegacyAnswers(app, SimpleNamespace(gateway=gateway), max_body_bytes=1 << 20)  # pyright: ignore[reportArgumentType]
+    middleware = HandshakeEraRequests(app, gateway=gateway, sessions=None, max_body_bytes=1 << 20)  # pyright: ignore[reportArgumentType]
     raw = json.dumps(body).encode()
     messages: list[Message] = [{"type": "http.request", "body": raw, "more_body": False}]
     sent: list[Message] = []

@@ -15,8 +15,8 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
-from mcp_tasks_temporal.front.legacy_tasks import parse_answer_id
-from mcp_tasks_temporal.temporal.ids import workflow_id
+from mcp_tasks_temporal.front.legacy.legacy_tasks import parse_answer_id
+from mcp_tasks_temporal.temporal.ids import UNKEYED
 from tests.conftest import Stack
 from tests.legacy_wire import LegacyMcp
 
@@ -62,7 +62,7 @@ async def test_a_held_call_whose_client_goes_away_cancels_its_task(
                 assert "result" not in frame and "error" not in frame, frame
     assert task_id is not None
     # The front notices the closed stream at once and asks Temporal to cancel the task.
-    history = temporal_client.get_workflow_handle(workflow_id(task_id, None))
+    history = temporal_client.get_workflow_handle(UNKEYED.workflow_id(task_id, None))
     with anyio.fail_after(CANCEL_S):
         while not await cancel_requested(history):
             await anyio.sleep(0.05)

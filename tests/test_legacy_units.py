@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_tasks_temporal.front import handshake_echo
-from mcp_tasks_temporal.front.legacy_tasks import answer_id, legacy_task, parse_answer_id
+from mcp_tasks_temporal.front.legacy import handshake_echo
+from mcp_tasks_temporal.front.legacy.legacy_tasks import answer_id, legacy_task, parse_answer_id
 from mcp_tasks_temporal.front.session_binding import SessionKeys
 
 INIT: dict[str, Any] = {

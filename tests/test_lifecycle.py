@@ -13,7 +13,7 @@ import pytest
 from temporalio.client import Client
 
 from mcp_tasks_temporal.temporal.contract import to_iso
-from mcp_tasks_temporal.temporal.ids import workflow_id
+from mcp_tasks_temporal.temporal.ids import UNKEYED
 from tests.wire import TaskCalls
 
 pytestmark = pytest.mark.anyio
@@ -85,7 +85,7 @@ async def test_a_completed_task_was_last_updated_when_it_completed_and_shows_no_
     done = await mcp.wait_for(task_id)
     assert done["status"] == "completed"
     assert "statusMessage" not in done, "the last step's status line no longer describes the task"
-    description = await temporal_client.get_workflow_handle(workflow_id(task_id, None)).describe()
+    description = await temporal_client.get_workflow_handle(UNKEYED.workflow_id(task_id, None)).describe()
     closed = description.raw_description.workflow_execution_info.close_time
     assert done["lastUpdatedAt"] == to_iso(closed.ToMilliseconds())
     assert done["lastUpdatedAt"] > working["lastUpdatedAt"]

@@ -21,8 +21,8 @@ import httpx
 import pytest
 from temporalio.client import Client
 
-from mcp_tasks_temporal.front.feed_watch import FeedWatchHub
 from mcp_tasks_temporal.front.gateway import Snapshot, TemporalTaskGateway
+from mcp_tasks_temporal.front.push.feed_watch import FeedWatchHub
 from mcp_tasks_temporal.temporal.contract import Memo, ToolTaskInput
 from mcp_tasks_temporal.temporal.ids import new_task_id
 from tests.conftest import Stack
@@ -120,7 +120,7 @@ async def test_visibility_reads_hold_to_owner_and_shape_as_a_describe_does(
         as_alice = await feed.gateway.observe_listed(asked, ALICE)
         assert set(as_alice) == set(alices)
         for task_id in alices:
-            described = (await feed.gateway.observe(task_id, ALICE)).snapshot
+            described = await feed.gateway.observe(task_id, ALICE)
             assert as_alice[task_id].memo == described.memo
             assert as_alice[task_id].listed and not described.listed
         assert set(await feed.gateway.observe_listed(asked, BOB)) == {bobs}

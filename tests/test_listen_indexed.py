@@ -24,13 +24,12 @@ from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from mcp_tasks_temporal.front.feed_watch import FeedWatchHub
-from mcp_tasks_temporal.front.feed_watcher import FeedWatcher
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
-from mcp_tasks_temporal.front.listen import TaskListen
+from mcp_tasks_temporal.front.push.feed_watch import FeedWatcher, FeedWatchHub
+from mcp_tasks_temporal.front.push.listen import TaskListen
 from mcp_tasks_temporal.temporal.contract import Memo
 from mcp_tasks_temporal.temporal.feed_contract import FEED_SHARDS, TRANSITION_TOPIC, feed_workflow_id, transition_item
-from mcp_tasks_temporal.temporal.ids import new_task_id, workflow_id
+from mcp_tasks_temporal.temporal.ids import UNKEYED, new_task_id
 from tests.conftest import Stack
 from tests.polling import pauses
 from tests.processes import start_worker
@@ -73,7 +72,7 @@ async def test_the_index_holds_each_callers_open_tasks_and_an_ack_takes_them_fro
         assert await gateway.observe_indexed(asked, None) == []
         for task_id in alices:
             memo = (await gateway.observe(task_id, ALICE)).memo
-            entry = (await gateway.indexed([workflow_id(task_id, ALICE)]))[workflow_id(task_id, ALICE)]
+            entry = (await gateway.indexed([UNKEYED.workflow_id(task_id, ALICE)]))[UNKEYED.workflow_id(task_id, ALICE)]
             assert entry == (memo[Memo.FEED_SEQ], "input_required", memo[Memo.CREATED_AT] + memo[Memo.TTL_MS])
 
         closed = alices[0]
@@ -151,7 +150,7 @@ async def test_the_index_survives_the_shards_continue_as_new(
     mcp = TaskCalls(HttpMcp(stack.url, http))
     early = await park(mcp, 16)
     # Indexed from their start announcement already: wait until the index shows them parked, as they stay.
-    keys = [workflow_id(t, None) for t in early]
+    keys = [UNKEYED.workflow_id(t, None) for t in early]
     wait = pauses()
     with anyio.fail_after(30):
         while True:
@@ -171,7 +170,7 @@ async def test_the_index_survives_the_shards_continue_as_new(
     await until_indexed(gateway, late, None)
     after = await runs()
     assert sum(a != b for a, b in zip(before, after, strict=True)) >= FEED_SHARDS // 2, "the shards continued as new"
-    assert await gateway.indexed([workflow_id(t, None) for t in early]) == entries, "carried to the new runs"
+    assert await gateway.indexed([UNKEYED.workflow_id(t, None) for t in early]) == entries, "carried to the new runs"
 
     listener = Listener()
     async with anyio.create_task_group() as group:
@@ -199,13 +198,13 @@ async def test_an_indexed_task_gone_before_its_first_view_ends_the_listen_with_a
     await temporal_client.workflow_service.delete_workflow_execution(
         DeleteWorkflowExecutionRequest(
             namespace=temporal_client.namespace,
-            workflow_execution=WorkflowExecution(workflow_id=workflow_id(gone, None)),
+            workflow_execution=WorkflowExecution(workflow_id=UNKEYED.workflow_id(gone, None)),
         )
     )
     with anyio.fail_after(30):
         while True:
             try:
-                await temporal_client.get_workflow_handle(workflow_id(gone, None)).describe()
+                await temporal_client.get_workflow_handle(UNKEYED.workflow_id(gone, None)).describe()
             except RPCError as err:
                 if err.status == RPCStatusCode.NOT_FOUND:
                     break
@@ -227,7 +226,7 @@ async def test_an_indexed_task_gone_before_its_first_view_ends_the_listen_with_a
 
 async def test_a_watcher_applies_nothing_of_a_tasks_announcement_and_sees_no_gap_in_it() -> None:
     hub = FeedWatchHub(cast("Any", None))  # `_apply` reads no task for an item it applies
-    key = workflow_id(new_task_id(), None)
+    key = UNKEYED.workflow_id(new_task_id(), None)
     memo = {Memo.STATUS: "working", Memo.CREATED_AT: 1_000, Memo.LAST_UPDATED_AT: 1_000, Memo.FEED_SEQ: 0}
     watcher = FeedWatcher(key, memo, 0)
     watcher.ready = True
@@ -270,7 +269,7 @@ async def test_a_listen_on_tasks_that_have_not_changed_since_they_started_is_ack
     for task_id in building:
         memo = (await gateway.observe(task_id, None)).memo
         assert (memo[Memo.STATUS], memo[Memo.FEED_SEQ]) == ("working", 0), "no transition yet"
-        entry = (await gateway.indexed([workflow_id(task_id, None)]))[workflow_id(task_id, None)]
+        entry = (await gateway.indexed([UNKEYED.workflow_id(task_id, None)]))[UNKEYED.workflow_id(task_id, None)]
         assert entry == (0, "working", memo[Memo.CREATED_AT] + memo[Memo.TTL_MS])
 
     hub = FeedWatchHub(gateway)
@@ -312,7 +311,7 @@ async def test_a_task_whose_shard_does_not_exist_stops_publishing_at_its_announc
         keys = sorted((await gateway.observe(task_id, None)).memo[Memo.INPUT_REQUESTS], key=lambda k: "size" in k)
         await gateway.update(task_id, None, {keys[0]: {"action": "accept", "content": {"color": "red"}}})
         await gateway.update(task_id, None, {keys[1]: {"action": "accept", "content": {"size": "XL"}}})
-        handle = temporal_client.get_workflow_handle(workflow_id(task_id, None))
+        handle = temporal_client.get_workflow_handle(UNKEYED.workflow_id(task_id, None))
         with anyio.fail_after(60):
             outcome = await handle.result()
         assert outcome.get("content") and not outcome.get("isError"), outcome

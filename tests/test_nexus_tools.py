@@ -27,7 +27,7 @@ from temporalio.worker import Worker
 from mcp_tasks_temporal.ops.dev.nexus_endpoints import ensure_endpoint, ensure_namespace
 from mcp_tasks_temporal.ops.dev.nexus_routes import EndpointRoute
 from mcp_tasks_temporal.temporal.connection import connect_temporal
-from mcp_tasks_temporal.temporal.ids import workflow_id
+from mcp_tasks_temporal.temporal.ids import UNKEYED
 from mcp_tasks_temporal.temporal.nexus_contract import (
     ASK_SIGNAL,
     ASKED_BY_META,
@@ -126,7 +126,7 @@ def mcp(world: NexusWorld, http: httpx.AsyncClient) -> TaskCalls:
 
 async def handler_run_of(ours: Client, task_id: str) -> str:
     """The ID of the workflow in the team's namespace that serves this task's operation, as its token names it."""
-    task = ours.get_workflow_handle(workflow_id(task_id, None))
+    task = ours.get_workflow_handle(UNKEYED.workflow_id(task_id, None))
     with anyio.fail_after(30):
         while True:
             for operation in (await task.describe()).raw_description.pending_nexus_operations:
@@ -173,7 +173,7 @@ async def test_expiry_cancels_the_handler_workflow(world: NexusWorld, mcp: TaskC
             await anyio.sleep(0.2)
     # Temporal alone would leave it running: a timed-out caller abandons its operations.
     assert (await handler.describe()).status == WorkflowExecutionStatus.CANCELED
-    ours = temporal_client.get_workflow_handle(workflow_id(task_id, None))
+    ours = temporal_client.get_workflow_handle(UNKEYED.workflow_id(task_id, None))
     with anyio.fail_after(30):
         while (await ours.describe()).status == WorkflowExecutionStatus.RUNNING:
             await anyio.sleep(0.2)
@@ -255,7 +255,7 @@ async def puppet_task(world: NexusWorld, mcp: TaskCalls, temporal_client: Client
     async with worker:
         task_id = (await mcp.start("puppet", {"input": "p"}, capabilities=ELICIT))["taskId"]
         handler = team.get_workflow_handle(await handler_run_of(temporal_client, task_id))
-        ours = temporal_client.get_workflow_handle(workflow_id(task_id, None))
+        ours = temporal_client.get_workflow_handle(UNKEYED.workflow_id(task_id, None))
         puppeteer = Puppeteer(mcp, task_id, ours, handler, await stolen_route(handler))
         await puppeteer.order("step 1")
         await mcp.wait_for(task_id, lambda task: task.get("statusMessage") == "step 1", timeout=30)

@@ -27,7 +27,7 @@ from temporalio.client import (
 
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
 from mcp_tasks_temporal.temporal.contract import ToolTaskInput
-from mcp_tasks_temporal.temporal.ids import new_task_id, workflow_id
+from mcp_tasks_temporal.temporal.ids import UNKEYED, new_task_id
 from tests.conftest import Stack
 from tests.test_push import collect_until_terminal, http_listen, listen_message
 from tests.wire import TaskCalls, envelope
@@ -92,7 +92,7 @@ async def test_a_terminated_task_reads_failed_on_get_and_push_and_its_tool_stops
 ) -> None:
     task_id = (await mcp.start("gated", {"gate": str(gate)}))["taskId"]
     await mcp.wait_for(task_id, lambda t: t.get("statusMessage") is not None, timeout=WAIT)
-    handle = temporal_client.get_workflow_handle(workflow_id(task_id, None))
+    handle = temporal_client.get_workflow_handle(UNKEYED.workflow_id(task_id, None))
 
     async def terminate() -> None:
         await handle.terminate(reason="stopped by an operator")
@@ -127,7 +127,7 @@ async def test_a_task_past_its_run_deadline_reads_failed_on_get_and_push(
         poll_interval_ms=250,
     )
     await gateway.create(task, None)
-    handle = temporal_client.get_workflow_handle(workflow_id(task.task_id, None))
+    handle = temporal_client.get_workflow_handle(UNKEYED.workflow_id(task.task_id, None))
 
     async def run_out() -> None:
         pass  # the deadline ends the run by itself

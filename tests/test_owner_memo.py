@@ -17,7 +17,6 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from mcp_tasks_temporal.ops.dev.owner_secret import DATABASE_FILE, SECRET_FILE, use_dev_owner_secret
 from mcp_tasks_temporal.ops.operator_connection import principal_of
 from mcp_tasks_temporal.ops.settings.processes import DevSettings, OperatorSettings
-from mcp_tasks_temporal.temporal import ids
 from mcp_tasks_temporal.temporal.contract import TOOL_TASK_WORKFLOW, Memo, ToolTaskInput
 from mcp_tasks_temporal.temporal.fairness import FairnessPolicy, fairness_key
 from mcp_tasks_temporal.temporal.ids import (
@@ -25,12 +24,10 @@ from mcp_tasks_temporal.temporal.ids import (
     LEGACY_OWNERS_ENV,
     MIN_SECRET_CHARS,
     OWNER_SECRET_ENV,
+    UNKEYED,
     OwnerKeying,
     OwnerSecretError,
     legacy_owner_key,
-    owner_key,
-    owner_keys,
-    workflow_id,
 )
 from tests.conftest import Stack
 from tests.processes import child_env, start_front
@@ -42,7 +39,7 @@ pytestmark = pytest.mark.anyio
 
 async def test_every_task_records_its_owner_key_in_the_memo(mcp: TaskCalls, temporal_client: Client) -> None:
     created = await mcp.start("double", {"x": 1})
-    description = await temporal_client.get_workflow_handle(workflow_id(created["taskId"], None)).describe()
+    description = await temporal_client.get_workflow_handle(UNKEYED.workflow_id(created["taskId"], None)).describe()
     assert (await description.memo())[Memo.OWNER] == ANONYMOUS_OWNER
 
 
@@ -63,9 +60,9 @@ async def test_a_workflow_under_a_task_id_whose_memo_names_another_owner_is_not_
     handle = await temporal_client.start_workflow(
         TOOL_TASK_WORKFLOW,
         task,
-        id=workflow_id(task_id, None),
+        id=UNKEYED.workflow_id(task_id, None),
         task_queue=f"nobody-{task_id}",
-        memo={Memo.TASK_ID: task_id, Memo.OWNER: owner_key("mallory"), Memo.STATUS: "working"},
+        memo={Memo.TASK_ID: task_id, Memo.OWNER: UNKEYED.owner_key("mallory"), Memo.STATUS: "working"},
     )
     try:
         for reply in (await mcp.get(task_id), await mcp.cancel(task_id)):
@@ -80,47 +77,45 @@ async def test_a_workflow_under_a_task_id_whose_memo_names_another_owner_is_not_
 SECRET = "a-deployment-wide-owner-secret-0123456789"
 
 
-def use_owner_keys_from_environment() -> None:
-    """What every command does at its start: its settings' owner keying, from the variables as set now."""
-    ids.use_owner_keying(OperatorSettings().owner_keying())
+def owner_keying() -> OwnerKeying:
+    """What every command keys owner keys with: its settings' keying, from the variables as set now."""
+    return OperatorSettings().owner_keying()
 
 
 def test_owner_keys_are_keyed_hashes_every_component_computes_alike(monkeypatch: pytest.MonkeyPatch) -> None:
     principal = principal_of("alice@example.com")
-    monkeypatch.setattr(ids, "_keying", OwnerKeying())  # this process's keying, back as it was afterwards
     monkeypatch.delenv(LEGACY_OWNERS_ENV, raising=False)
     monkeypatch.delenv(OWNER_SECRET_ENV, raising=False)
-    use_owner_keys_from_environment()
-    unkeyed = owner_key(principal)
+    unkeyed_keying = owner_keying()
+    unkeyed = unkeyed_keying.owner_key(principal)
+    assert unkeyed_keying == UNKEYED
     assert unkeyed == hashlib.sha256(principal.encode()).hexdigest()[:32] == legacy_owner_key(principal)
 
     monkeypatch.setenv(OWNER_SECRET_ENV, SECRET)
-    use_owner_keys_from_environment()
-    keyed = owner_key(principal)
+    keying = owner_keying()
+    keyed = keying.owner_key(principal)
     expected = hmac.new(SECRET.encode(), b"mcp-tasks-temporal/owner\x00" + principal.encode(), hashlib.sha256)
     assert keyed == expected.hexdigest()[:32] != unkeyed
     # The workflow ID, the fairness key and the operator commands' lookups all derive from the one key.
-    assert workflow_id("t", principal) == f"mcp-task/{keyed}/t"
-    assert fairness_key(principal) == keyed
-    assert FairnessPolicy.weighted(["alice@example.com=3"]).weight(principal) == 3
-    assert owner_keys(principal) == [keyed]
-    assert owner_key(None) == ANONYMOUS_OWNER  # nothing to hide about the anonymous owner
+    assert keying.workflow_id("t", principal) == f"mcp-task/{keyed}/t"
+    assert fairness_key(principal, keying) == keyed
+    assert FairnessPolicy.weighted({"alice@example.com": 3}, keying=keying).weight(principal) == 3
+    assert keying.owner_keys(principal) == [keyed]
+    assert keying.owner_key(None) == ANONYMOUS_OWNER  # nothing to hide about the anonymous owner
 
     # Another deployment's secret gives other keys: a guessed name hashed without the secret matches nothing.
     monkeypatch.setenv(OWNER_SECRET_ENV, SECRET[::-1])
-    use_owner_keys_from_environment()
-    assert owner_key(principal) not in (keyed, unkeyed)
+    assert owner_keying().owner_key(principal) not in (keyed, unkeyed)
 
     # The migration window: the legacy key is found as well, after the keyed one.
     monkeypatch.setenv(OWNER_SECRET_ENV, SECRET)
     monkeypatch.setenv(LEGACY_OWNERS_ENV, "1")
-    use_owner_keys_from_environment()
-    assert owner_keys(principal) == [keyed, unkeyed]
-    assert owner_keys(None) == [ANONYMOUS_OWNER]
+    assert owner_keying().owner_keys(principal) == [keyed, unkeyed]
+    assert owner_keying().owner_keys(None) == [ANONYMOUS_OWNER]
 
     monkeypatch.setenv(OWNER_SECRET_ENV, "short")
     with pytest.raises(OwnerSecretError):
-        use_owner_keys_from_environment()
+        owner_keying()
 
 
 async def test_a_keyed_front_finds_tasks_stored_under_legacy_keys_only_in_the_migration_window(

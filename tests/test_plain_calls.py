@@ -23,8 +23,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp_tasks_temporal.front.call_cancels import call_task_id
-from mcp_tasks_temporal.temporal.ids import is_task_id
+from mcp_tasks_temporal.temporal.ids import is_task_id, plain_call_task_id
 from tests.conftest import Stack, module_stack
 from tests.legacy_wire import legacy_headers
 from tests.processes import CLI, REPO_ROOT, child_env, start_front, start_worker
@@ -142,9 +141,9 @@ async def outcome(frames: AsyncIterator[dict[str, Any]]) -> dict[str, Any]:
 
 
 async def test_a_plain_calls_task_id_is_named_by_its_session_and_request() -> None:
-    first = call_task_id("hs1.session-a", 1)
-    assert is_task_id(first) and first == call_task_id("hs1.session-a", 1)
-    assert len({first, call_task_id("hs1.session-a", 2), call_task_id("hs1.session-b", 1)}) == 3
+    first = plain_call_task_id("hs1.session-a", 1)
+    assert is_task_id(first) and first == plain_call_task_id("hs1.session-a", 1)
+    assert len({first, plain_call_task_id("hs1.session-a", 2), plain_call_task_id("hs1.session-b", 1)}) == 3
 
 
 # -- notifications/cancelled ---------------------------------------------------------------------

@@ -27,7 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from temporalio.client import Client as TemporalClient
 
-from mcp_tasks_temporal.front.app_loading import DEMO_APP
+from mcp_tasks_temporal.ops.app_loading import DEMO_APP
 from mcp_tasks_temporal.temporal.connection import connect_temporal
 from tests.conftest import Stack, module_stack
 from tests.legacy_wire import LegacyMcp, legacy_headers

@@ -23,9 +23,14 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer, Worker
 
 from mcp_tasks_temporal import McpTasksPlugin
-from mcp_tasks_temporal.contrib.pydantic_ai.sub_agent import AGENT_MODEL_ENV, agent_model_activity
+from mcp_tasks_temporal.contrib.pydantic_ai.sub_agent import (
+    AGENT_MODEL_ENV,
+    AgentModel,
+    agent_model_activity,
+    configure_model,
+)
 from mcp_tasks_temporal.temporal.codec import AesGcmCodec, new_key, parse_keys
-from mcp_tasks_temporal.temporal.ids import workflow_id
+from mcp_tasks_temporal.temporal.ids import UNKEYED
 from mcp_tasks_temporal.temporal.payload_storage import StorageSettings, open_storage
 from mcp_tasks_temporal.temporal.shared_settings import SettingsDisagreement
 from mcp_tasks_temporal.temporal.task_interceptor import TaskInterceptor
@@ -139,7 +144,7 @@ async def test_a_workflow_tools_history_replays_with_the_plugin(
     created = await mcp.start("tally", {"steps": 2})
     done = await mcp.wait_for(created["taskId"])
     assert done["status"] == "completed", done
-    history = await temporal_client.get_workflow_handle(workflow_id(created["taskId"], None)).fetch_history()
+    history = await temporal_client.get_workflow_handle(UNKEYED.workflow_id(created["taskId"], None)).fetch_history()
 
     result = await Replayer(workflows=[], plugins=[McpTasksPlugin(app)]).replay_workflow(
         history, raise_on_replay_failure=False
@@ -239,12 +244,13 @@ async def test_a_sub_agent_runs_on_a_team_worker_built_with_the_plugin_alone(
         activities=[count_words],
         plugins=[McpTasksPlugin(team_agent_app.app)],
     )
-    with pytest.MonkeyPatch.context() as env:
-        for name, value in _agent_env(model).items():
-            env.setenv(name, value)
+    configure_model(AgentModel(MODEL_NAME, base_url=model.base_url, api_key="scripted-key"))
+    try:
         async with worker:
             created = await mcp.start("summarise", {"text": "three little words"})
             done = await mcp.wait_for(created["taskId"], timeout=30)
+    finally:
+        configure_model(None)
 
     assert done["status"] == "completed", done
     assert done["result"]["content"][0]["text"] == "Three little words."

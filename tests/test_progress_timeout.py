@@ -12,7 +12,7 @@ from temporalio.api.failure.v1 import Failure
 from temporalio.client import Client
 
 from mcp_tasks_temporal.temporal.contract import TOOL_HUNG
-from mcp_tasks_temporal.temporal.ids import workflow_id
+from mcp_tasks_temporal.temporal.ids import UNKEYED
 from tests.wire import TaskCalls
 
 pytestmark = pytest.mark.anyio
@@ -23,7 +23,7 @@ HANGS_ONCE_PROGRESS_TIMEOUT_S = 1.5
 
 
 async def activity_started_events(temporal_client: Client, task_id: str) -> list[Any]:
-    handle = temporal_client.get_workflow_handle(workflow_id(task_id, None))
+    handle = temporal_client.get_workflow_handle(UNKEYED.workflow_id(task_id, None))
     return [
         event.activity_task_started_event_attributes
         async for event in handle.fetch_history_events()
@@ -43,7 +43,7 @@ async def first_attempt_failure(temporal_client: Client, task_id: str, *, within
     A retried attempt leaves no event until the activity closes, so the failure is read from
     the pending activity while the retry runs, or from the closing attempt's started event.
     """
-    handle = temporal_client.get_workflow_handle(workflow_id(task_id, None))
+    handle = temporal_client.get_workflow_handle(UNKEYED.workflow_id(task_id, None))
     with anyio.move_on_after(within):
         while True:
             for pending in (await handle.describe()).raw_description.pending_activities:

@@ -1,9 +1,9 @@
-"""The public surface: what the package root exports, what the docs tell users to import, and the old paths.
+"""The public surface: what the package root exports and what the docs tell users to import.
 
 The root's `__all__` is pinned here, so adding or removing a public name is a deliberate change of this
 test. Every `from mcp_tasks_temporal... import ...` in README.md and docs/*.md must import from the root or a
 public submodule, and only names in its `__all__`; the demo's modules are examples and may be imported as
-such. Modules that moved keep their old import path for a release, with a `DeprecationWarning` naming the new.
+such.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib
 import re
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -20,11 +19,14 @@ from tests.processes import REPO_ROOT
 
 ROOT_EXPORTS = [
     "ActivityPolicy",
+    "BearerAuth",
+    "FrontSettings",
     "McpTasksPlugin",
     "TaskPolicy",
     "TasksExtension",
     "ToolTaskOptions",
     "__version__",
+    "mcp_endpoint",
     "request_input",
     "request_inputs",
     "set_status",
@@ -34,13 +36,6 @@ ROOT_EXPORTS = [
 PUBLIC_MODULES = ("mcp_tasks_temporal", "mcp_tasks_temporal.client", "mcp_tasks_temporal.contrib.pydantic_ai")
 EXAMPLES = "mcp_tasks_temporal.demo"
 """The demo: example code the docs point at (`--app`, the Nexus team's workflow), importable as it is."""
-
-MOVED = {
-    "mcp_tasks_temporal.workflow": "mcp_tasks_temporal.temporal.workflow_api",
-    "mcp_tasks_temporal.sandbox": "mcp_tasks_temporal.temporal.sandbox",
-    "mcp_tasks_temporal.task_interceptor": "mcp_tasks_temporal.temporal.task_interceptor",
-    "mcp_tasks_temporal.agent": "mcp_tasks_temporal.contrib.pydantic_ai.sub_agent",
-}
 
 DOCS = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
 _IMPORT = re.compile(r"^\s*from (?P<module>mcp_tasks_temporal[\w.]*) import (?P<names>\([^)]*\)|[^\n]+)", re.M)
@@ -86,13 +81,12 @@ def test_every_import_the_docs_show_is_from_a_public_module_and_in_its_all() -> 
         assert not unlisted, f"{where}: {unlisted} not in {module_name}.__all__"
 
 
-def test_every_module_the_docs_name_exists_and_none_is_an_old_path() -> None:
+def test_every_module_the_docs_name_exists() -> None:
     for doc in DOCS:
         text = doc.read_text()
         for match in _MENTION.finditer(text):
             where = f"{doc.relative_to(REPO_ROOT)}:{text.count(chr(10), 0, match.start()) + 1}"
             path = match["path"]
-            assert path not in MOVED, f"{where}: {path} moved to {MOVED[path]}"
             module_name, attribute = path, match["attr"]
             while module_name not in sys.modules:
                 try:
@@ -104,33 +98,3 @@ def test_every_module_the_docs_name_exists_and_none_is_an_old_path() -> None:
                 break
             if attribute is not None:
                 assert hasattr(sys.modules[module_name], attribute), f"{where}: {module_name} has no {attribute}"
-
-
-@pytest.mark.parametrize("old", sorted(MOVED))
-def test_a_moved_module_still_imports_with_a_warning_naming_its_new_path(old: str) -> None:
-    new = importlib.import_module(MOVED[old])
-    sys.modules.pop(old, None)
-    with pytest.warns(DeprecationWarning, match=re.escape(f"{old} moved to {MOVED[old]}")) as warned:
-        __import__(old)  # as an import statement does: the warning must point at this line
-    shim = sys.modules[old]
-    public = getattr(new, "__all__", None) or [name for name in vars(new) if not name.startswith("_")]
-    for name in public:
-        assert getattr(shim, name) is getattr(new, name), name
-    assert {Path(w.filename).name for w in warned} == {Path(__file__).name}, "the warning points at the importer"
-
-
-def test_a_workflow_written_from_the_old_docs_imports() -> None:
-    sys.modules.pop("mcp_tasks_temporal.workflow", None)
-    with pytest.warns(DeprecationWarning, match="mcp_tasks_temporal.temporal.workflow_api"):
-        from mcp_tasks_temporal.workflow import (  # pyright: ignore[reportDeprecated]
-            request_input,
-            set_status,
-            task_error,
-        )
-    from mcp_tasks_temporal.temporal import workflow_api
-
-    assert (request_input, set_status, task_error) == (
-        workflow_api.request_input,
-        workflow_api.set_status,
-        workflow_api.task_error,
-    )

@@ -13,9 +13,9 @@ import pytest
 from temporalio.client import Client
 from temporalio.service import RetryConfig
 
-from mcp_tasks_temporal.front.backoff import Backoff, GaveUpError
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
-from mcp_tasks_temporal.front.task_watch import TaskWatchHub
+from mcp_tasks_temporal.front.push.backoff import Backoff, GaveUpError
+from mcp_tasks_temporal.front.push.task_watch import TaskWatchHub
 from mcp_tasks_temporal.temporal.contract import ToolTaskInput
 from mcp_tasks_temporal.temporal.ids import new_task_id
 from tests.processes import start_front, start_temporal, start_worker
@@ -25,11 +25,12 @@ from tests.wire import HttpMcp, TaskCalls, envelope
 pytestmark = pytest.mark.anyio
 
 
-def test_backoff_doubles_up_to_its_cap() -> None:
+def test_backoff_doubles_up_to_its_cap_with_a_little_jitter() -> None:
     backoff = Backoff("polling", logging.getLogger("test"), initial_s=1, cap_s=5)
-    assert [backoff.next_delay() for _ in range(5)] == [1, 2, 4, 5, 5]
+    delays = [backoff.next_delay() for _ in range(5)]
+    assert all(low <= delay <= min(low + 0.1, 5) for low, delay in zip([1, 2, 4, 5, 5], delays, strict=True)), delays
     backoff.succeeded()
-    assert backoff.next_delay() == 1
+    assert 1 <= backoff.next_delay() <= 1.1, "a new streak starts from the first wait"
 
 
 async def test_backoff_logs_once_per_streak_and_gives_up(caplog: pytest.LogCaptureFixture) -> None:
@@ -73,7 +74,7 @@ async def test_a_watcher_whose_temporal_goes_away_ends_its_subscribers_with_a_re
             reasons.append(reason)
             lost.set()
 
-        with caplog.at_level(logging.WARNING, logger="mcp_tasks_temporal.front.task_watch"):
+        with caplog.at_level(logging.WARNING, logger="mcp_tasks_temporal.front.push.task_watch"):
             async with hub.running():
                 unsubscribe = hub.subscribe(task.task_id, None, seen.append, on_lost=on_lost)
                 with anyio.fail_after(30):

@@ -17,8 +17,8 @@ from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.service import RetryConfig
 
-from mcp_tasks_temporal.front.feed_watch import FeedWatchHub
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
+from mcp_tasks_temporal.front.push.feed_watch import FeedWatchHub
 from mcp_tasks_temporal.temporal.contract import Memo, ToolTaskInput
 from mcp_tasks_temporal.temporal.feed_contract import (
     FEED_SHARDS,
@@ -28,7 +28,7 @@ from mcp_tasks_temporal.temporal.feed_contract import (
     feed_shard,
     feed_workflow_id,
 )
-from mcp_tasks_temporal.temporal.ids import new_task_id, workflow_id
+from mcp_tasks_temporal.temporal.ids import UNKEYED, new_task_id
 from tests.conftest import Stack
 from tests.processes import start_temporal, start_worker
 from tests.test_push import ELICIT, listen_message
@@ -157,7 +157,7 @@ async def test_every_transition_of_every_task_arrives_in_order_from_the_feed(
     stack, _ = await feed_stack(stack_factory, monkeypatch, temporal_client, continue_after=10_000)
     mcp = TaskCalls(HttpMcp(stack.url, http))
     ids = await park(mcp, TASKS)
-    memo = (await temporal_client.get_workflow_handle(workflow_id(ids[0], None)).describe()).memo
+    memo = (await temporal_client.get_workflow_handle(UNKEYED.workflow_id(ids[0], None)).describe()).memo
     assert isinstance((await memo())[Memo.FEED_SEQ], int), "a task a feed-mode front starts publishes to the feed"
     listener = Listener()
     async with anyio.create_task_group() as group:
@@ -259,7 +259,7 @@ async def test_a_feed_front_follows_a_task_a_poll_front_created_through_its_hist
     monkeypatch.setenv("MCP_TASKS_PUSH", "feed")
     feed_front = stack.add_front()
     [task_id] = await park(TaskCalls(HttpMcp(poll_front, http)), 1)
-    memo = await (await temporal_client.get_workflow_handle(workflow_id(task_id, None)).describe()).memo()
+    memo = await (await temporal_client.get_workflow_handle(UNKEYED.workflow_id(task_id, None)).describe()).memo()
     assert Memo.FEED_SEQ not in memo, "a poll-mode front's tasks do not publish"
     listener = Listener()
     async with anyio.create_task_group() as group:
@@ -316,7 +316,7 @@ async def test_a_feed_watcher_whose_temporal_goes_away_ends_its_subscribers_with
             )
             await gateway.create(task, None)
             with anyio.fail_after(60):
-                while (read := (await gateway.observe(task.task_id, None)).snapshot).memo.get(Memo.FEED_SEQ) is None:
+                while (read := await gateway.observe(task.task_id, None)).memo.get(Memo.FEED_SEQ) is None:
                     await anyio.sleep(0.1)
             unsubscribe = hub.subscribe(task.task_id, None, seen.append, seen=read, on_lost=on_lost)
             with anyio.fail_after(30):

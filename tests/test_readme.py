@@ -4,7 +4,7 @@
 on the README's own ports (8000, 7233, 8233). When any of them is taken the
 test skips and says so, unless `MCP_TASKS_README_PORTS=rewrite`: then `dev`
 runs on free ports and the README's `127.0.0.1:8000` in the blocks is rewritten
-to match (the only change made to any block). `text` blocks are sample output
+to match, and `127.0.0.1:7233` to its Temporal (the only changes made to any block). `text` blocks are sample output
 and are not run (nor are `json` and `toml` samples); a block whose first line
 is `# not run by the README test: <why>`, or whose fence follows an HTML comment
 `<!-- not run: <why> -->`, is left out, visibly to anyone reading the source. The
@@ -119,11 +119,13 @@ class LiveDev:
     port: int
     workdir: Path
     rewritten: bool
+    temporal_port: int = README_PORTS["temporal"]
 
     def code_of(self, block: Block) -> str:
         if not self.rewritten:
             return block.code
-        return block.code.replace("127.0.0.1:8000", f"127.0.0.1:{self.port}")
+        code = block.code.replace("127.0.0.1:8000", f"127.0.0.1:{self.port}")
+        return code.replace("127.0.0.1:7233", f"127.0.0.1:{self.temporal_port}")
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in process_env().items() if k != "PYTHONPATH"}
@@ -158,7 +160,7 @@ def live_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveDev]:
     try:
         wait_until(lambda: "Press Ctrl-C to stop." in dev.log() or not dev.alive, timeout=120, what="dev")
         assert dev.alive, dev.log()
-        yield LiveDev(f"http://127.0.0.1:{ports['port']}/mcp", ports["port"], workdir, rewrite)
+        yield LiveDev(f"http://127.0.0.1:{ports['port']}/mcp", ports["port"], workdir, rewrite, ports["temporal"])
     finally:
         dev.stop(signal.SIGINT, timeout=30)
 

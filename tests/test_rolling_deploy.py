@@ -29,7 +29,7 @@ from mcp_tasks_temporal import TasksExtension
 from mcp_tasks_temporal.ops.cli import Invocation, parse
 from mcp_tasks_temporal.ops.deployment_admin import build_line
 from mcp_tasks_temporal.temporal.deployment import VERSION_SEARCH_ATTRIBUTE, Deployment
-from mcp_tasks_temporal.temporal.ids import workflow_id
+from mcp_tasks_temporal.temporal.ids import UNKEYED
 from tests.processes import Process, start_front, start_worker
 from tests.rolling_workflows import ReleaseGateV1, ReleaseGateV2
 from tests.wire import HttpMcp, TaskCalls
@@ -105,7 +105,7 @@ async def _waiting(mcp: TaskCalls, tool: str) -> str:
 
 
 async def _build_of(client: Client, task_id: str) -> str | None:
-    info = (await client.get_workflow_handle(workflow_id(task_id, None)).describe()).raw_description
+    info = (await client.get_workflow_handle(UNKEYED.workflow_id(task_id, None)).describe()).raw_description
     version = info.workflow_execution_info.versioning_info.deployment_version
     return f"{version.deployment_name}:{version.build_id}" if version.build_id else None
 

@@ -29,7 +29,7 @@ import pytest
 from mcp_types import HEADER_MISMATCH
 
 from mcp_tasks_temporal.temporal.connection import connect_temporal
-from mcp_tasks_temporal.temporal.ids import workflow_id
+from mcp_tasks_temporal.temporal.ids import UNKEYED
 from tests.processes import Process, free_port, start_front, start_temporal, start_worker
 from tests.wire import TERMINAL, HttpMcp, TaskCalls
 
@@ -280,7 +280,7 @@ class Effects:
 
 def check_effects(effects: Path, created: Sequence[Created]) -> Effects:
     """Every task's effect file obeys the at-least-once contract documented in tests/scale_app.py."""
-    expected = {str(c.n): workflow_id(c.task_id, None) for c in created}
+    expected = {str(c.n): UNKEYED.workflow_id(c.task_id, None) for c in created}
     files = {path.name for path in effects.iterdir()}
     assert files == set(expected), f"effect files missing {set(expected) - files}, extra {files - set(expected)}"
     repeated = retried = lines = 0
@@ -317,7 +317,7 @@ async def tools_per_worker(stack: ScaleStack, task_ids: Sequence[str]) -> Counte
 
     async def one(task_id: str) -> None:
         async with limiter:
-            description = await client.get_workflow_handle(workflow_id(task_id, None)).describe()
+            description = await client.get_workflow_handle(UNKEYED.workflow_id(task_id, None)).describe()
         for pending in description.raw_description.pending_activities:
             if pending.last_worker_identity:
                 on_worker[pending.last_worker_identity.split("@", 1)[0]] += 1

@@ -22,9 +22,9 @@ from temporalio.worker import Replayer
 from mcp_tasks_temporal.contrib.pydantic_ai.sub_agent import AGENT_MODEL_ENV, worker_plugins
 from mcp_tasks_temporal.demo.review import ReviewCode
 from mcp_tasks_temporal.demo.review_files import REVIEW_ROOT_ENV
-from mcp_tasks_temporal.front.app_loading import DEMO_APP
+from mcp_tasks_temporal.ops.app_loading import DEMO_APP
 from mcp_tasks_temporal.temporal.connection import connect_temporal
-from mcp_tasks_temporal.temporal.ids import workflow_id
+from mcp_tasks_temporal.temporal.ids import UNKEYED
 from mcp_tasks_temporal.testing.scripted_model import ScriptedModel, calls, scripted_model
 from tests.conftest import Stack
 from tests.processes import start_front, start_worker
@@ -128,7 +128,7 @@ def mcp(agent_stack: Stack, http: httpx.AsyncClient) -> TaskCalls:
 
 
 async def _history_of(client: Client, task_id: str) -> list[Any]:
-    handle = client.get_workflow_handle(workflow_id(task_id, None))
+    handle = client.get_workflow_handle(UNKEYED.workflow_id(task_id, None))
     return [event async for event in handle.fetch_history_events()]
 
 
@@ -235,7 +235,7 @@ async def test_worker_killed_between_turns_repeats_no_model_request_and_no_tool(
     assert set(attempts) == {1}, (scheduled, attempts)
 
     # The whole run (question, crash, answer) replays on today's code; record it to guard tomorrow's.
-    history = await client.get_workflow_handle(workflow_id(created["taskId"], None)).fetch_history()
+    history = await client.get_workflow_handle(UNKEYED.workflow_id(created["taskId"], None)).fetch_history()
     await _replayer().replay_workflow(history)
     if os.environ.get("MCP_TASKS_WRITE_HISTORIES"):
         HISTORIES.mkdir(exist_ok=True)

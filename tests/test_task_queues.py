@@ -12,8 +12,9 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
 
-from mcp_tasks_temporal.front.app_loading import default_task_queue, load_app
-from mcp_tasks_temporal.temporal.ids import workflow_id
+from mcp_tasks_temporal.front.app_lookup import default_task_queue
+from mcp_tasks_temporal.ops.app_loading import load_app
+from mcp_tasks_temporal.temporal.ids import UNKEYED
 from tests.conftest import TEARDOWN_GRACE_S
 from tests.processes import CLI, Process, free_port, wait_until
 from tests.wire import HttpMcp, TaskCalls
@@ -75,7 +76,7 @@ async def test_two_apps_on_one_namespace_do_not_take_each_others_tasks(
         doubled = await fixture.wait_for(await _start(fixture, "double", {"x": 4}), timeout=30)
         assert doubled["result"]["structuredContent"] == {"value": 8}
         for task_id in searches:
-            description = await temporal_client.get_workflow_handle(workflow_id(task_id, None)).describe()
+            description = await temporal_client.get_workflow_handle(UNKEYED.workflow_id(task_id, None)).describe()
             assert description.task_queue == "mcp-tasks/mcp-tasks-temporal-demo"
             assert not description.raw_description.pending_activities
             assert description.raw_description.workflow_execution_info.history_length <= 2, "a worker took it"
@@ -94,7 +95,7 @@ async def test_two_apps_on_one_namespace_do_not_take_each_others_tasks(
 
 async def _until_next_round(client: Client, task_id: str) -> float:
     """Seconds left on the last timer the task's workflow started (the wait before its next round)."""
-    handle = client.get_workflow_handle(workflow_id(task_id, None))
+    handle = client.get_workflow_handle(UNKEYED.workflow_id(task_id, None))
     last: HistoryEvent | None = None
     async for event in handle.fetch_history_events():
         if event.event_type == EventType.EVENT_TYPE_TIMER_STARTED:

@@ -9,7 +9,7 @@ import pytest
 
 from mcp_tasks_temporal.front.extension import TasksExtension, ToolTaskOptions
 from mcp_tasks_temporal.temporal.contract import ActivityPolicy, detailed_task, to_iso
-from mcp_tasks_temporal.temporal.ids import ANONYMOUS_OWNER, is_task_id, new_task_id, owner_key, workflow_id
+from mcp_tasks_temporal.temporal.ids import ANONYMOUS_OWNER, UNKEYED, is_task_id, new_task_id
 from mcp_tasks_temporal.temporal.inputs import as_input_request, missing_capability_error, response_problem
 from mcp_tasks_temporal.temporal.progress import progress_message
 
@@ -105,11 +105,11 @@ def test_anything_but_a_canonical_uuid4_is_not_a_task_id(value: str) -> None:
 
 def test_workflow_ids_separate_principals_and_hide_them() -> None:
     task = new_task_id()
-    assert workflow_id(task, None) == f"mcp-task/{ANONYMOUS_OWNER}/{task}"
-    alice, bob = workflow_id(task, "alice@example.com"), workflow_id(task, "bob@example.com")
+    assert UNKEYED.workflow_id(task, None) == f"mcp-task/{ANONYMOUS_OWNER}/{task}"
+    alice, bob = UNKEYED.workflow_id(task, "alice@example.com"), UNKEYED.workflow_id(task, "bob@example.com")
     assert alice != bob
     assert "alice" not in alice
-    assert owner_key("alice@example.com") == owner_key("alice@example.com")
+    assert UNKEYED.owner_key("alice@example.com") == UNKEYED.owner_key("alice@example.com")
 
 
 @pytest.mark.parametrize(

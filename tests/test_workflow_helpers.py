@@ -131,17 +131,18 @@ async def test_fresh_workflow_tool_histories_replay_and_can_be_recorded(
     gateway = TemporalTaskGateway(client, task_queue=worker.task_queue)
     request = PipelineRequest(ref="h1", effects=str(tmp_path), approve_before="deploy")
     pipeline = workflow_task("ReleasePipeline", [request])
-    handle = await gateway.start_workflow_task(pipeline, None)
+    handle = client.get_workflow_handle((await gateway.start_workflow_task(pipeline, None)).workflow_id)
     loop = workflow_task("LoopingWorkflow", [LoopState(1, 2)])
     # Two independent tasks: the loop runs its rounds while the pipeline waits for its answer.
-    loop_handle = await gateway.start_workflow_task(loop, None)
+    loop_started = await gateway.start_workflow_task(loop, None)
+    loop_handle = client.get_workflow_handle(loop_started.workflow_id)
     await until_status(gateway, pipeline.task_id, {"input_required"})
     await gateway.update(pipeline.task_id, None, {"approve": YES})
     await until_status(gateway, pipeline.task_id, {"completed"})
     done = await until_status(gateway, loop.task_id, {"completed"})
     assert done["result"]["structuredContent"]["rounds"] == 2
 
-    first_run = client.get_workflow_handle(loop_handle.id, run_id=loop_handle.first_execution_run_id)
+    first_run = client.get_workflow_handle(loop_started.workflow_id, run_id=loop_started.run_id)
     histories = {
         "workflow_tool_question": await handle.fetch_history(),
         "workflow_tool_continued_first_run": await first_run.fetch_history(),
@@ -165,7 +166,7 @@ async def test_a_plain_calls_question_is_published_and_a_cancel_keeps_its_reason
     request = PipelineRequest(ref="h2", effects=str(tmp_path), approve_before="deploy")
     # A plain call from a client without elicitation: the workflow still publishes, the front decides.
     plain = replace(workflow_task("ReleasePipeline", [request]), envelope=PLAIN_ENVELOPE)
-    handle = await gateway.start_workflow_task(plain, None)
+    handle = client.get_workflow_handle((await gateway.start_workflow_task(plain, None)).workflow_id)
     asking = await until_status(gateway, plain.task_id, {"input_required"})
     assert asking["inputRequests"] == {"approve": APPROVE}
     await gateway.cancel(plain.task_id, None, reason="Cancelled: nobody can answer")

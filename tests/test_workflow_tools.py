@@ -24,7 +24,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 
 from mcp_tasks_temporal.temporal.connection import connect_temporal
 from mcp_tasks_temporal.temporal.contract import CLIENT_CAPABILITIES_META_KEY, WORKFLOW_KIND, Memo
-from mcp_tasks_temporal.temporal.ids import owner_key, workflow_id
+from mcp_tasks_temporal.temporal.ids import UNKEYED
 from tests.conftest import Stack
 from tests.direct_signals import signal_answers
 from tests.processes import CLI, REPO_ROOT, Process, child_env, free_port, start_front, start_worker, wait_until
@@ -195,7 +195,7 @@ async def test_an_approval_signalled_to_temporal_before_the_question_deploys_not
     request = {"ref": "v3", "effects": str(effects), "gate_step": "test", "approve_before": "deploy"}
     task_id = (await wf.start("release", request, capabilities=ELICIT))["taskId"]
     await until_file(effects / "ran-test")  # held in its third step, before it asks
-    handle = temporal_client.get_workflow_handle(workflow_id(task_id, None))
+    handle = temporal_client.get_workflow_handle(UNKEYED.workflow_id(task_id, None))
     await signal_answers(handle, {"approve": YES, "never-asked": YES})
     release(effects, "test")
     asked = await wf.wait_for(task_id, lambda t: t["status"] != "working")
@@ -240,7 +240,7 @@ async def test_a_workflow_tool_on_its_own_queue_runs_on_the_worker_for_that_queu
     wf: TaskCalls, own_queue: str, temporal_client: Client
 ) -> None:
     task_id = (await wf.start("wait_days", {"days": 0}, capabilities=ELICIT))["taskId"]
-    description = await temporal_client.get_workflow_handle(workflow_id(task_id, None)).describe()
+    description = await temporal_client.get_workflow_handle(UNKEYED.workflow_id(task_id, None)).describe()
     assert description.task_queue == own_queue
     await wf.wait_for(task_id, {"input_required"})
     await wf.update(task_id, {"go": YES})
@@ -296,7 +296,7 @@ async def test_terminated_and_timed_out_workflows_fail_with_32603(
 ) -> None:
     task_id = (await wf.start("fail", {"mode": "hang", "effects": str(effects)}))["taskId"]
     await until_file(effects / "ran-hang")
-    await temporal_client.get_workflow_handle(workflow_id(task_id, None)).terminate("operator")
+    await temporal_client.get_workflow_handle(UNKEYED.workflow_id(task_id, None)).terminate("operator")
     done = await wf.wait_for(task_id)
     assert done["status"] == "failed" and done["error"]["code"] == -32603
 
@@ -306,13 +306,13 @@ async def test_terminated_and_timed_out_workflows_fail_with_32603(
     handle = await temporal_client.start_workflow(
         "FailingWorkflow",
         {"mode": "hang", "effects": str(effects)},
-        id=workflow_id(timed_out, None),
+        id=UNKEYED.workflow_id(timed_out, None),
         task_queue=wf_stack.task_queue,
         execution_timeout=timedelta(seconds=1),
         memo={
             Memo.TASK_ID: timed_out,
             Memo.TOOL: "fail",
-            Memo.OWNER: owner_key(None),
+            Memo.OWNER: UNKEYED.owner_key(None),
             Memo.CREATED_AT: now_ms,
             Memo.TTL_MS: None,
             Memo.POLL_INTERVAL_MS: 200,
@@ -337,7 +337,7 @@ async def test_ttl_expires_the_task_and_temporal_stops_the_workflow(
         while "result" in (reply := await wf.get(created["taskId"])).body:
             await anyio.sleep(0.2)
     assert reply.error["code"] == -32602
-    handle = temporal_client.get_workflow_handle(workflow_id(created["taskId"], None))
+    handle = temporal_client.get_workflow_handle(UNKEYED.workflow_id(created["taskId"], None))
     with anyio.fail_after(30):
         while (await handle.describe()).status == WorkflowExecutionStatus.RUNNING:
             await anyio.sleep(0.1)
@@ -574,7 +574,7 @@ async def test_ctrl_c_on_dev_mid_pipeline_resumes_at_the_step_it_was_in(
         done = await calls.wait_for(task_id, timeout=30)
         assert done["result"]["content"][0]["text"].startswith("Built and published v7")
         client = await connect_temporal(f"127.0.0.1:{temporal_port}")
-        history = await client.get_workflow_handle(workflow_id(task_id, None)).fetch_history()
+        history = await client.get_workflow_handle(UNKEYED.workflow_id(task_id, None)).fetch_history()
         scheduled = [e for e in history.events if e.HasField("activity_task_scheduled_event_attributes")]
         assert len(scheduled) == 6  # one activity per step, none scheduled again after the restart
     finally:

@@ -16,10 +16,13 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "ActivityPolicy": "mcp_tasks_temporal.temporal.contract",
+    "BearerAuth": "mcp_tasks_temporal.front.http.endpoint",
+    "FrontSettings": "mcp_tasks_temporal.front.settings",
     "McpTasksPlugin": "mcp_tasks_temporal.temporal.plugin",
     "TasksExtension": "mcp_tasks_temporal.front.extension",
     "TaskPolicy": "mcp_tasks_temporal.temporal.tool_registry",
     "ToolTaskOptions": "mcp_tasks_temporal.temporal.tool_registry",
+    "mcp_endpoint": "mcp_tasks_temporal.front.http.endpoint",
     "request_input": "mcp_tasks_temporal.temporal.task_context",
     "request_inputs": "mcp_tasks_temporal.temporal.task_context",
     "set_status": "mcp_tasks_temporal.temporal.task_context",
@@ -29,11 +32,14 @@ _EXPORTS = {
 
 __all__ = [
     "ActivityPolicy",
+    "BearerAuth",
+    "FrontSettings",
     "McpTasksPlugin",
     "TaskPolicy",
     "TasksExtension",
     "ToolTaskOptions",
     "__version__",
+    "mcp_endpoint",
     "request_input",
     "request_inputs",
     "set_status",
@@ -43,6 +49,8 @@ __all__ = [
 
 if TYPE_CHECKING:
     from mcp_tasks_temporal.front.extension import TasksExtension
+    from mcp_tasks_temporal.front.http.endpoint import BearerAuth, mcp_endpoint
+    from mcp_tasks_temporal.front.settings import FrontSettings
     from mcp_tasks_temporal.temporal.contract import ActivityPolicy
     from mcp_tasks_temporal.temporal.nexus_handler import start_task_workflow
     from mcp_tasks_temporal.temporal.plugin import McpTasksPlugin

@@ -55,7 +55,7 @@ from mcp_tasks_temporal.temporal.feed_contract import (
     feed_workflow_id,
     transition_item,
 )
-from mcp_tasks_temporal.temporal.ids import owner_key
+from mcp_tasks_temporal.temporal.ids import UNKEYED
 from mcp_tasks_temporal.temporal.sandbox import workflow_runner
 from mcp_tasks_temporal.temporal.search_attributes import start_attributes
 from mcp_tasks_temporal.temporal.worker import WORKFLOWS
@@ -198,7 +198,7 @@ async def start_task(
         created_at_ms=int(time.time() * 1000),
         ttl_ms=ttl_ms,
         poll_interval_ms=500,
-        owner=owner_key("history-recorder"),
+        owner=UNKEYED.owner_key("history-recorder"),
         activity=ActivityPolicy(heartbeat_timeout_s=5, maximum_attempts=3, initial_retry_interval_s=0.1),
         feed=feed,
     )

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_tasks_temporal.front.app_loading import DEMO_APP
+from mcp_tasks_temporal.ops.app_loading import DEMO_APP
 from tests.conftest import Stack
 from tests.interop.mcp1_venv import Mcp1Clients, mcp1_clients
 from tests.interop.node import NodeClients, node_clients

@@ -1,8 +1,11 @@
-"""Attaching the extension to Temporal and to its app: what a front adds once, before serving.
+"""Attaching a front to Temporal and to its app: what a front adds once, before serving.
 
-The SDK never hands an extension its server: `serve`/`dev` attach it, which gives
-the app an ordinary tool per workflow tool and installs the front's middleware
-(`subscriptions/listen`, the 2025-11-25 tasks methods, plain-call cancels).
+The SDK never hands an extension its server: `mcp_endpoint` (through
+`TasksExtension.attach`) gives the app an ordinary tool per workflow tool, seals its
+`requestState` with the fronts' shared keys and installs the front's server middleware
+(request metrics, every served revision in `server/discover`, `subscriptions/listen`, the
+2025-11-25 tasks methods, plain-call cancels). Each part is
+handed what it serves with, the app's tool registry and this front's gateway among them.
 """
 
 from __future__ import annotations
@@ -14,52 +17,69 @@ from typing import TYPE_CHECKING, Any
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, InputRequiredResult
 
-from mcp_tasks_temporal.front.call_cancels import PlainCallCancels
+from mcp_tasks_temporal.front.calls.call_cancels import PlainCallCancels
+from mcp_tasks_temporal.front.calls.plain_calls import PlainCalls
+from mcp_tasks_temporal.front.calls.tool_calls import Serving, ToolCalls
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
-from mcp_tasks_temporal.front.legacy_tasks import LegacyTasks
-from mcp_tasks_temporal.front.listen import TaskListen
-from mcp_tasks_temporal.front.plain_calls import PlainCalls
-from mcp_tasks_temporal.front.push_mode import push_hub
-from mcp_tasks_temporal.front.task_watch import TaskWatchHub
-from mcp_tasks_temporal.front.tool_calls import ToolCalls
+from mcp_tasks_temporal.front.legacy.legacy_tasks import LegacyTasks
+from mcp_tasks_temporal.front.protocol_versions import AdvertiseServedVersions
+from mcp_tasks_temporal.front.push.listen import TaskListen
+from mcp_tasks_temporal.front.push.push_mode import push_hub
+from mcp_tasks_temporal.front.push.task_watch import TaskWatchHub
+from mcp_tasks_temporal.front.request_state import use_request_state_keys
+from mcp_tasks_temporal.front.session_binding import SessionKeys
+from mcp_tasks_temporal.front.settings import FrontSettings
+from mcp_tasks_temporal.front.task_methods import TaskMethods
 from mcp_tasks_temporal.front.unicode_params import RejectLoneSurrogates
 from mcp_tasks_temporal.sdk_compat import get_tool, set_output_schema
 from mcp_tasks_temporal.temporal.workflow_tools import WorkflowToolOptions, tool_function
 
 if TYPE_CHECKING:
-    from mcp_tasks_temporal.front.extension import TasksExtension
+    from mcp_tasks_temporal.temporal.tool_registry import TaskToolRegistry
 
 RunWorkflow = Callable[[WorkflowToolOptions, dict[str, Any], Any], Awaitable[CallToolResult | InputRequiredResult]]
 
 
 @dataclass(frozen=True)
-class AttachedFront:
-    """What an attached extension serves with: its gateway, its app, its push watchers, its held plain calls."""
+class Front:
+    """What an attached extension serves with: its gateway, its push watchers, its tool calls and task methods."""
 
     gateway: TemporalTaskGateway
-    server: MCPServer[Any]
+    settings: FrontSettings
     hub: TaskWatchHub
-    plain: PlainCalls
+    calls: ToolCalls
+    methods: TaskMethods
+    session_keys: SessionKeys
+    """What tags handshake session IDs and binds anonymous tasks to them (`session_binding`)."""
 
 
 def attach_front(
-    extension: TasksExtension, gateway: TemporalTaskGateway, server: MCPServer[Any], *, push_give_up_s: float
-) -> tuple[AttachedFront, ToolCalls]:
-    """Wire `extension` into `server`; returns the attached front and the `tools/call` side that serves with it.
-
-    `push_give_up_s`: how long a front retries a task's history before ending its
-    listeners' streams (`MCP_TASKS_PUSH_GIVE_UP_S`, docs/operations.md).
-    """
-    hub = push_hub(gateway, give_up_after_s=push_give_up_s)
-    front = AttachedFront(gateway=gateway, server=server, hub=hub, plain=PlainCalls(gateway, hub))
-    calls = ToolCalls(extension, front)
-    for options in extension.workflow_tools.values():
+    registry: TaskToolRegistry, gateway: TemporalTaskGateway, server: MCPServer[Any], settings: FrontSettings
+) -> Front:
+    """Wire the tools `registry` declares into `server`, served through `gateway`; returns the attached front."""
+    # The same shared secrets seal `requestState` and tag session IDs, so any front takes what another handed out.
+    keys = settings.request_state_keys
+    session_keys = SessionKeys(keys) if keys else SessionKeys.process_local()
+    use_request_state_keys(server, list(keys))
+    # First, so it also counts what later middleware answers by itself (subscriptions/listen).
+    server.middleware.insert(0, gateway.request_metrics())
+    server.middleware.append(AdvertiseServedVersions())
+    hub = push_hub(gateway, settings.push, give_up_after_s=settings.push_give_up_s)
+    calls = ToolCalls(registry, Serving(server=server, gateway=gateway, plain=PlainCalls(gateway, hub)))
+    for options in registry.workflow_tools.values():
         _add_workflow_tool(server, options, calls.run_workflow_synchronously)
     server.middleware.append(RejectLoneSurrogates())
     server.middleware.append(TaskListen(server, gateway, hub))
-    server.middleware.append(LegacyTasks(extension, hub))
-    server.middleware.append(PlainCallCancels(extension))
-    return front, calls
+    server.middleware.append(LegacyTasks(registry, calls, gateway, hub, session_keys))
+    server.middleware.append(PlainCallCancels(gateway))
+    return Front(
+        gateway=gateway,
+        settings=settings,
+        hub=hub,
+        calls=calls,
+        methods=TaskMethods(gateway, require_mcp_name=settings.require_mcp_name),
+        session_keys=session_keys,
+    )
 
 
 def _add_workflow_tool(server: MCPServer[Any], options: WorkflowToolOptions, run: RunWorkflow) -> None:

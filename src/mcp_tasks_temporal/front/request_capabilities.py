@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from mcp.server.context import ServerRequestContext
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-from mcp_tasks_temporal.front.handshake_echo import SESSION_HEADER
-from mcp_tasks_temporal.front.handshake_echo import decode as decode_handshake
+from mcp_tasks_temporal.front.legacy.handshake_echo import SESSION_HEADER
+from mcp_tasks_temporal.front.legacy.handshake_echo import decode as decode_handshake
 from mcp_tasks_temporal.temporal.contract import EXTENSION_ID
 
 
@@ -37,3 +37,12 @@ def declared_capabilities(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]
     headers = getattr(ctx.request, "headers", None)
     echoed = decode_handshake(headers.get(SESSION_HEADER)) if headers is not None else None
     return dict(echoed.capabilities) if echoed is not None else None
+
+
+def echoed_session_id(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """The session ID a handshake-revision request over HTTP echoes, when it carries a handshake (`handshake_echo`)."""
+    if ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
+        return None
+    headers = getattr(ctx.request, "headers", None)
+    session_id = headers.get(SESSION_HEADER) if headers is not None else None
+    return session_id if isinstance(session_id, str) and decode_handshake(session_id) is not None else None

@@ -7,7 +7,7 @@ whose errors come back as the spec's JSON-RPC errors.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import require_client_extension
@@ -15,40 +15,36 @@ from mcp.server.request_state import authenticated_principal
 from mcp.shared.inbound import decode_header_value
 
 from mcp_tasks_temporal.front.errors import HeaderMismatchError
-from mcp_tasks_temporal.front.gateway import temporal_errors
+from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, temporal_errors
 from mcp_tasks_temporal.front.request_capabilities import declares_tasks
+from mcp_tasks_temporal.front.spans import tag_task
 from mcp_tasks_temporal.front.task_params import TaskIdParams, UpdateTaskParams
 from mcp_tasks_temporal.temporal.contract import EXTENSION_ID
-from mcp_tasks_temporal.temporal.tracing import tag_task
-
-if TYPE_CHECKING:
-    from mcp_tasks_temporal.front.extension import TasksExtension
 
 
-async def get_task(
-    extension: TasksExtension, ctx: ServerRequestContext[Any, Any], params: TaskIdParams
-) -> dict[str, Any]:
-    admit(ctx, params.task_id, require_mcp_name=extension.require_mcp_name)
-    with temporal_errors():
-        return await extension.gateway.get(params.task_id, authenticated_principal(ctx))
+class TaskMethods:
+    """The three methods of one attached front: each admits the request, then asks its gateway."""
 
+    def __init__(self, gateway: TemporalTaskGateway, *, require_mcp_name: bool) -> None:
+        self._gateway = gateway
+        self._require_mcp_name = require_mcp_name
 
-async def update_task(
-    extension: TasksExtension, ctx: ServerRequestContext[Any, Any], params: UpdateTaskParams
-) -> dict[str, Any]:
-    admit(ctx, params.task_id, require_mcp_name=extension.require_mcp_name)
-    with temporal_errors():
-        await extension.gateway.update(params.task_id, authenticated_principal(ctx), params.input_responses)
-    return {}
+    async def get(self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams) -> dict[str, Any]:
+        admit(ctx, params.task_id, require_mcp_name=self._require_mcp_name)
+        with temporal_errors():
+            return await self._gateway.get(params.task_id, authenticated_principal(ctx))
 
+    async def update(self, ctx: ServerRequestContext[Any, Any], params: UpdateTaskParams) -> dict[str, Any]:
+        admit(ctx, params.task_id, require_mcp_name=self._require_mcp_name)
+        with temporal_errors():
+            await self._gateway.update(params.task_id, authenticated_principal(ctx), params.input_responses)
+        return {}
 
-async def cancel_task(
-    extension: TasksExtension, ctx: ServerRequestContext[Any, Any], params: TaskIdParams
-) -> dict[str, Any]:
-    admit(ctx, params.task_id, require_mcp_name=extension.require_mcp_name)
-    with temporal_errors():
-        await extension.gateway.cancel(params.task_id, authenticated_principal(ctx))
-    return {}
+    async def cancel(self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams) -> dict[str, Any]:
+        admit(ctx, params.task_id, require_mcp_name=self._require_mcp_name)
+        with temporal_errors():
+            await self._gateway.cancel(params.task_id, authenticated_principal(ctx))
+        return {}
 
 
 def admit(ctx: ServerRequestContext[Any, Any], task_id: str, *, require_mcp_name: bool) -> None:

@@ -20,7 +20,7 @@ from temporalio.api.common.v1 import WorkflowExecution as ExecutionRef
 from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 
-from mcp_tasks_temporal.front.failing_workflows import FailingWorkflows
+from mcp_tasks_temporal.front.gateway.failing_workflows import FailingWorkflows
 from mcp_tasks_temporal.temporal.contract import TERMINAL_STATUSES, Memo, as_object, to_iso
 from mcp_tasks_temporal.temporal.deployment import build_of
 from mcp_tasks_temporal.temporal.ids import WORKFLOW_ID_PREFIX

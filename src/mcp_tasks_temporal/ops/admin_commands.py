@@ -19,7 +19,6 @@ from mcp_tasks_temporal.ops.admin import ListedTask, TaskFilter, list_tasks, lis
 from mcp_tasks_temporal.ops.audit_command import task_workflow_ids
 from mcp_tasks_temporal.ops.operator_cli import EXIT_DECLINED, EXIT_USAGE, AdminArgs
 from mcp_tasks_temporal.ops.operator_connection import connect, principal_of
-from mcp_tasks_temporal.temporal.ids import owner_key
 from mcp_tasks_temporal.temporal.web_ui import web_ui_link
 
 _PROG = "mcp-tasks-temporal"
@@ -31,7 +30,8 @@ def _say(message: str) -> None:
 
 
 def _filter(args: AdminArgs, *, running_only: bool = False) -> TaskFilter:
-    owner = owner_key(principal_of(args.owner, args.settings.jwt_issuer)) if args.owner is not None else None
+    keying = args.settings.owner_keying()  # the front's keys, to list a principal's tasks by owner
+    owner = keying.owner_key(principal_of(args.owner, args.settings.jwt_issuer)) if args.owner is not None else None
     return TaskFilter(
         owner_key=owner, tool=args.tool, status=args.status, older_than=args.older_than, running_only=running_only
     )
@@ -118,7 +118,7 @@ async def _named_tasks(client: Client, args: AdminArgs) -> list[ListedTask] | st
     tasks: list[ListedTask] = []
     for task_id in args.task_ids:
         described = None
-        for candidate in await task_workflow_ids(client, task_id, principal):
+        for candidate in await task_workflow_ids(client, args.settings.owner_keying(), task_id, principal):
             try:
                 described = await client.get_workflow_handle(candidate).describe()
                 break

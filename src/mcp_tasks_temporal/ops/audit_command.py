@@ -36,7 +36,7 @@ from mcp_tasks_temporal.sdk_compat import workflow_definition
 from mcp_tasks_temporal.temporal.codec import ENCODING
 from mcp_tasks_temporal.temporal.connection import TemporalConnectionError
 from mcp_tasks_temporal.temporal.contract import CODEC_KEYS_ENV
-from mcp_tasks_temporal.temporal.ids import WORKFLOW_ID_PREFIX, is_task_id, workflow_id, workflow_ids
+from mcp_tasks_temporal.temporal.ids import WORKFLOW_ID_PREFIX, OwnerKeying, is_task_id
 from mcp_tasks_temporal.temporal.web_ui import web_ui_link
 
 _PROG = "mcp-tasks-temporal"
@@ -100,7 +100,7 @@ async def _audit(args: AuditArgs, report: _Report) -> int:
     settings = args.settings
     client = await connect(settings, "audit")
     principal = principal_of(args.principal, settings.jwt_issuer) if args.principal else None
-    runs = await _find_task(client, args.task, principal)
+    runs = await _find_task(client, settings.owner_keying(), args.task, principal)
     if runs is None:
         hint = "" if args.principal else "; for a task of an authenticated principal, pass --principal NAME"
         return report.fail("not_found", f"no task {args.task} in namespace {client.namespace}{hint}", EXIT_USAGE)
@@ -148,7 +148,8 @@ def _installed_workflows(app_spec: str | None) -> tuple[list[type], list[Any]]:
     workflows = list(worker.WORKFLOWS)
     plugins: list[Any] = []
     if app_spec:
-        from mcp_tasks_temporal.front.app_loading import load_app, tasks_extension
+        from mcp_tasks_temporal.front.app_lookup import tasks_extension
+        from mcp_tasks_temporal.ops.app_loading import load_app
         from mcp_tasks_temporal.temporal.plugin import McpTasksPlugin
 
         app = load_app(app_spec)
@@ -171,8 +172,8 @@ def _missing_workflow_type(runs: TaskRuns, workflows: list[type]) -> str | None:
     return None
 
 
-async def _find_task(client: Client, task: str, principal: str | None) -> TaskRuns | None:
-    for candidate in await task_workflow_ids(client, task, principal):
+async def _find_task(client: Client, keying: OwnerKeying, task: str, principal: str | None) -> TaskRuns | None:
+    for candidate in await task_workflow_ids(client, keying, task, principal):
         try:
             return await load_runs(client, candidate)
         except TaskNotFound:
@@ -180,7 +181,7 @@ async def _find_task(client: Client, task: str, principal: str | None) -> TaskRu
     return None
 
 
-async def task_workflow_ids(client: Client, task: str, principal: str | None) -> list[str]:
+async def task_workflow_ids(client: Client, keying: OwnerKeying, task: str, principal: str | None) -> list[str]:
     """The workflow IDs a task reference may name: itself, the principal's, or by task ID alone.
 
     A workflow ID is taken as it is; a task ID with its principal maps to that principal's
@@ -192,8 +193,8 @@ async def task_workflow_ids(client: Client, task: str, principal: str | None) ->
     if not is_task_id(task):
         return []
     if principal is not None:
-        return [candidate for candidate, _ in workflow_ids(task, principal)]
-    candidates = [workflow_id(task, None)]
+        return [candidate for candidate, _ in keying.workflow_ids(task, principal)]
+    candidates = [keying.workflow_id(task, None)]
     # Without the principal the owner key is unknown: the task ID is unique, so look it up.
     query = f"WorkflowId STARTS_WITH '{WORKFLOW_ID_PREFIX}/'"
     async for execution in client.list_workflows(query):

@@ -21,7 +21,6 @@ from temporalio.runtime import LogForwardingConfig, LoggingConfig, Runtime, Tele
 from mcp_tasks_temporal.ops.settings import environment
 from mcp_tasks_temporal.ops.settings.processes import OperatorSettings
 from mcp_tasks_temporal.temporal.connection import connect as connect_temporal_client
-from mcp_tasks_temporal.temporal.ids import use_owner_keying
 from mcp_tasks_temporal.temporal.payload_storage import open_storage
 
 _storage_for_command = AsyncExitStack()
@@ -68,7 +67,7 @@ async def connect(settings: OperatorSettings, command: str) -> Client:
     Raises:
         TemporalConnectionError: Temporal could not be reached or refused the connection.
     """
-    use_owner_keying(settings.owner_keying())  # the front's keys, to find and list its tasks by owner
+    settings.owner_keying()  # a secret too short stops the command, before it connects
     identity = f"mcp-tasks-temporal {command} {getpass.getuser()}@{socket.gethostname()}"
     # Open for the rest of this one-shot command: an audit reads stored results, a replay stored activity results.
     storage = await _storage_for_command.enter_async_context(open_storage(settings.storage()))

@@ -28,7 +28,7 @@ def _server_command(name: str, model: type[Settings], runner: str, description: 
         def prepare() -> None:
             # Temporal, the MCP SDK, uvicorn and the app take seconds to import, which `--help` does not need;
             # done before the event loop, where Ctrl-C stops them at once.
-            from mcp_tasks_temporal.front.app_loading import load_app
+            from mcp_tasks_temporal.ops.app_loading import load_app
 
             import_module("mcp_tasks_temporal.ops.server_commands")
             app = getattr(settings, "app", None)

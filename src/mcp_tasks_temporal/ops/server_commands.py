@@ -14,7 +14,6 @@ import tempfile
 import threading
 from collections.abc import Generator
 from contextlib import AsyncExitStack, contextmanager
-from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,22 +22,15 @@ import uvicorn
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from pydantic import AnyHttpUrl
-from starlette.types import ASGIApp
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from mcp_tasks_temporal.front.app_loading import default_task_queue, load_app, tasks_extension, use_request_state_keys
-from mcp_tasks_temporal.front.auth import StaticTokenVerifier
-from mcp_tasks_temporal.front.closed_tasks import DEFAULT_MAX_ENTRIES, ClosedTaskCache
-from mcp_tasks_temporal.front.credential_life import EndWithCredential
-from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, unready_reason
-from mcp_tasks_temporal.front.handshake_echo import HandshakeEcho
-from mcp_tasks_temporal.front.health import health_routes
-from mcp_tasks_temporal.front.http_app import BearerAuth, front_app
-from mcp_tasks_temporal.front.http_errors import JsonRpcHttpErrors
-from mcp_tasks_temporal.front.legacy_answers import LegacyAnswers
-from mcp_tasks_temporal.front.protocol_versions import AdvertiseServedVersions, run_stdio
-from mcp_tasks_temporal.front.session_binding import SessionKeys
+from mcp_tasks_temporal.front.app_lookup import default_task_queue, tasks_extension
+from mcp_tasks_temporal.front.http.auth import StaticTokenVerifier
+from mcp_tasks_temporal.front.http.endpoint import BearerAuth, mcp_endpoint
+from mcp_tasks_temporal.front.settings import DEFAULT_CLOSED_TASK_CACHE, FrontSettings
+from mcp_tasks_temporal.front.stdio import serve_stdio
+from mcp_tasks_temporal.ops.app_loading import load_app
 from mcp_tasks_temporal.ops.codec_server import codec_app
 from mcp_tasks_temporal.ops.dev.embedded_temporal import EmbeddedTemporal, embedded_temporal
 from mcp_tasks_temporal.ops.dev.nexus_routes import EndpointRoute
@@ -63,9 +55,9 @@ from mcp_tasks_temporal.temporal.connection import (
 )
 from mcp_tasks_temporal.temporal.contract import ActivityPolicy
 from mcp_tasks_temporal.temporal.deployment import Deployment, pinned_on_other_builds, set_current
-from mcp_tasks_temporal.temporal.fairness import FairnessPolicy
-from mcp_tasks_temporal.temporal.ids import OWNER_SECRET_ENV, owner_secret, use_owner_keying
-from mcp_tasks_temporal.temporal.metrics import FrontMetrics, RequestMetrics, install_metrics, metrics_runtime
+from mcp_tasks_temporal.temporal.fairness_options import parse_weight
+from mcp_tasks_temporal.temporal.ids import OWNER_SECRET_ENV
+from mcp_tasks_temporal.temporal.metrics import install_metrics, metrics_runtime
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits, namespace_blob_limit
 from mcp_tasks_temporal.temporal.payload_storage import open_storage
 from mcp_tasks_temporal.temporal.search_attributes import check_namespace
@@ -77,7 +69,7 @@ logger = logging.getLogger("mcp_tasks_temporal")
 _DEV_TEMPORAL_HOST = "127.0.0.1"
 
 ServerSettings = DevSettings | ServeSettings | WorkerSettings
-FrontSettings = DevSettings | ServeSettings
+FrontProcessSettings = DevSettings | ServeSettings
 WorkerProcessSettings = DevSettings | WorkerSettings
 _S = TypeVar("_S", DevSettings, ServeSettings, WorkerSettings)
 
@@ -93,24 +85,17 @@ def configure(app: MCPServer[Any], args: ServerSettings) -> None:
         from mcp_tasks_temporal.contrib import MissingExtra
 
         try:
-            from mcp_tasks_temporal.contrib.pydantic_ai import configure_model
+            from mcp_tasks_temporal.contrib.pydantic_ai import AgentModel, configure_model
         except MissingExtra as missing:
             raise ValueError(f"--agent-model needs the {missing.extra} extra: {missing.install}") from None
-        configure_model(args.agent_model)
-    use_owner_keying(args.owner_keying())  # before the first owner key; a short secret stops the start
-    keys = [] if isinstance(args, WorkerSettings) else args.request_state_key
-    use_request_state_keys(app, keys)
+        configure_model(AgentModel(args.agent_model, args.openai_base_url, args.openai_key()))
+    args.owner_keying()  # a secret too short stops the start, not a request
     if isinstance(args, WorkerSettings):
         return
-    if keys:
-        # The same shared secrets, so any front checks the session IDs every other one hands out.
-        extension.session_keys = SessionKeys(keys)
     if "ttl_ms" in args.model_fields_set:
         extension.default_ttl_ms = args.ttl_ms
     if args.poll_interval_ms:
         extension.default_poll_interval_ms = args.poll_interval_ms
-    if args.require_mcp_name:
-        extension.require_mcp_name = True
     if args.nexus_reply_endpoint:
         extension.nexus_reply_endpoint = args.nexus_reply_endpoint
     policy = extension.default_activity
@@ -125,6 +110,26 @@ def configure(app: MCPServer[Any], args: ServerSettings) -> None:
         extension.default_activity = ActivityPolicy(**{**vars(policy), **overrides})
 
 
+def front_settings(args: FrontProcessSettings, *, search_attributes: bool, web_ui: str | None) -> FrontSettings:
+    """The front's library settings, from the process's (validated once, when the command started)."""
+    closed = args.closed_task_cache
+    return FrontSettings(
+        task_queue=args.task_queue,
+        push=args.push,
+        push_give_up_s=args.push_give_up_s,
+        max_body_bytes=args.max_body_bytes,
+        closed_task_cache=DEFAULT_CLOSED_TASK_CACHE if closed is None else closed,
+        require_mcp_name=args.require_mcp_name,
+        request_state_keys=tuple(args.request_state_key),
+        owner_keying=args.owner_keying(),
+        fairness_keys=args.fairness_keys,
+        fairness_weights=dict(parse_weight(entry) for entry in args.fairness_weight),
+        search_attributes=search_attributes,
+        web_ui=web_ui,
+        payload_storage=args.storage(),
+    )
+
+
 class _HttpServer(uvicorn.Server):
     @contextmanager
     def capture_signals(self) -> Generator[None]:
@@ -133,10 +138,10 @@ class _HttpServer(uvicorn.Server):
             forget_captured_signals(self)
 
 
-def bearer_auth(args: FrontSettings) -> BearerAuth | None:
+def bearer_auth(args: FrontProcessSettings) -> BearerAuth | None:
     """The front's bearer auth, if asked for; a bad key set or token file stops the start, on one line."""
     auth = _verified_bearer(args)
-    if auth is not None and owner_secret() is None:
+    if auth is not None and args.owner_keying().secret is None:
         # Only once the setup is known good: a start that fails says that one line and nothing else.
         logger.warning(
             "$%s is not set: owner keys are unkeyed hashes, and whoever sees workflow IDs can test guessed principals"
@@ -146,14 +151,14 @@ def bearer_auth(args: FrontSettings) -> BearerAuth | None:
     return auth
 
 
-def _verified_bearer(args: FrontSettings) -> BearerAuth | None:
+def _verified_bearer(args: FrontProcessSettings) -> BearerAuth | None:
     if args.tokens is not None and args.jwt_jwks is not None:
         raise ValueError("--tokens and --jwt-jwks are alternatives: choose one")
     if args.tokens is not None:
         return BearerAuth(StaticTokenVerifier.from_file(args.tokens))
     if args.jwt_jwks is None:
         return None
-    from mcp_tasks_temporal.front.jwt_auth import JwtSettings, JwtVerifier
+    from mcp_tasks_temporal.front.http.jwt_auth import JwtSettings, JwtVerifier
 
     if not args.jwt_issuer or not args.jwt_audience:
         raise ValueError("--jwt-jwks needs --jwt-issuer and --jwt-audience")
@@ -175,39 +180,12 @@ def _verified_bearer(args: FrontSettings) -> BearerAuth | None:
     return BearerAuth(JwtVerifier(settings), required_scopes=tuple(args.jwt_scope), settings=metadata)
 
 
-def _http_server(app: MCPServer[Any], args: FrontSettings, client: Client, auth: BearerAuth | None) -> _HttpServer:
-    config = uvicorn.Config(
-        front_http_app(app, args, client, auth), host=args.host, port=args.port, log_level="warning", lifespan="on"
-    )
-    return _HttpServer(config)
-
-
-def front_http_app(app: MCPServer[Any], args: FrontSettings, client: Client, auth: BearerAuth | None) -> ASGIApp:
-    """The ASGI app `serve` and `dev` run under uvicorn, for an `app` the front is attached to (`open_front`).
-
-    Its lifespan must run around its requests: it runs the MCP session manager and the push watchers.
-    """
-    # Stateless for the handshake revisions too: an older client's requests may reach any front server.
-    mcp_app = app.streamable_http_app(host=args.host, max_request_body_size=args.max_body_bytes, stateless_http=True)
-    # Replies to the questions a front asked on a request's stream may reach any front: each takes them.
-    extension = tasks_extension(app)
-    mcp_app.add_middleware(LegacyAnswers, extension=extension, max_body_bytes=args.max_body_bytes)
-    # The handshake revisions' capabilities reach every front through the session ID the client echoes.
-    mcp_app.add_middleware(HandshakeEcho, max_body_bytes=args.max_body_bytes, sessions=extension.session_keys)
-    if auth is not None:
-        # Outermost, so it ends long polls and push streams whichever layer serves them.
-        app.middleware.insert(0, EndWithCredential(auth.verifier))
-    http_app = front_app(
-        mcp_app,
-        auth=auth,
-        extra_routes=health_routes(partial(unready_reason, client), client.namespace),
-        running=extension.running,
-    )
-    return JsonRpcHttpErrors(http_app, max_body_bytes=args.max_body_bytes)
-
-
-async def _serve_http(app: MCPServer[Any], args: FrontSettings, client: Client, auth: BearerAuth | None) -> None:
-    await _http_server(app, args, client, auth).serve()
+def _http_server(
+    app: MCPServer[Any], args: FrontProcessSettings, client: Client, settings: FrontSettings, auth: BearerAuth | None
+) -> _HttpServer:
+    """`app`'s MCP endpoint (`mcp_endpoint`, which attaches it) under uvicorn, its lifespan run around its requests."""
+    endpoint = mcp_endpoint(app, client, settings=settings, auth=auth, host=args.host)
+    return _HttpServer(uvicorn.Config(endpoint, host=args.host, port=args.port, log_level="warning", lifespan="on"))
 
 
 def _start_telemetry(args: ServerSettings, role: str) -> None:
@@ -259,31 +237,6 @@ async def _agree_on_settings(client: Client, args: ServerSettings, role: str, *,
 
 async def _payload_limits(client: Client, args: ServerSettings) -> PayloadLimits:
     return PayloadLimits(blob_limit=await namespace_blob_limit(client), storage=args.storage())
-
-
-async def _attach_front(
-    app: MCPServer[Any], client: Client, args: FrontSettings, *, search_attributes: bool, web_ui: str | None
-) -> None:
-    metrics = FrontMetrics.from_runtime()
-    # First, so it also counts what later middleware answers by itself (subscriptions/listen).
-    app.middleware.insert(0, RequestMetrics(metrics))
-    app.middleware.append(AdvertiseServedVersions())
-    cache_size = DEFAULT_MAX_ENTRIES if args.closed_task_cache is None else args.closed_task_cache
-    closed_tasks = ClosedTaskCache(max_entries=cache_size)
-    gateway = TemporalTaskGateway(
-        client,
-        task_queue=args.task_queue,
-        metrics=metrics,
-        closed_tasks=closed_tasks,
-        search_attributes=search_attributes,
-        web_ui=web_ui,
-        payload_limits=await _payload_limits(client, args),
-        fairness=FairnessPolicy.weighted(args.fairness_weight, keys=args.fairness_keys),
-    )
-    extension = tasks_extension(app)
-    if args.push_give_up_s is not None:
-        extension.push_give_up_s = args.push_give_up_s
-    extension.attach(gateway, app)
 
 
 async def _run_worker(
@@ -411,7 +364,8 @@ async def _run_dev(stack: AsyncExitStack, lock: StateDirLock | None, args: DevSe
     client = await _connect(stack, args, app, ConnectionOptions(address=temporal.address, namespace=temporal.namespace))
     indexed = await check_namespace(client, address=temporal.address, namespace=temporal.namespace, role="dev")
     await _agree_on_settings(client, args, "dev", owner=True)
-    await _attach_front(app, client, args, search_attributes=indexed, web_ui=temporal.ui_url)
+    settings = front_settings(args, search_attributes=indexed, web_ui=temporal.ui_url)
+    server = _http_server(app, args, client, settings, auth)
     worker: SupervisedWorker | None = None
     if args.in_process_worker or args.metrics_port:
         await _run_worker(stack, client, app, args, make_current=True)
@@ -424,7 +378,6 @@ async def _run_dev(stack: AsyncExitStack, lock: StateDirLock | None, args: DevSe
                 log_path=temporal.log_path.with_name("worker.log"),
             )
         )
-    server = _http_server(app, args, client, auth)
     temporal_exit: int | None = None
     worker_error: DevWorkerError | None = None
     bind_failed = False
@@ -517,31 +470,30 @@ async def serve(args: ServeSettings) -> None:
     _start_telemetry(args, "front")
     auth = bearer_auth(args) if args.transport == "http" else None
     async with AsyncExitStack() as stack:
-        client = await open_front(stack, app, args)
+        client, settings = await open_front(stack, app, args)
         if args.transport == "stdio":
-            async with tasks_extension(app).running():
-                await run_stdio(app)
+            await serve_stdio(app, client, settings)
         else:
+            server = _http_server(app, args, client, settings, auth)
             print(
                 f"mcp-tasks-temporal serve: http://{args.host}:{args.port}/mcp -> {_where(client)}",
                 file=sys.stderr,
                 flush=True,
             )
-            await _serve_http(app, args, client, auth)
+            await server.serve()
 
 
-async def open_front(stack: AsyncExitStack, app: MCPServer[Any], args: ServeSettings) -> Client:
-    """What `serve` does before it listens: `app` (configured) attached to Temporal through its gateway.
+async def open_front(stack: AsyncExitStack, app: MCPServer[Any], args: ServeSettings) -> tuple[Client, FrontSettings]:
+    """What `serve` does before it serves: the front's client and its settings, checked against Temporal.
 
-    Returns the front's client; its connection and payload storage stay open as long as `stack`.
+    The client's connection and payload storage stay open as long as `stack`.
     """
     # A front may come up before its namespace exists; `/readyz` reports that until it does.
     client = await _connect(stack, args, app, require_namespace=False)
     address = client.service_client.config.target_host
     indexed = await check_namespace(client, address=address, namespace=client.namespace, role="serve")
     await _agree_on_settings(client, args, "serve")
-    await _attach_front(app, client, args, search_attributes=indexed, web_ui=args.temporal_ui)
-    return client
+    return client, front_settings(args, search_attributes=indexed, web_ui=args.temporal_ui)
 
 
 async def open_worker(stack: AsyncExitStack, app: MCPServer[Any], args: WorkerSettings) -> Client:

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, cast
 
+TASK_ID_ATTRIBUTE: Final = "mcp.task.id"
+"""The span attribute naming the task a request or a tool run is about (front and workers alike)."""
 EXTENSION_ID: Final = "io.modelcontextprotocol/tasks"
 
 TERMINAL_STATUSES: Final = frozenset({"completed", "failed", "cancelled"})

@@ -12,14 +12,14 @@ carry none and nothing here needs a `workflow.patched` guard.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final, cast
 
 from temporalio.common import Priority
 
-from mcp_tasks_temporal.temporal.fairness_options import check_weight, parse_weight
-from mcp_tasks_temporal.temporal.ids import owner_key
+from mcp_tasks_temporal.temporal.fairness_options import check_weight
+from mcp_tasks_temporal.temporal.ids import UNKEYED, OwnerKeying
 
 HIGHEST_PRIORITY: Final = 1
 LOWEST_PRIORITY: Final = 5
@@ -38,7 +38,7 @@ def check_priority(priority: int | None) -> None:
         )
 
 
-def fairness_key(principal: str | None) -> str:
+def fairness_key(principal: str | None, keying: OwnerKeying) -> str:
     """The principal's fairness key: its owner key, a hash, never the principal itself.
 
     Fairness keys are not secret: Temporal shows them in task queue statistics,
@@ -48,7 +48,7 @@ def fairness_key(principal: str | None) -> str:
     restarts, and it is the same key the workflow ID and `McpOwner` carry, so
     an operator can match the two. Anonymous callers share one key.
     """
-    return owner_key(principal)
+    return keying.owner_key(principal)
 
 
 @dataclass(frozen=True)
@@ -59,25 +59,29 @@ class FairnessPolicy:
     """Give each principal's tasks their own fairness key; off, every task shares the queue's FIFO line."""
     weights: Mapping[str, float] = field(default_factory=dict[str, float])
     """Weights by the hash of the name they were given for (see `weighted`); a principal not listed weighs 1."""
+    keying: OwnerKeying = UNKEYED
+    """How principals are hashed into fairness keys: the deployment's owner keying."""
 
     def __post_init__(self) -> None:
         for weight in self.weights.values():
             check_weight(weight)
 
     @classmethod
-    def weighted(cls, entries: Iterable[str], *, keys: bool = True) -> FairnessPolicy:
-        """A policy from `PRINCIPAL=WEIGHT` entries (the `--fairness-weight` setting).
+    def weighted(
+        cls, weights: Mapping[str, float], *, keys: bool = True, keying: OwnerKeying = UNKEYED
+    ) -> FairnessPolicy:
+        """A policy from weights by principal (the `--fairness-weight PRINCIPAL=WEIGHT` setting).
 
         PRINCIPAL is the name a user is known by (the token file's name, the
         JWT's principal claim) or, for an exact match, the whole principal the
         front binds tasks to. The names are hashed at once, so the policy holds
         only their keys.
         """
-        weights: dict[str, float] = {}
-        for entry in entries:
-            principal, weight = parse_weight(entry)
-            weights[fairness_key(principal)] = weight
-        return cls(keys=keys, weights=weights)
+        return cls(
+            keys=keys,
+            weights={fairness_key(principal, keying): weight for principal, weight in weights.items()},
+            keying=keying,
+        )
 
     def priority(self, principal: str | None, tool_priority: int | None = None) -> Priority:
         """The `Priority` a task of `principal` starts with; its activities inherit it."""
@@ -85,7 +89,9 @@ class FairnessPolicy:
         if not self.keys:
             return Priority(priority_key=tool_priority)
         return Priority(
-            priority_key=tool_priority, fairness_key=fairness_key(principal), fairness_weight=self.weight(principal)
+            priority_key=tool_priority,
+            fairness_key=fairness_key(principal, self.keying),
+            fairness_weight=self.weight(principal),
         )
 
     def weight(self, principal: str | None) -> float | None:
@@ -93,7 +99,7 @@ class FairnessPolicy:
         if not self.weights:  # the common case: no parsing or hashing on each task's creation
             return None
         for name in _names(principal):
-            weight = self.weights.get(owner_key(name))
+            weight = self.weights.get(self.keying.owner_key(name))
             if weight is not None:
                 return weight
         return None

@@ -12,8 +12,9 @@ see by hashing guessed names. Without the secret the key is the unkeyed SHA-256
 of earlier versions; `MCP_TASKS_LEGACY_OWNER_KEYS=1` lets a keyed deployment still
 find the tasks stored under those (docs/operations.md, "Owner keys").
 
-The commands read both variables (`ops.settings.use_owner_keys`) and hand them to
-`use_owner_keying` before the first key is computed; until then keys are unkeyed.
+Which secret keys a deployment's owner keys is a setting (`OwnerKeying`), handed to the
+front (`FrontSettings.owner_keying`) and to the operator commands, which read both
+variables (`ops.settings.owner_keying`); nothing here reads the environment.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ class OwnerSecretError(ValueError):
 
 @dataclass(frozen=True)
 class OwnerKeying:
-    """How this process computes owner keys: under the deployment's secret (`None`: unkeyed), and
-    whether the unkeyed keys of earlier versions are still read (a migration window)."""
+    """How owner keys are computed: under the deployment's secret (`None`: unkeyed), and whether the
+    unkeyed keys of earlier versions are still read (a migration window)."""
 
     secret: bytes | None = None
     reads_legacy: bool = False
@@ -56,25 +57,32 @@ class OwnerKeying:
         reads_legacy = (legacy or "").strip().lower() in ("1", "true", "yes")
         return cls(secret=secret.encode() if secret else None, reads_legacy=reads_legacy)
 
+    def owner_key(self, principal: str | None) -> str:
+        """A stable key for the principal that only holders of the secret can compute (or the anonymous key)."""
+        if principal is None:
+            return ANONYMOUS_OWNER
+        if self.secret is None:
+            return legacy_owner_key(principal)
+        return hmac.new(self.secret, _OWNER_LABEL + principal.encode(), hashlib.sha256).hexdigest()[:32]
 
-_keying = OwnerKeying()
-"""Process-wide, like the variables it comes from: every front, `admin` and `audit` of a deployment shares it."""
+    def owner_keys(self, principal: str | None) -> list[str]:
+        """The keys a principal's tasks may be stored under: the current one, then the legacy one while it is read."""
+        keys = [self.owner_key(principal)]
+        if principal is not None and self.reads_legacy and legacy_owner_key(principal) not in keys:
+            keys.append(legacy_owner_key(principal))
+        return keys
+
+    def workflow_id(self, task_id: str, principal: str | None) -> str:
+        """The workflow ID behind `task_id` for this principal."""
+        return task_workflow_id(self.owner_key(principal), task_id)
+
+    def workflow_ids(self, task_id: str, principal: str | None) -> list[tuple[str, str]]:
+        """`(workflow ID, owner key)` of every place this principal's task may be, current key first."""
+        return [(task_workflow_id(key, task_id), key) for key in self.owner_keys(principal)]
 
 
-def use_owner_keying(keying: OwnerKeying) -> None:
-    """Compute this process's owner keys so from now on."""
-    global _keying
-    _keying = keying
-
-
-def owner_secret() -> bytes | None:
-    """The deployment's owner-key secret (`None`: unkeyed)."""
-    return _keying.secret
-
-
-def reads_legacy_owners() -> bool:
-    """Whether tasks stored under unkeyed owner keys are still found (a migration window)."""
-    return _keying.reads_legacy
+UNKEYED: Final = OwnerKeying()
+"""Owner keys without a secret: the anonymous owner's are the same under any keying."""
 
 
 def new_task_id() -> str:
@@ -91,34 +99,21 @@ def is_task_id(value: str) -> bool:
     return parsed.version == 4 and str(parsed) == value
 
 
-def owner_key(principal: str | None) -> str:
-    """A stable key for the principal that only holders of the owner secret can compute (or the anonymous key)."""
-    if principal is None:
-        return ANONYMOUS_OWNER
-    secret = owner_secret()
-    if secret is None:
-        return legacy_owner_key(principal)
-    return hmac.new(secret, _OWNER_LABEL + principal.encode(), hashlib.sha256).hexdigest()[:32]
-
-
 def legacy_owner_key(principal: str) -> str:
     """The unkeyed owner key of earlier versions: anyone can compute it from a guessed principal."""
     return hashlib.sha256(principal.encode()).hexdigest()[:32]
 
 
-def owner_keys(principal: str | None) -> list[str]:
-    """The keys a principal's tasks may be stored under: the current one, then the legacy one while it is read."""
-    keys = [owner_key(principal)]
-    if principal is not None and reads_legacy_owners() and legacy_owner_key(principal) not in keys:
-        keys.append(legacy_owner_key(principal))
-    return keys
+def task_workflow_id(owner_key: str, task_id: str) -> str:
+    """The workflow ID of the task `task_id` stored under `owner_key`."""
+    return f"{WORKFLOW_ID_PREFIX}/{owner_key}/{task_id}"
 
 
-def workflow_id(task_id: str, principal: str | None) -> str:
-    """The workflow ID behind `task_id` for this principal."""
-    return f"{WORKFLOW_ID_PREFIX}/{owner_key(principal)}/{task_id}"
+def plain_call_task_id(session_id: str, request_id: str | int) -> str:
+    """The task ID of the plain call `request_id` of the handshake session `session_id`: a UUID4 in shape.
 
-
-def workflow_ids(task_id: str, principal: str | None) -> list[tuple[str, str]]:
-    """`(workflow ID, owner key)` of every place this principal's task may be, current key first."""
-    return [(f"{WORKFLOW_ID_PREFIX}/{key}/{task_id}", key) for key in owner_keys(principal)]
+    A front that gets the call's `notifications/cancelled` names the task from the same two values
+    (`front/calls/call_cancels.py`), with no table of calls anywhere.
+    """
+    digest = hashlib.sha256(f"mcp-tasks-temporal/plain-call\n{session_id}\n{request_id}".encode()).digest()
+    return str(uuid.UUID(bytes=digest[:16], version=4))

@@ -57,7 +57,7 @@ class WorkflowSandboxError(RuntimeError):
 
 def passthrough_modules() -> tuple[str, ...]:
     """`mcp`, `mcp_types` and this package's modules that workflow code may share with the server."""
-    import mcp_tasks_temporal
+    package = Path(__file__).resolve().parent.parent  # this package's folder, read without importing its root
 
     def own(path: Sequence[str], prefix: str) -> list[str]:
         found: list[str] = []
@@ -67,12 +67,12 @@ def passthrough_modules() -> tuple[str, ...]:
                 continue
             if module.ispkg and any(sandboxed.startswith(f"{name}.") for sandboxed in _SANDBOXED):
                 # Pass its modules through one by one, around the one that stays sandboxed.
-                found += own([str(Path(mcp_tasks_temporal.__path__[0], *name.split(".")))], f"{name}.")
+                found += own([str(Path(package, *name.split(".")))], f"{name}.")
             else:
                 found.append(f"mcp_tasks_temporal.{name}")
         return found
 
-    return (*_PASSED_THROUGH, *own(list(mcp_tasks_temporal.__path__), ""))
+    return (*_PASSED_THROUGH, *own([str(package)], ""))
 
 
 def app_module_passthrough(workflows: Iterable[type]) -> tuple[str, ...]:

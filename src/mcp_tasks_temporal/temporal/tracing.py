@@ -22,13 +22,14 @@ import logging
 from collections.abc import Generator, Mapping, Sequence
 from contextlib import contextmanager
 from importlib.metadata import entry_points
-from typing import Any, Final
+from typing import Any
 
 from opentelemetry import trace
 
+from mcp_tasks_temporal.temporal.contract import TASK_ID_ATTRIBUTE
+
 logger = logging.getLogger(__name__)
 
-TASK_ID_ATTRIBUTE: Final = "mcp.task.id"
 _TRACER = trace.get_tracer("mcp_tasks_temporal")
 
 _installed: list[Any] = []
@@ -131,11 +132,6 @@ def shutdown_tracing() -> None:
     """Export what is still buffered; called once on the way out."""
     while _installed:
         _installed.pop().shutdown()
-
-
-def tag_task(task_id: str) -> None:
-    """Mark the current span (the SDK's span of a `tasks/*` or `tools/call` request) with the task it is about."""
-    trace.get_current_span().set_attribute(TASK_ID_ATTRIBUTE, task_id)
 
 
 @contextmanager

@@ -15,6 +15,7 @@ except ImportError as missing:  # pragma: no cover - depends on the installed ex
 from mcp_tasks_temporal.contrib.pydantic_ai.sub_agent import (
     ASK_USER_METADATA,
     DEFAULT_MODEL,
+    AgentModel,
     TaskProgress,
     agent_model,
     ask_user,
@@ -27,6 +28,7 @@ from mcp_tasks_temporal.contrib.pydantic_ai.sub_agent import (
 __all__ = [
     "ASK_USER_METADATA",
     "DEFAULT_MODEL",
+    "AgentModel",
     "TaskProgress",
     "agent_model",
     "ask_user",

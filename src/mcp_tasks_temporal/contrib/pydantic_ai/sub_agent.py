@@ -18,6 +18,7 @@ Everything here is safe to import inside the workflow sandbox: no I/O at import.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 from functools import cache
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -32,14 +33,13 @@ from pydantic_ai.tools import ToolDefinition
 from temporalio import activity, workflow
 from temporalio.exceptions import ApplicationError
 
-from mcp_tasks_temporal.ops.settings import export_variable, variable
-
 if TYPE_CHECKING:
     from pydantic_ai.capabilities.abstract import ValidatedToolArgs
 
     from mcp_tasks_temporal.front.extension import TasksExtension
 
 AGENT_MODEL_ENV: Final = "MCP_TASKS_AGENT_MODEL"
+"""The variable the commands take the model's name from (`--agent-model`); nothing here reads it."""
 MODEL_PREFIX: Final = "mcp-tasks-temporal:"
 """Model IDs this module builds: `mcp-tasks-temporal:<name>` is `<name>` on the configured endpoint."""
 DEFAULT_MODEL: Final = MODEL_PREFIX + "configured"
@@ -54,17 +54,44 @@ MODEL_ACTIVITY: Final = "mcp_tasks.agent_model"
 _T = TypeVar("_T", bound=type)
 
 
+@dataclass(frozen=True)
+class AgentModel:
+    """The model sub-agents use on this process's workers: a name on an OpenAI-compatible endpoint."""
+
+    name: str
+    base_url: str | None = None
+    """The endpoint; `None` leaves it to the OpenAI client (its own `OPENAI_BASE_URL`, else OpenAI's)."""
+    api_key: str | None = None
+    """`None` leaves it to the OpenAI client (its own `OPENAI_API_KEY`)."""
+
+
+_configured: list[AgentModel] = []
+"""The model `configure_model` set, at most one: the activities that call it read it where they run."""
+
+
+def configure_model(model: AgentModel | str | None) -> None:
+    """Set the sub-agents' model for this process (`--agent-model` does, for `dev`, `serve` and `worker`).
+
+    A team running the sub-agents on its own worker calls this before the worker starts; a front
+    calls it too, since each sub-agent tool checks at call time that a model is configured.
+    `None` (or an empty name) unsets it.
+    """
+    if isinstance(model, str):
+        model = AgentModel(model)
+    _configured.clear()
+    if model is not None and model.name.strip():
+        _configured.append(AgentModel(model.name.strip(), model.base_url, model.api_key))
+
+
+def configured_agent_model() -> AgentModel | None:
+    """The model this process was configured with, if any."""
+    return _configured[0] if _configured else None
+
+
 def configured_model_name() -> str | None:
     """The model name this process was configured with, if any."""
-    return (variable(AGENT_MODEL_ENV) or "").strip() or None
-
-
-def configure_model(name: str) -> None:
-    """Set the sub-agents' model name for this process (what `--agent-model` does).
-
-    Kept in the environment so that the worker's activities and any child process see one value.
-    """
-    export_variable(AGENT_MODEL_ENV, name)
+    model = configured_agent_model()
+    return model.name if model is not None else None
 
 
 def model_check() -> str | None:
@@ -92,13 +119,15 @@ def resolve_model(ctx: ModelResolutionContext[Any], model_id: str) -> Model | No
     name = model_id.removeprefix(MODEL_PREFIX)
     if workflow.in_workflow():
         return _endpoint_model(name, "http://127.0.0.1:9/v1", "unused")
+    configured = configured_agent_model()
     if name == DEFAULT_MODEL.removeprefix(MODEL_PREFIX):
-        name = configured_model_name() or ""
+        name = configured.name if configured is not None else ""
     if not name:
         from pydantic_ai.exceptions import UserError
 
         raise UserError(NO_MODEL)
-    return _endpoint_model(name, variable("OPENAI_BASE_URL"), variable("OPENAI_API_KEY"))
+    base_url, api_key = (configured.base_url, configured.api_key) if configured is not None else (None, None)
+    return _endpoint_model(name, base_url, api_key)
 
 
 def configured_model() -> ResolveModelId[Any]:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from pydantic import AfterValidator, BeforeValidator, Field, SecretStr
 from pydantic_settings import NoDecode
 
+from mcp_tasks_temporal.front.settings import DEFAULT_PUSH_GIVE_UP_S
 from mcp_tasks_temporal.ops.dev.nexus_routes import EndpointRoute
 from mcp_tasks_temporal.ops.settings.model import Env, Flag, Settings
 from mcp_tasks_temporal.temporal.contract import CODEC_KEYS_ENV, DEFAULT_ADDRESS, DEFAULT_NAMESPACE
@@ -59,6 +60,10 @@ def _positive(value: int | None) -> int | None:
     if value is not None and value <= 0:
         raise ValueError("a TTL is a positive number of milliseconds, or 'none'")
     return value
+
+
+def _lower(value: Any) -> Any:
+    return value.strip().lower() if isinstance(value, str) else value
 
 
 def _route(value: Any) -> Any:
@@ -107,6 +112,12 @@ class AppFields(Settings):
             metavar="NAME",
         ),
     ] = None
+    openai_base_url: Annotated[str | None, Env("OPENAI_BASE_URL")] = None
+    openai_api_key: Annotated[SecretStr | None, Env("OPENAI_API_KEY")] = None
+
+    def openai_key(self) -> str | None:
+        """The sub-agents' endpoint's key, if it needs one."""
+        return self.openai_api_key.get_secret_value() if self.openai_api_key is not None else None
 
 
 class FrontFields(Settings):
@@ -181,7 +192,9 @@ class FrontFields(Settings):
     tool_timeout: Annotated[
         float | None, Field(gt=0), Flag("seconds one tool attempt may run (6 h)", metavar="SECONDS")
     ] = None
-    push_give_up_s: Annotated[float | None, Field(gt=0), Env("MCP_TASKS_PUSH_GIVE_UP_S")] = None
+    push: Annotated[Literal["poll", "feed"], BeforeValidator(_lower), Env("MCP_TASKS_PUSH")] = "poll"
+    """How a front follows what it pushes: a history long poll per task, or the task feed (docs/operations.md)."""
+    push_give_up_s: Annotated[float, Field(gt=0), Env("MCP_TASKS_PUSH_GIVE_UP_S")] = DEFAULT_PUSH_GIVE_UP_S
     """How long a front retries a task's history before ending its listeners' streams (docs/operations.md)."""
 
 

@@ -1,0 +1,260 @@
+"""The gateway's reads for the front's watchers (front/task_watch.py, front/feed_watch.py): the task feed's
+shards, and the reads of a followed task that neither its history nor the feed carries.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Sequence
+from datetime import timedelta
+from typing import Any, Final
+
+import anyio
+from temporalio.api.common.v1 import Payload
+from temporalio.api.workflow.v1 import PendingActivityInfo
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowHistoryEventFilterType,
+    WorkflowQueryFailedError,
+    WorkflowQueryRejectedError,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+)
+from temporalio.common import RawValue, WorkflowIDConflictPolicy
+from temporalio.contrib.workflow_streams import WorkflowStreamClient
+from temporalio.service import RPCError
+
+from mcp_tasks_temporal.front.gateway.history import HistoryChange, RunClosed, changes, closing
+from mcp_tasks_temporal.front.gateway.reads import (
+    FeedItem,
+    Snapshot,
+    TemporalCallFailed,
+    call_failed,
+    now_ms,
+    rpc_reason,
+    snapshot,
+)
+from mcp_tasks_temporal.front.gateway.views import task_view
+from mcp_tasks_temporal.temporal.contract import WORKFLOW_KIND, Memo, as_object
+from mcp_tasks_temporal.temporal.feed_contract import (
+    FEED_SHARDS,
+    INDEX_QUERY,
+    STATUS_TOPIC,
+    TASK_FEED_WORKFLOW,
+    TRANSITION_TOPIC,
+    UNKNOWN_DEADLINE,
+    IndexEntry,
+    TaskFeedInput,
+    feed_shard,
+    feed_workflow_id,
+)
+from mcp_tasks_temporal.temporal.ids import OwnerKeying, is_task_id
+from mcp_tasks_temporal.temporal.tool_results import call_tool_result, failure_outcome
+
+__all__ = ["FEED_SHARDS", "STATUS_TOPIC", "TRANSITION_TOPIC", "WatcherReads", "feed_shard"]
+
+logger = logging.getLogger(__name__)
+
+INDEX_TIMEOUT_S: Final = 1.5
+"""How long a listen waits for a shard's index before it reads that shard's tasks from visibility instead."""
+
+
+class WatcherReads:
+    """Mixed into `TemporalTaskGateway`, whose client and task queue these use."""
+
+    client: Client
+    task_queue: str
+    owner_keying: OwnerKeying
+
+    async def start_feed_shards(self) -> None:
+        """Start the task feed's shard workflows of this queue, or find them running."""
+        for shard in range(FEED_SHARDS):
+            await self.client.start_workflow(
+                TASK_FEED_WORKFLOW,
+                TaskFeedInput(shard=shard),
+                id=feed_workflow_id(self.task_queue, shard),
+                task_queue=self.task_queue,
+                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                static_summary="MCP task feed shard",
+            )
+
+    async def feed_items(self, shard: int, from_offset: int, cooldown: timedelta) -> AsyncIterator[FeedItem]:
+        """The items of a feed shard from `from_offset` (0: all it keeps), as they come; ends if the shard closes.
+
+        Undecoded and serialized: a front decodes an item to route it, and keeps those of the last minutes
+        (up to every item the shards keep) compact.
+
+        Raises:
+            TemporalCallFailed: The shard's long poll failed.
+        """
+        stream = WorkflowStreamClient.create(self.client, feed_workflow_id(self.task_queue, shard))
+        try:
+            async for item in stream.subscribe(from_offset=from_offset, result_type=RawValue, poll_cooldown=cooldown):
+                yield FeedItem(item.offset, item.topic, item.data.payload.SerializeToString())
+        except RPCError as err:
+            raise TemporalCallFailed(rpc_reason(err)) from None
+        except (WorkflowUpdateRPCTimeoutOrCancelledError, WorkflowUpdateFailedError) as err:
+            # A poll's update times out on a busy or restarting server as any other call fails.
+            raise TemporalCallFailed(type(err).__name__) from None
+
+    async def feed_offset(self, shard: int) -> int:
+        """A feed shard's next offset: a query, so answered only once a worker runs the shard.
+
+        Raises:
+            TemporalCallFailed: No worker answered, or the call failed.
+        """
+        stream = WorkflowStreamClient.create(self.client, feed_workflow_id(self.task_queue, shard))
+        try:
+            return await stream.get_offset()
+        except RPCError as err:
+            raise TemporalCallFailed(rpc_reason(err)) from None
+        except (WorkflowQueryFailedError, WorkflowQueryRejectedError) as err:
+            raise TemporalCallFailed(type(err).__name__) from None
+
+    async def indexed(
+        self, workflow_ids: Sequence[str], *, timeout_s: float = INDEX_TIMEOUT_S
+    ) -> dict[str, IndexEntry]:
+        """The entries of those of `workflow_ids` their shards' indexes hold: one query per shard concerned.
+
+        A shard that does not answer within `timeout_s` (no worker runs it, Temporal slow, code from before
+        the index) answers nothing: its tasks are read as if none were indexed.
+        """
+        by_shard: dict[int, list[str]] = {}
+        for wid in workflow_ids:
+            by_shard.setdefault(feed_shard(wid), []).append(wid)
+        found: dict[str, IndexEntry] = {}
+
+        async def ask(shard: int, wids: list[str]) -> None:
+            handle = self.client.get_workflow_handle(feed_workflow_id(self.task_queue, shard))
+            answer: dict[str, Any] = {}
+            with anyio.move_on_after(timeout_s) as scope:
+                try:
+                    answer = await handle.query(
+                        INDEX_QUERY, wids, result_type=dict[str, Any], rpc_timeout=timedelta(seconds=timeout_s)
+                    )
+                except (RPCError, WorkflowQueryFailedError, WorkflowQueryRejectedError) as err:
+                    reason = rpc_reason(err) if isinstance(err, RPCError) else type(err).__name__
+                    logger.info("task index of feed shard %d not read: %s", shard, reason)
+                    return
+            if scope.cancelled_caught:
+                logger.info("task index of feed shard %d not read within %.1f s", shard, timeout_s)
+                return
+            for wid, entry in answer.items():
+                held = _index_entry(entry)
+                if held is not None:
+                    found[wid] = held
+
+        async with anyio.create_task_group() as group:
+            for shard, wids in by_shard.items():
+                group.start_soon(ask, shard, wids)
+        return found
+
+    async def observe_indexed(self, task_ids: Sequence[str], principal: str | None) -> list[str]:
+        """Those of `task_ids` this caller may see that their shards' indexes hold as open, unexpired tasks.
+
+        The workflow ID names the principal, so another's task, like an unknown one, is not found. A task
+        whose deadline the index does not know is left to the caller's other reads, as one not indexed.
+        """
+        wanted = {
+            self.owner_keying.workflow_id(task_id, principal): task_id for task_id in task_ids if is_task_id(task_id)
+        }
+        entries = await self.indexed(list(wanted))
+        now = now_ms()
+        return [
+            wanted[wid]
+            for wid, (_, _, deadline) in entries.items()
+            if wid in wanted and deadline != UNKNOWN_DEADLINE and (deadline is None or now < deadline)
+        ]
+
+    def feed_value(self, packed: bytes) -> Any:
+        """A feed item's content (a JSON object, as the task published it), from `FeedItem.packed`."""
+        return self.client.data_converter.payload_converter.from_payload(Payload.FromString(packed))
+
+    async def read(self, workflow_id: str) -> Snapshot:
+        """`snapshot` of a task a watcher follows.
+
+        Raises:
+            TemporalCallFailed: The read failed (the task is gone, Temporal unreachable).
+        """
+        try:
+            return await snapshot(self.client, workflow_id)
+        except RPCError as err:
+            raise call_failed(err) from None
+
+    async def run_closed(self, workflow_id: str) -> RunClosed | None:
+        """How the run closed, once its close event is written (a long poll for that event alone).
+
+        Raises:
+            TemporalCallFailed: The long poll failed.
+        """
+        handle = self.client.get_workflow_handle(workflow_id)
+        try:
+            async for event in handle.fetch_history_events(
+                wait_new_event=True, event_filter_type=WorkflowHistoryEventFilterType.CLOSE_EVENT
+            ):
+                return closing(event)
+        except RPCError as err:
+            raise call_failed(err) from None
+        return None
+
+    async def history(self, workflow_id: str, run_id: str, *, after: int = 0) -> AsyncIterator[HistoryChange]:
+        """The run's changes (`history.changes`), then each new one as it is written; those up to `after` undecoded.
+
+        Raises:
+            TemporalCallFailed: The long poll failed (`lasting`: the task is gone).
+        """
+        try:
+            async for change in changes(self.client, workflow_id, run_id, after=after):
+                yield change
+        except RPCError as err:
+            raise call_failed(err) from None
+
+    async def closed_view(self, task_id: str, memo: dict[str, Any], run: RunClosed) -> dict[str, Any]:
+        """The task as its run's close leaves it: what `tasks/get` answers from now on."""
+        closed, event = run.status, run.event
+        converter = self.client.data_converter
+        closed_at = event.event_time.ToMilliseconds()  # as `describe` reports the close time
+        if closed == WorkflowExecutionStatus.COMPLETED:
+            payloads = event.workflow_execution_completed_event_attributes.result.payloads
+            value = (await converter.decode(payloads))[0] if payloads else None
+            if memo.get(Memo.KIND) == WORKFLOW_KIND:
+                return task_view(task_id, memo, closed, result=call_tool_result(value), closed_at_ms=closed_at)
+            return task_view(task_id, memo, closed, result=value, closed_at_ms=closed_at)
+        if closed == WorkflowExecutionStatus.FAILED and memo.get(Memo.KIND) == WORKFLOW_KIND:
+            failure = await converter.decode_failure(event.workflow_execution_failed_event_attributes.failure)
+            outcome = failure_outcome(failure)
+            shown = WorkflowExecutionStatus.COMPLETED if outcome.status == "completed" else closed
+            return task_view(task_id, memo, shown, result=outcome.result, error=outcome.error, closed_at_ms=closed_at)
+        return task_view(task_id, memo, closed, closed_at_ms=closed_at)
+
+    async def current_status(self, workflow_id: str) -> tuple[str, int] | None:
+        """The running tool's newest status line, read now.
+
+        Raises:
+            TemporalCallFailed: The read failed.
+        """
+        return await self.latest_status((await self.read(workflow_id)).pending_activities)
+
+    async def latest_status(self, pending_activities: Sequence[PendingActivityInfo]) -> tuple[str, int] | None:
+        """The newest `set_status` of the running tool, from its heartbeat details."""
+        for pending in pending_activities:
+            payloads = pending.heartbeat_details.payloads
+            if not payloads:
+                continue
+            decoded = await self.client.data_converter.decode(payloads)
+            details = decoded[0] if decoded else None
+            status = as_object(details)
+            if status.get("message"):
+                return str(status["message"]), int(status.get("at_ms", 0))
+        return None
+
+
+def _index_entry(value: Any) -> IndexEntry | None:
+    """A shard's answer for one task, checked: the front trusts its shape to no worker code."""
+    if not isinstance(value, list | tuple) or len(value) != 3:  # pyright: ignore[reportUnknownArgumentType]
+        return None
+    seq, status, deadline = value  # pyright: ignore[reportUnknownVariableType]
+    if not isinstance(seq, int) or not isinstance(status, str) or not (deadline is None or isinstance(deadline, int)):
+        return None
+    return (seq, status, deadline)

@@ -1,0 +1,467 @@
+"""Watching tasks through the task feed: a few long polls per front, however many tasks it watches.
+
+`TaskWatchHub` follows each task's history with a long poll of its own, so a
+front's idle calls grow with the tasks it watches. This hub instead follows
+the `FEED_SHARDS` feed workflows (`feed_contract`), one long poll each, and
+hands every item to the watchers of its task. A task's transitions carry their
+number (`feedSeq`, also in its memo), so the hub applies each exactly once and
+in order from the state the subscriber read, whatever it read first:
+
+- an item numbered at or below what the watcher has is already in that state;
+- the next number is applied and published;
+- a number past the next (the front fell further behind than a shard keeps)
+  re-reads the task with `describe`, and its subscribers get that snapshot.
+
+A task that does not publish (created by a front in poll mode, a workflow
+tool, a run started on code from before the feed, a shard that went missing)
+has no `feedSeq` in its memo and is followed by `TaskWatchHub` as before.
+
+A subscriber registers after it read the task, and the hub may have read that
+task's next item in between: the items of the last `RECENT_S` are kept per
+task and replayed to a new watcher (its number filters what it already has).
+A listen reads its tasks from visibility, a few calls for thousands of tasks
+(`TemporalTaskGateway.observe_listed`; those the shards' indexes held for its
+ack are read so after the ack), which may be behind the task: on
+start the hub reads every item the shards still keep, not only new ones, so
+an item published shortly before the front started is replayed as well. A
+`working` task read that way is read once more with `describe` (its status
+line, which visibility does not have), at a bounded rate, before its first
+view is published.
+A closing transition is published once the run's close event, which carries
+the result, is read: one long poll for that event, from the item on.
+
+A watcher is kept small, since a front may hold tens of thousands: its
+memo as JSON bytes, its last published view only while the memo and status
+line would not rebuild it, its subscribers in one dict, no task, queue or
+closure of its own while nothing happens; the recent items are kept as their
+serialized payloads. What is left after a listen is about 1 KiB per watched
+task (docs/performance.md, "Push at scale").
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import deque
+from collections.abc import AsyncGenerator, Callable
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from typing import Any, Final, cast
+
+import anyio
+from anyio.abc import TaskGroup
+
+from mcp_tasks_temporal.front.gateway import (
+    FEED_SHARDS,
+    STATUS_TOPIC,
+    TRANSITION_TOPIC,
+    ListedTask,
+    Snapshot,
+    TemporalCallFailed,
+    TemporalTaskGateway,
+    feed_shard,
+    task_view,
+)
+from mcp_tasks_temporal.front.push.backoff import Backoff, GaveUpError
+from mcp_tasks_temporal.front.push.task_watch import Listener, Lost, TaskWatchHub, attach, tell_lost
+from mcp_tasks_temporal.temporal.contract import TERMINAL_STATUSES, Memo
+
+logger = logging.getLogger(__name__)
+
+RECENT_S: Final = 120.0
+RECENT_MAX: Final = 100_000
+POLL_COOLDOWN: Final = timedelta(milliseconds=5)
+"""Pause between two polls of a shard that had items: short, a change waits at most this long in addition."""
+READS_AT_ONCE: Final = 16
+"""`describe`s of watched tasks in flight at once (re-reads, `working` tasks listed from visibility)."""
+
+
+# -- one followed task ---------------------------------------------------------------------------------
+
+
+def _pack(value: dict[str, Any]) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+class FeedWatcher:
+    """One followed task: its memo packed, and its last view only while no memo and status line rebuild it.
+
+    Most of the time the view last published is the view of the memo and status line as they are
+    (`shown`): it is rebuilt when asked for, not kept as a second copy. Before either changes without
+    being published (a closing transition, a re-read), the view is packed and kept (`_last`).
+    """
+
+    __slots__ = (
+        "_heartbeat",
+        "_last",
+        "_memo",
+        "_shown",
+        "closing",
+        "key",
+        "pending",
+        "ready",
+        "seq",
+        "subscribers",
+    )
+
+    def __init__(self, key: str, memo: dict[str, Any], seq: int) -> None:
+        self.key = key
+        self._memo = _pack(memo)
+        self.seq = seq
+        self.subscribers: dict[Listener, Lost | None] = {}
+        self._heartbeat: tuple[str, int] | None = None
+        self._last: bytes | None = None
+        self._shown = False
+        """The view published last is `_view()` of the memo and status line as they are; `_last` is then None."""
+        self.ready = False
+        """False until the first view is published; items meanwhile wait in `pending`."""
+        self.pending: list[tuple[str, bytes]] | None = None
+        self.closing = False
+
+    @property
+    def task_id(self) -> str:
+        return self.key.rsplit("/", 1)[-1]  # the workflow ID ends with it: one string less per watcher
+
+    @property
+    def memo(self) -> dict[str, Any]:
+        """A copy: store a change with `update_memo`."""
+        return json.loads(self._memo)
+
+    def update_memo(self, fields: dict[str, Any]) -> dict[str, Any]:
+        memo = json.loads(self._memo)
+        self._keep_last(memo)
+        memo.update(fields)
+        self._memo = _pack(memo)
+        return memo
+
+    @property
+    def heartbeat(self) -> tuple[str, int] | None:
+        """The running tool's newest status line (message, at_ms) when it is newer than the memo's."""
+        return self._heartbeat
+
+    @heartbeat.setter
+    def heartbeat(self, value: tuple[str, int] | None) -> None:
+        if value != self._heartbeat:
+            self._keep_last(self.memo)
+            self._heartbeat = value
+
+    def _view(self, memo: dict[str, Any]) -> dict[str, Any]:
+        return task_view(self.task_id, memo, None, heartbeat=self._heartbeat)
+
+    def _keep_last(self, memo: dict[str, Any]) -> None:
+        """The memo (as given) or the status line is about to change: pack the view they made, if it was shown."""
+        if self._shown:
+            self._last = _pack(self._view(memo))
+            self._shown = False
+
+    @property
+    def last(self) -> dict[str, Any] | None:
+        if self._shown:
+            return self._view(self.memo)
+        return json.loads(self._last) if self._last is not None else None
+
+    def show(self, memo: dict[str, Any]) -> None:
+        """Publish the task as its memo (`memo`, as stored) and status line say, unless that is what it showed."""
+        if self._shown:
+            return  # neither changed since it was published
+        task = self._view(memo)
+        last, self._last, self._shown = self._last, None, True
+        if last is not None and _pack(task) == last:
+            return
+        for listener in list(self.subscribers):
+            listener(task)
+
+    def publish(self, task: dict[str, Any]) -> None:
+        """Publish a view the memo and status line do not make (the task closed), unless that is what it showed."""
+        packed = _pack(task)
+        shown = _pack(self._view(self.memo)) if self._shown else self._last
+        if packed == shown:
+            return
+        self._last, self._shown = packed, False
+        for listener in list(self.subscribers):
+            listener(task)
+
+    def lose(self, reason: str) -> None:
+        tell_lost(self.subscribers, self.task_id, reason)
+
+
+# -- the hub -------------------------------------------------------------------------------------------
+
+
+class FeedWatchHub(TaskWatchHub):
+    """A `TaskWatchHub` served from the task feed; the tasks not on it are followed as the base class does."""
+
+    def __init__(self, gateway: TemporalTaskGateway, *, give_up_after_s: float = 300.0) -> None:
+        super().__init__(gateway, give_up_after_s=give_up_after_s)
+        self._feed_retry = {"initial_s": 1.0, "cap_s": 30.0, "give_up_after_s": give_up_after_s}
+        self._feed_watchers: dict[str, FeedWatcher] = {}
+        self._recent: dict[str, list[tuple[str, bytes]]] = {}
+        """The items of the last `RECENT_S` by task; `_arrivals` says when each came, oldest first."""
+        self._arrivals: deque[tuple[float, str]] = deque()
+        self._feed_group: TaskGroup | None = None
+        self._reads = anyio.CapacityLimiter(READS_AT_ONCE)
+        self._following: set[int] = set()
+        """Shards a worker has answered for: their tasks are followed on the feed, the others' by history."""
+        self._feed_left = self._stop_following_feed  # one bound method for every subscription
+
+    @asynccontextmanager
+    async def running(self) -> AsyncGenerator[None]:
+        """Follow every shard while the server runs; fronts in feed mode start the shards too."""
+        if self._feed_group is not None:
+            yield
+            return
+        async with super().running(), anyio.create_task_group() as group:
+            await self._gateway.start_feed_shards()
+            self._feed_group = group
+            for shard in range(FEED_SHARDS):
+                group.start_soon(self._follow_shard, shard, name=f"task feed {shard}")
+            try:
+                yield
+            finally:
+                self._feed_group = None
+                self._feed_watchers.clear()
+                self._following.clear()
+                group.cancel_scope.cancel()
+
+    def subscribe(
+        self,
+        task_id: str,
+        principal: str | None,
+        listener: Listener,
+        *,
+        seen: Snapshot | None = None,
+        on_lost: Lost | None = None,
+    ) -> Callable[[], None]:
+        if self._feed_group is None:
+            raise RuntimeError("FeedWatchHub is not running: enter `hub.running()` for the life of the server")
+        key = self._gateway.owner_keying.workflow_id(task_id, principal)
+        watcher = self._feed_watchers.get(key)
+        if watcher is None:
+            if not on_feed(seen) or feed_shard(key) not in self._following:
+                return super().subscribe(task_id, principal, listener, seen=seen, on_lost=on_lost)
+            assert seen is not None
+            memo = {name: value for name, value in seen.memo.items() if name in _VIEWED}
+            memo.setdefault(Memo.CREATED_AT, seen.start_time_ms)
+            watcher = self._feed_watchers[key] = FeedWatcher(key, memo, int(memo[Memo.FEED_SEQ]))
+            recent = self._recent.get(key)
+            watcher.pending = list(recent) if recent else None
+            if seen.listed and memo.get(Memo.STATUS) == "working":
+                # Visibility has no status line, and a working task's next item may be a while coming.
+                self._feed_group.start_soon(self._read_again, watcher)
+            elif seen.pending_activities:
+                self._feed_group.start_soon(self._first_view, watcher, seen)
+            else:
+                self._show(watcher, memo, None)
+        return attach(watcher, listener, on_lost, self._gateway.metrics, when_left=self._feed_left)
+
+    def _stop_following_feed(self, watcher: FeedWatcher) -> None:
+        if self._feed_watchers.get(watcher.key) is watcher:
+            del self._feed_watchers[watcher.key]
+
+    async def _first_view(self, watcher: FeedWatcher, seen: Snapshot) -> None:
+        try:
+            heartbeat = await self._gateway.latest_status(seen.pending_activities)
+        except Exception:
+            logger.exception("first view of task %s failed", watcher.task_id)
+            watcher.lose("the server's watcher of this task failed")
+            return
+        self._show(watcher, watcher.memo, heartbeat)
+
+    def _show(self, watcher: FeedWatcher, memo: dict[str, Any], heartbeat: tuple[str, int] | None) -> None:
+        """Publish the task as first read, then what came for it meanwhile."""
+        watcher.heartbeat = heartbeat
+        watcher.show(memo)
+        watcher.ready = True
+        pending, watcher.pending = watcher.pending, None
+        for topic, packed in pending or ():
+            self._apply(watcher, topic, self._gateway.feed_value(packed))
+
+    # -- the shards ----------------------------------------------------------------------------------
+
+    async def _follow_shard(self, shard: int) -> None:
+        # From 0: everything the shard keeps, so what a listen read from a lagging visibility is caught up.
+        offset: int | None = None
+        backoff = Backoff(f"following task feed shard {shard}", logger, **self._feed_retry)
+        # Only a worker answers a shard: a front may start before its workers, and follows the shard's tasks by
+        # their histories until one answers.
+        while True:
+            try:
+                await self._gateway.feed_offset(shard)
+                break
+            except TemporalCallFailed as err:
+                try:
+                    await backoff.failed(str(err))
+                except GaveUpError:
+                    backoff.succeeded()  # no subscriber waits on this shard yet: keep trying, one log line a streak
+        backoff.succeeded()
+        self._following.add(shard)
+        while True:
+            try:
+                async for item in self._gateway.feed_items(shard, offset or 0, POLL_COOLDOWN):
+                    backoff.succeeded()
+                    if offset is not None and item.offset > offset:
+                        # The shard no longer keeps what this front had not read: re-read its tasks.
+                        skipped = item.offset - offset
+                        logger.warning("task feed shard %d skipped %d items; re-reading its tasks", shard, skipped)
+                        self._resync_shard(shard)
+                    offset = item.offset + 1
+                    self._take(item.topic, item.packed)
+            except TemporalCallFailed as err:
+                try:
+                    await backoff.failed(str(err))
+                except GaveUpError as gave_up:
+                    for watcher in [w for w in self._feed_watchers.values() if feed_shard(w.key) == shard]:
+                        watcher.lose(str(gave_up))
+                    backoff.succeeded()
+                continue
+            # The stream ended: the shard was closed by hand. Start it again and go on from where it was.
+            await self._gateway.start_feed_shards()
+
+    def _take(self, topic: str, packed: bytes) -> None:
+        data = self._gateway.feed_value(packed)
+        if not isinstance(data, dict):
+            return
+        item = cast("dict[str, Any]", data)
+        key = item.get("w")
+        if not isinstance(key, str):
+            return
+        self._remember(key, topic, packed)
+        watcher = self._feed_watchers.get(key)
+        if watcher is None:
+            return
+        if not watcher.ready:
+            if watcher.pending is None:
+                watcher.pending = []
+            watcher.pending.append((topic, packed))
+            return
+        self._apply(watcher, topic, item)
+
+    def _remember(self, key: str, topic: str, packed: bytes) -> None:
+        now = time.monotonic()
+        self._recent.setdefault(key, []).append((topic, packed))
+        self._arrivals.append((now, key))
+        while self._arrivals and (self._arrivals[0][0] < now - RECENT_S or len(self._arrivals) > RECENT_MAX):
+            _, old = self._arrivals.popleft()
+            kept = self._recent.get(old)
+            if kept:
+                kept.pop(0)
+                if not kept:
+                    del self._recent[old]
+
+    def _apply(self, watcher: FeedWatcher, topic: str, data: Any) -> None:
+        if watcher.closing or not isinstance(data, dict):
+            return
+        item = cast("dict[str, Any]", data)
+        if topic == STATUS_TOPIC:
+            memo = watcher.memo
+            if memo.get(Memo.STATUS) == "working" and isinstance(item.get("message"), str):
+                at_ms = int(item.get("at_ms") or 0)
+                if at_ms >= int(memo.get(Memo.LAST_UPDATED_AT) or 0):
+                    watcher.heartbeat = (item["message"], at_ms)
+                    watcher.show(memo)
+            return
+        if topic != TRANSITION_TOPIC:
+            return
+        seq = int(item.get("s") or 0)
+        if seq <= watcher.seq:
+            return
+        if seq > watcher.seq + 1:
+            self._resync(watcher)
+            return
+        watcher.seq = seq
+        memo = watcher.update_memo(item.get("m") or {})
+        watcher.heartbeat = None
+        if memo.get(Memo.STATUS) in TERMINAL_STATUSES:
+            # The run closes right after; its close event carries the result.
+            watcher.closing = True
+            assert self._feed_group is not None
+            self._feed_group.start_soon(self._close, watcher)
+            return
+        watcher.show(memo)
+
+    def _resync_shard(self, shard: int) -> None:
+        for watcher in list(self._feed_watchers.values()):
+            if feed_shard(watcher.key) == shard:
+                self._resync(watcher)
+
+    def _resync(self, watcher: FeedWatcher) -> None:
+        """Publish the task as it is now: what was missed is summed up in it."""
+        watcher.ready = False
+        assert self._feed_group is not None
+        self._feed_group.start_soon(self._read_again, watcher)
+
+    async def _read_again(self, watcher: FeedWatcher) -> None:
+        backoff = Backoff(f"re-reading task {watcher.task_id}", logger, **self._feed_retry)
+        while True:
+            try:
+                async with self._reads:
+                    current = await self._gateway.read(watcher.key)
+                break
+            except TemporalCallFailed as err:
+                # Temporal restarting: the task is read once it is back, or lost when it does not come back.
+                if not await _retried(backoff, err, watcher):
+                    return
+        if not current.running:
+            watcher.closing = True
+            watcher.publish(await self._gateway.view(watcher.task_id, current))
+            return
+        memo = watcher.update_memo({name: value for name, value in current.memo.items() if name in _VIEWED})
+        watcher.seq = int(current.memo.get(Memo.FEED_SEQ) or watcher.seq)
+        try:
+            heartbeat = await self._gateway.latest_status(current.pending_activities)
+        except Exception:
+            logger.exception("first view of task %s failed", watcher.task_id)
+            watcher.lose("the server's watcher of this task failed")
+            return
+        self._show(watcher, memo, heartbeat)
+
+    async def _close(self, watcher: FeedWatcher) -> None:
+        backoff = Backoff(f"reading the close of task {watcher.task_id}", logger, **self._feed_retry)
+        while True:
+            try:
+                closed = await self._gateway.run_closed(watcher.key)
+                break
+            except TemporalCallFailed as err:
+                # A Temporal restart while the run closes: its close event is still there once it is back.
+                if not await _retried(backoff, err, watcher):
+                    return
+        if closed is not None:
+            watcher.publish(await self._gateway.closed_view(watcher.task_id, watcher.memo, closed))
+
+
+async def _retried(backoff: Backoff, err: TemporalCallFailed, watcher: FeedWatcher) -> bool:
+    """Wait to try a watcher's read again; False (and the watcher lost) when it may not be."""
+    if err.lasting:
+        watcher.lose(str(err))
+        return False
+    try:
+        await backoff.failed(str(err))
+    except GaveUpError as gave_up:
+        watcher.lose(str(gave_up))
+        return False
+    return True
+
+
+_VIEWED: Final = frozenset(
+    {
+        Memo.CREATED_AT,
+        Memo.TTL_MS,
+        Memo.POLL_INTERVAL_MS,
+        Memo.STATUS,
+        Memo.STATUS_MESSAGE,
+        Memo.LAST_UPDATED_AT,
+        Memo.INPUT_REQUESTS,
+        Memo.ERROR,
+        Memo.KIND,
+        Memo.FEED_SEQ,
+    }
+)
+"""The memo keys a task's view is built from: a watcher lives as long as its listens, so it keeps no more."""
+
+
+def on_feed(seen: Snapshot | ListedTask | None) -> bool:
+    """Whether the task publishes to the feed, as its memo says: only a running one still can."""
+    if seen is None or not seen.running:
+        return False
+    return isinstance(seen.memo.get(Memo.FEED_SEQ), int)
