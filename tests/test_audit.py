@@ -29,7 +29,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 from mcp_tasks_temporal.ops.audit import SCHEMA_VERSION, load_runs, verify
 from mcp_tasks_temporal.ops.dev.embedded_temporal import temporal_cli
-from mcp_tasks_temporal.ops.operator_cli import EXIT_INCOMPATIBLE, EXIT_USAGE, EXIT_VERIFY_ERROR
+from mcp_tasks_temporal.ops.operator_args import EXIT_INCOMPATIBLE, EXIT_USAGE, EXIT_VERIFY_ERROR
 from mcp_tasks_temporal.ops.operator_connection import operator_runtime, principal_of
 from mcp_tasks_temporal.temporal.ids import UNKEYED
 from mcp_tasks_temporal.temporal.worker import WORKFLOWS

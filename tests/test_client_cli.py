@@ -262,7 +262,7 @@ async def test_get_and_watch_still_work_once_the_task_has_finished(cli: Any, sta
 
 
 async def test_every_exit_status_is_in_the_help(cli: Any) -> None:
-    from mcp_tasks_temporal.ops.client_cli import (
+    from mcp_tasks_temporal.ops.client_args import (
         EXIT_AUTH,
         EXIT_CANCELLED,
         EXIT_INPUT_REQUIRED,

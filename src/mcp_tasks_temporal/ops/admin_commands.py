@@ -17,7 +17,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_tasks_temporal.ops.admin import ListedTask, TaskFilter, list_tasks, listed_task
 from mcp_tasks_temporal.ops.audit_command import task_workflow_ids
-from mcp_tasks_temporal.ops.operator_cli import EXIT_DECLINED, EXIT_USAGE, AdminArgs
+from mcp_tasks_temporal.ops.operator_args import EXIT_DECLINED, EXIT_USAGE, AdminArgs
 from mcp_tasks_temporal.ops.operator_connection import connect, principal_of
 from mcp_tasks_temporal.temporal.web_ui import web_ui_link
 

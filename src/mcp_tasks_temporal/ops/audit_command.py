@@ -19,7 +19,7 @@ from temporalio.service import RPCError
 from mcp_tasks_temporal.ops.audit import SCHEMA_VERSION, TaskNotFound, TaskRuns, Verification, build_story, load_runs
 from mcp_tasks_temporal.ops.audit import verify as verify_runs
 from mcp_tasks_temporal.ops.audit_render import render_markdown, render_text
-from mcp_tasks_temporal.ops.operator_cli import (
+from mcp_tasks_temporal.ops.operator_args import (
     EXIT_INCOMPATIBLE,
     EXIT_UNREACHABLE,
     EXIT_USAGE,

@@ -124,7 +124,7 @@ def _root_callback(ctx: click.Context, **_: Any) -> None:
     from mcp_tasks_temporal.ops.settings.options import given_flags, load_settings
     from mcp_tasks_temporal.ops.settings.processes import GlobalSettings
 
-    ctx.obj = load_settings(GlobalSettings, "", given_flags(ctx, GlobalSettings))
+    ctx.obj = load_settings(GlobalSettings, ctx.command_path, given_flags(ctx, GlobalSettings))
 
 
 root = _LazyGroup(

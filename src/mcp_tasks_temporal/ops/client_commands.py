@@ -34,7 +34,7 @@ from mcp_tasks_temporal.client import (
     TaskHandle,
     TasksClient,
 )
-from mcp_tasks_temporal.ops.client_cli import (
+from mcp_tasks_temporal.ops.client_args import (
     EXIT_AUTH,
     EXIT_CANCELLED,
     EXIT_INPUT_REQUIRED,

@@ -18,7 +18,7 @@ from typing import Any
 from google.protobuf.timestamp_pb2 import Timestamp
 from temporalio.api.enums.v1 import VersionDrainageStatus, WorkerDeploymentVersionStatus
 
-from mcp_tasks_temporal.ops.operator_cli import EXIT_USAGE, DeploymentArgs
+from mcp_tasks_temporal.ops.operator_args import EXIT_USAGE, DeploymentArgs
 from mcp_tasks_temporal.ops.operator_connection import connect
 from mcp_tasks_temporal.temporal.deployment import Deployment, SetCurrentError, describe, set_current, version_text
 

@@ -14,71 +14,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any
 
 import click
 
 from mcp_tasks_temporal.ops.cli import invocation
+from mcp_tasks_temporal.ops.operator_args import (
+    ADMIN_EXIT_STATUSES,
+    AUDIT_EXIT_STATUSES,
+    AdminArgs,
+    AuditArgs,
+    DeploymentArgs,
+)
 from mcp_tasks_temporal.ops.settings.model import Settings
 from mcp_tasks_temporal.ops.settings.options import SettingsCommand, given_flags, load_settings
 from mcp_tasks_temporal.ops.settings.processes import AuditSettings, DeploymentSettings, OperatorSettings
 from mcp_tasks_temporal.temporal.contract import TASK_STATUSES
-
-EXIT_INCOMPATIBLE = 1
-EXIT_USAGE = 2
-EXIT_DECLINED = 3
-EXIT_VERIFY_ERROR = 3
-EXIT_UNREACHABLE = 6
-
-AUDIT_EXIT_STATUSES = """\b
-Exit status:
-  0  the story was printed; with --verify, the installed code replays every run (verify: compatible)
-  1  --verify: the installed code does not replay the history (verify: incompatible)
-  2  usage: bad arguments, an unknown task, an encrypted history without its keys
-  3  --verify could not replay the history (verify: error): its workflow is not installed here (--app),
-     or the replay failed for another reason
-  6  Temporal is unreachable"""
-
-ADMIN_EXIT_STATUSES = """\b
-Exit status:
-  0  done
-  2  usage: bad arguments, an unknown task ID, a cancel without a terminal to ask and without --yes
-  3  the operator declined `admin cancel`
-  6  Temporal is unreachable"""
-
-
-@dataclass(frozen=True)
-class AuditArgs:
-    settings: AuditSettings
-    task: str
-    principal: str | None = None
-    format: Literal["text", "json", "markdown"] = "text"
-    verify: bool = False
-
-
-@dataclass(frozen=True)
-class AdminArgs:
-    settings: OperatorSettings
-    command: str
-    task_ids: tuple[str, ...] = ()
-    owner: str | None = None
-    tool: str | None = None
-    status: str | None = None
-    older_than: timedelta | None = None
-    json: bool = False
-    yes: bool = False
-
-
-@dataclass(frozen=True)
-class DeploymentArgs:
-    settings: DeploymentSettings
-    command: str
-    json: bool = False
-    build_id: str = ""
-    wait: float = 10.0
-
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
@@ -111,7 +63,7 @@ def _operator_command(
 ) -> SettingsCommand:
     @click.pass_context
     def callback(ctx: click.Context, **values: Any) -> Any:
-        settings = load_settings(model, ctx.command_path.removeprefix("mcp-tasks-temporal "), given_flags(ctx, model))
+        settings = load_settings(model, ctx.command_path, given_flags(ctx, model))
         args = make_args(settings, {key: value for key, value in values.items() if key not in model.model_fields})
 
         async def job() -> int | None:

@@ -23,7 +23,7 @@ Exit status:
 def _server_command(name: str, model: type[Settings], runner: str, description: str) -> SettingsCommand:
     @click.pass_context
     def callback(ctx: click.Context, **_: Any) -> Any:
-        settings = load_settings(model, name, given_flags(ctx, model))
+        settings = load_settings(model, ctx.command_path, given_flags(ctx, model))
 
         def prepare() -> None:
             # Temporal, the MCP SDK, uvicorn and the app take seconds to import, which `--help` does not need;

@@ -18,7 +18,6 @@ from click.core import ParameterSource
 from pydantic import SecretStr, ValidationError
 from pydantic.fields import FieldInfo
 
-from mcp_tasks_temporal.ops.cli import PROG
 from mcp_tasks_temporal.ops.settings.model import Flag, Settings
 
 S = TypeVar("S", bound=Settings)
@@ -30,11 +29,12 @@ class SettingsError(click.ClickException):
     exit_code = 2
 
     def __init__(self, command: str, message: str) -> None:
+        """`command` is the command's path as the user typed it (`mcp-tasks-temporal serve`)."""
         super().__init__(message)
         self.command = command
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"{' '.join(filter(None, (PROG, self.command)))}: {self.message}", err=True)
+        click.echo(f"{self.command}: {self.message}", err=True)
 
 
 def _is_list(annotation: Any) -> bool:
