@@ -156,6 +156,7 @@ class ToolActivities:
             TaskRun(
                 reporter=reporter,
                 workflow_id=info.workflow_id or "",
+                round=call.round,
                 client_capabilities=capabilities,
                 held_by_front=held,
             )

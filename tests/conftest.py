@@ -1,7 +1,29 @@
-"""Shared fixtures: one Temporal dev server, one worker and one front server for the session.
+"""Shared fixtures: one Temporal dev server for the session, and the app's workers and front in the test process.
 
-Tests that stop or kill processes build their own stack (`stack_factory`) so
-the shared one stays healthy.
+In the test process (docs/contributing.md, "Writing a test"):
+
+- `temporal` (session): the address of the session's Temporal dev server: the project's search
+  attributes, fair dispatch, and per-workflow time skipping enabled (`time_skipper`).
+- `temporal_client`: a client of it with the project's data converter, the test's own.
+- `time_skipper`: `temporalio.testing.TimeSkipper` on that client: workflows started through
+  `time_skipper.client` skip their timers, and `fast_forward(handle, duration)` moves one workflow's clock
+  (while none of its activities runs).
+- `app_spec` (module): `MODULE:ATTR` of the app the in-process workers and fronts serve: `tests.fixture_app:app`
+  unless a module overrides the fixture.
+- `app_queue` (module): a task queue that in-process workers of that app serve for the module's tests
+  (on `app_client`, the session's client of the in-process app).
+- `front` (module): the app's front server on `app_queue`, its ASGI app in this process
+  (`tests.front_app.InProcessFront`).
+- `front_http` / `front_mcp`: an httpx client whose requests `front` serves, streaming; the task
+  operations (`tests.wire.TaskCalls`) over it. `front.http2()` is an httpx2 one, for `TasksClient` and the
+  MCP SDK's `Client`; `mcp.client.Client(front.app)` talks to the app in memory.
+- `open_front`: more fronts of the app on `app_queue`, with other settings (`in_process_front`'s keyword
+  arguments), closed after the test.
+- `gate`: a folder through which a test steers the fixture app's `gated` tools.
+
+In other processes, for tests about processes (kill -9, restarts, the CLI, stdio, `dev`): `stack` (the
+session's front and worker processes), `mcp` (its task operations), `stack_factory` and `module_stack`
+(private ones a test may break).
 """
 
 from __future__ import annotations
@@ -10,23 +32,26 @@ import os
 import sys
 import tempfile
 import uuid
-from collections.abc import AsyncIterator, Generator, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
+from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
+from temporalio.testing import TimeSkipper
 
-from mcp_tasks_temporal.ops.dev.embedded_temporal import temporal_cli
 from mcp_tasks_temporal.temporal.connection import connect_temporal
 from tests import processes
-from tests.forkserver import ForkServer
-from tests.processes import Process, child_env, start_front, start_temporal, start_worker, stop_all
+from tests.processes import Process, start_front, start_temporal, start_worker, stop_all
 from tests.wire import HttpMcp, TaskCalls
+
+if TYPE_CHECKING:
+    from tests.front_app import InProcessFront
+
+pytest_plugins = ["tests.process_audit"]
 
 LONGEST_FILES_FIRST = (
     "test_push_feed_durability.py",
@@ -55,8 +80,9 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def fork_server() -> Iterator[ForkServer | None]:
-    """Warm starts for the session's `python -m mcp_tasks_temporal` children (tests/forkserver.py).
+def fork_server() -> Iterator[None]:
+    """Warm starts for the session's `python -m mcp_tasks_temporal` children (tests/forkserver.py), from the first
+    test that starts one on.
 
     `MCP_TASKS_TEST_FORK_SERVER=0` starts every child the ordinary way instead.
     """
@@ -65,13 +91,12 @@ def fork_server() -> Iterator[ForkServer | None]:
         return
     # A short folder of its own: a Unix socket's path has a hundred-odd bytes at most.
     with tempfile.TemporaryDirectory(prefix="mcp-fork-") as folder:
-        server = ForkServer.start(Path(folder), child_env())
-        processes.FORK_SERVER = server
+        processes.FORK_SERVER_FOLDER = Path(folder)
         try:
-            yield server
+            yield None
         finally:
-            processes.FORK_SERVER = None
-            server.stop()
+            processes.FORK_SERVER_FOLDER = None
+            processes.stop_fork_server()
 
 
 @pytest.fixture(scope="session")
@@ -115,9 +140,13 @@ class Stack:
         return "\n".join(f"--- {p.name}\n{p.log()[-4000:]}" for p in [*(f for f, _ in self.fronts), *self.workers])
 
 
+TIME_SKIPPING = "frontend.WorkflowTimeSkippingEnabled=true"
+"""Lets a workflow skip its timers (`TimeSkipper`); workflows started without asking run on real time."""
+
+
 @pytest.fixture(scope="session")
 def temporal(workdir: Path) -> Iterator[str]:
-    process, address = start_temporal(workdir)
+    process, address = start_temporal(workdir, dynamic_config=[TIME_SKIPPING])
     yield address
     process.stop()
 
@@ -170,21 +199,82 @@ def mcp(stack: Stack, http: httpx.AsyncClient) -> TaskCalls:
 
 @pytest.fixture
 async def temporal_client(temporal: str) -> Client:
+    """A client of the session's server for this test alone: temporalio refuses a second worker on a task queue
+    through the client of a first that is still registered, and a test's workers are its own business."""
     return await connect_temporal(temporal)
 
 
+@pytest.fixture
+def time_skipper(temporal_client: Client) -> TimeSkipper:
+    """Per-workflow time skipping on the session's server: while none of its activities runs, a workflow started
+    through `time_skipper.client` jumps to its next timer, so waits of days run in moments."""
+    return TimeSkipper(temporal_client)
+
+
+@pytest.fixture(scope="session")
+async def app_client(temporal: str) -> Client:
+    """The client of the in-process workers and fronts below (one for the session, as `dev` has one for both)."""
+    return await connect_temporal(temporal)
+
+
+# The in-process app's modules are imported by the fixtures that use them: a run of unit tests alone
+# does not pay for importing the front and the worker (a second or two).
+
+
 @pytest.fixture(scope="module")
-async def skipping() -> AsyncIterator[WorkflowEnvironment]:
-    """Temporal with time skipping: while no workflow or activity task is outstanding, its clock jumps to the
-    next timer, so waits of days run in moments (tests of workflow logic, with an in-process worker)."""
-    env = await WorkflowEnvironment.start_time_skipping_v2(
-        dev_server_existing_path=temporal_cli(),
-        dev_server_log_level="error",
-        dev_server_extra_args=["--dynamic-config-value", "frontend.WorkflowTimeSkippingEnabled=true"],
-        data_converter=pydantic_data_converter,
-    )
-    yield env
-    await env.shutdown()
+def app_spec() -> str:
+    """`MODULE:ATTR` of the app the in-process front and workers serve; a module overrides it to serve another."""
+    return "tests.fixture_app:app"
+
+
+@pytest.fixture(scope="module")
+async def app_queue(app_client: Client, app_spec: str) -> AsyncIterator[str]:
+    """A task queue on which in-process workers of the app run the module's tasks."""
+    from tests.app_workers import app_worker, new_task_queue
+    from tests.front_app import fresh_app
+
+    queue = new_task_queue("app")
+    async with app_worker(app_client, fresh_app(app_spec), task_queue=queue):
+        yield queue
+
+
+@pytest.fixture(scope="module")
+async def front(app_client: Client, app_spec: str, app_queue: str) -> AsyncIterator[InProcessFront]:
+    """The app's front server, in this process, on `app_queue`: shared by the module's tests."""
+    from tests.front_app import fresh_app, in_process_front
+
+    async with in_process_front(fresh_app(app_spec), app_client, task_queue=app_queue) as served:
+        yield served
+
+
+@pytest.fixture
+async def front_http(front: InProcessFront) -> AsyncIterator[httpx.AsyncClient]:
+    async with front.http() as http:
+        yield http
+
+
+@pytest.fixture
+def front_mcp(front: InProcessFront, front_http: httpx.AsyncClient) -> TaskCalls:
+    return front.calls(front_http)
+
+
+OpenFront = Callable[..., Awaitable["InProcessFront"]]
+"""`await open_front(**settings)`: one more front of the fixture app, with `in_process_front`'s keyword arguments."""
+
+
+@pytest.fixture
+async def open_front(app_client: Client, app_spec: str, app_queue: str) -> AsyncIterator[OpenFront]:
+    """More fronts of the app on `app_queue` (other settings, or just another front), closed after the test."""
+    from tests.front_app import fresh_app, in_process_front
+
+    async with AsyncExitStack() as stack:
+
+        async def open_one(**settings: Any) -> InProcessFront:
+            settings.setdefault("task_queue", app_queue)
+            app = fresh_app(app_spec)
+            return await stack.enter_async_context(in_process_front(app, app_client, **settings))
+
+        yield open_one
 
 
 @pytest.fixture

@@ -19,11 +19,16 @@ FIRST_STEP = 'set_status("building")'
 
 
 def docs_pipeline(
-    folder: Path, change_workflow: Callable[[str], str] | None = None, *, versioning: str | None = None
+    folder: Path,
+    change_workflow: Callable[[str], str] | None = None,
+    *,
+    versioning: str | None = None,
+    failing_workflow: str | None = None,
 ) -> dict[str, str]:
     """The page's pipeline under `folder`; the env to import it.
 
-    `change_workflow` edits its workflow module; `versioning` is given to `workflow_tool` (docs/operations.md).
+    `change_workflow` edits its workflow module; `versioning` is given to `workflow_tool` (docs/operations.md),
+    `failing_workflow` (the source of a `FailingWorkflowPolicy`) to the app's `TasksExtension`.
     """
     page = (REPO_ROOT / "docs" / "workflows.md").read_text()
     package = folder / "myteam"
@@ -39,6 +44,12 @@ def docs_pipeline(
             registration = "activities=[build, deploy])"
             assert registration in source, "the page's server changed: update the versioning variant here"
             source = source.replace(registration, f"activities=[build, deploy], versioning={versioning!r})")
+        if failing_workflow is not None and name.endswith("server.py"):
+            extension = "tasks = TasksExtension()"
+            assert extension in source, "the page's server changed: update the failing-workflow variant here"
+            source = "from mcp_tasks_temporal import FailingWorkflowPolicy\n" + source.replace(
+                extension, f"tasks = TasksExtension(default_failing_workflow={failing_workflow})"
+            )
         (folder / name).write_text(source)
     return {"PYTHONPATH": os.pathsep.join([str(folder), child_env()["PYTHONPATH"]])}
 
@@ -69,3 +80,6 @@ def without_deploying_status(source: str) -> str:
 
 clock_read = before_first_step('__import__("datetime").datetime.now()')
 """A sandbox violation: the wall clock read in workflow code."""
+
+planted_bug = before_first_step('request.__dict__["no such field"]')
+"""An exception in workflow code: a `KeyError`, as a typo in a field name gives."""

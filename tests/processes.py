@@ -27,8 +27,23 @@ FIXTURE_APP = "tests.fixture_app:app"
 # A start is a few seconds on an idle machine; with both cores busy (pytest-xdist, other work) a Python
 # child's imports alone can take ten times that, and a missed start fails every test sharing the stack.
 START_TIMEOUT_S = 60
-FORK_SERVER: ForkServer | None = None
-"""Where `python -m mcp_tasks_temporal` children come from when set (tests/forkserver.py): the session's."""
+FORK_SERVER_FOLDER: Path | None = None
+"""Where the session's fork server lives once a test needs it (tests/forkserver.py); `None`: none is used."""
+_fork_servers: list[ForkServer] = []
+"""The session's fork server, once a test started a `python -m mcp_tasks_temporal` child: a session (or a
+test) that starts none starts no fork server either."""
+
+
+def fork_server() -> ForkServer | None:
+    """Where `python -m mcp_tasks_temporal` children come from: the session's fork server, if it has one."""
+    if not _fork_servers and FORK_SERVER_FOLDER is not None:
+        _fork_servers.append(ForkServer.start(FORK_SERVER_FOLDER, child_env()))
+    return _fork_servers[0] if _fork_servers else None
+
+
+def stop_fork_server() -> None:
+    while _fork_servers:
+        _fork_servers.pop().stop()
 
 
 _PORTS_FROM, _PORTS_TO = 20_000, 32_000
@@ -100,7 +115,7 @@ class Process:
 
     def start(self) -> Process:
         env = {**child_env(), **(self.env or {})}
-        server = FORK_SERVER
+        server = fork_server() if self.command[: len(CLI)] == CLI else None
         if server is not None and self.command[: len(CLI)] == CLI and server.serves(env):
             self.popen = server.spawn(self.command[len(CLI) :], env=env, cwd=REPO_ROOT, log=self.log_path)
             return self
@@ -148,8 +163,14 @@ def stop_all(processes: Iterable[Process], timeout: float) -> None:
 
 
 def start_temporal(
-    workdir: Path, *, db_path: Path | None = None, port: int | None = None, search_attributes: bool = True
+    workdir: Path,
+    *,
+    db_path: Path | None = None,
+    port: int | None = None,
+    search_attributes: bool = True,
+    dynamic_config: Iterable[str] = (),
 ) -> tuple[Process, str]:
+    """A Temporal dev server as `dev` runs it; `dynamic_config` adds `KEY=VALUE` settings to its own."""
     port = port or free_port()
     command = dev_server_command(
         host="127.0.0.1",
@@ -159,6 +180,8 @@ def start_temporal(
         namespaces=["default"],
         search_attributes=search_attributes,
     )
+    for setting in dynamic_config:
+        command += ["--dynamic-config-value", setting]
     process = Process("temporal", command, workdir / f"temporal-{port}.log").start()
     address = f"127.0.0.1:{port}"
 

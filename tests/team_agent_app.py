@@ -1,9 +1,10 @@
-"""A team's MCP app with a sub-agent tool, for a worker of the team's own built with `McpTasksPlugin(app)` alone.
+"""A team's MCP app with a sub-agent tool, for a worker of the team's own given `McpTasksPlugin(tasks, app)`
+and then the app's own plugins (`tasks.plugins`).
 
 `summarise` is a pydantic-ai agent in a workflow (`sub_agent_tool`): its model requests are
 activities that pydantic-ai's plugin registers from the workflow's `__pydantic_ai_agents__`, and
 its model name comes from the model-name activity of the sub-agent module's own plugin. Both
-plugins reach the worker only through `McpTasksPlugin`.
+plugins come after `McpTasksPlugin`, which adds the workflow they look at.
 """
 
 from __future__ import annotations

@@ -37,7 +37,16 @@ from tests.cli_runs import run_in_process
 from tests.conftest import Stack, module_stack
 from tests.docs_pipeline import APP as DOCS_APP
 from tests.docs_pipeline import deploy_first, docs_pipeline, without_deploying_status
-from tests.processes import REPO_ROOT, Process, child_env, start_front, start_temporal, start_worker
+from tests.processes import (
+    CLI,
+    FIXTURE_APP,
+    REPO_ROOT,
+    Process,
+    child_env,
+    start_front,
+    start_temporal,
+    start_worker,
+)
 from tests.test_auth import BearerMcp
 from tests.variant_cli import ChangedToolTask, FailingToolTask, RenamedActivityToolTask
 from tests.wire import HttpMcp, TaskCalls
@@ -523,19 +532,29 @@ async def test_get_and_watch_link_the_task_in_the_web_ui(
     assert "mcp-tasks-temporal" not in json.dumps((await principals.bob.get(task_id)).body)
 
 
-async def test_without_registered_attributes_serve_and_worker_say_how_and_tasks_still_run(
+async def test_without_registered_attributes_a_worker_refuses_with_the_command_and_serve_carries_on(
     workdir: Path, http: httpx.AsyncClient
 ) -> None:
     server, address = start_temporal(workdir, search_attributes=False)
     try:
-        worker = start_worker(workdir, address, "bare")
+        argv = [*CLI, "worker", "--temporal", address, "--task-queue", "bare", "--app", FIXTURE_APP]
+        with anyio.fail_after(60):
+            refused = await anyio.run_process(argv, cwd=REPO_ROOT, env=child_env(), check=False)
+        lines = [line for line in refused.stderr.decode().splitlines() if line.startswith("mcp-tasks-temporal: ")]
+        assert refused.returncode == 2 and len(lines) == 1, refused.stderr.decode()
+        expected = (
+            f"temporal operator search-attribute create --address {address} --namespace default"
+            " --name McpTool --type Keyword --name McpOwner --type Keyword --name McpStatus --type Keyword"
+        )
+        assert f"`{expected}`" in lines[0], lines[0]
         front, url = start_front(workdir, address, "bare")
+        worker: Process | None = None
         try:
-            expected = (
-                f"temporal operator search-attribute create --address {address} --namespace default"
-                " --name McpTool --name McpOwner --name McpStatus --type Keyword"
-            )
-            assert expected in worker.log() and expected in front.log()
+            assert expected in front.log()
+            # The command, run as printed, is all the worker needed.
+            created = await anyio.run_process([temporal_cli(), *expected.split()[1:]], check=False)
+            assert created.returncode == 0, created.stderr.decode()
+            worker = start_worker(workdir, address, "bare")
             mcp = TaskCalls(HttpMcp(url, http))
             task_id = (await mcp.start("greet_someone", capabilities=ELICIT))["taskId"]
             asking = await mcp.wait_for(task_id, ["input_required"])
@@ -543,6 +562,7 @@ async def test_without_registered_attributes_serve_and_worker_say_how_and_tasks_
             await mcp.update(task_id, {key: {"action": "accept", "content": {"name": "Ada"}}})
             assert (await mcp.wait_for(task_id))["status"] == "completed"
             story = json.loads((await run_cli("audit", task_id, "--format", "json", "--temporal", address)).stdout)
+            # The front found the namespace without them at its start: its tasks run without them.
             assert not [name for name in story["task"]["searchAttributes"] if name.startswith("Mcp")]
             assert [t["status"] for t in story["statusTransitions"]] == [
                 "working",
@@ -552,7 +572,8 @@ async def test_without_registered_attributes_serve_and_worker_say_how_and_tasks_
             ]
         finally:
             front.stop()
-            worker.stop()
+            if worker is not None:
+                worker.stop()
     finally:
         server.stop()
 

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import anyio
 import httpx
 import pytest
 
 from mcp_tasks_temporal.front.errors import TaskExpiredError
 from mcp_tasks_temporal.front.gateway.closed_tasks import ClosedTaskCache
+from tests.clock import ManualClock
+from tests.conftest import OpenFront
 from tests.processes import start_front, start_temporal, start_worker
 from tests.wire import HttpMcp, TaskCalls
 
@@ -89,15 +91,19 @@ async def test_a_closed_task_stays_readable_from_the_front_that_saw_it_while_tem
 
 
 @pytest.mark.anyio
-async def test_a_remembered_closed_task_expires_with_its_ttl(mcp: TaskCalls) -> None:
-    created = await mcp.start("brief", {"x": 7})
-    assert created["ttlMs"] == 3000
-    done = await mcp.wait_for(created["taskId"])
-    assert done["status"] == "completed"
-    assert (await mcp.get(created["taskId"])).result == done
-    with anyio.fail_after(20):
-        while (reply := await mcp.get(created["taskId"])).body.get("result"):
-            await anyio.sleep(0.1)
-    assert reply.error["code"] == -32602
-    assert (await mcp.cancel(created["taskId"])).error["code"] == -32602
-    assert (await mcp.update(created["taskId"], {})).error["code"] == -32602
+async def test_a_remembered_closed_task_expires_with_its_ttl(open_front: OpenFront) -> None:
+    clock = ManualClock()
+    front = await open_front(clock=clock)
+    async with front.http() as http:
+        mcp = front.calls(http)
+        created = await mcp.start("brief", {"x": 7})
+        ttl = timedelta(milliseconds=created["ttlMs"])
+        assert ttl == timedelta(seconds=3)
+        done = await mcp.wait_for(created["taskId"])
+        assert done["status"] == "completed"
+        clock.advance(ttl - timedelta(milliseconds=1))
+        assert (await mcp.get(created["taskId"])).result == done, "remembered until its TTL runs out"
+        clock.advance(timedelta(milliseconds=1))
+        assert (await mcp.get(created["taskId"])).error["code"] == -32602
+        assert (await mcp.cancel(created["taskId"])).error["code"] == -32602
+        assert (await mcp.update(created["taskId"], {})).error["code"] == -32602

@@ -35,10 +35,11 @@ def start_dev(
     *,
     extra: list[str] | None = None,
     app: str = "tests.fixture_app:app",
+    env: dict[str, str] | None = None,
 ) -> Process:
     command = [*CLI, "dev", "--app", app, "--state-dir", str(state), "--port", str(port)]
     command += ["--temporal-port", str(temporal_port), "--ui-port", "0", *(extra or [])]
-    process = Process(f"dev-{port}", command, tmp_path / f"dev-{port}-{free_port()}.log").start()
+    process = Process(f"dev-{port}", command, tmp_path / f"dev-{port}-{free_port()}.log", env).start()
     wait_until(lambda: "Press Ctrl-C to stop." in process.log() or not process.alive, timeout=60, what="dev")
     assert process.alive, process.log()
     return process

@@ -2,6 +2,8 @@
 
 Temporal keeps such a run open and retries its workflow task; the memo cannot change (only the
 failing code could change it), so the front reads the failure from describe and the history.
+The worker that meets the failure counts it on its own metrics endpoint, read or not, and ends
+the task `failed` when the app's `FailingWorkflowPolicy` says so.
 Each test runs docs/workflows.md's own pipeline with one careless edit, then the page's code.
 """
 
@@ -11,6 +13,7 @@ import json
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +21,10 @@ import anyio
 import httpx
 import pytest
 from temporalio.api.enums.v1 import WorkflowTaskFailedCause
+from temporalio.client import Client
 
-from mcp_tasks_temporal.front.gateway.failing_workflows import describe_failure
-from tests.docs_pipeline import APP, clock_read, deploy_first, docs_pipeline
+from mcp_tasks_temporal.temporal.workflow_task_failures import describe_failure
+from tests.docs_pipeline import APP, clock_read, deploy_first, docs_pipeline, planted_bug
 from tests.processes import CLI, REPO_ROOT, Process, child_env, free_port, start_front, start_worker, wait_until
 from tests.test_observability import find, scrape
 from tests.test_push import http_listen, listen_message
@@ -48,6 +52,149 @@ def stop_all(*processes: Process) -> None:
         process.stop()
 
 
+def counted(samples: dict[str, float], name: str, **labels: str) -> float:
+    """The series' value, 0 while the worker has not counted any (a counter appears at its first count)."""
+    present = [s for s in samples if s.split("{")[0] == name and all(f'{k}="{v}"' in s for k, v in labels.items())]
+    return find(samples, name, **labels) if present else 0.0
+
+
+async def until_counted(http: httpx.AsyncClient, port: int, name: str, **labels: str) -> dict[str, float]:
+    """The worker's metrics once `name` with `labels` has been counted."""
+    with anyio.fail_after(VISIBLE_WITHIN_S):
+        while True:
+            samples = await scrape(http, port)
+            if counted(samples, name, **labels):
+                return samples
+            await anyio.sleep(0.1)
+
+
+async def until_attempt(client: Client, task_id: str, attempt: int) -> None:
+    """Until Temporal retries the task's failing workflow task for the `attempt`th time (about 10 s apart)."""
+    handle = client.get_workflow_handle(f"mcp-task/anonymous/{task_id}")
+    with anyio.fail_after(90):
+        while (await handle.describe()).raw_description.pending_workflow_task.attempt < attempt:
+            await anyio.sleep(0.5)
+
+
+async def pushed_until_closed(url: str, http: httpx.AsyncClient, task_id: str) -> dict[str, Any]:
+    """The task as `subscriptions/listen` pushes it when it reaches a terminal status."""
+    async with http_listen(url, http, listen_message([task_id])) as frames:
+        assert (await anext(frames))["method"] == "notifications/subscriptions/acknowledged"
+        with anyio.fail_after(60):
+            while True:
+                pushed = (await anext(frames))["params"]
+                if pushed["status"] in ("completed", "failed", "cancelled"):
+                    return pushed
+
+
+BROKEN: dict[str, Callable[[str], str]] = {"exception": planted_bug, "sandbox": clock_read}
+"""A careless edit of the page's workflow, by the kind of failure it makes."""
+
+
+@pytest.mark.parametrize("broken_by", sorted(BROKEN))
+async def test_a_failing_workflow_is_counted_on_its_worker_when_it_fails_once_with_no_read(
+    workdir: Path, temporal: str, http: httpx.AsyncClient, tmp_path: Path, temporal_client: Client, broken_by: str
+) -> None:
+    variant, kind = BROKEN[broken_by], broken_by
+    broken = docs_pipeline(tmp_path / "broken", variant)
+    queue = f"failing-{uuid.uuid4()}"
+    metrics_port = free_port()
+    worker = start_worker(workdir, temporal, queue, app=APP, env=broken, extra=["--metrics-port", str(metrics_port)])
+    front, url = start_front(workdir, temporal, queue, app=APP, env=broken)
+    try:
+        mcp = TaskCalls(HttpMcp(url, http))
+        started = time.monotonic()
+        task_id = (await mcp.start("release", {"ref": "v4"}, capabilities=ELICIT))["taskId"]
+        # Nobody reads the task: its worker counts the failure as it happens.
+        samples = await until_counted(http, metrics_port, "mcp_failing_workflows_total", tool="release", kind=kind)
+        print(f"{kind}: counted on the worker {time.monotonic() - started:.2f} s after the call")
+        assert find(samples, "mcp_failing_workflows_total", tool="release", kind=kind) == 1
+        assert f"task {task_id} (release): workflow failing" in worker.log()
+
+        await until_attempt(temporal_client, task_id, 3)  # Temporal retried it: still one failing workflow
+        samples = await scrape(http, metrics_port)
+        assert find(samples, "mcp_failing_workflows_total", tool="release", kind=kind) == 1
+        assert counted(samples, "mcp_failing_workflows_ended_total", tool="release") == 0, "no policy: it waits"
+        assert worker.log().count("(release): workflow failing") == 1, worker.log()
+        task = (await mcp.get(task_id)).result
+        assert task["status"] == "working" and "Workflow failing" in task["statusMessage"], task
+    finally:
+        stop_all(front, worker)
+
+
+@pytest.mark.parametrize("broken_by", sorted(BROKEN))
+async def test_the_failing_workflow_policy_ends_the_task_failed_with_the_error(
+    workdir: Path, temporal: str, http: httpx.AsyncClient, tmp_path: Path, broken_by: str
+) -> None:
+    variant, kind = BROKEN[broken_by], broken_by
+    broken = docs_pipeline(tmp_path / "broken", variant, failing_workflow="FailingWorkflowPolicy(max_attempts=2)")
+    queue = f"failing-{uuid.uuid4()}"
+    metrics_port = free_port()
+    worker = start_worker(workdir, temporal, queue, app=APP, env=broken, extra=["--metrics-port", str(metrics_port)])
+    front, url = start_front(workdir, temporal, queue, app=APP, env=broken)
+    try:
+        mcp = TaskCalls(HttpMcp(url, http))
+        started = time.monotonic()
+        task_id = (await mcp.start("release", {"ref": "v5"}, capabilities=ELICIT))["taskId"]
+        pushed = await pushed_until_closed(url, http, task_id)
+        print(f"{kind}: ended failed {time.monotonic() - started:.2f} s after the call")
+        task = await mcp.wait_for(task_id, ["failed"], timeout=10)
+        error = task["error"]
+        assert error["code"] == -32603, error
+        assert error["data"]["failing"]["kind"] == kind and error["data"]["failing"]["attempts"] == 2, error
+        assert "Traceback" not in error["message"] and "no such field" not in error["message"], error
+        assert pushed["status"] == "failed" and pushed["error"] == error, "push carries what tasks/get says"
+        samples = await scrape(http, metrics_port)
+        assert find(samples, "mcp_failing_workflows_ended_total", tool="release", kind=kind) == 1
+        assert find(samples, "mcp_failing_workflows_total", tool="release", kind=kind) == 1
+        assert "ended failed" in worker.log()
+    finally:
+        stop_all(front, worker)
+
+
+async def test_a_code_change_under_a_task_is_counted_where_it_fails_and_a_worker_with_a_policy_ends_it(
+    workdir: Path, temporal: str, http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    fixed = docs_pipeline(tmp_path / "fixed")
+    changed = docs_pipeline(tmp_path / "changed", deploy_first)
+    changed_ending = docs_pipeline(
+        tmp_path / "changed-ending", deploy_first, failing_workflow="FailingWorkflowPolicy(max_failing_s=8)"
+    )
+    queue = f"failing-{uuid.uuid4()}"
+    worker = start_worker(workdir, temporal, queue, app=APP, env=fixed)
+    front, url = start_front(workdir, temporal, queue, app=APP, env=fixed)
+    try:
+        mcp = TaskCalls(HttpMcp(url, http))
+        task_id = (await mcp.start("release", {"ref": "v6"}, capabilities=ELICIT))["taskId"]
+        await mcp.wait_for(task_id, ["input_required"], timeout=60)
+        worker.stop()
+        metrics_port = free_port()
+        worker = start_worker(
+            workdir, temporal, queue, app=APP, env=changed, extra=["--metrics-port", str(metrics_port)]
+        )
+        # The answer is what makes the changed code replay the history and diverge from it.
+        await mcp.update(task_id, {"approve": APPROVE})
+        await until_counted(http, metrics_port, "mcp_failing_workflows_total", tool="release", kind="nondeterminism")
+        task = (await mcp.get(task_id)).result
+        assert task["status"] == "input_required" and "code changed under a running task" in task["statusMessage"]
+
+        worker.stop()
+        metrics_port = free_port()
+        worker = start_worker(
+            workdir, temporal, queue, app=APP, env=changed_ending, extra=["--metrics-port", str(metrics_port)]
+        )
+        task = await mcp.wait_for(task_id, ["failed"], timeout=60)
+        failing = task["error"]["data"]["failing"]
+        assert task["error"]["code"] == -32603 and failing["kind"] == "nondeterminism", task
+        assert failing["failingSeconds"] >= 8, task
+        samples = await scrape(http, metrics_port)
+        assert find(samples, "mcp_failing_workflows_ended_total", tool="release", kind="nondeterminism") == 1
+        # Another worker reported the series' first failure, and counted it: this one does not again.
+        assert counted(samples, "mcp_failing_workflows_total", tool="release") == 0
+    finally:
+        stop_all(front, worker)
+
+
 async def test_a_sandbox_violation_shows_in_get_within_seconds_and_fixed_code_resumes_the_task(
     workdir: Path, temporal: str, http: httpx.AsyncClient, tmp_path: Path
 ) -> None:
@@ -55,8 +202,8 @@ async def test_a_sandbox_violation_shows_in_get_within_seconds_and_fixed_code_re
     fixed = docs_pipeline(tmp_path / "fixed")
     queue = f"failing-{uuid.uuid4()}"
     metrics_port = free_port()
-    worker = start_worker(workdir, temporal, queue, app=APP, env=broken)
-    front, url = start_front(workdir, temporal, queue, app=APP, env=fixed, extra=["--metrics-port", str(metrics_port)])
+    worker = start_worker(workdir, temporal, queue, app=APP, env=broken, extra=["--metrics-port", str(metrics_port)])
+    front, url = start_front(workdir, temporal, queue, app=APP, env=fixed)
     try:
         mcp = TaskCalls(HttpMcp(url, http))
         started = time.monotonic()
@@ -74,7 +221,7 @@ async def test_a_sandbox_violation_shows_in_get_within_seconds_and_fixed_code_re
                 pushed = (await anext(frames))["params"]
             assert pushed["statusMessage"] == message, "push carries what tasks/get says"
 
-        for _ in range(3):  # counted once per failure, however often it is read
+        for _ in range(3):  # counted once per failure, by its worker, however often it is read
             assert "Workflow failing" in (await mcp.get(task_id)).result["statusMessage"]
         samples = await scrape(http, metrics_port)
         assert find(samples, "mcp_failing_workflows_total", tool="release", kind="sandbox") == 1

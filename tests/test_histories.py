@@ -111,16 +111,22 @@ async def test_the_recorder_still_records_every_path(temporal_client: Client) ->
         histories[name] = await record.record(temporal_client, name, task_queue)
 
     # The paths are independent tasks: recorded side by side, the test lasts as long as the longest one.
+    async def record_ticks(name: str) -> None:
+        shards.append(await record.record_shard_ticks(temporal_client, task_queue, name))
+
     async with record.worker(temporal_client, task_queue), anyio.create_task_group() as group:
         for name in record.PATHS:
             group.start_soon(record_path, name)
+        for name in (record.SHARD_UNUSED_PATH, record.SHARD_AGED_PATH):
+            group.start_soon(record_ticks, name)
         shards.append(await record.record_shard(temporal_client, task_queue))
-    (shard,) = shards
+    assert len(shards) == 3
     assert set(histories) == set(record.PATHS)
     for history in histories.values():
         await Replayer(workflows=list(WORKFLOWS), workflow_runner=workflow_runner(), **REPLAY_OPTIONS).replay_workflow(
             history
         )
-    await Replayer(workflows=[TaskFeedWorkflow], workflow_runner=workflow_runner(), **REPLAY_OPTIONS).replay_workflow(
-        shard
-    )
+    for shard in shards:
+        await Replayer(
+            workflows=[TaskFeedWorkflow], workflow_runner=workflow_runner(), **REPLAY_OPTIONS
+        ).replay_workflow(shard)

@@ -1,21 +1,26 @@
 """A sweep of hostile inputs over both served task revisions and every method: a 4xx or a JSON-RPC error with a
-known code, never an HTTP 500 or code 0; and a body far over the limit costs the front no more than the limit."""
+known code, never an HTTP 500 or code 0; and a body far over the limit costs the front no more than the limit.
+
+The front's ASGI app runs in the test process: the bytes are the wire's, and an exception the app let
+escape (uvicorn's 500) fails the test with its traceback."""
 
 from __future__ import annotations
 
 import base64
 import json
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.conftest import Stack
+from mcp_tasks_temporal.front.settings import DEFAULT_MAX_BODY_BYTES as MAX_BODY_BYTES
+from tests.front_app import FRONT_URL
 from tests.legacy_wire import legacy_headers
 from tests.wire import base_headers, envelope
+
+pytestmark = pytest.mark.anyio
 
 KNOWN_CODES = {-32700, -32600, -32601, -32602, -32603, -32020, -32021, -32022}
 REVISIONS = ["2025-11-25", "2026-07-28"]
@@ -96,16 +101,19 @@ HOSTILE_HEADERS = {
 }
 
 
-def _first_answer(http: httpx.Client, url: str, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+async def _first_answer(http: httpx.AsyncClient, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
     """Send, and check the first message of the answer (a listen that opens would stream on for ever)."""
-    with http.stream("POST", url, content=body, headers=headers) as response:
-        assert response.status_code < 500, (response.status_code, response.read()[:300])
+    async with http.stream("POST", FRONT_URL, content=body, headers=headers) as response:
+        assert response.status_code < 500, (response.status_code, (await response.aread())[:300])
         content_type = response.headers.get("content-type", "")
         if content_type.startswith("text/event-stream"):
-            data = (line[5:] for line in response.iter_lines() if line.startswith("data:"))
-            message: dict[str, Any] = json.loads(next(data, "{}"))
+            message: dict[str, Any] = {}
+            async for line in response.aiter_lines():
+                if line.startswith("data:"):
+                    message = json.loads(line[5:])
+                    break
         elif content_type.startswith("application/json"):
-            message = json.loads(response.read() or b"{}")
+            message = json.loads(await response.aread() or b"{}")
         else:
             return
     if "error" in message:
@@ -114,77 +122,53 @@ def _first_answer(http: httpx.Client, url: str, body: bytes, headers: list[tuple
         assert "Traceback" not in json.dumps(error)
 
 
-@pytest.fixture(scope="module")
-def sync_http() -> Iterator[httpx.Client]:
-    with httpx.Client(timeout=30) as client:
-        yield client
-
-
 @pytest.mark.parametrize("revision", REVISIONS)
 @pytest.mark.parametrize("method", METHODS)
-def test_hostile_bodies_get_a_json_rpc_answer(
-    stack: Stack, sync_http: httpx.Client, revision: str, method: str
-) -> None:
+async def test_hostile_bodies_get_a_json_rpc_answer(front_http: httpx.AsyncClient, revision: str, method: str) -> None:
     for hostile in HOSTILE_BODIES.values():
-        _first_answer(sync_http, stack.url, _body(method, revision, hostile), _headers(method, revision))
+        await _first_answer(front_http, _body(method, revision, hostile), _headers(method, revision))
     invalid_utf8 = _body(method, revision, '"\xff"').replace(b"\xc3\xbf", b"\xff")
     assert b"\xff" in invalid_utf8
-    _first_answer(sync_http, stack.url, invalid_utf8, _headers(method, revision))
+    await _first_answer(front_http, invalid_utf8, _headers(method, revision))
 
 
 @pytest.mark.parametrize("revision", REVISIONS)
 @pytest.mark.parametrize("method", METHODS)
-def test_hostile_headers_get_a_json_rpc_answer(
-    stack: Stack, sync_http: httpx.Client, revision: str, method: str
-) -> None:
+async def test_hostile_headers_get_a_json_rpc_answer(front_http: httpx.AsyncClient, revision: str, method: str) -> None:
     body = _body(method, revision, "1")  # well-formed, so the request gets as far as its headers take it
     for header in HOSTILE_HEADERS.values():
         headers = [(key, value) for key, value in _headers(method, revision) if key != header[0]]
-        _first_answer(sync_http, stack.url, body, [*headers, header])
+        await _first_answer(front_http, body, [*headers, header])
 
 
-def _rss_kib(pid: int) -> int:
-    status = Path(f"/proc/{pid}/status").read_text()
-    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")))
-
-
-@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads RSS from /proc")
 @pytest.mark.parametrize("revision", REVISIONS)
-def test_a_huge_streamed_body_is_refused_without_being_held(
-    stack: Stack, sync_http: httpx.Client, revision: str
-) -> None:
-    """286 MB streamed without a length, as an `initialize` (read by the front's own middleware first)."""
-    front = stack.fronts[0][0].popen.pid
+async def test_a_huge_streamed_body_is_refused_without_being_held(front_http: httpx.AsyncClient, revision: str) -> None:
+    """286 MB offered without a length, as an `initialize` (read by the front's own middleware first): the front
+    takes no more of it than its limit before it refuses, so it cannot have held more."""
     chunk = b"[" * (1024 * 1024)
-    sent = 0
+    taken = 0
 
-    def chunks() -> Iterator[bytes]:
-        nonlocal sent
+    async def chunks() -> AsyncIterator[bytes]:
+        nonlocal taken
         yield b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"x":"'
         for _ in range(286):
-            sent += len(chunk)
+            taken += len(chunk)  # counted as the front asks for it: the transport reads a body only on demand
             yield chunk
         yield b'"}}}'
 
-    before = _rss_kib(front)
-    try:
-        response = sync_http.post(stack.url, content=chunks(), headers=_headers("initialize", revision))
-    except (httpx.WriteError, httpx.RemoteProtocolError):
-        response = None  # refused and closed while the body was still on its way: refused all the same
-    after = _rss_kib(front)
-    if response is not None:
-        assert response.status_code == 413
-        assert response.json()["error"]["code"] == -32600
-    print(f"{revision}: front RSS {before // 1024} MiB -> {after // 1024} MiB, {sent // 2**20} MiB sent")
-    assert after - before < 64 * 1024, (before, after)
+    response = await front_http.post(FRONT_URL, content=chunks(), headers=_headers("initialize", revision))
+    assert response.status_code == 413
+    assert response.json()["error"]["code"] == -32600
+    print(f"{revision}: the front took {taken // 2**20} MiB of the body")
+    assert taken <= MAX_BODY_BYTES + len(chunk), taken
 
 
 @pytest.mark.parametrize("revision", REVISIONS)
-def test_hostile_replies_to_questions_are_refused(stack: Stack, sync_http: httpx.Client, revision: str) -> None:
+async def test_hostile_replies_to_questions_are_refused(front_http: httpx.AsyncClient, revision: str) -> None:
     """A 2025-era client answers a question by POSTing a JSON-RPC response, read by the front's own middleware."""
     answer_id = f"mcp-tasks-temporal/answer/{uuid.uuid4()}/b25seQ"
     for hostile in [*HOSTILE_BODIES.values(), '{"action":"accept","content":{"v":' + LONE + "}}"]:
         body = f'{{"jsonrpc":"2.0","id":"{answer_id}","result":{hostile}}}'.encode()
-        _first_answer(sync_http, stack.url, body, _headers("tasks/update", revision))
+        await _first_answer(front_http, body, _headers("tasks/update", revision))
         error = f'{{"jsonrpc":"2.0","id":"{answer_id}","error":{{"code":-1,"message":"no","data":{hostile}}}}}'
-        _first_answer(sync_http, stack.url, error.encode(), _headers("tasks/update", revision))
+        await _first_answer(front_http, error.encode(), _headers("tasks/update", revision))

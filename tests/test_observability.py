@@ -17,6 +17,7 @@ from mcp_tasks_temporal.temporal.tracing import tracing_requested
 from tests.conftest import Stack
 from tests.otlp_collector import Collector, Span, otlp_collector
 from tests.processes import free_port, start_front, start_temporal, start_worker
+from tests.test_dev import start_dev
 from tests.test_push import http_listen, listen_message
 from tests.wire import HttpMcp, TaskCalls
 
@@ -131,6 +132,9 @@ async def test_metrics_endpoint_shows_task_creations_requests_and_sdk_metrics(
     assert find(front, "temporal_request_total", operation="StartWorkflowExecution") >= 2, "the SDK's own metrics"
     worker = await scrape(http, worker_port)
     assert find(worker, "temporal_activity_execution_latency_count", activity_type=RUN_TOOL_ACTIVITY) >= 2
+    # Every series names the process's own service, as its traces do, not the SDK's `temporal-core-sdk`.
+    for samples, service in ((front, "mcp-tasks-temporal-front"), (worker, "mcp-tasks-temporal-worker")):
+        assert samples and all(f'service_name="{service}"' in series for series in samples), service
 
     watched = (await mcp.start("gated", {"gate": str(gate)}))["taskId"]
     async with http_listen(url, http, listen_message([watched])) as frames:
@@ -141,6 +145,27 @@ async def test_metrics_endpoint_shows_task_creations_requests_and_sdk_metrics(
             await anyio.sleep(0.1)
     (gate / "release").write_text("1")
     assert (await mcp.wait_for(watched))["status"] == "completed"
+
+
+async def test_devs_metrics_and_traces_name_dev_as_their_service_with_its_worker_in_the_same_process(
+    tmp_path: Path, http: httpx.AsyncClient, collector: Collector
+) -> None:
+    port, metrics_port = free_port(), free_port()
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "100"}
+    extra = ["--metrics-port", str(metrics_port)]
+    dev = start_dev(tmp_path, tmp_path / "state", port, free_port(), extra=extra, env=env)
+    try:
+        mcp = TaskCalls(HttpMcp(f"http://127.0.0.1:{port}/mcp", http))
+        task_id = (await mcp.start("double", {"x": 4}))["taskId"]
+        assert (await mcp.wait_for(task_id))["status"] == "completed"
+        samples = await scrape(http, metrics_port)
+        spans = await spans_until(collector, {"tools/call double", "tool double"}, task_id=task_id)
+    finally:
+        dev.stop(timeout=30)
+    assert find(samples, "mcp_task_creations_total", tool="double") == 1
+    assert find(samples, "temporal_activity_execution_latency_count", activity_type=RUN_TOOL_ACTIVITY) >= 1
+    assert all('service_name="mcp-tasks-temporal-dev"' in series for series in samples)
+    assert {s.service for s in spans if s.name in ("tools/call double", "tool double")} == {"mcp-tasks-temporal-dev"}
 
 
 async def test_readyz_follows_temporal_while_healthz_stays_up(workdir: Path, http: httpx.AsyncClient) -> None:

@@ -1,13 +1,16 @@
 """`McpTasksPlugin` on a team's own worker: their workflow and our tasks on one queue, replayed as they ran;
-the app's own plugins (a sub-agent's) brought by the plugin alone; settings that disagree with the
-fronts' refused before the worker polls.
+nothing of the team's worker changed; the app's own plugins (a sub-agent's) given after it; settings that
+disagree with a running front's, and a namespace without the tasks' search attributes, refused before the
+worker polls.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +23,9 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.worker import Replayer, Worker
+from temporalio.plugin import SimplePlugin
+from temporalio.worker import Interceptor, Replayer, Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from mcp_tasks_temporal import McpTasksPlugin
 from mcp_tasks_temporal.contrib.pydantic_ai.sub_agent import (
@@ -29,16 +34,21 @@ from mcp_tasks_temporal.contrib.pydantic_ai.sub_agent import (
     agent_model_activity,
     configure_model,
 )
+from mcp_tasks_temporal.ops.dev.embedded_temporal import temporal_cli
 from mcp_tasks_temporal.temporal.codec import AesGcmCodec, new_key, parse_keys
 from mcp_tasks_temporal.temporal.ids import UNKEYED
 from mcp_tasks_temporal.temporal.payload_storage import StorageSettings, open_storage
+from mcp_tasks_temporal.temporal.plugin import plugin_interceptors
+from mcp_tasks_temporal.temporal.sandbox import passthrough_modules
+from mcp_tasks_temporal.temporal.search_attributes import NAMES, SearchAttributesMissing, missing_on
 from mcp_tasks_temporal.temporal.shared_settings import SettingsDisagreement
 from mcp_tasks_temporal.temporal.task_interceptor import TaskInterceptor
 from mcp_tasks_temporal.temporal.workflows import PinnedToolTaskWorkflow, ToolTaskWorkflow
+from mcp_tasks_temporal.temporal.workflows.task_feed import TaskFeedWorkflow
 from mcp_tasks_temporal.testing.scripted_model import Reply, ScriptedModel, scripted_model
 from tests import team_agent_app
-from tests.processes import start_front
-from tests.team_worker_app import Tally, TeamReport, app, count_words
+from tests.processes import start_front, start_temporal
+from tests.team_worker_app import Tally, TeamReport, app, count_words, tasks
 from tests.wire import HttpMcp, TaskCalls
 
 pytestmark = pytest.mark.anyio
@@ -46,6 +56,7 @@ pytestmark = pytest.mark.anyio
 TEAM_APP = "tests.team_worker_app:app"
 AGENT_APP = "tests.team_agent_app:app"
 MODEL_NAME = "team-model-scripted"
+REFUSED_WITHIN_S = 30
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +79,7 @@ async def team_worker(temporal_client: Client, queue: str) -> AsyncIterator[Work
         task_queue=queue,
         workflows=[TeamReport],
         activities=[count_words],
-        plugins=[McpTasksPlugin(app)],
+        plugins=[McpTasksPlugin(tasks, app)],
     )
     async with worker:
         yield worker
@@ -92,16 +103,96 @@ async def test_the_plugin_adds_our_workflows_activities_and_interceptor_beside_t
         task_queue=queue,
         workflows=[TeamReport],
         activities=[count_words],
-        plugins=[McpTasksPlugin(app)],
+        plugins=[McpTasksPlugin(tasks, app)],
     )
     config = _config(worker)
     assert config["workflows"][0] is TeamReport
-    assert {ToolTaskWorkflow, PinnedToolTaskWorkflow, Tally} <= set(config["workflows"])
+    assert {ToolTaskWorkflow, PinnedToolTaskWorkflow, TaskFeedWorkflow, Tally} <= set(config["workflows"])
     names = [getattr(fn, "__name__", "") for fn in config["activities"]]
     assert names[0] == "count_words" and {"run_tool", "tally_step"} <= set(names)
     assert any(isinstance(interceptor, TaskInterceptor) for interceptor in config["interceptors"])
-    # The tool's status must reach `tasks/get` within a second, whatever Temporal's default throttle.
-    assert config["max_heartbeat_throttle_interval"].total_seconds() <= 1.0
+
+
+class _TeamInterceptor(Interceptor):
+    """An interceptor of the team's own: it must stay first, and stay."""
+
+
+async def test_the_plugin_changes_no_setting_of_the_teams_worker(temporal_client: Client, queue: str) -> None:
+    """Every setting the team chose is as they chose it; the plugin only appends, to the lists it adds to."""
+    # Their sandbox passes through what their workflow's module imports (it shares it with the MCP app), and more.
+    shared = SandboxRestrictions.default.with_passthrough_modules("json", *passthrough_modules())
+    theirs = SandboxedWorkflowRunner(restrictions=shared)
+    interceptor = _TeamInterceptor()
+
+    def team_worker(plugins: list[Any], task_queue: str) -> Worker:
+        return Worker(
+            temporal_client,
+            task_queue=task_queue,
+            workflows=[TeamReport],
+            activities=[count_words],
+            interceptors=[interceptor],
+            workflow_runner=theirs,
+            identity="team-worker-1",
+            max_concurrent_activities=7,
+            max_cached_workflows=11,
+            max_heartbeat_throttle_interval=timedelta(seconds=45),
+            default_heartbeat_throttle_interval=timedelta(seconds=20),
+            graceful_shutdown_timeout=timedelta(seconds=13),
+            sticky_queue_schedule_to_start_timeout=timedelta(seconds=9),
+            plugins=plugins,
+        )
+
+    # Two workers of one queue may not exist at once in a process: the same settings on two queues.
+    before = _config(team_worker([], f"{queue}-without"))
+    after = _config(team_worker([McpTasksPlugin(tasks, app, task_queue=f"{queue}-with")], f"{queue}-with"))
+    assert (before.pop("task_queue"), after.pop("task_queue")) == (f"{queue}-without", f"{queue}-with")
+    # Both runners are the team's, each wrapped to see a task's failing workflow task (failure_runner).
+    added_to = {"workflows", "activities", "interceptors", "workflow_runner", "unsandboxed_workflow_runner", "plugins"}
+    assert set(before) == set(after)
+    for key in sorted(set(before) - added_to):
+        assert after[key] == before[key], f"the plugin changed the worker's {key}"
+    for key in ("workflows", "activities", "interceptors"):
+        kept = list(after[key])[: len(before[key])]
+        assert kept == list(before[key]), f"the plugin changed the team's {key}"
+        assert len(after[key]) > len(before[key]), f"the plugin added no {key}"
+    assert after["interceptors"][0] is interceptor
+    assert isinstance(after["unsandboxed_workflow_runner"], type(before["unsandboxed_workflow_runner"]))
+    runner = after["workflow_runner"]
+    assert isinstance(runner, SandboxedWorkflowRunner)
+    # Their sandbox, with passed-through modules added to theirs and nothing else of it changed.
+    assert theirs.restrictions.passthrough_modules <= runner.restrictions.passthrough_modules
+    assert {"mcp", "mcp_types"} <= runner.restrictions.passthrough_modules
+    unchanged = dataclasses.replace(runner.restrictions, passthrough_modules=theirs.restrictions.passthrough_modules)
+    assert unchanged == theirs.restrictions
+    assert runner.runner_class is theirs.runner_class
+
+
+@pytest.mark.parametrize("throttle_s", [60, 1])
+async def test_how_late_status_lines_may_be_on_the_teams_worker_is_said_once_at_start(
+    temporal_client: Client, queue: str, caplog: pytest.LogCaptureFixture, throttle_s: int
+) -> None:
+    """The heartbeat throttle is the team's: the plugin says what theirs means for status lines, and leaves it."""
+    worker = Worker(
+        temporal_client,
+        task_queue=f"{queue}-throttle-{throttle_s}",
+        plugins=[McpTasksPlugin(tasks, app)],
+        max_heartbeat_throttle_interval=timedelta(seconds=throttle_s),
+    )
+    with caplog.at_level(logging.INFO, logger="mcp_tasks_temporal.temporal.plugin"):
+        async with worker:
+            pass
+    said = [r.getMessage() for r in caplog.records if "status line" in r.getMessage()]
+    if throttle_s == 1:
+        assert not said, said
+    else:
+        # The tool activity's 30 s heartbeat timeout: Temporal sends its heartbeats every 24 s at most.
+        assert len(said) == 1 and "up to 24 s" in said[0] and "max_heartbeat_throttle_interval" in said[0], said
+
+
+async def test_the_interceptors_the_plugin_adds_are_one_list_it_reads(temporal_client: Client, queue: str) -> None:
+    worker = Worker(temporal_client, task_queue=queue, plugins=[McpTasksPlugin(tasks, app)])
+    added: list[type[Any]] = [type(i) for i in _config(worker)["interceptors"]]
+    assert added == [type(i) for i in plugin_interceptors(tasks)]
 
 
 async def test_on_another_queue_the_plugin_adds_only_the_workflow_tools_that_run_there(
@@ -112,7 +203,7 @@ async def test_on_another_queue_the_plugin_adds_only_the_workflow_tools_that_run
         task_queue="their-other-queue",
         workflows=[TeamReport],
         activities=[count_words],
-        plugins=[McpTasksPlugin(app, task_queue=queue)],
+        plugins=[McpTasksPlugin(tasks, app, task_queue=queue)],
     )
     config = _config(worker)
     assert config["workflows"] == [TeamReport]
@@ -146,7 +237,20 @@ async def test_a_workflow_tools_history_replays_with_the_plugin(
     assert done["status"] == "completed", done
     history = await temporal_client.get_workflow_handle(UNKEYED.workflow_id(created["taskId"], None)).fetch_history()
 
-    result = await Replayer(workflows=[], plugins=[McpTasksPlugin(app)]).replay_workflow(
+    result = await Replayer(workflows=[], plugins=[McpTasksPlugin(tasks, app)]).replay_workflow(
+        history, raise_on_replay_failure=False
+    )
+    assert result.replay_failure is None, result.replay_failure
+
+
+async def test_a_tool_tasks_history_replays_with_the_plugin(
+    team_worker: Worker, temporal_client: Client, mcp: TaskCalls
+) -> None:
+    created = await mcp.start("lifespan_greeting")
+    assert (await mcp.wait_for(created["taskId"]))["status"] == "completed"
+    history = await temporal_client.get_workflow_handle(UNKEYED.workflow_id(created["taskId"], None)).fetch_history()
+
+    result = await Replayer(workflows=[TeamReport], plugins=[McpTasksPlugin(tasks, app)]).replay_workflow(
         history, raise_on_replay_failure=False
     )
     assert result.replay_failure is None, result.replay_failure
@@ -155,7 +259,7 @@ async def test_a_workflow_tools_history_replays_with_the_plugin(
 async def test_on_a_client_the_plugin_sets_the_converter_and_reaches_its_workers_once(
     temporal: str, queue: str
 ) -> None:
-    client = await Client.connect(temporal, plugins=[McpTasksPlugin(app, task_queue=queue)])
+    client = await Client.connect(temporal, plugins=[McpTasksPlugin(tasks, app, task_queue=queue)])
     # Pydantic models as tool and workflow inputs decode the same in every process of the namespace.
     assert client.data_converter.payload_converter_class is pydantic_data_converter.payload_converter_class
     worker = Worker(client, task_queue=queue, workflows=[TeamReport], activities=[count_words])
@@ -191,16 +295,20 @@ def agent_front(workdir: Path, temporal: str, agent_queue: str, model: ScriptedM
     process.stop()
 
 
-async def test_the_plugin_alone_brings_the_apps_plugins_after_the_apps_workflows(
-    temporal_client: Client, agent_queue: str
+def _with_the_apps_plugins() -> list[Any]:
+    """What docs/workflows.md shows: the plugin, then the app's own plugins."""
+    return [McpTasksPlugin(team_agent_app.tasks, team_agent_app.app), *team_agent_app.tasks.plugins]
+
+
+def _agent_worker(client: Client, queue: str, plugins: list[Any]) -> Worker:
+    return Worker(client, task_queue=queue, workflows=[TeamReport], activities=[count_words], plugins=plugins)
+
+
+async def test_the_apps_plugins_given_after_the_plugin_see_the_apps_workflows(
+    temporal_client: Client, agent_queue: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    worker = Worker(
-        temporal_client,
-        task_queue=agent_queue,
-        workflows=[TeamReport],
-        activities=[count_words],
-        plugins=[McpTasksPlugin(team_agent_app.app)],
-    )
+    with caplog.at_level(logging.WARNING, logger="mcp_tasks_temporal"):
+        worker = _agent_worker(temporal_client, agent_queue, _with_the_apps_plugins())
     config = _config(worker)
     assert team_agent_app.Summarise in config["workflows"]
     # pydantic-ai's plugin found the agent on the workflow: its model-request activity is registered.
@@ -209,41 +317,45 @@ async def test_the_plugin_alone_brings_the_apps_plugins_after_the_apps_workflows
     assert agent_activities and all(fn in config["activities"] for fn in agent_activities)
     assert agent_model_activity in config["activities"]
     assert config["activities"][0] is count_words
+    assert not caplog.records, caplog.text
 
 
-async def test_on_a_client_the_plugin_brings_the_apps_plugins_to_the_client_and_its_workers(
+async def test_on_a_client_the_plugin_and_the_apps_plugins_reach_the_client_and_its_workers(
     temporal: str, agent_queue: str
 ) -> None:
-    client = await Client.connect(temporal, plugins=[McpTasksPlugin(team_agent_app.app, task_queue=agent_queue)])
+    plugin = McpTasksPlugin(team_agent_app.tasks, team_agent_app.app, task_queue=agent_queue)
+    client = await Client.connect(temporal, plugins=[plugin, *team_agent_app.tasks.plugins])
     # pydantic-ai's client side: its payload converter, which the fronts of the app use too.
     assert client.data_converter.payload_converter_class is PydanticAIPayloadConverter
-    config = _config(Worker(client, task_queue=agent_queue, workflows=[TeamReport], activities=[count_words]))
+    config = _config(_agent_worker(client, agent_queue, []))
     assert team_agent_app.Summarise in config["workflows"]
     assert agent_model_activity in config["activities"]
 
 
-async def test_the_apps_plugins_given_beside_the_plugin_are_named_in_a_warning(
-    temporal: str, agent_queue: str, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize("where", ["missing", "before", "on the client"])
+async def test_the_apps_plugins_missing_or_before_the_plugin_are_named_in_a_warning(
+    temporal: str, agent_queue: str, caplog: pytest.LogCaptureFixture, where: str
 ) -> None:
-    """The app's plugins on the client as well configure the worker before its workflows are there."""
-    client = await Client.connect(temporal, plugins=list(team_agent_app.tasks.plugins))
+    """Out of order they configure the worker before its workflows are there: a sub-agent's activities would miss."""
+    ours = McpTasksPlugin(team_agent_app.tasks, team_agent_app.app)
+    theirs = list(team_agent_app.tasks.plugins)
+    client = await Client.connect(temporal, plugins=theirs if where == "on the client" else [])
+    plugins = {"missing": [ours], "before": [*theirs, ours], "on the client": [ours]}[where]
     with caplog.at_level(logging.WARNING, logger="mcp_tasks_temporal"):
-        Worker(client, task_queue=agent_queue, workflows=[TeamReport], plugins=[McpTasksPlugin(team_agent_app.app)])
-    assert any("PydanticAIPlugin" in record.getMessage() for record in caplog.records), caplog.text
+        try:
+            _agent_worker(client, agent_queue, plugins)
+        except RuntimeError:
+            assert where == "missing"  # pydantic-ai's sandbox pass-through is missing too: the warning came first
+    named = [r.getMessage() for r in caplog.records if "PydanticAIPlugin" in r.getMessage()]
+    assert named and "plugins=[McpTasksPlugin(tasks, app), *tasks.plugins]" in named[0], caplog.text
 
 
-async def test_a_sub_agent_runs_on_a_team_worker_built_with_the_plugin_alone(
+async def test_a_sub_agent_runs_on_a_team_worker_given_the_plugin_and_the_apps_plugins(
     temporal_client: Client, agent_front: str, agent_queue: str, model: ScriptedModel, http: httpx.AsyncClient
 ) -> None:
     model.reset([Reply(content="Three little words.")])
     mcp = TaskCalls(HttpMcp(agent_front, http))
-    worker = Worker(
-        temporal_client,
-        task_queue=agent_queue,
-        workflows=[TeamReport],
-        activities=[count_words],
-        plugins=[McpTasksPlugin(team_agent_app.app)],
-    )
+    worker = _agent_worker(temporal_client, agent_queue, _with_the_apps_plugins())
     configure_model(AgentModel(MODEL_NAME, base_url=model.base_url, api_key="scripted-key"))
     try:
         async with worker:
@@ -258,7 +370,28 @@ async def test_a_sub_agent_runs_on_a_team_worker_built_with_the_plugin_alone(
     assert "three little words" in str(model.requests[0]["messages"])
 
 
-# -- settings agreement ---------------------------------------------------------------------
+# -- start-up checks ---------------------------------------------------------------------------
+
+
+async def _pollers(client: Client, queue: str) -> int:
+    count = 0
+    for kind in (TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY):
+        request = DescribeTaskQueueRequest(
+            namespace=client.namespace, task_queue=TaskQueue(name=queue), task_queue_type=kind
+        )
+        count += len((await client.workflow_service.describe_task_queue(request)).pollers)
+    return count
+
+
+async def _refused(worker: Worker) -> BaseException:
+    """What ended `worker` before it polled: `async with` ends by itself, raising it."""
+    with anyio.fail_after(REFUSED_WITHIN_S):
+        try:
+            async with worker:
+                await anyio.Event().wait()  # the refusal ends the block
+        except (SettingsDisagreement, SearchAttributesMissing) as refusal:
+            return refusal
+    raise AssertionError("the worker was not refused")
 
 
 @pytest.fixture
@@ -273,17 +406,7 @@ def sealed_front(workdir: Path, temporal: str, tmp_path: Path) -> Iterator[tuple
     process.stop()
 
 
-async def _pollers(client: Client, queue: str) -> int:
-    count = 0
-    for kind in (TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY):
-        request = DescribeTaskQueueRequest(
-            namespace=client.namespace, task_queue=TaskQueue(name=queue), task_queue_type=kind
-        )
-        count += len((await client.workflow_service.describe_task_queue(request)).pollers)
-    return count
-
-
-async def test_a_team_worker_whose_settings_disagree_with_the_fronts_is_refused_before_it_polls(
+async def test_a_team_worker_whose_settings_disagree_with_a_running_front_is_refused_before_it_polls(
     temporal_client: Client, sealed_front: tuple[str, Path, str]
 ) -> None:
     queue, payloads, key = sealed_front
@@ -292,20 +415,16 @@ async def test_a_team_worker_whose_settings_disagree_with_the_fronts_is_refused_
         task_queue=queue,
         workflows=[TeamReport],
         activities=[count_words],
-        plugins=[McpTasksPlugin(app)],
+        plugins=[McpTasksPlugin(tasks, app)],
     )
-    with pytest.raises(SettingsDisagreement) as refusal:
-        with anyio.fail_after(30):
-            async with refused:
-                await anyio.Event().wait()  # the refusal ends the block
-    line = str(refusal.value)
+    line = str(await _refused(refused))
     assert "\n" not in line and "payload storage" in line and "serve pid" in line, line
     assert "this worker has none" in line and str(payloads.resolve()) in line, line
     assert await _pollers(temporal_client, queue) == 0
 
-    # The same worker with the fronts' storage and key is accepted, on the queue the refused one left free.
+    # The same worker with the front's storage and key is accepted, on the queue the refused one left free.
     async with open_storage(StorageSettings(kind="local", directory=payloads)) as storage:
-        plugin = McpTasksPlugin(app, codec=AesGcmCodec(parse_keys(key)), external_storage=storage)
+        plugin = McpTasksPlugin(tasks, app, codec=AesGcmCodec(parse_keys(key)), external_storage=storage)
         client = await Client.connect(temporal_client.service_client.config.target_host, plugins=[plugin])
         async with Worker(client, task_queue=queue, workflows=[TeamReport], activities=[count_words]):
             report = await client.execute_workflow(
@@ -313,3 +432,78 @@ async def test_a_team_worker_whose_settings_disagree_with_the_fronts_is_refused_
             )
             assert await _pollers(client, queue) > 0  # what the refused worker is shown never to have done
     assert report == "report: 2 words"
+
+
+@pytest.fixture(scope="module")
+def bare_temporal(workdir: Path) -> Iterator[str]:
+    """A Temporal whose namespace has none of the tasks' search attributes."""
+    server, address = start_temporal(workdir, search_attributes=False)
+    yield address
+    server.stop()
+
+
+async def test_a_team_may_run_its_worker_without_the_search_attributes(bare_temporal: str) -> None:
+    client = await Client.connect(bare_temporal, namespace="default")
+    queue = f"team-bare-{uuid.uuid4()}"
+    plugin = McpTasksPlugin(tasks, app, check_search_attributes=False)
+    async with Worker(client, task_queue=queue, workflows=[TeamReport], activities=[count_words], plugins=[plugin]):
+        assert (
+            await client.execute_workflow(TeamReport.run, "one two", id=f"team-report-{uuid.uuid4()}", task_queue=queue)
+            == "report: 2 words"
+        )
+
+
+class _Counting(SimplePlugin):
+    """Counts the workers it wraps: a plugin the refusal must not skip when the worker is accepted."""
+
+    def __init__(self) -> None:
+        self.ran = 0
+        super().__init__("tests.counting")  # pyright: ignore[reportUnknownMemberType]
+
+    async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
+        self.ran += 1
+        await super().run_worker(worker, next)
+
+
+async def test_a_worker_of_another_queue_with_nothing_of_the_apps_is_not_checked(bare_temporal: str) -> None:
+    """No task workflow runs on it: a namespace without the attributes is no reason to refuse it."""
+    client = await Client.connect(bare_temporal)
+    counting = _Counting()
+    plugins = [McpTasksPlugin(tasks, app, task_queue="mcp-tasks/elsewhere"), counting]
+    queue = f"team-other-{uuid.uuid4()}"
+    async with Worker(client, task_queue=queue, workflows=[TeamReport], activities=[count_words], plugins=plugins):
+        assert (
+            await client.execute_workflow(TeamReport.run, "x", id=f"team-report-{uuid.uuid4()}", task_queue=queue)
+            == "report: 1 words"
+        )
+    assert counting.ran == 1
+
+
+async def test_a_team_worker_on_a_namespace_without_the_search_attributes_is_refused_with_the_command(
+    bare_temporal: str,
+) -> None:
+    client = await Client.connect(bare_temporal)
+    queue = f"team-bare-{uuid.uuid4()}"
+
+    def worker(plugin: McpTasksPlugin) -> Worker:
+        return Worker(client, task_queue=queue, workflows=[TeamReport], activities=[count_words], plugins=[plugin])
+
+    refusal = await _refused(worker(McpTasksPlugin(tasks, app)))
+    line = str(refusal)
+    assert isinstance(refusal, SearchAttributesMissing) and "\n" not in line, line
+    assert all(name in line for name in NAMES), line
+    assert await _pollers(client, queue) == 0
+
+    # The command it names, run as printed, is what the worker needed.
+    command = line.split("`")[1]
+    assert command.startswith("temporal operator search-attribute create ")
+    done = await anyio.run_process([temporal_cli(), *command.split()[1:]], check=False)
+    assert done.returncode == 0, done.stderr.decode()
+    with anyio.fail_after(REFUSED_WITHIN_S):
+        while await missing_on(client, namespace=client.namespace):
+            await anyio.sleep(0.2)
+    async with worker(McpTasksPlugin(tasks, app)):
+        assert (
+            await client.execute_workflow(TeamReport.run, "one", id=f"team-report-{uuid.uuid4()}", task_queue=queue)
+            == "report: 1 words"
+        )

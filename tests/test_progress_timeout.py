@@ -1,4 +1,8 @@
-"""`progress_timeout`: a silent tool loses its attempt and Temporal retries it; a talking or waiting one runs on."""
+"""`progress_timeout`: a silent tool loses its attempt and Temporal retries it; a talking or waiting one runs on.
+
+The front and its worker run in the test process. A progress timeout is a heartbeat timeout of a running
+activity, which Temporal measures on its own clock and does not skip: the fixture tools' are a second or two.
+"""
 
 from __future__ import annotations
 
@@ -57,13 +61,13 @@ async def first_attempt_failure(temporal_client: Client, task_id: str, *, within
 
 
 async def test_a_silent_tool_loses_its_attempt_and_the_next_attempt_finishes(
-    mcp: TaskCalls, temporal_client: Client, gate: Path
+    front_mcp: TaskCalls, temporal_client: Client, gate: Path
 ) -> None:
-    created = await mcp.start("hangs_once", {"gate": str(gate)})
+    created = await front_mcp.start("hangs_once", {"gate": str(gate)})
     await until_file(gate / "attempts")  # attempt 1 has started, reported once, and gone silent
     failure = await first_attempt_failure(temporal_client, created["taskId"], within=HANGS_ONCE_PROGRESS_TIMEOUT_S + 10)
     assert failure.application_failure_info.type == TOOL_HUNG
-    done = await mcp.wait_for(created["taskId"])
+    done = await front_mcp.wait_for(created["taskId"])
     assert done["status"] == "completed", done
     assert done["result"]["content"][0]["text"] == "finished on attempt 2"
     assert (gate / "attempts").read_text() == "2"
@@ -72,23 +76,23 @@ async def test_a_silent_tool_loses_its_attempt_and_the_next_attempt_finishes(
     assert started.last_failure.application_failure_info.type == TOOL_HUNG
 
 
-async def test_a_tool_that_keeps_reporting_runs_past_its_progress_timeout(mcp: TaskCalls, gate: Path) -> None:
-    created = await mcp.start("slow_but_talking", {"gate": str(gate), "seconds": 4.0})
-    done = await mcp.wait_for(created["taskId"], timeout=30)
+async def test_a_tool_that_keeps_reporting_runs_past_its_progress_timeout(front_mcp: TaskCalls, gate: Path) -> None:
+    created = await front_mcp.start("slow_but_talking", {"gate": str(gate), "seconds": 2.5})
+    done = await front_mcp.wait_for(created["taskId"], timeout=30)
     assert done["status"] == "completed", done
     assert done["result"]["content"][0]["text"] == "finished on attempt 1"
 
 
-async def test_waiting_for_an_answer_is_not_hanging(mcp: TaskCalls, gate: Path) -> None:
-    created = await mcp.start("asks_and_waits", {"gate": str(gate)}, capabilities=ELICIT)
+async def test_waiting_for_an_answer_is_not_hanging(front_mcp: TaskCalls, gate: Path) -> None:
+    created = await front_mcp.start("asks_and_waits", {"gate": str(gate)}, capabilities=ELICIT)
     task_id = created["taskId"]
-    waiting = await mcp.wait_for(task_id, ["input_required"])
-    # Longer than the tool's 1 s progress timeout: the time under test, not a wait for state.
-    await anyio.sleep(2.5)
-    still = (await mcp.get(task_id)).result
+    waiting = await front_mcp.wait_for(task_id, ["input_required"])
+    # Twice the tool's 1 s progress timeout: the time under test, not a wait for state.
+    await anyio.sleep(2.0)
+    still = (await front_mcp.get(task_id)).result
     assert still["status"] == "input_required", still
     [key] = waiting["inputRequests"]
-    await mcp.update(task_id, {key: {"action": "accept", "content": {"approve": True}}})
-    done = await mcp.wait_for(task_id)
+    await front_mcp.update(task_id, {key: {"action": "accept", "content": {"approve": True}}})
+    done = await front_mcp.wait_for(task_id)
     assert done["status"] == "completed" and done["result"]["content"][0]["text"] == "accept"
     assert (gate / "attempts").read_text() == "1"

@@ -1,8 +1,9 @@
 """Processes of one task queue that disagree on what they must share are refused at start, in one line.
 
-Real `worker` and `serve` processes on the session's dev server: the first records its
-settings, a later one that contradicts them exits at once with status 2, naming the setting
-and the process it disagrees with, instead of failing a client's request later (TMPRL1105).
+Real `worker` and `serve` processes on the session's dev server: each holds its settings out while
+it runs, a later one that contradicts a running one exits at once with status 2, naming the setting
+and the process it disagrees with, instead of failing a client's request later (TMPRL1105); a
+process that has stopped is named no more.
 """
 
 from __future__ import annotations
@@ -12,9 +13,19 @@ from pathlib import Path
 
 import anyio
 import pytest
+from temporalio.client import Client
 
 from mcp_tasks_temporal.temporal.codec import new_key
-from mcp_tasks_temporal.temporal.shared_settings import SharedSettings, disagreement
+from mcp_tasks_temporal.temporal.payload_storage import StorageSettings
+from mcp_tasks_temporal.temporal.shared_settings import (
+    LIVE_WITHIN_S,
+    POLL_S,
+    SettingsDisagreement,
+    SharedSettings,
+    check_shared_settings,
+    disagreement,
+    running_settings,
+)
 from tests.processes import CLI, FIXTURE_APP, REPO_ROOT, Process, child_env, free_port, start_worker
 
 pytestmark = pytest.mark.anyio
@@ -86,6 +97,35 @@ async def test_an_unversioned_worker_beside_a_versioned_one_is_refused(workdir: 
         stop(other)
     finally:
         stop(worker)
+
+
+async def test_a_disagreement_names_running_processes_only(
+    workdir: Path, temporal: str, temporal_client: Client, tmp_path: Path
+) -> None:
+    queue = f"settings-{uuid.uuid4()}"
+    payloads = tmp_path / "payloads"
+    storage = ["--payload-storage", "local", "--payload-dir", str(payloads)]
+    worker = start_worker(workdir, temporal, queue, extra=storage)
+    mine = SharedSettings.of("serve", StorageSettings(), None, None)
+    try:
+        with pytest.raises(SettingsDisagreement) as refusal:
+            await check_shared_settings(temporal_client, queue, mine)
+        assert "worker pid" in str(refusal.value) and str(payloads) in str(refusal.value), refusal.value
+    finally:
+        worker.kill()  # no goodbye: its last poll simply grows old
+    # Within the window after its last poll it may still be named; after it, never again.
+    with anyio.fail_after(LIVE_WITHIN_S + POLL_S + REFUSED_WITHIN_S):
+        while await running_settings(temporal_client, queue):
+            await anyio.sleep(1)
+    await check_shared_settings(temporal_client, queue, mine)
+
+
+def test_settings_travel_as_a_poller_identity_temporal_takes() -> None:
+    held = settings(storage="local /srv/payloads", threshold=2_000_000, codec=["k1", "k2"], deployment="myapp")
+    card = held.card()
+    assert SharedSettings.from_card(card) == held and len(card) < 1000
+    assert SharedSettings.from_card("4242@build-7") is None, "a worker of the task queue, not a settings card"
+    assert SharedSettings.from_card('{"mcp-tasks-settings": 2, "storage": "none"}') is None, "another format"
 
 
 def settings(**changes: object) -> SharedSettings:

@@ -188,9 +188,15 @@ def test_input_requests_are_normalised_to_method_and_params() -> None:
         as_input_request({"params": {}})
 
 
-def test_progress_reports_render_as_status_lines() -> None:
+def test_progress_reports_render_as_status_lines_that_read_naturally_with_or_without_a_total() -> None:
     assert progress_message(2, 6, "compile") == "compile (2/6)"
-    assert progress_message(0.5, None, None) == "Progress 0.5"
+    assert progress_message(2, 6, None) == "2 of 6 done"
+    assert progress_message(40, None, "indexing") == "indexing (40 so far)"
+    assert progress_message(3, None, None) == "3 done so far"
+    assert progress_message(0.5, 0, None) == "0.5 done so far", "a total of 0 is no total"
+    for total in (None, 0, 6):
+        for message in (None, "", "step"):
+            assert "None" not in progress_message(1, total, message)
 
 
 def test_tool_options_inherit_extension_defaults_unless_set() -> None:

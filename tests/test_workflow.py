@@ -21,7 +21,7 @@ import pytest
 from temporalio import activity
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError
-from temporalio.testing import WorkflowEnvironment
+from temporalio.testing import TimeSkipper
 from temporalio.worker import Replayer, Worker
 
 from mcp_tasks_temporal.temporal.contract import (
@@ -221,11 +221,11 @@ async def test_fresh_history_replays_deterministically(temporal_client: Client, 
 
 
 async def test_an_unanswered_question_expires_at_a_ttl_of_a_day_under_time_skipping(
-    skipping: WorkflowEnvironment,
+    time_skipper: TimeSkipper,
 ) -> None:
     day = timedelta(days=1)
     async with Worker(
-        skipping.client,
+        time_skipper.client,
         task_queue=f"wf-skip-{uuid.uuid4()}",
         workflows=[ToolTaskWorkflow],
         activities=[scripted_tool],
@@ -233,7 +233,7 @@ async def test_an_unanswered_question_expires_at_a_ttl_of_a_day_under_time_skipp
         workflow_runner=workflow_runner(),
     ) as worker:
         handle = await start(
-            skipping.client, worker, task_input(behaviour="ask", ttl_ms=int(day / timedelta(milliseconds=1)))
+            time_skipper.client, worker, task_input(behaviour="ask", ttl_ms=int(day / timedelta(milliseconds=1)))
         )
         with pytest.raises(WorkflowFailureError) as failure:
             await outcome(handle)  # the clock jumps while the question waits: a day of workflow time
@@ -248,7 +248,7 @@ async def test_an_unanswered_question_expires_at_a_ttl_of_a_day_under_time_skipp
         if event.HasField("activity_task_completed_event_attributes")
     ]
     assert len(asked) == 1, "the tool asked once, then nothing ran until the TTL"
-    statuses = await _memo_statuses(skipping.client, handle)
+    statuses = await _memo_statuses(time_skipper.client, handle)
     assert statuses[-2:] == ["input_required", "failed"], statuses
 
 

@@ -21,7 +21,7 @@ from temporalio import workflow
 from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ActivityError, ApplicationError, RetryState
-from temporalio.testing import WorkflowEnvironment
+from temporalio.testing import TimeSkipper
 from temporalio.worker import Replayer, Worker
 
 from mcp_tasks_temporal import TasksExtension
@@ -88,13 +88,13 @@ async def until_status(gateway: TemporalTaskGateway, task_id: str, wanted: set[s
 # -- multi-day wait -----------------------------------------------------------------------------
 
 
-async def test_a_question_then_a_wait_of_days_under_time_skipping(skipping: WorkflowEnvironment) -> None:
+async def test_a_question_then_a_wait_of_days_under_time_skipping(time_skipper: TimeSkipper) -> None:
     queue = f"skip-{uuid.uuid4()}"
-    gateway = TemporalTaskGateway(skipping.client, task_queue=queue)
+    gateway = TemporalTaskGateway(time_skipper.client, task_queue=queue)
     # No TTL: its execution timeout is a timer too, and the skipping clock would jump to it while we answer.
     task = workflow_task("WaitingWorkflow", [3], ttl_ms=None)
     async with Worker(
-        skipping.client, task_queue=queue, workflows=[WaitingWorkflow], workflow_runner=workflow_runner()
+        time_skipper.client, task_queue=queue, workflows=[WaitingWorkflow], workflow_runner=workflow_runner()
     ):
         await gateway.create_workflow_task(task, None)
         asking = await until_status(gateway, task.task_id, {"input_required"})
@@ -292,20 +292,17 @@ def test_workflow_tool_registers_as_a_call_and_as_a_decorator() -> None:
 
 
 def test_workers_get_each_workflow_tool_on_its_queue_once() -> None:
-    from mcp.server.mcpserver import MCPServer
-
     from mcp_tasks_temporal.temporal.worker import workflow_tools_on
 
     tasks = TasksExtension()
-    app = MCPServer("queues", extensions=[tasks])
     tasks.workflow_tool(GreetingWorkflow, activities=[run_step])
     tasks.workflow_tool(PipelineWorkflow, name="release", task_queue="app-queue", activities=[run_step])
     tasks.workflow_tool(WaitingWorkflow, name="waits", task_queue="long-waits", activities=[refuse])
-    assert workflow_tools_on(app, "app-queue", default_queue="app-queue") == (
+    assert workflow_tools_on(tasks, "app-queue", default_queue="app-queue") == (
         [GreetingWorkflow, PipelineWorkflow],
         [run_step],
     )
-    assert workflow_tools_on(app, "long-waits", default_queue="app-queue") == ([WaitingWorkflow], [refuse])
+    assert workflow_tools_on(tasks, "long-waits", default_queue="app-queue") == ([WaitingWorkflow], [refuse])
 
 
 def test_questions_in_wire_form_or_as_mcp_types_models_are_the_same_question() -> None:

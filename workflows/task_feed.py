@@ -1,4 +1,4 @@
-"""`TaskFeedWorkflow`: one shard of the task change feed (`feed_contract`), a workflow stream that never ends.
+"""`TaskFeedWorkflow`: one shard of the task change feed (`feed_contract`), a workflow stream kept while it is used.
 
 Task workflows publish to it with the stream's publish signal; fronts follow it
 with the stream's long-poll update, from the offset they reached. It keeps the
@@ -11,18 +11,33 @@ deadline, taken from each transition as it is published (and from the item 0 a
 task announces itself with at its start); a terminal transition removes the
 task. Built from the signals alone, it adds no command; it goes to the next
 run with the stream, at most `index_max_tasks` entries.
+
+A shard ends when nothing uses it: every `tick_s` it looks whether a task
+published, a front's poll waits on it or its index holds an open task. A poll
+that waits proves little (the front may have stopped while it waited), so a
+tick with nothing published appends a `TICK_TOPIC` item, which ends every
+waiting poll: a running front polls again at once, a stopped one does not, and
+at the next tick a shard with no poll, no publish and no open task completes.
+A front starts it again when it next follows the feed (`USE_EXISTING`). A run
+continues as new after `max_run_s` at the latest, so the run timeout the front
+starts it with (`RUN_TIMEOUT`) closes only a shard no worker runs any more. A
+shard's first run numbers its items from the microseconds of its start, not
+from 0: a front still holding an offset of an earlier chain of the same shard
+then reads it as truncated and re-reads its tasks, instead of waiting for an
+offset the new chain has not reached.
 """
 
 from __future__ import annotations
 
 import base64
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any, cast
 
 from temporalio import workflow
 from temporalio.api.common.v1 import Payload
 from temporalio.common import VersioningBehavior
-from temporalio.contrib.workflow_streams import PublishInput, WorkflowStream
+from temporalio.contrib.workflow_streams import PublishInput, WorkflowStream, WorkflowStreamState
 
 with workflow.unsafe.imports_passed_through():
     from mcp_tasks_temporal.temporal.contract import TERMINAL_STATUSES, Memo
@@ -30,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
         INDEX_QUERY,
         STREAM_PUBLISH_SIGNAL,
         TASK_FEED_WORKFLOW,
+        TICK_TOPIC,
         TRANSITION_TOPIC,
         UNKNOWN_DEADLINE,
         IndexEntry,
@@ -38,6 +54,10 @@ with workflow.unsafe.imports_passed_through():
 
 INDEX_PATCH = "carry-the-task-index"
 """Guards the continue-as-new argument that carries the index: a run from before it carried none."""
+UNUSED_PATCH = "end-when-unused"
+"""Guards the ticks (a timer each) after which a shard ends, or continues as new: a run from before had neither."""
+FRESH_OFFSETS_PATCH = "offsets-from-start-time"
+"""Guards a first run's offsets numbered from its start time (no command; the offsets fronts read)."""
 
 
 @workflow.defn(name=TASK_FEED_WORKFLOW)
@@ -46,7 +66,12 @@ class TaskFeedWorkflow:
 
     @workflow.init
     def __init__(self, feed: TaskFeedInput) -> None:
-        self.stream = WorkflowStream(prior_state=feed.state)
+        prior = feed.state
+        if prior is None and workflow.patched(FRESH_OFFSETS_PATCH):
+            prior = WorkflowStreamState(base_offset=int(workflow.now().timestamp() * 1_000_000))
+        self.stream = WorkflowStream(prior_state=prior)
+        self._published = False
+        """Whether a task published since the last tick."""
         self._index_max = feed.index_max_tasks
         self._index: dict[str, IndexEntry] = dict(feed.index or {})
         if feed.index is None and feed.state is not None:
@@ -59,6 +84,7 @@ class TaskFeedWorkflow:
         )
 
         def on_publish(batch: PublishInput) -> None:
+            self._published = True
             publish(batch)
             self._index_entries([(entry.topic, entry.data) for entry in batch.items])
 
@@ -109,12 +135,10 @@ class TaskFeedWorkflow:
 
     @workflow.run
     async def run(self, feed: TaskFeedInput) -> None:
-        await workflow.wait_condition(
-            lambda: (
-                workflow.info().is_continue_as_new_suggested()
-                or workflow.info().get_current_history_length() >= feed.continue_after_events
-            )
-        )
+        if not workflow.patched(UNUSED_PATCH):
+            await workflow.wait_condition(lambda: _history_full(feed))
+        elif await self._unused(feed):
+            return
         state = self.stream.get_state()
         self.stream.truncate(max(0, state.base_offset + len(state.log) - feed.retained_items))
         carry_index = workflow.patched(INDEX_PATCH)
@@ -127,9 +151,31 @@ class TaskFeedWorkflow:
                     retained_items=feed.retained_items,
                     index=self._carried_index() if carry_index else None,
                     index_max_tasks=feed.index_max_tasks,
+                    tick_s=feed.tick_s,
+                    max_run_s=feed.max_run_s,
                 )
             ]
         )
+
+    async def _unused(self, feed: TaskFeedInput) -> bool:
+        """Tick until nothing uses the shard (True) or the run must continue as new (False)."""
+        started = workflow.now()
+        tick = timedelta(seconds=feed.tick_s)
+        while True:
+            self._published = False
+            try:
+                await workflow.wait_condition(lambda: _history_full(feed), timeout=tick)
+                return False
+            except TimeoutError:
+                pass
+            if not self._published:
+                if not workflow.all_handlers_finished():
+                    # Polls wait, of running fronts or of stopped ones: ending them shows which poll again.
+                    self.stream.topic(TICK_TOPIC).publish(None)
+                elif not self._index:
+                    return True
+            if (workflow.now() - started).total_seconds() >= feed.max_run_s:
+                return False
 
     def _carried_index(self) -> dict[str, IndexEntry]:
         """The index less the tasks past their deadline (their runs close on their own timers)."""
@@ -141,9 +187,14 @@ class TaskFeedWorkflow:
         }
 
 
+def _history_full(feed: TaskFeedInput) -> bool:
+    info = workflow.info()
+    return info.is_continue_as_new_suggested() or info.get_current_history_length() >= feed.continue_after_events
+
+
 @workflow.defn(name=TASK_FEED_WORKFLOW, versioning_behavior=VersioningBehavior.AUTO_UPGRADE)
 class AutoUpgradeTaskFeedWorkflow(TaskFeedWorkflow):
-    """On a versioned worker: a feed moves to the current build at its next step (it never ends on its own)."""
+    """On a versioned worker: a feed moves to the current build at its next step (it may outlive any one build)."""
 
     @workflow.run
     async def run(self, feed: TaskFeedInput) -> None:

@@ -18,11 +18,13 @@ _EXPORTS = {
     "ActivityPolicy": "mcp_tasks_temporal.temporal.contract",
     "BearerAuth": "mcp_tasks_temporal.front.http.endpoint",
     "FrontSettings": "mcp_tasks_temporal.front.settings",
+    "FailingWorkflowPolicy": "mcp_tasks_temporal.temporal.failing_policy",
     "McpTasksPlugin": "mcp_tasks_temporal.temporal.plugin",
     "TasksExtension": "mcp_tasks_temporal.front.extension",
     "TaskPolicy": "mcp_tasks_temporal.temporal.tool_registry",
     "ToolTaskOptions": "mcp_tasks_temporal.temporal.tool_registry",
     "mcp_endpoint": "mcp_tasks_temporal.front.http.endpoint",
+    "idempotency_key": "mcp_tasks_temporal.temporal.task_context",
     "request_input": "mcp_tasks_temporal.temporal.task_context",
     "request_inputs": "mcp_tasks_temporal.temporal.task_context",
     "set_status": "mcp_tasks_temporal.temporal.task_context",
@@ -34,12 +36,14 @@ __all__ = [
     "ActivityPolicy",
     "BearerAuth",
     "FrontSettings",
+    "FailingWorkflowPolicy",
     "McpTasksPlugin",
     "TaskPolicy",
     "TasksExtension",
     "ToolTaskOptions",
     "__version__",
     "mcp_endpoint",
+    "idempotency_key",
     "request_input",
     "request_inputs",
     "set_status",
@@ -52,9 +56,10 @@ if TYPE_CHECKING:
     from mcp_tasks_temporal.front.http.endpoint import BearerAuth, mcp_endpoint
     from mcp_tasks_temporal.front.settings import FrontSettings
     from mcp_tasks_temporal.temporal.contract import ActivityPolicy
+    from mcp_tasks_temporal.temporal.failing_policy import FailingWorkflowPolicy
     from mcp_tasks_temporal.temporal.nexus_handler import start_task_workflow
     from mcp_tasks_temporal.temporal.plugin import McpTasksPlugin
-    from mcp_tasks_temporal.temporal.task_context import request_input, request_inputs, set_status
+    from mcp_tasks_temporal.temporal.task_context import idempotency_key, request_input, request_inputs, set_status
     from mcp_tasks_temporal.temporal.tool_registry import TaskPolicy, ToolTaskOptions
     from mcp_tasks_temporal.temporal.workflow_api import task_error
 

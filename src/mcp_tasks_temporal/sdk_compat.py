@@ -28,8 +28,10 @@ if TYPE_CHECKING:
 def server_extensions(server: MCPServer[Any]) -> Sequence[Extension]:
     """The extensions an `MCPServer` was built with.
 
-    `MCPServer(extensions=[...])` keeps them and exposes no accessor; the front and
-    the worker find the app's `TasksExtension` (its task tools and workflow tools) here.
+    `MCPServer(extensions=[...])` keeps them and exposes no accessor ("the server never hands
+    itself to an extension", mcp/server/extension.py, and nothing hands them back). Only the
+    commands that load an app by name (`--app module:app`) need it, to find its `TasksExtension`;
+    the library's own API takes the extension from its caller (`McpTasksPlugin(tasks, app)`).
     """
     return tuple(server._extensions)  # pyright: ignore[reportPrivateUsage]
 
@@ -157,10 +159,12 @@ def activity_name(fn: Callable[..., Any]) -> str | None:
 async def end_unstarted_worker(worker: Any) -> None:
     """End a worker that a plugin's `run_worker` refused before it polled, as if it had run and stopped.
 
-    temporalio marks a worker shut down only once its own run has begun (or its namespace check
-    failed): after a plugin refuses earlier, `async with worker` waits forever in `shutdown()`, and
-    the core worker keeps the task queue's slot on its client. The core worker is shut down the way
-    temporalio's own run does it: each kind of poll taken until it reports the shutdown, then finalized.
+    A plugin has no public way to refuse a worker before it polls: temporalio marks a worker shut
+    down only once its own run has begun, or when that run's first step (`validate()`, the namespace
+    check) fails (`Worker._run`, temporalio 1.35), not when a plugin's `run_worker` raises before
+    calling `next`. Then `async with worker` waits forever in `shutdown()`, and the core worker keeps
+    the task queue's slot on its client. No upstream issue or PR yet. The core worker is shut down the
+    way temporalio's own run does it: each kind of poll taken until it reports the shutdown, then finalized.
     """
     import asyncio
 

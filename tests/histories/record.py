@@ -27,7 +27,7 @@ from typing import Any
 import anyio
 from temporalio import activity
 from temporalio.api.common.v1 import Payload
-from temporalio.client import Client, WorkflowFailureError, WorkflowHandle, WorkflowHistory
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle, WorkflowHistory
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.contrib.workflow_streams import PublishEntry, PublishInput, WorkflowStreamClient
 from temporalio.converter import PayloadConverter
@@ -50,6 +50,7 @@ from mcp_tasks_temporal.temporal.feed_contract import (
     FEED_SHARDS,
     STREAM_PUBLISH_SIGNAL,
     TASK_FEED_WORKFLOW,
+    TICK_TOPIC,
     TRANSITION_TOPIC,
     TaskFeedInput,
     feed_workflow_id,
@@ -238,7 +239,11 @@ SHARD_PATH = "feed_shard_continued"
 """A feed shard's first run: task transitions published to it, a front's long polls, and its continue-as-new."""
 SHARD_INDEX_PATH = "feed_shard_indexed"
 """The same on code that keeps the shard's task index: the continue-as-new carries it (a patch marker before)."""
-SHARD_PATHS = (SHARD_PATH, SHARD_INDEX_PATH)
+SHARD_UNUSED_PATH = "feed_shard_ended_unused"
+"""A shard's ticks: one with a front's poll waiting (a tick item releases it), then one with nothing: it ends."""
+SHARD_AGED_PATH = "feed_shard_continued_by_age"
+"""A shard followed by a front, nothing published: tick items, and its continue-as-new after `max_run_s`."""
+SHARD_PATHS = (SHARD_PATH, SHARD_INDEX_PATH, SHARD_UNUSED_PATH, SHARD_AGED_PATH)
 
 
 async def record_shard(client: Client, task_queue: str) -> WorkflowHistory:
@@ -293,6 +298,47 @@ async def record_shard(client: Client, task_queue: str) -> WorkflowHistory:
     return await client.get_workflow_handle(shard.id, run_id=first_run).fetch_history()
 
 
+async def record_shard_ticks(client: Client, task_queue: str, name: str) -> WorkflowHistory:
+    """A shard on code that ends it once unused: followed, then not (`SHARD_UNUSED_PATH`), or until its run's
+    age continues it as new (`SHARD_AGED_PATH`); the history of its first run."""
+    aged = name == SHARD_AGED_PATH
+    converter = client.data_converter.payload_converter
+    opened = transition_item("history/done", 1, {Memo.STATUS: "input_required", Memo.FEED_SEQ: 1}, deadline=None)
+    closed = transition_item("history/done", 2, {Memo.STATUS: "completed", Memo.FEED_SEQ: 2}, deadline=None)
+    entries = [
+        PublishEntry(
+            topic=TRANSITION_TOPIC, data=base64.b64encode(converter.to_payloads([item])[0].SerializeToString()).decode()
+        )
+        for item in (opened, closed)
+    ]
+    shard = await client.start_workflow(
+        TASK_FEED_WORKFLOW,
+        TaskFeedInput(shard=0, tick_s=1.0, max_run_s=3.0 if aged else 600.0),
+        id=f"history/{name}/{uuid.uuid4()}",
+        task_queue=task_queue,
+        task_timeout=WORKFLOW_TASK_TIMEOUT,
+        run_timeout=timedelta(minutes=10),
+        start_signal=STREAM_PUBLISH_SIGNAL,
+        start_signal_args=[PublishInput(items=entries)],  # a task opened and closed: the index holds nothing
+    )
+    first_run = shard.first_execution_run_id or shard.result_run_id
+    stream = WorkflowStreamClient.create(client, shard.id)
+    ticks = 0
+    with anyio.fail_after(STEP_BOUND_S):
+        async for item in stream.subscribe(poll_cooldown=timedelta(0)):
+            ticks += item.topic == TICK_TOPIC
+            if ticks == 2 and not aged:
+                break  # a front gone while its poll waits: the next tick releases that poll
+            if aged and (await shard.describe()).run_id != first_run:
+                break
+        first = client.get_workflow_handle(shard.id, run_id=first_run)
+        while (await first.describe()).status == WorkflowExecutionStatus.RUNNING:
+            await anyio.sleep(0.2)
+    if aged:
+        await client.get_workflow_handle(shard.id).terminate("recorded")
+    return await first.fetch_history()
+
+
 async def start_feed(client: Client, task_queue: str) -> None:
     for shard in range(FEED_SHARDS):
         await client.start_workflow(
@@ -327,7 +373,9 @@ async def main(names: list[str]) -> None:
         task_queue = f"histories-{uuid.uuid4()}"
         async with worker(client, task_queue):
             for name in names or [*PATHS, *SHARD_PATHS]:
-                if name in SHARD_PATHS:
+                if name in (SHARD_UNUSED_PATH, SHARD_AGED_PATH):
+                    history = await record_shard_ticks(client, task_queue, name)
+                elif name in SHARD_PATHS:
                     history = await record_shard(client, task_queue)
                 else:
                     history = await record(client, name, task_queue)

@@ -151,14 +151,17 @@ def _installed_workflows(app_spec: str | None) -> tuple[list[type], list[Any]]:
         from mcp_tasks_temporal.front.app_lookup import tasks_extension
         from mcp_tasks_temporal.ops.app_loading import load_app
         from mcp_tasks_temporal.temporal.plugin import McpTasksPlugin
+        from mcp_tasks_temporal.temporal.sandbox import app_module_passthrough
 
         app = load_app(app_spec)
-        for options in tasks_extension(app).workflow_tools.values():
+        tasks = tasks_extension(app)
+        for options in tasks.workflow_tools.values():
             if options.workflow_class not in workflows:
                 workflows.append(options.workflow_class)
         # The replayer gets what the worker had: the app's workflow tools with the interceptor that
         # takes their activities' status lines and questions, the sandbox pass-through and the app's plugins.
-        plugins = [McpTasksPlugin(app)]
+        passthrough = app_module_passthrough(options.workflow_class for options in tasks.workflow_tools.values())
+        plugins = [McpTasksPlugin(tasks, app, passthrough=passthrough), *tasks.plugins]
     return workflows, plugins
 
 

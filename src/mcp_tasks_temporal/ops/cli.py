@@ -214,7 +214,6 @@ def execute(invocation: Invocation) -> tuple[int, bool]:
         import anyio
 
         from mcp_tasks_temporal.temporal.connection import TemporalConnectionError
-        from mcp_tasks_temporal.temporal.shared_settings import SettingsDisagreement
         from mcp_tasks_temporal.temporal.tracing import shutdown_tracing
     except KeyboardInterrupt:
         return interrupted, False
@@ -242,12 +241,11 @@ def execute(invocation: Invocation) -> tuple[int, bool]:
         except TemporalConnectionError as err:
             _say(str(err))
             return (2 if invocation.role == "server" else EXIT_TEMPORAL_UNREACHABLE), True
-        except SettingsDisagreement as err:
-            _say(str(err))
-            return 2, True  # it exits right after connecting: skip the teardown (`main` says why)
         except (ValueError, RuntimeError) as err:
+            # A refused start (a namespace without the search attributes, settings another process does not
+            # share) may come right after connecting: skip the teardown as well (`main` says why).
             _say(str(err))
-            return 2, one_shot
+            return 2, True
         finally:
             shutdown_tracing()
     except SystemExit as exit_:

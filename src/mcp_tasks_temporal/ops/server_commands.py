@@ -60,8 +60,8 @@ from mcp_tasks_temporal.temporal.ids import OWNER_SECRET_ENV
 from mcp_tasks_temporal.temporal.metrics import install_metrics, metrics_runtime
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits, namespace_blob_limit
 from mcp_tasks_temporal.temporal.payload_storage import open_storage
-from mcp_tasks_temporal.temporal.search_attributes import check_namespace
-from mcp_tasks_temporal.temporal.shared_settings import SharedSettings, check_shared_settings
+from mcp_tasks_temporal.temporal.search_attributes import check_namespace, require_on
+from mcp_tasks_temporal.temporal.shared_settings import SharedSettings, announce_settings, check_shared_settings
 from mcp_tasks_temporal.temporal.tracing import setup_tracing, tracing_plugins
 
 logger = logging.getLogger("mcp_tasks_temporal")
@@ -192,7 +192,9 @@ def _start_telemetry(args: ServerSettings, role: str) -> None:
     """Tracing and metrics, before the first Temporal client: both are fixed when a client connects."""
     setup_tracing(f"mcp-tasks-temporal-{role}", environment(), flag=args.otel)
     if args.metrics_port:
-        install_metrics(f"{args.metrics_host}:{args.metrics_port}")
+        install_metrics(
+            f"{args.metrics_host}:{args.metrics_port}", service=f"mcp-tasks-temporal-{role}", environ=environment()
+        )
 
 
 async def _connect(
@@ -213,8 +215,8 @@ async def _connect(
         codec=args.payload_codec(),
         external_storage=storage,
         runtime=metrics_runtime(),
-        # Only their client side: the workers get them from `McpTasksPlugin`, after the app's workflows.
-        plugins=[*app_client_plugins(app), *tracing_plugins()],
+        # Only their client side: the workers get them after `McpTasksPlugin`, which adds the app's workflows.
+        plugins=[*app_client_plugins(tasks_extension(app)), *tracing_plugins()],
         environ=environment(),
         use_environment=options is None,  # TEMPORAL_* describe the user's cluster, not a server started here
         require_namespace=require_namespace,
@@ -228,11 +230,19 @@ def _connection_options(args: ServerSettings) -> ConnectionOptions:
     return args.connection_options()
 
 
-async def _agree_on_settings(client: Client, args: ServerSettings, role: str, *, owner: bool = False) -> None:
-    """Refuse to start with settings the task queue's other processes do not share (temporal/shared_settings.py)."""
+async def _agree_on_settings(
+    stack: AsyncExitStack, client: Client, args: ServerSettings, role: str, *, owner: bool = False
+) -> None:
+    """Refuse to start with settings a running process of the task queue does not share, then hold ours out to
+    those that start later, for as long as `stack` (temporal/shared_settings.py).
+
+    `owner`: `dev`, whose Temporal is its own, compares with nobody; the processes it starts compare with it.
+    """
     deployment = None if isinstance(args, ServeSettings) else (args.deployment_name or "")
     mine = SharedSettings.of(role, args.storage(), args.payload_codec(), deployment)
-    await check_shared_settings(client, args.task_queue, mine, owner=owner)
+    if not owner:
+        await check_shared_settings(client, args.task_queue, mine)
+    await stack.enter_async_context(announce_settings(client, args.task_queue, mine))
 
 
 async def _payload_limits(client: Client, args: ServerSettings) -> PayloadLimits:
@@ -245,8 +255,10 @@ async def _run_worker(
     from mcp_tasks_temporal.temporal.worker import build_worker, workflow_tool_workers
 
     deployment = Deployment.from_args(args.deployment_name, args.build_id)
+    tasks = tasks_extension(app)
     worker = build_worker(
         client,
+        tasks,
         app,
         task_queue=args.task_queue,
         max_concurrent_activities=args.max_concurrent_tools,
@@ -258,6 +270,7 @@ async def _run_worker(
     await stack.enter_async_context(worker)
     for own_queue in workflow_tool_workers(
         client,
+        tasks,
         app,
         task_queue=args.task_queue,
         max_concurrent_activities=args.max_concurrent_tools,
@@ -363,7 +376,7 @@ async def _run_dev(stack: AsyncExitStack, lock: StateDirLock | None, args: DevSe
     await _nexus_endpoints(temporal, args)
     client = await _connect(stack, args, app, ConnectionOptions(address=temporal.address, namespace=temporal.namespace))
     indexed = await check_namespace(client, address=temporal.address, namespace=temporal.namespace, role="dev")
-    await _agree_on_settings(client, args, "dev", owner=True)
+    await _agree_on_settings(stack, client, args, "dev", owner=True)
     settings = front_settings(args, search_attributes=indexed, web_ui=temporal.ui_url)
     server = _http_server(app, args, client, settings, auth)
     worker: SupervisedWorker | None = None
@@ -492,17 +505,17 @@ async def open_front(stack: AsyncExitStack, app: MCPServer[Any], args: ServeSett
     client = await _connect(stack, args, app, require_namespace=False)
     address = client.service_client.config.target_host
     indexed = await check_namespace(client, address=address, namespace=client.namespace, role="serve")
-    await _agree_on_settings(client, args, "serve")
+    await _agree_on_settings(stack, client, args, "serve")
     return client, front_settings(args, search_attributes=indexed, web_ui=args.temporal_ui)
 
 
 async def open_worker(stack: AsyncExitStack, app: MCPServer[Any], args: WorkerSettings) -> Client:
     """What `worker` runs: `app`'s (configured) workers, polling until `stack` closes. Returns their client."""
     client = await _connect(stack, args, app)
-    # The worker upserts nothing the run did not start with; this only tells the operator what is missing.
+    # Task workflows write `McpStatus`: a worker refuses a namespace without it, naming the command that adds it.
     address = client.service_client.config.target_host
-    await check_namespace(client, address=address, namespace=client.namespace, role="worker")
-    await _agree_on_settings(client, args, "worker")
+    await require_on(client, address=address, namespace=client.namespace)
+    await _agree_on_settings(stack, client, args, "worker")
     await _run_worker(stack, client, app, args, make_current=args.make_current)
     return client
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Final
 
 from temporalio.contrib.workflow_streams import WorkflowStreamState
@@ -28,6 +29,9 @@ TRANSITION_TOPIC: Final = "transition"
 published have none (`UNKNOWN_DEADLINE` in the index)."""
 STATUS_TOPIC: Final = "status"
 """Items `{"w": workflow id, "message": str, "at_ms": int}`: the running tool's status line, throttled."""
+TICK_TOPIC: Final = "tick"
+"""Items `null` the shard appends when nothing was published for a tick: each ends the polls waiting on it, so
+that only the fronts still running poll again (a front skips what is not a task's)."""
 
 # `workflow_streams` names its publish signal privately; a canary test checks it is still this.
 STREAM_PUBLISH_SIGNAL: Final = "__temporal_workflow_stream_publish"
@@ -43,6 +47,12 @@ UNKNOWN_DEADLINE: Final = -1
 CONTINUE_AFTER_EVENTS: Final = 10_000
 RETAINED_ITEMS: Final = 2_000
 """Items a feed keeps for fronts that fell behind; one further behind re-reads its tasks (a snapshot)."""
+TICK_S: Final = 60.0
+"""How often a shard looks whether anything still uses it: a front's poll, a task's publish, an open task."""
+MAX_RUN_S: Final = 3_600.0
+"""A shard's run continues as new after this long at most, so that none reaches `RUN_TIMEOUT` while a worker runs it."""
+RUN_TIMEOUT: Final = timedelta(hours=2)
+"""Each run of a shard is started with it: only a shard no worker runs any more reaches it, and Temporal closes it."""
 
 
 def feed_shard(workflow_id: str) -> int:
@@ -77,6 +87,8 @@ class TaskFeedInput:
     retained_items: int = RETAINED_ITEMS
     index: dict[str, IndexEntry] | None = None
     index_max_tasks: int = INDEX_MAX_TASKS
+    tick_s: float = TICK_S
+    max_run_s: float = MAX_RUN_S
 
 
 def transition_item(

@@ -1,9 +1,9 @@
-"""Prometheus metrics: the Temporal SDK's own and the front server's, on one `/metrics` endpoint.
+"""Prometheus metrics: the Temporal SDK's own and the process's, on one `/metrics` endpoint.
 
-The front's counters are created on the Temporal runtime's metric meter, so
-the SDK's exporter serves them next to its client and worker metrics: one
-port to scrape, no second HTTP server. Without `--metrics-port` the meter is
-Temporal's no-op one and recording costs nothing.
+A front's and a worker's counters are created on the Temporal runtime's metric meter,
+so the SDK's exporter serves them next to its client and worker metrics: one port to
+scrape, no second HTTP server. Without `--metrics-port` the meter is Temporal's no-op
+one and recording costs nothing.
 """
 
 from __future__ import annotations
@@ -47,16 +47,20 @@ KNOWN_METHODS: Final = frozenset(
 )
 
 
-def install_metrics(bind_address: str) -> Runtime:
+def install_metrics(bind_address: str, *, service: str, environ: Mapping[str, str] | None = None) -> Runtime:
     """Create this process's Temporal runtime with a Prometheus endpoint at `bind_address` (`HOST:PORT`).
 
+    Every series carries `service_name`: `service` (`mcp-tasks-temporal-worker`, `-front`, `-dev`),
+    or `OTEL_SERVICE_NAME` from `environ` as traces do, where the SDK would say `temporal-core-sdk`.
     It becomes the default runtime, so every Temporal client made afterwards in
     this process reports through it; call before the first client connects.
     """
     if _runtime:
         return _runtime[0]
     config = PrometheusConfig(bind_address=bind_address, counters_total_suffix=True, durations_as_seconds=True)
-    runtime = Runtime(telemetry=TelemetryConfig(metrics=config))
+    name = (environ or {}).get("OTEL_SERVICE_NAME") or service
+    telemetry = TelemetryConfig(metrics=config, attach_service_name=False, global_tags={"service_name": name})
+    runtime = Runtime(telemetry=telemetry)
     Runtime.set_default(runtime)
     _runtime.append(runtime)
     return runtime
@@ -76,9 +80,6 @@ class FrontMetrics:
         self._errors = meter.create_counter("mcp_errors", "JSON-RPC errors answered, by method and code")
         self._tasks_created = meter.create_counter("mcp_task_creations", "Tasks created, by tool")
         self._subscribers = meter.create_gauge("mcp_push_subscribers", "Open task subscriptions on this front server")
-        self._failing = meter.create_counter(
-            "mcp_failing_workflows", "Tasks found with a workflow task that keeps failing, by kind, once per failure"
-        )
         self._subscriber_count = 0
 
     @classmethod
@@ -95,12 +96,32 @@ class FrontMetrics:
     def task_created(self, tool: str) -> None:
         self._tasks_created.add(1, {"tool": tool})
 
-    def workflow_failing(self, tool: str, kind: str) -> None:
-        self._failing.add(1, {"tool": tool, "kind": kind})
-
     def subscribers_changed(self, delta: int) -> None:
         self._subscriber_count = max(0, self._subscriber_count + delta)
         self._subscribers.set(self._subscriber_count)
+
+
+class WorkerMetrics:
+    """What a worker counts: its tasks' workflows that start failing, and those the failing-workflow policy ends.
+
+    Counted where the failure happens, when it happens, with no read of the task needed;
+    each series of failures once, by the worker that reported its first failure to Temporal.
+    """
+
+    def __init__(self, meter: MetricMeter | None = None) -> None:
+        meter = meter or MetricMeter.noop
+        self._failing = meter.create_counter(
+            "mcp_failing_workflows", "Tasks whose workflow task started failing, by tool and kind, once per series"
+        )
+        self._ended = meter.create_counter(
+            "mcp_failing_workflows_ended", "Tasks ended failed by the failing-workflow policy, by tool and kind"
+        )
+
+    def workflow_failing(self, tool: str, kind: str) -> None:
+        self._failing.add(1, {"tool": tool, "kind": kind})
+
+    def failing_workflow_ended(self, tool: str, kind: str) -> None:
+        self._ended.add(1, {"tool": tool, "kind": kind})
 
 
 def _method_label(method: str) -> str:

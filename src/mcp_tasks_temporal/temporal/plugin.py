@@ -1,63 +1,78 @@
 """`McpTasksPlugin`: an MCP app's tasks served by a Temporal worker its team already runs.
 
-    client = await Client.connect("localhost:7233", plugins=[McpTasksPlugin(app, task_queue="mcp-tasks/my-app")])
-    worker = Worker(client, task_queue="mcp-tasks/my-app", workflows=[TheirOwn], activities=[their_activity])
+    worker = Worker(
+        client,
+        task_queue="mcp-tasks/my-app",
+        workflows=[TheirOwn],
+        activities=[their_activity],
+        plugins=[McpTasksPlugin(tasks, app), *tasks.plugins],
+    )
 
-or, with the plugin on one worker only, `Worker(client, ..., plugins=[McpTasksPlugin(app)])`.
+`tasks` is the app's `TasksExtension`, `app` the `MCPServer` built with it. The plugin is
+temporalio's `SimplePlugin` with its own parameters: the data converter as a function of the
+team's (pydantic JSON, the codec and external storage when given), the worker interceptors
+(`plugin_interceptors`), and the workflow runner as a function of the team's (their sandbox with
+the modules a workflow may share with the server passed through, as temporalio's OpenTelemetry
+plugin does). Three hooks add what no parameter can say, each calling `super()` first:
 
-The app's own Temporal plugins (`TasksExtension.add_plugin`: pydantic-ai's, for a sub-agent) come
-with it: they configure the worker after the app's workflows are on it, since some register each
-workflow's own activities, and wrap its run inside the app's lifespan. Before a worker polls, its
-settings are compared with those the task queue's other processes recorded (`shared_settings`),
-and a worker that disagrees is refused with the one line that says why.
+- `configure_worker`: what goes on a worker depends on its task queue and its versioning. On the
+  queue the fronts start tasks on: the tool-task workflows, the task feed's shard workflow, the
+  tool activity and, when the app has Nexus tools, the reply service; on every queue, the app's
+  workflow tools that run there, with their activities.
+- `configure_replayer`: every workflow of the app, whatever queue it ran on.
+- `run_worker`: before a worker of the app's polls, the start-up checks (the namespace has the
+  search attributes the tasks write; its settings agree with the running processes of the queue),
+  refusing it with one line; while it runs, the app's lifespan around the tool activity and the
+  worker's settings held out to processes that start later (`shared_settings`). Not `run_context`,
+  which would also wrap the replayer and the workers of other queues: the app's lifespan may open
+  connections that only the tool activity needs.
 
-On the queue the fronts start tasks on, the plugin adds the tool-task workflows, the tool activity
-(entering the app's lifespan while the worker runs) and, when the app has Nexus tools, the reply
-service. On every queue it adds the app's workflow tools that run there with their activities, the
-interceptor that heartbeats their activities and relays their status lines, and the sandbox
-pass-through that lets a workflow share a module with the server. On the client and the replayer it
-sets the data converter (pydantic JSON, the codec and external storage when given), so `audit
---verify` replays with exactly what the worker ran.
+It changes no setting of the team's worker and starts no workflow. The app's own Temporal plugins
+(`TasksExtension.add_plugin`: pydantic-ai's, for a sub-agent) are the team's to give, after this
+one (`plugins=[McpTasksPlugin(tasks, app), *tasks.plugins]`): pydantic-ai's registers the
+activities of the agents it finds among the worker's workflows, so it must come after the
+workflows this plugin adds. A worker given them out of that order, or not at all, is warned about.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from contextlib import AsyncExitStack
 from datetime import timedelta
+from functools import partial
 from typing import Any, cast
 
 import temporalio.client
 import temporalio.worker
 from mcp.server.mcpserver import MCPServer
-from temporalio.client import ClientConfig, WorkflowHistory
 from temporalio.converter import DataConverter, ExternalStorage, PayloadCodec
 from temporalio.plugin import SimplePlugin
-from temporalio.service import ConnectConfig, ServiceClient
 from temporalio.worker import (
-    Replayer,
+    Interceptor,
     ReplayerConfig,
     Worker,
     WorkerConfig,
     WorkerDeploymentConfig,
-    WorkflowReplayResult,
+    WorkflowRunner,
 )
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
-from mcp_tasks_temporal.sdk_compat import activity_name, end_unstarted_worker, server_extensions
+from mcp_tasks_temporal.sdk_compat import activity_name, end_unstarted_worker
 from mcp_tasks_temporal.temporal.activities import ToolActivities
-from mcp_tasks_temporal.temporal.app_plugins import app_plugins
 from mcp_tasks_temporal.temporal.connection import data_converter
 from mcp_tasks_temporal.temporal.contract import RUN_TOOL_ACTIVITY
+from mcp_tasks_temporal.temporal.failure_watch import watch_failing_workflows
 from mcp_tasks_temporal.temporal.nexus_reply import ReplyService
 from mcp_tasks_temporal.temporal.nexus_tools import NexusToolOptions
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits
-from mcp_tasks_temporal.temporal.sandbox import app_module_passthrough, passthrough_modules
-from mcp_tasks_temporal.temporal.shared_settings import SharedSettings, check_shared_settings
+from mcp_tasks_temporal.temporal.sandbox import passthrough_modules
+from mcp_tasks_temporal.temporal.search_attributes import require_on
+from mcp_tasks_temporal.temporal.shared_settings import SharedSettings, announce_settings, check_shared_settings
 from mcp_tasks_temporal.temporal.task_interceptor import TaskInterceptor
-from mcp_tasks_temporal.temporal.workflow_tools import WorkflowToolOptions, WorkflowToolRegistry, workflow_definition
+from mcp_tasks_temporal.temporal.tool_registry import TaskToolRegistry
+from mcp_tasks_temporal.temporal.workflow_tools import WorkflowToolOptions, workflow_definition
 from mcp_tasks_temporal.temporal.workflows import (
     AutoUpgradeToolTaskWorkflow,
     PinnedToolTaskWorkflow,
@@ -77,32 +92,53 @@ ENGINE_WORKFLOWS: frozenset[type] = frozenset(
     {*TOOL_TASK_WORKFLOWS, *VERSIONED_TOOL_TASK_WORKFLOWS, NexusQuestionWorkflow, TaskFeedWorkflow}
 )
 
-_RunReplayer = Callable[
-    [Replayer, AsyncIterator[WorkflowHistory]], AbstractAsyncContextManager[AsyncIterator[WorkflowReplayResult]]
-]
+STATUS_STALENESS_HINT = timedelta(seconds=5)
+"""A worker whose heartbeat throttle lets a tool's status lines lag more than this says so once at start."""
+
+
+def plugin_interceptors(tasks: TaskToolRegistry) -> list[Interceptor]:
+    """Every worker interceptor `McpTasksPlugin` adds, in the order they wrap the team's.
+
+    `TaskInterceptor`: heartbeats for the activities of the app's workflow tools, relays their
+    status lines and questions to the workflow, and warns of one started without a heartbeat timeout.
+    """
+    options = list(tasks.workflow_tools.values())
+    return [
+        TaskInterceptor(
+            workflow_types=[workflow_definition(w).name for w in _workflow_classes(options)],
+            # The tool activity heartbeats by itself, with the tool's status as details.
+            activity_types=[name for name in map(_activity_name, _activities(options)) if name != RUN_TOOL_ACTIVITY],
+        )
+    ]
 
 
 class McpTasksPlugin(SimplePlugin):
-    """Serves `app`'s tasks from any worker it is given to, beside the worker's own workflows.
+    """Serves an app's tasks from any worker it is given to, beside the worker's own workflows.
 
     Args:
-        app: The `MCPServer` whose tools and workflow tools the fronts expose as tasks.
+        tasks: The app's `TasksExtension`: its task tools, workflow tools and Nexus tools.
+        app: The `MCPServer` built with `tasks`, whose tools the tool activity runs under its lifespan.
         task_queue: The queue the fronts start tool tasks on. Tool tasks, the tool activity and the
             Nexus reply service go only on a worker of this queue; workflow tools go on the queue they
             name (this one by default). None: every worker the plugin configures is that queue's.
-        codec: The payload codec every process of the namespace shares (`--codec-key`).
-        external_storage: Where payloads over the storage threshold go (`--payload-storage`).
+        codec: The payload codec every process of the namespace shares (`--codec-key`); set on the
+            client and the replayer the plugin is given to.
+        external_storage: Where payloads over the storage threshold go (`--payload-storage`); likewise.
         payload_limits: How large a tool's result may be (Temporal's default limit if None).
-        keepalive_s: Heartbeat period of a running tool; a cancel reaches it within about this long.
-        status_freshness_s: How stale a status line may be when `tasks/get` reads it: the worker's
-            heartbeat throttle is lowered to this, never raised.
-        check_settings: Compare the worker's payload storage, codec keys and versioning with the
-            task queue's record before it polls (`shared_settings`), and refuse it when they
-            disagree. False where the process compared them itself (the `worker` and `dev` commands).
+        keepalive_s: Heartbeat period of a running tool; a cancel reaches it within about this long
+            once the worker's heartbeat throttle lets the heartbeat through.
+        passthrough: Modules, beyond `mcp` and this package's, that the app's workflow tools share
+            with the server and that Temporal's sandbox must pass through.
+        check_search_attributes: Refuse a worker of the app's whose namespace lacks the search
+            attributes task workflows write (`search_attributes.require_on`).
+        check_settings: Refuse a worker of the app's whose payload storage, codec keys or versioning
+            disagree with a running process of the fronts' queue, and hold its own out to those that
+            start later (`shared_settings`). False where the process did both itself (`worker`, `dev`).
     """
 
     def __init__(
         self,
+        tasks: TaskToolRegistry,
         app: MCPServer[Any],
         *,
         task_queue: str | None = None,
@@ -110,46 +146,39 @@ class McpTasksPlugin(SimplePlugin):
         external_storage: ExternalStorage | None = None,
         payload_limits: PayloadLimits | None = None,
         keepalive_s: float = 2.0,
-        status_freshness_s: float = 1.0,
+        passthrough: Sequence[str] = (),
+        check_search_attributes: bool = True,
         check_settings: bool = True,
     ) -> None:
+        self.tasks = tasks
         self.app = app
         self.task_queue = task_queue
         self.codec = codec
         self.external_storage = external_storage
         self.payload_limits = payload_limits
         self.keepalive_s = keepalive_s
-        self.status_freshness = timedelta(seconds=status_freshness_s)
+        self.passthrough = tuple(passthrough)
+        self.check_search_attributes = check_search_attributes
         self.check_settings = check_settings
-        super().__init__(PLUGIN_NAME, data_converter=self._data_converter)  # pyright: ignore[reportUnknownMemberType]
+        super().__init__(  # pyright: ignore[reportUnknownMemberType]
+            PLUGIN_NAME,
+            data_converter=self._data_converter,
+            interceptors=plugin_interceptors(tasks),
+            workflow_runner=self._workflow_runner,
+        )
 
-    def configure_client(self, config: ClientConfig) -> ClientConfig:
-        config = super().configure_client(config)
-        # One the client was given itself (by name, as `ClientPart` too) configures it already.
-        present = {plugin.name() for plugin in config.get("plugins", []) if plugin is not self}
-        for plugin in app_plugins(self.app):
-            if isinstance(plugin, temporalio.client.Plugin) and plugin.name() not in present:
-                config = plugin.configure_client(config)
-        return config
-
-    async def connect_service_client(
-        self, config: ConnectConfig, next: Callable[[ConnectConfig], Awaitable[ServiceClient]]
-    ) -> ServiceClient:
-        chained = next
-        for plugin in reversed(app_plugins(self.app)):
-            if isinstance(plugin, temporalio.client.Plugin):
-                chained = _chain_connect(plugin, chained)
-        return await chained(config)
+    # -- what no parameter can say ------------------------------------------------------
 
     def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
+        """Add the app's workflows, activities and Nexus services that run on this worker's queue."""
         config = super().configure_worker(config)
-        values = cast("dict[str, Any]", config)
+        values = _values(config)
         queue: str = values.get("task_queue") or ""
-        tools, own_activities = workflow_tools_on(self.app, queue, default_queue=self.task_queue or queue)
-        workflows: list[type] = list(tools)
-        activities: list[Callable[..., Any]] = list(own_activities)
+        tools = self._tools_on(queue)
+        workflows = list(_workflow_classes(tools))
+        activities = _activities(tools)
         if self._serves_tool_tasks(queue):
-            deployment = values.get("deployment_config")
+            deployment: WorkerDeploymentConfig | None = values.get("deployment_config")
             versioned = deployment is not None and deployment.use_worker_versioning
             workflows[:0] = VERSIONED_TOOL_TASK_WORKFLOWS if versioned else TOOL_TASK_WORKFLOWS
             # The task feed's shards run beside the tasks that publish to them.
@@ -158,114 +187,62 @@ class McpTasksPlugin(SimplePlugin):
                 self.app, None, keepalive_s=self.keepalive_s, payload_limits=self.payload_limits
             )
             activities.insert(0, tool_activities.run_tool)
-            if self._has_nexus_tools():
+            if any(isinstance(options, NexusToolOptions) for options in self.tasks.workflow_tools.values()):
                 # Handler workflows of Nexus tools report status and ask through the reply endpoint,
                 # which targets this queue.
                 workflows.append(NexusQuestionWorkflow)
                 values["nexus_service_handlers"] = [*(values.get("nexus_service_handlers") or []), ReplyService()]
-            for key in ("max_heartbeat_throttle_interval", "default_heartbeat_throttle_interval"):
-                current: timedelta | None = values.get(key)
-                values[key] = self.status_freshness if current is None else min(current, self.status_freshness)
-        _extend(values, "workflows", workflows)
-        _extend(values, "activities", activities)
-        values["interceptors"] = [*(values.get("interceptors") or []), _interceptor(tools, own_activities)]
-        values["workflow_runner"] = _with_passthrough(values.get("workflow_runner"), tools)
-        # Last, so that they see the app's workflows: pydantic-ai's registers the activities of the
-        # agents a workflow declares.
-        for plugin in self._app_worker_plugins(values, warn=True):
-            config = plugin.configure_worker(config)
+        values["workflows"] = _appended(values.get("workflows"), workflows)
+        values["activities"] = _appended(values.get("activities"), activities)
+        if workflows:
+            # The runners stay the team's, each wrapped to see a task's workflow task fail (failure_watch).
+            watch_failing_workflows(values, self.tasks)
+            self._warn_about_app_plugins(values)
         return config
 
     def configure_replayer(self, config: ReplayerConfig) -> ReplayerConfig:
+        """Add every workflow of the app, whichever queue it ran on."""
         config = super().configure_replayer(config)
-        values = cast("dict[str, Any]", config)
-        options = workflow_tool_options(self.app)
-        tools = list(dict.fromkeys(option.workflow_class for option in options))
-        activities = _distinct(fn for option in options for fn in option.activities)
+        values = _values(config)
+        tools = list(self.tasks.workflow_tools.values())
         # A versioned type replays as its unversioned twin: versioning changes routing, not commands.
-        _extend(values, "workflows", [*TOOL_TASK_WORKFLOWS, NexusQuestionWorkflow, TaskFeedWorkflow, *tools])
-        values["interceptors"] = [*(values.get("interceptors") or []), _interceptor(tools, activities)]
-        values["workflow_runner"] = _with_passthrough(values.get("workflow_runner"), tools)
-        for plugin in app_plugins(self.app):
-            if isinstance(plugin, temporalio.worker.Plugin):
-                config = plugin.configure_replayer(config)
+        engine = [*TOOL_TASK_WORKFLOWS, NexusQuestionWorkflow, TaskFeedWorkflow]
+        values["workflows"] = _appended(values.get("workflows"), [*engine, *_workflow_classes(tools)])
         return config
 
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
-        """Refuse a worker whose settings disagree; else run it under the app's lifespan and plugins.
+        """Check before the worker polls, then run it under the app's lifespan, its settings held out."""
+        await super().run_worker(worker, partial(self._run, next=next))
 
-        The app's lifespan is entered once per worker that runs its tools, as once per front.
-        """
-        active = cast("dict[str, Any]", worker.config(active_config=True))
-        if self.check_settings and self._serves_anything(active):
-            try:
-                await self._agree_on_settings(active)
-            except BaseException:
-                # Nothing polled yet: the worker ends here, as if it had run and stopped.
-                await end_unstarted_worker(worker)
-                raise
-        chained = next
-        for plugin in reversed(self._app_worker_plugins(active)):
-            chained = _chain_run(plugin, chained)
-        tool_activities = _tool_activities(active.get("activities") or [])
-        if tool_activities is None:
-            await chained(worker)
-            return
-        async with ToolActivities.lifespan(self.app) as state:
-            tool_activities.lifespan_state = state
-            await chained(worker)
-
-    @asynccontextmanager
-    async def run_replayer(
-        self,
-        replayer: Replayer,
-        histories: AsyncIterator[WorkflowHistory],
-        next: _RunReplayer,
-    ) -> AsyncGenerator[AsyncIterator[WorkflowReplayResult]]:
-        chained = next
-        for plugin in reversed(app_plugins(self.app)):
-            if isinstance(plugin, temporalio.worker.Plugin):
-                chained = _chain_replay(plugin, chained)
-        async with chained(replayer, histories) as results:
-            yield results
-
-    def _app_worker_plugins(self, config: dict[str, Any], *, warn: bool = False) -> list[temporalio.worker.Plugin]:
-        """The app's plugins this worker does not already have from its client or its own list."""
-        client: temporalio.client.Client | None = config.get("client")
-        from_client: Sequence[object] = client.config().get("plugins", []) if client is not None else []
-        own: Sequence[object] = config.get("plugins") or []
-        names = {plugin.name() for plugin in (*from_client, *own) if isinstance(plugin, temporalio.worker.Plugin)}
-        ours = [plugin for plugin in app_plugins(self.app) if isinstance(plugin, temporalio.worker.Plugin)]
-        given = sorted(plugin.name() for plugin in ours if plugin.name() in names)
-        if warn and given:
-            logger.warning(
-                "the app's Temporal plugins %s were given to this worker or its client as well: they configured it "
-                "before McpTasksPlugin added the app's workflows, so a sub-agent's activities may be missing; "
-                "give only McpTasksPlugin(app), which brings them",
-                ", ".join(given),
-            )
-        return [plugin for plugin in ours if plugin.name() not in names]
-
-    async def _agree_on_settings(self, config: dict[str, Any]) -> None:
-        """As `worker` does at start: compare with the fronts' queue's record, or write it first.
-
-        The settings are the ones the worker will read and write with: its client's converter.
-        """
-        client: temporalio.client.Client = config["client"]
-        deployment: WorkerDeploymentConfig | None = config.get("deployment_config")
-        versioned = deployment is not None and deployment.use_worker_versioning
-        name = deployment.version.deployment_name if deployment is not None and versioned else ""
-        mine = SharedSettings.of_converter("worker", client.data_converter, name)
-        await check_shared_settings(client, self.task_queue or config.get("task_queue") or "", mine)
-
-    def _serves_anything(self, config: dict[str, Any]) -> bool:
-        """Whether the plugin put anything of the app's on this worker (one of another queue may get nothing)."""
+    async def _run(self, worker: Worker, *, next: Callable[[Worker], Awaitable[None]]) -> None:
+        config = _values(worker.config(active_config=True))
         queue: str = config.get("task_queue") or ""
-        return self._serves_tool_tasks(queue) or bool(
-            workflow_tools_on(self.app, queue, default_queue=self.task_queue or queue)[0]
-        )
+        if not (self._serves_tool_tasks(queue) or self._tools_on(queue)):
+            await next(worker)  # a worker of another queue, with nothing of the app's on it
+            return
+        client: temporalio.client.Client = config["client"]
+        mine = self._settings(config)
+        try:
+            await self._start_up_checks(client, self._fronts_queue(queue), mine)
+        except BaseException:
+            # Nothing polled yet: the worker ends here, as if it had run and stopped.
+            await end_unstarted_worker(worker)
+            raise
+        tool_activities = _tool_activities(config.get("activities") or [])
+        if tool_activities is not None:
+            _say_how_fresh_status_lines_are(config, self.tasks)
+        async with AsyncExitStack() as stack:
+            if self.check_settings:
+                await stack.enter_async_context(announce_settings(client, self._fronts_queue(queue), mine))
+            if tool_activities is not None:
+                # Entered once per worker that runs the app's tools, as once per front.
+                tool_activities.lifespan_state = await stack.enter_async_context(ToolActivities.lifespan(self.app))
+            await next(worker)
+
+    # -- the parameters' functions ------------------------------------------------------
 
     def _data_converter(self, existing: DataConverter | None) -> DataConverter:
+        """The team's converter with what every process of the namespace must share; pydantic JSON for none."""
         converter = data_converter(self.codec, self.external_storage)
         if existing is None or existing is DataConverter.default:
             return converter
@@ -280,59 +257,113 @@ class McpTasksPlugin(SimplePlugin):
             changes.update(external_storage=self.external_storage)
         return dataclasses.replace(existing, **changes) if changes else existing
 
+    def _workflow_runner(self, runner: WorkflowRunner | None) -> WorkflowRunner:
+        """The team's sandbox with the modules a workflow may share with the server passed through.
+
+        A runner that is not Temporal's sandbox (an unsandboxed one, say) is the team's choice and stays.
+        """
+        if runner is None:
+            raise ValueError("No WorkflowRunner provided to McpTasksPlugin.")
+        if not isinstance(runner, SandboxedWorkflowRunner):
+            return runner
+        restrictions = runner.restrictions.with_passthrough_modules(*passthrough_modules(), *self.passthrough)
+        return dataclasses.replace(runner, restrictions=restrictions)
+
+    # -- start-up -----------------------------------------------------------------------
+
+    async def _start_up_checks(self, client: temporalio.client.Client, queue: str, mine: SharedSettings) -> None:
+        if self.check_search_attributes:
+            await require_on(
+                client,
+                address=client.service_client.config.target_host,
+                namespace=client.namespace,
+                fix=" (or McpTasksPlugin(..., check_search_attributes=False) to run tasks without them)",
+            )
+        if self.check_settings:
+            await check_shared_settings(client, queue, mine)
+
+    def _settings(self, config: dict[str, Any]) -> SharedSettings:
+        """What this worker reads and writes with (its client's converter) and its versioning."""
+        client: temporalio.client.Client = config["client"]
+        deployment: WorkerDeploymentConfig | None = config.get("deployment_config")
+        versioned = deployment is not None and deployment.use_worker_versioning
+        name = deployment.version.deployment_name if deployment is not None and versioned else ""
+        return SharedSettings.of_converter("worker", client.data_converter, name)
+
+    def _fronts_queue(self, queue: str) -> str:
+        """Whose settings a worker shares: those of the fronts' queue, whichever queue it polls."""
+        return self.task_queue or queue
+
+    def _warn_about_app_plugins(self, config: dict[str, Any]) -> None:
+        """The app's plugins must configure the worker after this one: one missing or before it is named."""
+        client: temporalio.client.Client = config["client"]
+        given: list[object] = [*client.config().get("plugins", []), *(config.get("plugins") or [])]
+        chain = [plugin for plugin in given if isinstance(plugin, temporalio.worker.Plugin)]
+        names = [plugin.name() for plugin in chain]
+        mine = names.index(PLUGIN_NAME) if PLUGIN_NAME in names else -1
+        for plugin in self.tasks.plugins:
+            if not isinstance(plugin, temporalio.worker.Plugin):
+                continue
+            name = plugin.name()
+            if name not in names:
+                logger.warning(
+                    "the app's Temporal plugin %s is not on this worker (task queue %s): give it after McpTasksPlugin,"
+                    " plugins=[McpTasksPlugin(tasks, app), *tasks.plugins]",
+                    name,
+                    config.get("task_queue"),
+                )
+            elif names.index(name) < mine:
+                logger.warning(
+                    "the app's Temporal plugin %s configures this worker before McpTasksPlugin adds the app's workflows"
+                    " (it is on the client, or earlier in the list): give it after McpTasksPlugin,"
+                    " plugins=[McpTasksPlugin(tasks, app), *tasks.plugins]",
+                    name,
+                )
+
+    def _tools_on(self, queue: str) -> list[WorkflowToolOptions]:
+        default_queue = self.task_queue or queue
+        return [
+            options for options in self.tasks.workflow_tools.values() if (options.task_queue or default_queue) == queue
+        ]
+
     def _serves_tool_tasks(self, queue: str) -> bool:
         return self.task_queue is None or queue == self.task_queue
 
-    def _has_nexus_tools(self) -> bool:
-        return any(isinstance(options, NexusToolOptions) for options in workflow_tool_options(self.app))
 
+def _say_how_fresh_status_lines_are(config: dict[str, Any], tasks: TaskToolRegistry) -> None:
+    """Once at start: how stale a running tool's status line (and how late a cancel) may be on this worker.
 
-def workflow_tool_options(app: MCPServer[Any]) -> list[WorkflowToolOptions]:
-    """The app's workflow tools, as its `TasksExtension` registered them."""
-    for extension in server_extensions(app):
-        if isinstance(extension, WorkflowToolRegistry):
-            return list(extension.workflow_tools.values())
-    return []
-
-
-def workflow_tools_on(
-    app: MCPServer[Any], task_queue: str, *, default_queue: str
-) -> tuple[list[type], list[Callable[..., Any]]]:
-    """The workflow classes and activities of the app's workflow tools that run on `task_queue`."""
-    here = [options for options in workflow_tool_options(app) if (options.task_queue or default_queue) == task_queue]
-    workflows = list(dict.fromkeys(options.workflow_class for options in here))
-    return workflows, _distinct(fn for options in here for fn in options.activities)
-
-
-def _distinct(activities: Iterable[Callable[..., Any]]) -> list[Callable[..., Any]]:
-    """Two tools may share an activity; a worker refuses the same activity twice."""
-    return list(dict.fromkeys(activities))
-
-
-def _extend(values: dict[str, Any], key: str, added: Sequence[Any]) -> None:
-    present = list(values.get(key) or [])
-    values[key] = [*present, *(item for item in added if item not in present)]
-
-
-def _interceptor(tools: Sequence[type], activities: Sequence[Callable[..., Any]]) -> TaskInterceptor:
-    return TaskInterceptor(
-        workflow_types=[workflow_definition(w).name for w in tools],
-        # The tool activity heartbeats by itself, with the tool's status as details.
-        activity_types=[name for name in map(_activity_name, activities) if name != RUN_TOOL_ACTIVITY],
-    )
-
-
-def _with_passthrough(runner: Any, tools: Sequence[type]) -> Any:
-    """The team's sandbox with the modules a workflow tool shares with its server passed through.
-
-    A runner that is not Temporal's sandbox (an unsandboxed one, say) is the team's choice and stays.
+    Temporal sends an activity's heartbeats at most once per `min(max_heartbeat_throttle_interval,
+    0.8 x heartbeat_timeout)`; the worker's throttle is the team's to choose.
     """
-    extra = (*passthrough_modules(), *app_module_passthrough(tools))
-    if runner is None:
-        runner = SandboxedWorkflowRunner()
-    if not isinstance(runner, SandboxedWorkflowRunner):
-        return runner
-    return dataclasses.replace(runner, restrictions=runner.restrictions.with_passthrough_modules(*extra))
+    throttle: timedelta = config.get("max_heartbeat_throttle_interval") or timedelta(seconds=60)
+    lag = min(throttle, timedelta(seconds=tasks.default_activity.heartbeat_timeout_s * 0.8))
+    if lag > STATUS_STALENESS_HINT:
+        logger.info(
+            "a running tool's status line reaches tasks/get, and a cancel the tool, up to %.0f s late on this worker"
+            " (Temporal's heartbeat throttle); Worker(..., max_heartbeat_throttle_interval=timedelta(seconds=1))"
+            " makes it about a second",
+            lag.total_seconds(),
+        )
+
+
+def _values(config: WorkerConfig | ReplayerConfig) -> dict[str, Any]:
+    """The config as the plain dict it is: temporalio types a few of its values loosely (`Sequence[Callable]`)."""
+    return cast("dict[str, Any]", config)
+
+
+def _workflow_classes(options: Iterable[WorkflowToolOptions]) -> list[type]:
+    return list(dict.fromkeys(option.workflow_class for option in options))
+
+
+def _activities(options: Iterable[WorkflowToolOptions]) -> list[Callable[..., Any]]:
+    """Two tools may share an activity; a worker refuses the same activity twice."""
+    return list(dict.fromkeys(fn for option in options for fn in option.activities))
+
+
+def _appended(present: Sequence[Any] | None, added: Iterable[Any]) -> list[Any]:
+    kept = list(present or [])
+    return [*kept, *(item for item in added if item not in kept)]
 
 
 def _tool_activities(activities: Sequence[Callable[..., Any]]) -> ToolActivities | None:
@@ -341,25 +372,6 @@ def _tool_activities(activities: Sequence[Callable[..., Any]]) -> ToolActivities
         if isinstance(owner, ToolActivities):
             return owner
     return None
-
-
-def _chain_connect(
-    plugin: temporalio.client.Plugin, next: Callable[[ConnectConfig], Awaitable[ServiceClient]]
-) -> Callable[[ConnectConfig], Awaitable[ServiceClient]]:
-    return lambda config: plugin.connect_service_client(config, next)
-
-
-def _chain_run(
-    plugin: temporalio.worker.Plugin, next: Callable[[Worker], Awaitable[None]]
-) -> Callable[[Worker], Awaitable[None]]:
-    return lambda worker: plugin.run_worker(worker, next)
-
-
-def _chain_replay(plugin: temporalio.worker.Plugin, next: _RunReplayer) -> _RunReplayer:
-    def run(replayer: Replayer, histories: AsyncIterator[WorkflowHistory]) -> Any:
-        return plugin.run_replayer(replayer, histories, next)
-
-    return run
 
 
 def _activity_name(fn: Callable[..., Any]) -> str:

@@ -64,6 +64,8 @@ class TaskRun:
 
     reporter: StatusReporter = field(default_factory=StatusReporter)
     workflow_id: str = ""
+    round: int = 0
+    """The task's round the tool runs (a round ends at each question the tool returns): its step."""
     client_capabilities: Any = None
     """The creating request's `clientCapabilities` (raw JSON)."""
     held_by_front: bool = False
@@ -96,6 +98,11 @@ def set_status(message: str) -> None:
 
 
 def progress_message(progress: float, total: float | None, message: str | None) -> str:
-    """Render an MCP progress report (`ctx.report_progress`) as a status line."""
-    amount = f"{progress:g}/{total:g}" if total else f"{progress:g}"
-    return f"{message} ({amount})" if message else f"Progress {amount}"
+    """Render an MCP progress report (`ctx.report_progress`) as a status line a person reads as written.
+
+    `compiling (2/6)`, or `2 of 6 done` without a message; a report without a total (its
+    unit unknown, its end open) says what it has: `indexing (40 so far)`, `40 done so far`.
+    """
+    if total:
+        return f"{message} ({progress:g}/{total:g})" if message else f"{progress:g} of {total:g} done"
+    return f"{message} ({progress:g} so far)" if message else f"{progress:g} done so far"

@@ -8,6 +8,10 @@ sets them at start only where the namespace has them, and the workflow keeps
 start attributes are the durable record of whether they are enabled.
 `McpOwner` is the owner key (a hash), never the raw principal.
 
+A front without them starts and says how to register them (`check_namespace`);
+a worker, which writes `McpStatus`, refuses to start until they are registered
+(`require_on`), with the command that registers them.
+
 Safe to import in the workflow sandbox (temporalio and stdlib only).
 """
 
@@ -71,11 +75,12 @@ def dev_server_flags() -> list[str]:
 
 
 def create_command(missing: Iterable[str], *, address: str, namespace: str) -> str:
-    """The exact `temporal` CLI command that registers the `missing` attributes."""
-    names = " ".join(f"--name {name}" for name in missing)
-    return (
-        f"temporal operator search-attribute create --address {address} --namespace {namespace} {names} --type Keyword"
-    )
+    """The exact `temporal` CLI command that registers the `missing` attributes.
+
+    One `--type` per `--name`: given one `--type` for several names, the CLI creates the first only.
+    """
+    names = " ".join(f"--name {name} --type Keyword" for name in missing)
+    return f"temporal operator search-attribute create --address {address} --namespace {namespace} {names}"
 
 
 async def missing_on(client: Client, *, namespace: str) -> list[str] | None:
@@ -91,6 +96,25 @@ async def missing_on(client: Client, *, namespace: str) -> list[str] | None:
         logger.warning("could not list the search attributes of namespace %s: %s", namespace, err.message)
         return None
     return [name for name in NAMES if name not in response.custom_attributes]
+
+
+class SearchAttributesMissing(ValueError):
+    """The namespace lacks search attributes the worker writes; the message holds the command that creates them."""
+
+
+async def require_on(client: Client, *, address: str, namespace: str, fix: str = "") -> None:
+    """Refuse a worker whose namespace lacks the attributes; one that cannot be asked starts, with a warning.
+
+    Raises:
+        SearchAttributesMissing: one line naming what is missing and the command that registers it (then `fix`).
+    """
+    missing = await missing_on(client, namespace=namespace)
+    if not missing:  # None: it could not be asked, which `missing_on` logged; the check is no reason not to start
+        return
+    raise SearchAttributesMissing(
+        f"namespace {namespace} lacks the search attributes {', '.join(missing)} that task workflows write; "
+        f"register them with `{create_command(missing, address=address, namespace=namespace)}`{fix}"
+    )
 
 
 async def check_namespace(client: Client, *, address: str, namespace: str, role: str) -> bool:

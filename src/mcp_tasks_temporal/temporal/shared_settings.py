@@ -1,48 +1,64 @@
-"""What every process serving one task queue must agree on, checked when each starts.
+"""What every process serving one task queue must agree on, checked against the running ones when each starts.
 
 A front without the workers' payload storage cannot read a large result (TMPRL1105 on the
 first `tasks/get` of it); a process whose codec keys cannot open what the others seal fails
 on the first task it reads; a versioned worker beside an unversioned one splits the queue.
-Each of those shows late, on a client's request. So the first process of a task queue
-records its settings in Temporal itself, and every later one compares at start and refuses
-with one line naming the setting and the process it disagrees with.
+Each of those shows late, on a client's request. So every process says what it holds for as
+long as it runs, and every process compares at start with those running, refusing with one
+line naming the setting and the running process it disagrees with.
 
-The record is the memo of a workflow that never runs (`mcp-tasks-settings/<task queue>`, on
-a queue no worker polls), written without the codec so that any process can read it. A
-change every process agrees to (a codec key added, moved first) replaces the record with the
-newer settings, so key rotation rolls as before. A deliberate change of storage or versioning
-starts from an empty record: terminate it (the refusal prints the command).
+What a process holds is the identity of one long poll it keeps open on a task queue of its
+own kind, `mcp-tasks-settings/<task queue>`, where no workflow ever runs (`announce_settings`).
+Temporal lists a queue's pollers with the time each last polled (`DescribeTaskQueue`) and
+forgets one that stops, so the check is that one call (`check_shared_settings`): nothing is
+written, no workflow runs, and a process that stopped is no longer named once `LIVE_WITHIN_S`
+have passed. A deliberate change of storage or versioning needs nothing more than stopping the
+processes that hold the old setting; key rotation rolls as it always did (a key added, moved
+first, the old one dropped: each step agrees with the one before).
+
+Two processes that start within a second of each other with settings that disagree may both
+start; the check is a safeguard at start, not a lock.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import socket
+import time
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
-from typing import Final
+from datetime import timedelta
+from typing import Any, Final
 
-from temporalio.client import Client, WorkflowExecutionStatus
-from temporalio.common import WorkflowIDConflictPolicy
+import anyio
+from temporalio.api.enums.v1 import TaskQueueKind, TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest, PollWorkflowTaskQueueRequest
+from temporalio.client import Client
 from temporalio.converter import DataConverter, ExternalStorage, PayloadCodec
-from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_tasks_temporal.temporal.codec import AesGcmCodec
-from mcp_tasks_temporal.temporal.contract import as_object
 from mcp_tasks_temporal.temporal.payload_storage import ReadFailuresNamed, StorageSettings
 
 logger = logging.getLogger(__name__)
 
-RECORD_PREFIX: Final = "mcp-tasks-settings/"
-RECORD_QUEUE: Final = "mcp-tasks-settings"
-"""No worker polls it: the record's workflow never runs, its memo is all it is for."""
-RECORD_TYPE: Final = "mcp_tasks.SharedSettings"
-_MEMO_KEY: Final = "settings"
+SETTINGS_QUEUE_PREFIX: Final = "mcp-tasks-settings/"
+POLL_S: Final = 10.0
+"""How long each poll of a running process lasts: Temporal answers an empty one about a second early."""
+LIVE_WITHIN_S: Final = 30.0
+"""A process whose poll is older than this has stopped: three polls missed."""
+MAX_IDENTITY_CHARS: Final = 1000
+"""Temporal refuses a longer poller identity."""
+_CARD: Final = "mcp-tasks-settings"
+"""Marks an identity as a settings card (and its format's version)."""
 
 
 class SettingsDisagreement(ValueError):
-    """This process's settings do not match those the task queue's other processes recorded."""
+    """This process's settings do not match those a running process of the task queue holds."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +74,7 @@ class SharedSettings:
     deployment: str | None
     """The worker deployment a worker registers in ("" unversioned); None from a front, which does not know."""
     writer: str = ""
+    """Who holds them, as a disagreement names it: `worker pid 4242 on build-7`."""
 
     @classmethod
     def of(
@@ -83,65 +100,142 @@ class SharedSettings:
             writer=_writer(role),
         )
 
+    def card(self) -> str:
+        """These settings as a poller identity (`announce_settings`)."""
+        return json.dumps({_CARD: 1, **asdict(self)}, separators=(",", ":"), sort_keys=True)
+
+    @classmethod
+    def from_card(cls, identity: str) -> SharedSettings | None:
+        """The settings a poller's identity holds; None for any other poller (or a card of another format)."""
+        try:
+            value: Any = json.loads(identity)
+        except ValueError:
+            return None
+        if not isinstance(value, dict) or value.pop(_CARD, None) != 1:  # pyright: ignore[reportUnknownMemberType]
+            return None
+        try:
+            return cls(**value)  # pyright: ignore[reportUnknownArgumentType]
+        except TypeError:
+            return None
+
 
 def _writer(role: str) -> str:
     return f"{role} pid {os.getpid()} on {socket.gethostname()}"
 
 
-def record_id(task_queue: str) -> str:
-    return f"{RECORD_PREFIX}{task_queue}"
+def settings_queue(task_queue: str) -> str:
+    """The task queue whose pollers are the running processes of `task_queue`, each with its settings."""
+    return f"{SETTINGS_QUEUE_PREFIX}{task_queue}"
 
 
-async def check_shared_settings(client: Client, task_queue: str, mine: SharedSettings, *, owner: bool = False) -> None:
-    """Compare with the task queue's record, writing it when there is none.
-
-    `owner`: the process that starts the others on a Temporal of its own (`dev`) writes its
-    settings whatever the record said; the processes it starts, and any started beside them,
-    then compare with those.
+async def running_settings(
+    client: Client, task_queue: str, *, live_within_s: float = LIVE_WITHIN_S
+) -> list[SharedSettings]:
+    """The settings of the processes of `task_queue` running now: one `DescribeTaskQueue`.
 
     Raises:
-        SettingsDisagreement: one line naming the setting and the process it disagrees with.
+        RPCError: Temporal could not be asked.
     """
-    plain = Client(client.service_client, namespace=client.namespace, data_converter=DataConverter.default)
+    request = DescribeTaskQueueRequest(
+        namespace=client.namespace,
+        task_queue=TaskQueue(name=settings_queue(task_queue), kind=TaskQueueKind.TASK_QUEUE_KIND_NORMAL),
+        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    )
+    response = await client.workflow_service.describe_task_queue(request)
+    now = time.time()
+    running: list[SharedSettings] = []
+    for poller in response.pollers:
+        if now - poller.last_access_time.ToMicroseconds() / 1e6 > live_within_s:
+            continue
+        settings = SharedSettings.from_card(poller.identity)
+        if settings is not None:
+            running.append(settings)
+    return sorted(running, key=lambda settings: settings.writer)
+
+
+async def check_shared_settings(
+    client: Client, task_queue: str, mine: SharedSettings, *, live_within_s: float = LIVE_WITHIN_S
+) -> None:
+    """Compare `mine` with the settings of every process of `task_queue` running now.
+
+    Raises:
+        SettingsDisagreement: one line naming the setting and the running process it disagrees with.
+    """
     try:
-        await _agree(plain, task_queue, mine, owner=owner)
+        running = await running_settings(client, task_queue, live_within_s=live_within_s)
     except RPCError as err:
-        # A namespace not created yet (a front may start first), or no right to start workflows:
+        # A namespace not created yet (a front may start first), or no right to describe task queues:
         # the check is a safeguard, not a reason not to start.
         logger.warning("could not check the shared settings of task queue %s: %s", task_queue, err.message)
-
-
-async def _agree(client: Client, task_queue: str, mine: SharedSettings, *, owner: bool) -> None:
-    workflow_id = record_id(task_queue)
-    if owner:
-        await _write(client, workflow_id, mine, replace=True)
         return
-    for _ in range(3):  # another process may write it between our read and our write
-        theirs = await _read(client, workflow_id)
-        if theirs is None:
-            if await _write(client, workflow_id, mine, replace=False):
-                return
-            continue
+    for theirs in running:
         problem = disagreement(mine, theirs)
         if problem is not None:
             raise SettingsDisagreement(
-                f"{problem} (task queue {task_queue}, namespace {client.namespace}; for a deliberate change "
-                f"stop every process, then `temporal workflow terminate --workflow-id {workflow_id}`)"
+                f"{problem} (task queue {task_queue}, namespace {client.namespace}; stop that process, or start "
+                "this one with its settings)"
             )
-        merged = SharedSettings(
-            storage=mine.storage,
-            threshold=mine.threshold,
-            codec=mine.codec,
-            deployment=theirs.deployment if mine.deployment is None else mine.deployment,
-            writer=mine.writer,
+
+
+@asynccontextmanager
+async def announce_settings(
+    client: Client, task_queue: str, mine: SharedSettings, *, poll_s: float = POLL_S
+) -> AsyncGenerator[None]:
+    """Hold `mine` out to the processes of `task_queue` that start while this block runs.
+
+    One long poll at a time, on the settings queue, with the settings as its identity; Temporal
+    forgets it within `LIVE_WITHIN_S` of the block's end, however the process ends.
+    """
+    identity = mine.card()
+    if len(identity) > MAX_IDENTITY_CHARS:
+        logger.warning(
+            "the settings of this process are too long to hold out to the others of task queue %s (%d characters,"
+            " Temporal takes %d): they are not compared with them",
+            task_queue,
+            len(identity),
+            MAX_IDENTITY_CHARS,
         )
-        if (merged.codec, merged.deployment) != (theirs.codec, theirs.deployment):
-            await _write(client, workflow_id, merged, replace=True)
+        yield
         return
+    request = PollWorkflowTaskQueueRequest(
+        namespace=client.namespace,
+        task_queue=TaskQueue(name=settings_queue(task_queue), kind=TaskQueueKind.TASK_QUEUE_KIND_NORMAL),
+        identity=identity,
+    )
+    async with anyio.create_task_group() as group:
+        group.start_soon(_keep_polling, client, request, poll_s)
+        try:
+            yield
+        finally:
+            group.cancel_scope.cancel()
+
+
+async def _keep_polling(client: Client, request: PollWorkflowTaskQueueRequest, poll_s: float) -> None:
+    failing = False
+    while True:
+        try:
+            # No workflow runs on this queue: the poll's answer is always empty, its identity is the point.
+            await client.workflow_service.poll_workflow_task_queue(request, timeout=timedelta(seconds=poll_s))
+        except RPCError as err:
+            if err.status in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED):
+                continue  # the poll ran its course
+            if not failing:
+                logger.warning(
+                    "cannot hold out this process's settings on %s (%s); other processes starting now do not"
+                    " compare with them",
+                    request.task_queue.name,
+                    err.message,
+                )
+            failing = True
+            await anyio.sleep(poll_s)
+            continue
+        if failing:
+            logger.warning("this process's settings are held out on %s again", request.task_queue.name)
+        failing = False
 
 
 def disagreement(mine: SharedSettings, theirs: SharedSettings) -> str | None:
-    """What this process's settings contradict in the record, in one line; None when they fit."""
+    """What this process's settings contradict in another's, in one line; None when they fit."""
     this = f"this {mine.writer.split(' pid ', 1)[0] or 'process'}"
     if mine.storage != theirs.storage:
         return f"payload storage: {this} has {mine.storage}, {theirs.writer} has {theirs.storage}"
@@ -163,42 +257,6 @@ def disagreement(mine: SharedSettings, theirs: SharedSettings) -> str | None:
             f"{theirs.writer} runs {_deployment_text(theirs.deployment)}"
         )
     return None
-
-
-async def _read(client: Client, workflow_id: str) -> SharedSettings | None:
-    try:
-        description = await client.get_workflow_handle(workflow_id).describe()
-    except RPCError as err:
-        if err.status == RPCStatusCode.NOT_FOUND:
-            return None
-        raise
-    if description.status != WorkflowExecutionStatus.RUNNING:
-        return None  # terminated to start afresh
-    value = as_object((await description.memo()).get(_MEMO_KEY))
-    if not value:
-        return None
-    try:
-        return SharedSettings(**value)
-    except TypeError:  # a record another version of this package wrote: start afresh
-        return None
-
-
-async def _write(client: Client, workflow_id: str, settings: SharedSettings, *, replace: bool) -> bool:
-    """Whether the record is now ours; False when another process wrote one first."""
-    try:
-        await client.start_workflow(
-            RECORD_TYPE,
-            id=workflow_id,
-            task_queue=RECORD_QUEUE,
-            memo={_MEMO_KEY: asdict(settings)},
-            id_conflict_policy=WorkflowIDConflictPolicy.TERMINATE_EXISTING
-            if replace
-            else WorkflowIDConflictPolicy.FAIL,
-            static_summary="the settings every mcp-tasks-temporal process of this task queue shares",
-        )
-    except WorkflowAlreadyStartedError:
-        return False
-    return True
 
 
 def _storage_text(storage: StorageSettings) -> str:

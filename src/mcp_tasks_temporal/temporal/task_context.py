@@ -1,6 +1,6 @@
-"""`set_status`, `request_input` and `request_inputs`: one import for a tool, an activity and a workflow.
+"""`set_status`, `request_input(s)` and `idempotency_key`: one import for a tool, an activity and a workflow.
 
-    from mcp_tasks_temporal import request_input, set_status
+    from mcp_tasks_temporal import idempotency_key, request_input, set_status
 
 Each call does what fits where it runs:
 
@@ -19,6 +19,8 @@ activity-side modules, which need `mcp`, only when called in an activity.
 
 from __future__ import annotations
 
+import hashlib
+import uuid
 from collections.abc import Generator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -28,7 +30,7 @@ from temporalio import activity, workflow
 
 import mcp_tasks_temporal.temporal.workflow_api as workflow_side
 
-__all__ = ["request_input", "request_inputs", "set_status"]
+__all__ = ["idempotency_key", "request_input", "request_inputs", "set_status"]
 
 _in_tool_call: ContextVar[bool] = ContextVar("mcp_tasks_in_tool_call", default=False)
 
@@ -104,6 +106,46 @@ async def request_inputs(requests: Mapping[str, Any]) -> dict[str, dict[str, Any
 
         return await tool_inputs(requests)  # -32021: a synchronous call cannot be asked midway
     raise RuntimeError(_outside("request_input"))
+
+
+def idempotency_key() -> str:
+    """A key for the side effects of the step running now: the same on every retry of the step, new for any other.
+
+    Temporal runs a tool or an activity at least once: an attempt whose worker dies after
+    the side effect and before its completion is recorded, whose heartbeats stop, or that
+    fails or times out, is run again (docs/tools.md, "At least once"). Pass this key where
+    the side effect can be made once per key (a payment API's `Idempotency-Key`, an object
+    name, a unique column, a message's deduplication ID), so a repeated attempt finds its
+    own earlier effect instead of making a second one.
+
+    The step is, in a tool running as a task, the task's round (a round ends at each question
+    the tool returns, so a new round has a new key); in an activity of a workflow tool, that
+    activity of that workflow run. Two tasks never share a key. It is 32 hexadecimal
+    characters, derived by a one-way hash, so it reveals neither the task nor its owner.
+    In a tool called synchronously (not as a task), which nothing retries, it is new per call.
+
+    Raises:
+        RuntimeError: in workflow code (side effects belong in activities) or outside a tool and an activity.
+    """
+    if workflow.in_workflow():
+        raise RuntimeError(
+            "idempotency_key is for side effects, which belong in an activity: call it there, not in workflow code"
+        )
+    if activity.in_activity():
+        from mcp_tasks_temporal.temporal.progress import current_run
+
+        info = activity.info()
+        run = current_run()
+        if run is not None:
+            return _key(info.namespace, run.workflow_id, f"round {run.round}")
+        return _key(info.namespace, info.workflow_id or "", info.workflow_run_id or "", info.activity_id)
+    if _in_tool_call.get():
+        return uuid.uuid4().hex
+    raise RuntimeError(_outside("idempotency_key"))
+
+
+def _key(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
 
 
 def _outside(name: str) -> str:

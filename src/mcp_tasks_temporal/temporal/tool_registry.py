@@ -21,6 +21,7 @@ from typing import Any, Final, Literal, TypeVar, overload
 from mcp_tasks_temporal.temporal.capabilities import check_asks
 from mcp_tasks_temporal.temporal.contract import ActivityPolicy
 from mcp_tasks_temporal.temporal.deployment import Versioning, check_versioning
+from mcp_tasks_temporal.temporal.failing_policy import FailingWorkflowPolicy
 from mcp_tasks_temporal.temporal.fairness import check_priority
 from mcp_tasks_temporal.temporal.nexus_tools import NexusToolOptions
 from mcp_tasks_temporal.temporal.workflow_tools import WorkflowToolOptions
@@ -78,6 +79,9 @@ class ToolTaskOptions:
     priority: int | None = None
     """Temporal's task queue priority of the tool's tasks, 1 (highest) to 5 (lowest); `None` is 3.
     When workers are busy, higher-priority tasks start first, whoever asked for them."""
+    failing_workflow: FailingWorkflowPolicy | None | _Inherit = INHERIT
+    """When a task whose workflow task keeps failing is ended `failed` (`failing_policy`);
+    `None` keeps retrying until fixed code runs, Temporal's default."""
 
     def __post_init__(self) -> None:
         check_asks(self.asks)
@@ -100,10 +104,16 @@ class TaskToolRegistry:
     default_ttl_ms: int | None = DAY_MS
     default_poll_interval_ms: int = 1000
     default_activity: ActivityPolicy = field(default_factory=ActivityPolicy)
+    default_failing_workflow: FailingWorkflowPolicy | None = None
+    """The tools' `failing_workflow` unless they say otherwise; `None` keeps a failing workflow
+    retrying until fixed code runs (Temporal's default, docs/operations.md says why)."""
     _tools: dict[str, ToolTaskOptions] = field(default_factory=dict[str, ToolTaskOptions], init=False)
     _workflow_tools: dict[str, WorkflowToolOptions] = field(default_factory=dict[str, WorkflowToolOptions], init=False)
     _workflow_asks: dict[str, tuple[Asks, ...]] = field(default_factory=dict[str, tuple[Asks, ...]], init=False)
     _workflow_priorities: dict[str, int] = field(default_factory=dict[str, int], init=False)
+    _workflow_failing: dict[str, FailingWorkflowPolicy | None] = field(
+        default_factory=dict[str, "FailingWorkflowPolicy | None"], init=False
+    )
     _plugins: list[Any] = field(default_factory=list[Any], init=False)
     _call_checks: dict[str, Callable[[], str | None]] = field(
         default_factory=dict[str, Callable[[], "str | None"]], init=False
@@ -123,12 +133,14 @@ class TaskToolRegistry:
         asks: Sequence[Asks] = (),
         versioning: Versioning = "auto-upgrade",
         priority: int | None = None,
+        failing_workflow: FailingWorkflowPolicy | None | _Inherit = INHERIT,
     ) -> Callable[[_Fn], _Fn]:
         """Decorator: run this tool as a task. Stack it on either side of `@mcp.tool()`.
 
         Pass `name=` when the tool was registered under a name other than the function's.
         `versioning` says how a running task meets a deploy (see `ToolTaskOptions.versioning`).
         `priority` (1 highest .. 5 lowest) orders its tasks against other tools' when workers are busy.
+        `failing_workflow` ends its tasks `failed` when their workflow keeps failing (`FailingWorkflowPolicy`).
         """
         options = ToolTaskOptions(
             policy=policy,
@@ -140,6 +152,7 @@ class TaskToolRegistry:
             asks=tuple(asks),
             versioning=versioning,
             priority=priority,
+            failing_workflow=failing_workflow,
         )
 
         def decorate(target: _Fn) -> _Fn:
@@ -188,6 +201,7 @@ class TaskToolRegistry:
         asks: Sequence[Asks] = (),
         versioning: Versioning | None = None,
         priority: int | None = None,
+        failing_workflow: FailingWorkflowPolicy | None | _Inherit = INHERIT,
     ) -> _Workflow: ...
 
     @overload
@@ -205,6 +219,7 @@ class TaskToolRegistry:
         asks: Sequence[Asks] = (),
         versioning: Versioning | None = None,
         priority: int | None = None,
+        failing_workflow: FailingWorkflowPolicy | None | _Inherit = INHERIT,
     ) -> Callable[[_Workflow], _Workflow]: ...
 
     def workflow_tool(
@@ -221,6 +236,7 @@ class TaskToolRegistry:
         asks: Sequence[Asks] = (),
         versioning: Versioning | None = None,
         priority: int | None = None,
+        failing_workflow: FailingWorkflowPolicy | None | _Inherit = INHERIT,
     ) -> _Workflow | Callable[[_Workflow], _Workflow]:
         """Expose a `@workflow.defn` class as an MCP tool whose task **is** a run of that workflow.
 
@@ -238,9 +254,18 @@ class TaskToolRegistry:
         releases) finishes every task on the build it started on; `auto-upgrade` moves
         it to the new build, for a workflow whose changes are all `workflow.patched`.
         A class's own `@workflow.defn(versioning_behavior=...)` is the default instead.
+
+        `failing_workflow` ends its tasks `failed` when the workflow's code keeps failing
+        (a bug, a sandbox violation, non-determinism) instead of waiting for a fix
+        (`FailingWorkflowPolicy`; `None` waits, whatever the app-wide default says).
         """
         checked = ToolTaskOptions(
-            policy=policy, ttl_ms=ttl_ms, poll_interval_ms=poll_interval_ms, asks=tuple(asks), priority=priority
+            policy=policy,
+            ttl_ms=ttl_ms,
+            poll_interval_ms=poll_interval_ms,
+            asks=tuple(asks),
+            priority=priority,
+            failing_workflow=failing_workflow,
         )
 
         def register(target: _Workflow) -> _Workflow:
@@ -264,6 +289,8 @@ class TaskToolRegistry:
                 self._workflow_asks[options.name] = checked.asks
             if checked.priority is not None:
                 self._workflow_priorities[options.name] = checked.priority
+            if not isinstance(failing_workflow, _Inherit):
+                self._workflow_failing[options.name] = failing_workflow
             return target
 
         return register if workflow_class is None else register(workflow_class)
@@ -361,6 +388,15 @@ class TaskToolRegistry:
 
     def workflow_priority(self, tool_name: str) -> int | None:
         return self._workflow_priorities.get(tool_name)
+
+    def failing_workflow_for(self, tool_name: str) -> FailingWorkflowPolicy | None:
+        """When the tasks of `tool_name` are ended because their workflow keeps failing; `None`: never."""
+        tool_options = self._tools.get(tool_name)
+        if tool_options is not None:
+            chosen = tool_options.failing_workflow
+        else:
+            chosen = self._workflow_failing.get(tool_name, INHERIT)
+        return self.default_failing_workflow if isinstance(chosen, _Inherit) else chosen
 
     def asks_of(self, tool_name: str) -> tuple[Asks, ...]:
         """What the tool declared it will ask the client for."""

@@ -10,7 +10,6 @@ the tool only (`temporal/tool_execution.py`).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -172,7 +171,7 @@ class ToolCalls:
     ) -> dict[str, Any]:
         gateway = self._attached().gateway
         principal = authenticated_principal(ctx)
-        created_at_ms = int(time.time() * 1000)
+        created_at_ms = gateway.now_ms()
         # `options_for` resolved every inherited setting.
         assert options.ttl_ms is None or isinstance(options.ttl_ms, int)
         assert isinstance(options.poll_interval_ms, int)
@@ -296,7 +295,7 @@ class ToolCalls:
             args=workflow_args,
             task_queue=options.task_queue,
             envelope=envelope,
-            created_at_ms=int(time.time() * 1000),
+            created_at_ms=self._attached().gateway.now_ms(),
             ttl_ms=ttl_ms,
             poll_interval_ms=poll_ms,
             auto_upgrade=options.versioning == "auto-upgrade" and not options.declares_versioning,

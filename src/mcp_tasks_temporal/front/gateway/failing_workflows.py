@@ -8,9 +8,8 @@ reason is in the history's last `WorkflowTaskFailed` event (Temporal records the
 failure of a series, later attempts are transient). That event is read once per series
 and remembered, so a healthy task's read costs nothing more than its `describe`.
 
-Only what names the cause goes out: the kind of failure, the exception's type, and the
-replayer's or sandbox's own sentence; never a traceback or an exception's own message,
-which may carry data the workflow held.
+Only what names the cause goes out (`temporal/workflow_task_failures.py`, which the
+workers use too).
 """
 
 from __future__ import annotations
@@ -19,17 +18,13 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from mcp_tasks_temporal.front.gateway.history import WorkflowTaskFailedCause, last_workflow_task_failure
+from mcp_tasks_temporal.front.gateway.history import last_workflow_task_failure
+from mcp_tasks_temporal.temporal.workflow_task_failures import describe_failure
 
 if TYPE_CHECKING:
     from temporalio.api.workflow.v1 import PendingWorkflowTaskInfo
     from temporalio.client import Client
 
-SANDBOX_ERRORS: Final = frozenset({"RestrictedWorkflowAccessError", "RestrictedWorkflowAccessErrorGroup"})
-"""Exception types whose message names only what the workflow touched, never its data."""
-
-_NONDETERMINISM: Final = "Nondeterminism error: "
-_MAX_CAUSE: Final = 240
 _REMEMBERED: Final = 4096
 
 
@@ -54,25 +49,6 @@ def failing_since(pending: PendingWorkflowTaskInfo | None) -> int | None:
     if pending is None or pending.attempt < 2:
         return None
     return pending.original_scheduled_time.ToMilliseconds()
-
-
-def describe_failure(cause: int, error_type: str, message: str) -> tuple[str, str]:
-    """(kind, one-line cause) of a `WorkflowTaskFailed` event."""
-    if (
-        cause == WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR
-        or _NONDETERMINISM in message
-    ):
-        reason = message.split(_NONDETERMINISM, 1)[1] if _NONDETERMINISM in message else "history mismatch"
-        return "nondeterminism", _line(f"code changed under a running task ({reason})")
-    if error_type in SANDBOX_ERRORS:
-        first = message.split(". ", 1)[0].rstrip(".")
-        return "sandbox", _line(f"{error_type}: {first}")
-    return "exception", f"{error_type or 'an exception'} raised in workflow code (the worker's log has the traceback)"
-
-
-def _line(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= _MAX_CAUSE else text[: _MAX_CAUSE - 1] + "…"
 
 
 class FailingWorkflows:

@@ -19,8 +19,10 @@ from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 from temporalio.api.failure.v1 import Failure
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
-from temporalio.client import Client, WorkflowExecutionStatus
-from temporalio.exceptions import ApplicationError
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
+from temporalio.exceptions import ApplicationError, TerminatedError
+
+from mcp_tasks_temporal.temporal.failing_policy import error_of_termination
 
 CLOSE_STATUS: Final = {
     EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED: WorkflowExecutionStatus.COMPLETED,
@@ -80,11 +82,15 @@ async def changes(client: Client, workflow_id: str, run_id: str, *, after: int) 
     """The run's changes, then each new one as it is written: a long poll that adds no event.
 
     Events up to `after` (what the caller has already seen) come as `Change.NOTHING`, undecoded: each
-    still says the long poll works.
+    still says the long poll works. A close is never old news: a failing run's retries show as events
+    Temporal drops when the run closes, so its close event may reuse a number the caller has seen.
     """
     run = client.get_workflow_handle(workflow_id, run_id=run_id)
     async for event in run.fetch_history_events(wait_new_event=True):
-        yield await _change(client, event) if event.event_id > after else HistoryChange(event.event_id, Change.NOTHING)
+        if event.event_id > after or event.event_type in CLOSE_STATUS:
+            yield await _change(client, event)
+        else:
+            yield HistoryChange(event.event_id, Change.NOTHING)
 
 
 async def _change(client: Client, event: HistoryEvent) -> HistoryChange:
@@ -153,3 +159,19 @@ async def _readable(client: Client, failure: Failure) -> tuple[str, str]:
     copy.CopyFrom(failure)
     err = await client.data_converter.decode_failure(copy)
     return (err.type or "") if isinstance(err, ApplicationError) else "", getattr(err, "message", str(err))
+
+
+async def termination_error(client: Client, event: HistoryEvent) -> dict[str, Any] | None:
+    """The JSON-RPC error a terminate close event carries (the failing-workflow policy's), if any."""
+    attrs = event.workflow_execution_terminated_event_attributes
+    return error_of_termination(await client.data_converter.decode(attrs.details.payloads))
+
+
+async def terminated_run_error(handle: WorkflowHandle[Any, Any]) -> dict[str, Any] | None:
+    """The same, read from a terminated run's outcome."""
+    try:
+        await handle.result(follow_runs=False)
+    except WorkflowFailureError as failure:
+        if isinstance(failure.cause, TerminatedError):
+            return error_of_termination(failure.cause.details)
+    return None

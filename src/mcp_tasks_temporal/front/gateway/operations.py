@@ -12,7 +12,7 @@ or evicted runs, so it is the tool for operators, not the hot path
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -99,8 +99,10 @@ class TemporalTaskGateway(WatcherReads):
         payload_limits: PayloadLimits | None = None,
         fairness: FairnessPolicy | None = None,
         owner_keying: OwnerKeying = UNKEYED,
+        clock: Callable[[], int] = now_ms,
     ) -> None:
         self.client = client
+        self.now_ms = clock
         self.owner_keying = owner_keying
         """How principals become the owner keys in workflow IDs: the deployment's, shared by every process."""
         self.task_queue = task_queue
@@ -255,7 +257,7 @@ class TemporalTaskGateway(WatcherReads):
         """The task from this front's memory of closed tasks, if it is there (and not expired)."""
         if not is_task_id(task_id):
             raise TaskNotFoundError()
-        return self.closed_tasks.get(self.owner_keying.workflow_id(task_id, principal), now_ms())
+        return self.closed_tasks.get(self.owner_keying.workflow_id(task_id, principal), self.now_ms())
 
     async def update(self, task_id: str, principal: str | None, responses: Mapping[str, Any]) -> None:
         """Deliver answers to outstanding questions, and return once the task shows them.
@@ -363,7 +365,7 @@ class TemporalTaskGateway(WatcherReads):
         memo = seen.memo
         memo.setdefault(Memo.CREATED_AT, seen.start_time_ms)
         ttl_ms = memo.get(Memo.TTL_MS)
-        if ttl_ms is not None and now_ms() >= int(memo[Memo.CREATED_AT]) + int(ttl_ms):
+        if ttl_ms is not None and self.now_ms() >= int(memo[Memo.CREATED_AT]) + int(ttl_ms):
             raise TaskExpiredError()
         return seen
 
@@ -384,7 +386,7 @@ class TemporalTaskGateway(WatcherReads):
             self.owner_keying.workflow_id(task_id, principal): task_id for task_id in task_ids if is_task_id(task_id)
         }
         found: dict[str, ListedTask] = {}
-        now = now_ms()
+        now = self.now_ms()
         for wid, seen in (await listed_tasks(self.client, list(wanted))).items():
             task_id = wanted.get(wid)
             memo = seen.memo
@@ -398,7 +400,7 @@ class TemporalTaskGateway(WatcherReads):
         return found
 
     async def failing(self, seen: Snapshot) -> WorkflowTaskFailure | None:
-        """Why the task's workflow code keeps failing, if it does; counted and logged once per failure."""
+        """Why the task's workflow code keeps failing, if it does; logged once per failure (workers count it)."""
         observed = seen
         if seen.status != WorkflowExecutionStatus.RUNNING:
             return None
@@ -407,7 +409,6 @@ class TemporalTaskGateway(WatcherReads):
         )
         if failure is not None and failure.first_report:
             tool = str(observed.memo.get(Memo.TOOL) or "")
-            self.metrics.workflow_failing(tool, failure.kind)
             task_id = observed.memo.get(Memo.TASK_ID) or seen.workflow_id.rsplit("/", 1)[-1]
             logger.warning("task %s (%s): workflow failing: %s", task_id, tool, failure.cause)
         return failure
@@ -449,7 +450,8 @@ class TemporalTaskGateway(WatcherReads):
         elif status == WorkflowExecutionStatus.COMPLETED:
             result = await self._handle(observed).result()
         closed_at = observed.close_time_ms
-        return task_view(task_id, memo, status, heartbeat=heartbeat, result=result, closed_at_ms=closed_at)
+        error = await self.ended_with(observed)
+        return task_view(task_id, memo, status, heartbeat=heartbeat, result=result, error=error, closed_at_ms=closed_at)
 
     async def _workflow_task_view(self, task_id: str, observed: Snapshot) -> dict[str, Any]:
         """A workflow tool's task: its status lives in the memo, its outcome in the close event.
@@ -461,7 +463,8 @@ class TemporalTaskGateway(WatcherReads):
         status = observed.status
         closed_at = observed.close_time_ms
         if status not in (WorkflowExecutionStatus.COMPLETED, WorkflowExecutionStatus.FAILED):
-            return task_view(task_id, observed.memo, status, closed_at_ms=closed_at)
+            error = await self.ended_with(observed)
+            return task_view(task_id, observed.memo, status, error=error, closed_at_ms=closed_at)
         try:
             value = await self._handle(observed).result()
         except WorkflowFailureError as failure:

@@ -145,6 +145,10 @@ def task_view(
         return _task(status="cancelled", **fields)
     if status == WorkflowExecutionStatus.FAILED and (error or memo.get(Memo.ERROR)):
         return _task(status="failed", error=error or memo[Memo.ERROR], **fields)
+    if status == WorkflowExecutionStatus.TERMINATED and error:
+        # Ended by a worker's failing-workflow policy (temporal/failing_policy.py), which says why.
+        fields["status_message"] = "Workflow code kept failing: ended by the failing-workflow policy"
+        return _task(status="failed", error=error, **fields)
     # Terminated or timed out by an operator or a backstop: no workflow code ran to say why.
     fields["status_message"] = "Task stopped by the Temporal service"
     return _task(status="failed", error={"code": INTERNAL_ERROR_CODE, "message": "Task stopped"}, **fields)

@@ -5,7 +5,7 @@ shards, and the reads of a followed task that neither its history nor the feed c
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import timedelta
 from typing import Any, Final
 
@@ -25,13 +25,19 @@ from temporalio.common import RawValue, WorkflowIDConflictPolicy
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.service import RPCError
 
-from mcp_tasks_temporal.front.gateway.history import HistoryChange, RunClosed, changes, closing
+from mcp_tasks_temporal.front.gateway.history import (
+    HistoryChange,
+    RunClosed,
+    changes,
+    closing,
+    terminated_run_error,
+    termination_error,
+)
 from mcp_tasks_temporal.front.gateway.reads import (
     FeedItem,
     Snapshot,
     TemporalCallFailed,
     call_failed,
-    now_ms,
     rpc_reason,
     snapshot,
 )
@@ -40,6 +46,7 @@ from mcp_tasks_temporal.temporal.contract import WORKFLOW_KIND, Memo, as_object
 from mcp_tasks_temporal.temporal.feed_contract import (
     FEED_SHARDS,
     INDEX_QUERY,
+    RUN_TIMEOUT,
     STATUS_TOPIC,
     TASK_FEED_WORKFLOW,
     TRANSITION_TOPIC,
@@ -66,15 +73,23 @@ class WatcherReads:
     client: Client
     task_queue: str
     owner_keying: OwnerKeying
+    now_ms: Callable[[], int]
+    """The time in epoch milliseconds: a task's `createdAt`, and whether its TTL has run out (the gateway's
+    `clock`: a test's moves on demand, so a TTL check needs no wait; the workflow's own TTL timer runs on
+    Temporal's time)."""
 
     async def start_feed_shards(self) -> None:
-        """Start the task feed's shard workflows of this queue, or find them running."""
+        """Start the task feed's shard workflows of this queue, or find them running.
+
+        A shard ends once nothing uses it (workflows/task_feed.py); its run timeout closes one no worker runs.
+        """
         for shard in range(FEED_SHARDS):
             await self.client.start_workflow(
                 TASK_FEED_WORKFLOW,
                 TaskFeedInput(shard=shard),
                 id=feed_workflow_id(self.task_queue, shard),
                 task_queue=self.task_queue,
+                run_timeout=RUN_TIMEOUT,
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
                 static_summary="MCP task feed shard",
             )
@@ -160,7 +175,7 @@ class WatcherReads:
             self.owner_keying.workflow_id(task_id, principal): task_id for task_id in task_ids if is_task_id(task_id)
         }
         entries = await self.indexed(list(wanted))
-        now = now_ms()
+        now = self.now_ms()
         return [
             wanted[wid]
             for wid, (_, _, deadline) in entries.items()
@@ -181,6 +196,12 @@ class WatcherReads:
             return await snapshot(self.client, workflow_id)
         except RPCError as err:
             raise call_failed(err) from None
+
+    async def ended_with(self, seen: Snapshot) -> dict[str, Any] | None:
+        """The error a terminated task was ended with by a worker's failing-workflow policy, if it was."""
+        if seen.status != WorkflowExecutionStatus.TERMINATED:
+            return None
+        return await terminated_run_error(self.client.get_workflow_handle(seen.workflow_id, run_id=seen.run_id))
 
     async def run_closed(self, workflow_id: str) -> RunClosed | None:
         """How the run closed, once its close event is written (a long poll for that event alone).
@@ -226,6 +247,9 @@ class WatcherReads:
             outcome = failure_outcome(failure)
             shown = WorkflowExecutionStatus.COMPLETED if outcome.status == "completed" else closed
             return task_view(task_id, memo, shown, result=outcome.result, error=outcome.error, closed_at_ms=closed_at)
+        if closed == WorkflowExecutionStatus.TERMINATED:
+            error = await termination_error(self.client, event)
+            return task_view(task_id, memo, closed, error=error, closed_at_ms=closed_at)
         return task_view(task_id, memo, closed, closed_at_ms=closed_at)
 
     async def current_status(self, workflow_id: str) -> tuple[str, int] | None:

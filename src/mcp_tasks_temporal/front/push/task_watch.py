@@ -274,7 +274,9 @@ class TaskWatchHub:
                         # A retry reads the run's history again from its start: what was seen is skipped.
                         async for change in self._gateway.history(key, run_id, after=seen):
                             backoff.succeeded()
-                            if change.event_id <= seen:
+                            # A close is never old news: a failing run's retries show as events Temporal drops
+                            # when it closes, so its close event may reuse a number already seen.
+                            if change.event_id <= seen and change.change is not Change.CLOSED:
                                 continue  # already part of the state described above
                             seen = change.event_id
                             if change.change is Change.CONTINUED:

@@ -1,0 +1,53 @@
+"""An app's Temporal workers in the test process, as `mcp-tasks-temporal worker` runs them.
+
+`build_worker` on the app's task queue, plus one worker per queue a workflow tool names as its own
+(`workflow_tool_workers`), all polling until the block ends. A failure in a tool or a workflow then
+shows in the test's own output, with its traceback, not in another process's log.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncGenerator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from mcp_tasks_temporal.front.app_lookup import tasks_extension
+from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits, namespace_blob_limit
+from mcp_tasks_temporal.temporal.worker import build_worker, workflow_tool_workers
+
+
+def new_task_queue(prefix: str = "tests") -> str:
+    """A task queue no other test uses."""
+    return f"{prefix}-{uuid.uuid4()}"
+
+
+@asynccontextmanager
+async def app_worker(
+    client: Client, app: MCPServer[Any], *, task_queue: str, max_cached_workflows: int = 1000
+) -> AsyncGenerator[Worker]:
+    """`app`'s workers on `task_queue`, polling until the block ends; yields the one on `task_queue` itself.
+
+    They stop without a graceful drain (a tool the test left waiting is cancelled at once), as the
+    process tests' teardown stops their workers; `max_cached_workflows=0` replays every workflow task.
+    """
+    limits = PayloadLimits(blob_limit=await namespace_blob_limit(client))
+    tasks = tasks_extension(app)
+    main = build_worker(
+        client,
+        tasks,
+        app,
+        task_queue=task_queue,
+        max_cached_workflows=max_cached_workflows,
+        graceful_shutdown_s=0,
+        payload_limits=limits,
+    )
+    async with AsyncExitStack() as stack:
+        await stack.enter_async_context(main)
+        for own_queue in workflow_tool_workers(client, tasks, app, task_queue=task_queue, graceful_shutdown_s=0):
+            await stack.enter_async_context(own_queue)
+        yield main

@@ -1,0 +1,129 @@
+"""The front server's ASGI app in the test process: what `serve` builds, on a client and task queue the test gives.
+
+This is the one place the tests build a front: the public `mcp_endpoint`, as `serve` and a team's own
+service build it, without argparse.
+
+A front attaches its app's `TasksExtension` to its gateway for good and configures the app (its
+middleware, its request-state keys), as a process does once with the app it loaded. So each front,
+and each worker, takes an app instance of its own (`fresh_app`), as each process has its own.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import AsyncGenerator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import httpx2
+from mcp.server.mcpserver import MCPServer
+from starlette.types import ASGIApp
+from temporalio.client import Client
+
+from mcp_tasks_temporal import BearerAuth, FrontSettings, mcp_endpoint
+from mcp_tasks_temporal.front.app_lookup import tasks_extension
+from mcp_tasks_temporal.front.extension import TasksExtension
+from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
+from mcp_tasks_temporal.temporal.contract import ActivityPolicy
+from tests.asgi import StreamingASGITransport, StreamingASGITransport2, lifespan
+from tests.wire import HttpMcp, TaskCalls
+
+FIXTURE_APP = "tests.fixture_app:app"
+FRONT_URL = "http://127.0.0.1:8000/mcp"
+"""Where `serve` listens by default, so the MCP SDK's DNS-rebinding check sees the host it expects; nothing is sent
+there: the transport hands each request to the app in this process."""
+
+
+def fresh_app(spec: str = FIXTURE_APP) -> MCPServer[Any]:
+    """A new instance of the `MCPServer` that `spec` (`MODULE:ATTR`) names, with its own `TasksExtension`: its
+    module run again, as another process would load it.
+
+    The copy keeps the module's name, because names derive from it that the front and the worker must agree
+    on (a `Resolve` question's key is `module:function`); the module imported under that name stays the one
+    in `sys.modules`, where pydantic looks up the copy's annotations (the same names, so the same types).
+    """
+    module_name, _, attr = spec.partition(":")
+    original = importlib.import_module(module_name)
+    if original.__spec__ is None or original.__spec__.origin is None:
+        raise ValueError(f"{module_name} has no source file to load again")
+    copy = importlib.util.spec_from_file_location(module_name, original.__spec__.origin)
+    assert copy is not None and copy.loader is not None
+    module = importlib.util.module_from_spec(copy)
+    copy.loader.exec_module(module)
+    app = getattr(module, attr)
+    assert isinstance(app, MCPServer), f"{spec} is a {type(app).__name__}"
+    return app  # pyright: ignore[reportUnknownVariableType]
+
+
+@dataclass(frozen=True)
+class InProcessFront:
+    """A running front: its ASGI app (lifespan entered), and what a test may look at or steer."""
+
+    app: MCPServer[Any]
+    """The attached app: `mcp.client.Client(front.app)` talks to it in memory, without HTTP."""
+    asgi: ASGIApp
+    state: dict[str, Any]
+    """The lifespan's state, which each request's scope carries."""
+    extension: TasksExtension
+    url: str = FRONT_URL
+
+    @property
+    def gateway(self) -> TemporalTaskGateway:
+        return self.extension.gateway
+
+    def http(self, *, timeout: float = 30, **options: Any) -> httpx.AsyncClient:
+        """An httpx client whose requests this front serves, streaming; enter it (`async with`)."""
+        transport = StreamingASGITransport(self.asgi, state=self.state)
+        return httpx.AsyncClient(transport=transport, timeout=timeout, **options)
+
+    def http2(self, *, timeout: float = 30, **options: Any) -> httpx2.AsyncClient:
+        """The same for httpx2, the HTTP client of the MCP SDK's `Client` and of `TasksClient` (`http_client=`)."""
+        transport = StreamingASGITransport2(self.asgi, state=self.state)
+        return httpx2.AsyncClient(transport=transport, timeout=timeout, **options)
+
+    def calls(self, http: httpx.AsyncClient) -> TaskCalls:
+        """The task operations at 2026-07-28 on `http` (one of `self.http()`)."""
+        return TaskCalls(HttpMcp(self.url, http))
+
+
+@asynccontextmanager
+async def in_process_front(
+    app: MCPServer[Any],
+    client: Client,
+    *,
+    task_queue: str,
+    auth: BearerAuth | None = None,
+    activity: ActivityPolicy | None = None,
+    nexus_reply_endpoint: str | None = None,
+    clock: Callable[[], int] | None = None,
+    **settings: Any,
+) -> AsyncGenerator[InProcessFront]:
+    """`app` served as `serve` serves it, through the public `mcp_endpoint`, on `client`, until the block ends.
+
+    Args:
+        app: A configured app no front has attached yet (`fresh_app()`).
+        client: The front's Temporal client (the session's `temporal_client`).
+        task_queue: Where its tasks go; a worker on it runs them (`tests.app_workers.app_worker`).
+        auth: Bearer authentication, as `--tokens` or `--jwt-jwks` set it up.
+        activity: The tools' default activity policy (`--heartbeat-timeout`, `--max-attempts`, `--tool-timeout`).
+        nexus_reply_endpoint: `--nexus-reply-endpoint`.
+        clock: The front's time in epoch ms: tasks' `createdAt` and their TTL checks (`tests.clock.ManualClock`).
+        settings: `FrontSettings` fields (`require_mcp_name`, `request_state_keys`, `max_body_bytes`, ...); the
+            session's namespace has the project's search attributes, so `search_attributes` defaults to on.
+    """
+    extension = tasks_extension(app)
+    # What `serve`'s flags change on the app itself, before anything is attached.
+    if nexus_reply_endpoint is not None:
+        extension.nexus_reply_endpoint = nexus_reply_endpoint
+    if activity is not None:
+        extension.default_activity = activity
+    settings.setdefault("search_attributes", True)
+    front_settings = FrontSettings(task_queue=task_queue, **settings)
+    asgi = mcp_endpoint(app, client, settings=front_settings, auth=auth, host="127.0.0.1")
+    if clock is not None:
+        extension.gateway.now_ms = clock
+    async with lifespan(asgi) as state:
+        yield InProcessFront(app, asgi, state, extension)
