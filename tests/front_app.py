@@ -99,6 +99,7 @@ async def in_process_front(
     activity: ActivityPolicy | None = None,
     nexus_reply_endpoint: str | None = None,
     clock: Callable[[], int] | None = None,
+    allow_unkeyed_owner_keys: bool = True,
     **settings: Any,
 ) -> AsyncGenerator[InProcessFront]:
     """`app` served as `serve` serves it, through the public `mcp_endpoint`, on `client`, until the block ends.
@@ -111,6 +112,8 @@ async def in_process_front(
         activity: The tools' default activity policy (`--heartbeat-timeout`, `--max-attempts`, `--tool-timeout`).
         nexus_reply_endpoint: `--nexus-reply-endpoint`.
         clock: The front's time in epoch ms: tasks' `createdAt` and their TTL checks (`tests.clock.ManualClock`).
+        allow_unkeyed_owner_keys: `auth` without `owner_keying` keeps unkeyed owner keys, as the tests' fronts
+            always did (`serve` refuses that combination, and `mcp_endpoint` does unless told otherwise).
         settings: `FrontSettings` fields (`require_mcp_name`, `request_state_keys`, `max_body_bytes`, ...); the
             session's namespace has the project's search attributes, so `search_attributes` defaults to on.
     """
@@ -122,7 +125,14 @@ async def in_process_front(
         extension.default_activity = activity
     settings.setdefault("search_attributes", True)
     front_settings = FrontSettings(task_queue=task_queue, **settings)
-    asgi = mcp_endpoint(app, client, settings=front_settings, auth=auth, host="127.0.0.1")
+    asgi = mcp_endpoint(
+        app,
+        client,
+        settings=front_settings,
+        auth=auth,
+        host="127.0.0.1",
+        allow_unkeyed_owner_keys=allow_unkeyed_owner_keys,
+    )
     if clock is not None:
         extension.gateway.now_ms = clock
     async with lifespan(asgi) as state:
