@@ -66,6 +66,7 @@ from mcp_tasks_temporal.temporal.ids import OWNER_SECRET_ENV
 from mcp_tasks_temporal.temporal.metrics import install_metrics, metrics_runtime
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits, namespace_blob_limit
 from mcp_tasks_temporal.temporal.payload_storage import open_storage
+from mcp_tasks_temporal.temporal.queue_fronts import fronts_watched
 from mcp_tasks_temporal.temporal.search_attributes import check_namespace, require_on
 from mcp_tasks_temporal.temporal.shared_settings import SharedSettings, announce_settings, check_shared_settings
 from mcp_tasks_temporal.temporal.tracing import setup_tracing, tracing_plugins
@@ -267,12 +268,17 @@ async def _agree_on_settings(
     those that start later, for as long as `stack` (temporal/shared_settings.py).
 
     `owner`: `dev`, whose Temporal is its own, compares with nobody; the processes it starts compare with it.
+    A front (`serve`) compares its owner keying too, and holds its settings out while it serves: its
+    endpoint does (`mcp_endpoint`, `serve_stdio`), as any front of the library's does.
     """
-    deployment = None if isinstance(args, ServeSettings) else (args.deployment_name or "")
-    mine = SharedSettings.of(role, args.storage(), args.payload_codec(), deployment)
+    front = isinstance(args, ServeSettings)
+    deployment = None if front else (args.deployment_name or "")
+    owner_keys = args.owner_keying().fingerprint() if front else None
+    mine = SharedSettings.of(role, args.storage(), args.payload_codec(), deployment, owner_keys=owner_keys, front=front)
     if not owner:
         await check_shared_settings(client, args.task_queue, mine)
-    await stack.enter_async_context(announce_settings(client, args.task_queue, mine))
+    if not front:
+        await stack.enter_async_context(announce_settings(client, args.task_queue, mine))
 
 
 async def _payload_limits(client: Client, args: ServerSettings) -> PayloadLimits:
@@ -547,6 +553,8 @@ async def open_worker(stack: AsyncExitStack, app: MCPServer[Any], args: WorkerSe
     await require_on(client, address=address, namespace=client.namespace)
     await _agree_on_settings(stack, client, args, "worker")
     await _run_worker(stack, client, app, args, make_current=args.make_current)
+    # A worker's log says while no front uses its queue (the fronts' logs say the converse).
+    await stack.enter_async_context(fronts_watched(client, args.task_queue))
     return client
 
 
