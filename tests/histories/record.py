@@ -27,6 +27,7 @@ from typing import Any
 import anyio
 from temporalio import activity
 from temporalio.api.common.v1 import Payload
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle, WorkflowHistory
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.contrib.workflow_streams import PublishEntry, PublishInput, WorkflowStreamClient
@@ -119,6 +120,21 @@ def published_transitions(sent: PublishInput, converter: PayloadConverter) -> li
         for entry in sent.items
         if entry.topic == TRANSITION_TOPIC
     ]
+
+
+async def published_items(client: Client, handle: WorkflowHandle[Any, Any]) -> list[dict[str, Any]]:
+    """The transitions a task signalled to its feed shard, in order, read from the task's own history."""
+    converter = client.data_converter.payload_converter
+    items: list[dict[str, Any]] = []
+    async for event in handle.fetch_history_events():
+        if event.event_type != EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED:
+            continue
+        attributes = event.signal_external_workflow_execution_initiated_event_attributes
+        if attributes.signal_name != STREAM_PUBLISH_SIGNAL:
+            continue
+        (sent,) = converter.from_payloads(list(attributes.input.payloads), [PublishInput])
+        items.extend(published_transitions(sent, converter))
+    return items
 
 
 async def memo_status(handle: WorkflowHandle[Any, Any], wanted: str, bound_s: float = STEP_BOUND_S) -> dict[str, Any]:
