@@ -41,6 +41,7 @@ from mcp_tasks_temporal.temporal.contract import (
     INPUT_SIGNAL,
     JSONRPC_ERROR,
     RUN_TOOL_ACTIVITY,
+    TERMINAL_STATUSES,
     TOOL_TASK_WORKFLOW,
     ActivityPolicy,
     Memo,
@@ -137,14 +138,29 @@ async def published_items(client: Client, handle: WorkflowHandle[Any, Any]) -> l
     return items
 
 
-async def memo_status(handle: WorkflowHandle[Any, Any], wanted: str, bound_s: float = STEP_BOUND_S) -> dict[str, Any]:
-    """The task's memo once it shows `wanted` (the memo is Temporal's state: no event tells this process)."""
+async def memo_status(
+    handle: WorkflowHandle[Any, Any],
+    wanted: str,
+    bound_s: float = STEP_BOUND_S,
+    *,
+    until: Callable[[dict[str, Any]], bool] = lambda memo: True,
+) -> dict[str, Any]:
+    """The task's memo once it shows `wanted` and `until` holds (the memo is Temporal's state: no event tells this
+    process).
+
+    Fails at once when the run has closed, or the memo shows another terminal status, without it: neither
+    changes again, so waiting out the bound would only report the wrong end later.
+    """
     wait = pauses()
     with anyio.fail_after(bound_s):
         while True:
-            memo = dict(await (await handle.describe()).memo())
-            if memo.get(Memo.STATUS) == wanted:
+            described = await handle.describe()
+            memo = dict(await described.memo())
+            status = memo.get(Memo.STATUS)
+            if status == wanted and until(memo):
                 return memo
+            if described.status != WorkflowExecutionStatus.RUNNING or status in TERMINAL_STATUSES:
+                raise AssertionError(f"the task ended {status} ({described.status}) before showing {wanted}: {memo}")
             await anyio.sleep(next(wait))
 
 
