@@ -20,7 +20,8 @@ In the test process (docs/contributing.md, "Writing a test"):
   operations (`tests.wire.TaskCalls`) over it. `front.http2()` is an httpx2 one, for `TasksClient` and the
   MCP SDK's `Client`; `mcp.client.Client(front.app)` talks to the app in memory.
 - `open_front`: more fronts of the app on `app_queue`, with the module's `front_settings` and the changes
-  given (`in_process_front`'s keyword arguments), closed after the test.
+  given (`in_process_front`'s keyword arguments, and `client=` for a Temporal client of its own), closed
+  after the test.
 - `open_app`: another app served in this process for one test: its workers on a task queue of their own
   and a front (`await open_app("mcp_tasks_temporal.demo:app")`; a `client=` other than `app_client`).
 - `gate`: a folder through which a test steers the fixture app's `gated` tools.
@@ -277,8 +278,8 @@ def front_mcp(front: InProcessFront, front_http: httpx.AsyncClient) -> TaskCalls
 
 
 OpenFront = Callable[..., Awaitable["InProcessFront"]]
-"""`await open_front(**settings)`: one more front of the module's app, with `in_process_front`'s keyword arguments
-over the module's `front_settings`."""
+"""`await open_front(client=None, **settings)`: one more front of the module's app, with `in_process_front`'s
+keyword arguments over the module's `front_settings`, on its own Temporal client if given (`app_client` if not)."""
 
 
 @pytest.fixture
@@ -290,10 +291,10 @@ async def open_front(
 
     async with AsyncExitStack() as stack:
 
-        async def open_one(**settings: Any) -> InProcessFront:
+        async def open_one(*, client: Client | None = None, **settings: Any) -> InProcessFront:
             settings = {"task_queue": app_queue, **front_settings, **settings}
             app = fresh_app(app_spec)
-            return await stack.enter_async_context(in_process_front(app, app_client, **settings))
+            return await stack.enter_async_context(in_process_front(app, client or app_client, **settings))
 
         yield open_one
 
