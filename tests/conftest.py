@@ -25,6 +25,8 @@ In the test process (docs/contributing.md, "Writing a test"):
 - `open_app`: another app served in this process for one test: its workers on a task queue of their own
   and a front (`await open_app("mcp_tasks_temporal.demo:app")`; a `client=` other than `app_client`).
 - `gate`: a folder through which a test steers the fixture app's `gated` tools.
+- `temporal_relay`: a relay to the session's Temporal that the test can cut (`tests.tcp_cut.CuttableRelay`): a
+  client connected to `temporal_relay.address` (a front's, `open_front(client=...)`) sees Temporal go away.
 
 In other processes, for tests about processes (kill -9, restarts, the CLI, stdio, `dev`): `stack` (the
 session's front and worker processes), `mcp` (its task operations), `stack_factory` and `module_stack`
@@ -55,6 +57,7 @@ from tests.wire import HttpMcp, TaskCalls
 
 if TYPE_CHECKING:
     from tests.front_app import InProcessFront
+    from tests.tcp_cut import CuttableRelay
 
 pytest_plugins = ["tests.process_audit"]
 
@@ -326,6 +329,17 @@ async def open_app(app_client: Client) -> AsyncIterator[OpenApp]:
             return await stack.enter_async_context(in_process_front(fresh_app(spec), client, **settings))
 
         yield open_one
+
+
+@pytest.fixture
+def temporal_relay(temporal: str) -> Iterator[CuttableRelay]:
+    """A relay to the session's Temporal, cut while `with temporal_relay.cut():` lasts."""
+    from tests.tcp_cut import CuttableRelay
+
+    host, port = temporal.rsplit(":", 1)
+    relay = CuttableRelay(host, int(port))
+    yield relay
+    relay.close()
 
 
 @pytest.fixture

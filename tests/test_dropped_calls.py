@@ -8,7 +8,6 @@ gets -32603 marked retryable, reads again with backoff, and its wait ends with t
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -27,17 +26,10 @@ CUT_S = 1.5
 """How long the cut lasts after the front gave up on its own retries (about a second): the client must retry too."""
 
 
-@pytest.fixture
-def relay(temporal: str) -> Iterator[CuttableRelay]:
-    host, port = temporal.rsplit(":", 1)
-    relay = CuttableRelay(host, int(port))
-    yield relay
-    relay.close()
-
-
 async def test_a_wait_reads_through_a_cut_of_the_fronts_temporal_calls(
-    open_front: OpenFront, relay: CuttableRelay, gate: Path, caplog: pytest.LogCaptureFixture
+    open_front: OpenFront, temporal_relay: CuttableRelay, gate: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    relay = temporal_relay
     # Only the front reaches Temporal through the relay: the workers keep their own connection.
     front = await open_front(client=await connect_temporal(relay.address))
     async with front.http2() as http, TasksClient(front.url, journal=None, push=False, http_client=http) as client:
