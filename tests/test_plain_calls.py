@@ -154,6 +154,10 @@ async def test_notifications_cancelled_cancels_the_plain_calls_task_on_any_front
     call = alice.message("tools/call", {"name": "stepped", "arguments": {"gate": str(gate)}})
     async with streamed(alice.http, alice.url, call, alice.headers) as frames:
         await until_file(gate / "started")
+        # The cancel finds the task by the ID its session and request name: a task under another ID would
+        # outlive the cancel silently, so that is checked at once rather than by waiting for the tool to stop.
+        task_id = plain_call_task_id(alice.headers["mcp-session-id"], call["id"])
+        assert (await alice.request("tasks/get", {"taskId": task_id}))["result"]["status"] == "working"
         target = alice.through(second_front) if to_second_front else alice
         assert await target.notify("notifications/cancelled", {"requestId": call["id"]}) == 202
         await until_file(gate / "cancelled")
