@@ -40,9 +40,9 @@ from mcp_tasks_temporal.temporal.codec import (
 )
 from mcp_tasks_temporal.temporal.connection import connect_temporal
 from mcp_tasks_temporal.temporal.ids import UNKEYED
-from tests.cli_runs import run_in_process
+from tests.cli_runs import run_in_process, unkeyed_env
 from tests.conftest import OpenApp, OpenFront
-from tests.processes import CLI, FIXTURE_APP, Process, child_env, free_port, wait_until
+from tests.processes import CLI, FIXTURE_APP, Process, free_port, wait_until
 from tests.wire import TaskCalls
 
 pytestmark = pytest.mark.anyio
@@ -375,8 +375,8 @@ async def test_an_operators_audit_with_the_key_reads_what_the_history_hides(
     codeword, passphrase = f"heron{uuid.uuid4().hex}", f"badger{uuid.uuid4().hex}"
     task_id, _ = await _run_vault(encrypted, codeword, passphrase)
     audit = ["audit", task_id, "--format", "json", "--temporal", temporal]
-    opened = await run_in_process([*audit, "--codec-key-file", str(key_file)], stdin="", env=child_env())
-    sealed = await run_in_process(audit, stdin="", env=child_env())
+    opened = await run_in_process([*audit, "--codec-key-file", str(key_file)], stdin="", env=unkeyed_env())
+    sealed = await run_in_process(audit, stdin="", env=unkeyed_env())
     assert opened.code == 0, opened.err
     for text in (codeword, passphrase, f"opened {codeword}-result"):
         assert text in opened.out

@@ -29,10 +29,10 @@ from starlette.applications import Starlette
 from mcp_tasks_temporal.front.http.endpoint import BearerAuth, protected_app
 from mcp_tasks_temporal.front.http.jwt_auth import JwtSettings, JwtVerifier
 from tests.bearer import BearerMcp, bearer
-from tests.cli_runs import run_in_process
+from tests.cli_runs import run_in_process, unkeyed_env
 from tests.front_app import InProcessFront
 from tests.legacy_wire import LegacyMcp
-from tests.processes import CLI, FIXTURE_APP, REPO_ROOT, child_env
+from tests.processes import CLI, FIXTURE_APP, REPO_ROOT
 from tests.test_auth import ended_with
 from tests.test_push import http_listen, listen_message
 from tests.wire import TaskCalls, base_headers, request_message
@@ -290,19 +290,21 @@ async def test_operators_name_a_jwt_principal_by_its_claim_and_the_issuer(
     task_id = (await carol.start("double", {"x": 2}))["taskId"]
     assert (await carol.wait_for(task_id))["status"] == "completed"
 
+    unkeyed = unkeyed_env()  # the operator keys owners as the front does
+
     async def listed(*extra: str, env: dict[str, str] | None = None) -> list[str]:
         args = ["admin", "tasks", "--json", "--temporal", temporal, "--owner", who, *extra]
-        run = await run_in_process(args, stdin="", env=env or child_env())
+        run = await run_in_process(args, stdin="", env=env or unkeyed)
         assert run.code == 0, run.err
         return [task["taskId"] for task in run.json()["tasks"]]
 
     with anyio.fail_after(30):  # visibility lags the workflow by up to a second
         while await listed("--jwt-issuer", ISSUER) != [task_id]:
             await anyio.sleep(0.2)
-    assert await listed(env={**child_env(), "MCP_TASKS_JWT_ISSUER": ISSUER}) == [task_id]
+    assert await listed(env={**unkeyed, "MCP_TASKS_JWT_ISSUER": ISSUER}) == [task_id]
     assert await listed() == [], "without the issuer the name is a token-file principal's"
     audit = ["audit", task_id, "--principal", who, "--jwt-issuer", ISSUER, "--format", "json", "--temporal", temporal]
-    story = await run_in_process(audit, stdin="", env=child_env())
+    story = await run_in_process(audit, stdin="", env=unkeyed)
     assert story.code == 0, story.err
     assert story.json()["task"]["taskId"] == task_id
 

@@ -154,7 +154,10 @@ async def test_a_keyed_front_finds_tasks_stored_under_legacy_keys_only_in_the_mi
 def test_dev_keeps_one_owner_secret_per_state_directory_readable_by_its_owner_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv(OWNER_SECRET_ENV, raising=False)
+    # Set, then removed, through monkeypatch: it then restores the variable as it was before the test, unset
+    # included, whatever `use_dev_owner_secret` writes meanwhile (a secret left set would key later commands).
+    monkeypatch.setenv(OWNER_SECRET_ENV, "")
+    monkeypatch.delenv(OWNER_SECRET_ENV)
     fresh = tmp_path / "fresh"
     keyed = use_dev_owner_secret(DevSettings(state_dir=fresh))
     drawn = os.environ[OWNER_SECRET_ENV]  # for the worker `dev` starts
