@@ -303,29 +303,25 @@ async def open_front(
 
 
 OpenApp = Callable[..., Awaitable["InProcessFront"]]
-"""`await open_app(spec, client=None, worker=None, **settings)`: another app's front, its workers running."""
+"""`await open_app(spec, client=None, **settings)`: another app's front, its workers running."""
 
 
 @pytest.fixture
 async def open_app(app_client: Client) -> AsyncIterator[OpenApp]:
     """Other apps served in this process, each with its workers on a task queue of its own, closed after the test.
 
-    `client` is the workers' and the front's (`app_client` by default), `worker` `app_worker`'s keyword
-    arguments, the rest `in_process_front`'s.
+    `client` is the workers' and the front's (`app_client` by default), the rest `in_process_front`'s
+    keyword arguments.
     """
     from tests.app_workers import app_worker, new_task_queue
     from tests.front_app import fresh_app, in_process_front
 
     async with AsyncExitStack() as stack:
 
-        async def open_one(
-            spec: str, *, client: Client | None = None, worker: dict[str, Any] | None = None, **settings: Any
-        ) -> InProcessFront:
+        async def open_one(spec: str, *, client: Client | None = None, **settings: Any) -> InProcessFront:
             client = client or app_client
             settings.setdefault("task_queue", new_task_queue("other-app"))
-            await stack.enter_async_context(
-                app_worker(client, fresh_app(spec), task_queue=settings["task_queue"], **(worker or {}))
-            )
+            await stack.enter_async_context(app_worker(client, fresh_app(spec), task_queue=settings["task_queue"]))
             return await stack.enter_async_context(in_process_front(fresh_app(spec), client, **settings))
 
         yield open_one
