@@ -94,7 +94,7 @@ async def in_process_front(
     app: MCPServer[Any],
     client: Client,
     *,
-    task_queue: str,
+    task_queue: str | None,
     auth: BearerAuth | None = None,
     activity: ActivityPolicy | None = None,
     nexus_reply_endpoint: str | None = None,
@@ -107,7 +107,8 @@ async def in_process_front(
     Args:
         app: A configured app no front has attached yet (`fresh_app()`).
         client: The front's Temporal client (the session's `temporal_client`).
-        task_queue: Where its tasks go; a worker on it runs them (`tests.app_workers.app_worker`).
+        task_queue: Where its tasks go; a worker on it runs them (`tests.app_workers.app_worker`). `None`: the
+            app's own queue (`default_task_queue(app)`), as `serve` without `--task-queue`.
         auth: Bearer authentication, as `--tokens` or `--jwt-jwks` set it up.
         activity: The tools' default activity policy (`--heartbeat-timeout`, `--max-attempts`, `--tool-timeout`).
         nexus_reply_endpoint: `--nexus-reply-endpoint`.

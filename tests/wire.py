@@ -122,7 +122,11 @@ class TaskCalls:
     async def wait_for(
         self, task_id: str, until: Callable[[dict[str, Any]], bool] | Iterable[str] = TERMINAL, *, timeout: float = 30
     ) -> dict[str, Any]:
-        """Poll `tasks/get` (honouring `pollIntervalMs`) until `until` holds; bounded by `timeout`."""
+        """Poll `tasks/get` (honouring `pollIntervalMs`) until `until` holds; bounded by `timeout`.
+
+        A task that reaches a terminal status `until` does not accept fails the wait at once: it will
+        never change again, so waiting out the bound would only hide the wrong end for longer.
+        """
         wanted = set[str]() if callable(until) else set(until)
 
         def check(task: dict[str, Any]) -> bool:
@@ -133,6 +137,8 @@ class TaskCalls:
                 task = (await self.get(task_id)).result
                 if check(task):
                     return task
+                if task["status"] in TERMINAL:
+                    raise AssertionError(f"the task ended {task['status']} before the awaited state: {task}")
                 await anyio.sleep(task.get("pollIntervalMs", 250) / 1000)
 
 
