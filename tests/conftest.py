@@ -17,6 +17,8 @@ In the test process (docs/contributing.md, "Writing a test"):
 - `front_http` / `front_mcp`: an httpx client whose requests `front` serves, streaming; the task
   operations (`tests.wire.TaskCalls`) over it. `front.http2()` is an httpx2 one, for `TasksClient` and the
   MCP SDK's `Client`; `mcp.client.Client(front.app)` talks to the app in memory.
+- `front_url` (module): `front` under uvicorn on a loopback port of this process, for clients that take a URL
+  (FastMCP, pydantic-ai, openai-agents, `TasksClient`); `async with other.listening() as url` serves another.
 - `open_front`: more fronts of the app on `app_queue`, with other settings (`in_process_front`'s keyword
   arguments), closed after the test.
 - `gate`: a folder through which a test steers the fixture app's `gated` tools.
@@ -256,6 +258,13 @@ async def front_http(front: InProcessFront) -> AsyncIterator[httpx.AsyncClient]:
 @pytest.fixture
 def front_mcp(front: InProcessFront, front_http: httpx.AsyncClient) -> TaskCalls:
     return front.calls(front_http)
+
+
+@pytest.fixture(scope="module")
+async def front_url(front: InProcessFront) -> AsyncIterator[str]:
+    """`front` over real HTTP: served by uvicorn on a free loopback port of this process, for the module's tests."""
+    async with front.listening() as url:
+        yield url
 
 
 OpenFront = Callable[..., Awaitable["InProcessFront"]]

@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from collections.abc import AsyncGenerator, Callable
-from contextlib import asynccontextmanager
+import socket
+from collections.abc import AsyncGenerator, Callable, Generator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import httpx
 import httpx2
+import uvicorn
 from mcp.server.mcpserver import MCPServer
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 from temporalio.client import Client
 
 from mcp_tasks_temporal import BearerAuth, FrontSettings, mcp_endpoint
@@ -87,6 +90,44 @@ class InProcessFront:
     def calls(self, http: httpx.AsyncClient) -> TaskCalls:
         """The task operations at 2026-07-28 on `http` (one of `self.http()`)."""
         return TaskCalls(HttpMcp(self.url, http))
+
+    @asynccontextmanager
+    async def listening(self) -> AsyncGenerator[str]:
+        """This front under uvicorn on a free loopback port of this process, until the block ends; yields its URL.
+
+        For the clients that take a URL rather than an HTTP client (FastMCP, pydantic-ai, openai-agents, a
+        `TasksClient` or the SDK's `Client` as their users open them): real HTTP over a socket, served here,
+        beside the in-process transport on the same app. Each request gets the lifespan's state, as under `serve`.
+        """
+        asgi, state = self.asgi, self.state
+
+        async def with_state(scope: Scope, receive: Receive, send: Send) -> None:
+            await asgi({**scope, "state": dict(state)} if scope["type"] == "http" else scope, receive, send)
+
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.bind(("127.0.0.1", 0))
+        port: int = listener.getsockname()[1]
+        # Listen streams stay open until their client leaves: bound the wait for them at the end.
+        config = uvicorn.Config(with_state, lifespan="off", log_level="warning", timeout_graceful_shutdown=1)
+        server = _TestServer(config)
+        with listener:
+            async with anyio.create_task_group() as group:
+                group.start_soon(server.serve, [listener])
+                with anyio.fail_after(30):
+                    while not server.started:
+                        await anyio.sleep(0.01)
+                try:
+                    yield f"http://127.0.0.1:{port}/mcp"
+                finally:
+                    server.should_exit = True
+
+
+class _TestServer(uvicorn.Server):
+    """uvicorn without its signal handlers: a Ctrl-C stays pytest's."""
+
+    @contextmanager
+    def capture_signals(self) -> Generator[None]:
+        yield
 
 
 @asynccontextmanager
