@@ -122,7 +122,10 @@ class TaskCalls:
     async def wait_for(
         self, task_id: str, until: Callable[[dict[str, Any]], bool] | Iterable[str] = TERMINAL, *, timeout: float = 30
     ) -> dict[str, Any]:
-        """Poll `tasks/get` (honouring `pollIntervalMs`) until `until` holds; bounded by `timeout`."""
+        """Poll `tasks/get` (honouring `pollIntervalMs`) until `until` holds; bounded by `timeout`.
+
+        A terminal task never changes again: one that ends without `until` holding fails the wait at once.
+        """
         wanted = set[str]() if callable(until) else set(until)
 
         def check(task: dict[str, Any]) -> bool:
@@ -133,6 +136,8 @@ class TaskCalls:
                 task = (await self.get(task_id)).result
                 if check(task):
                     return task
+                if task["status"] in TERMINAL:
+                    raise AssertionError(f"task {task_id} ended {task['status']} before the wait's state: {task}")
                 await anyio.sleep(task.get("pollIntervalMs", 250) / 1000)
 
 
