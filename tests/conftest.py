@@ -21,6 +21,8 @@ In the test process (docs/contributing.md, "Writing a test"):
   (FastMCP, pydantic-ai, openai-agents, `TasksClient`); `async with other.listening() as url` serves another.
 - `open_front`: more fronts of the app on `app_queue`, with other settings (`in_process_front`'s keyword
   arguments), closed after the test.
+- `open_app`: another app (`MODULE:ATTR`) served here for the test, its workers and a front on a task queue
+  of their own (`tests.front_app.in_process_app`, which a module-scoped fixture enters itself).
 - `gate`: a folder through which a test steers the fixture app's `gated` tools.
 
 In other processes, for tests about processes (kill -9, restarts, the CLI, stdio, `dev`): `stack` (the
@@ -282,6 +284,23 @@ async def open_front(app_client: Client, app_spec: str, app_queue: str) -> Async
             settings.setdefault("task_queue", app_queue)
             app = fresh_app(app_spec)
             return await stack.enter_async_context(in_process_front(app, app_client, **settings))
+
+        yield open_one
+
+
+OpenApp = Callable[..., Awaitable["InProcessFront"]]
+"""`await open_app(spec, **settings)`: another app's workers and front, with `in_process_front`'s keyword arguments."""
+
+
+@pytest.fixture
+async def open_app(app_client: Client) -> AsyncIterator[OpenApp]:
+    """Other apps served in this process for the test: each its workers and a front, closed after the test."""
+    from tests.front_app import in_process_app
+
+    async with AsyncExitStack() as stack:
+
+        async def open_one(spec: str, **settings: Any) -> InProcessFront:
+            return await stack.enter_async_context(in_process_app(app_client, spec, **settings))
 
         yield open_one
 

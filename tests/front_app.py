@@ -168,3 +168,21 @@ async def in_process_front(
         extension.gateway.now_ms = clock
     async with lifespan(asgi) as state:
         yield InProcessFront(app, asgi, state, extension)
+
+
+@asynccontextmanager
+async def in_process_app(
+    client: Client, spec: str, *, task_queue: str | None = None, **settings: Any
+) -> AsyncGenerator[InProcessFront]:
+    """The app `spec` names, served in this process: its workers and a front, on a task queue of their own.
+
+    For a module's second app (its first is `app_spec`'s); `settings` are `in_process_front`'s keyword arguments.
+    """
+    from tests.app_workers import app_worker, new_task_queue
+
+    queue = task_queue or new_task_queue(spec.partition(":")[0].rpartition(".")[2])
+    async with (
+        app_worker(client, fresh_app(spec), task_queue=queue),
+        in_process_front(fresh_app(spec), client, task_queue=queue, **settings) as served,
+    ):
+        yield served
