@@ -30,6 +30,8 @@ from mcp_tasks_temporal import BearerAuth, FrontSettings, mcp_endpoint
 from mcp_tasks_temporal.front.app_lookup import tasks_extension
 from mcp_tasks_temporal.front.extension import TasksExtension
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
+from mcp_tasks_temporal.temporal.app_plugins import app_client_plugins
+from mcp_tasks_temporal.temporal.connection import connect_temporal
 from mcp_tasks_temporal.temporal.contract import ActivityPolicy
 from tests.asgi import StreamingASGITransport, StreamingASGITransport2, lifespan
 from tests.wire import HttpMcp, TaskCalls
@@ -181,8 +183,20 @@ async def in_process_app(
     from tests.app_workers import app_worker, new_task_queue
 
     queue = task_queue or new_task_queue(spec.partition(":")[0].rpartition(".")[2])
+    worker_app = fresh_app(spec)
+    client = await client_for_app(client, worker_app)
     async with (
-        app_worker(client, fresh_app(spec), task_queue=queue),
+        app_worker(client, worker_app, task_queue=queue),
         in_process_front(fresh_app(spec), client, task_queue=queue, **settings) as served,
     ):
         yield served
+
+
+async def client_for_app(client: Client, app: MCPServer[Any]) -> Client:
+    """`client`, or, for an app with plugins of its own (a sub-agent's), a client of the same namespace that carries
+    their client side (pydantic-ai's converter), as `serve` and `worker` connect for such an app."""
+    plugins = app_client_plugins(tasks_extension(app))
+    if not plugins:
+        return client
+    address = client.service_client.config.target_host
+    return await connect_temporal(address, namespace=client.namespace, plugins=plugins)
