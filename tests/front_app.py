@@ -37,6 +37,8 @@ from tests.asgi import StreamingASGITransport, StreamingASGITransport2, lifespan
 from tests.wire import HttpMcp, TaskCalls
 
 FIXTURE_APP = "tests.fixture_app:app"
+DEMO_SERVER = "mcp_tasks_temporal.demo.server:app"
+"""The built-in demo (`DEMO_APP`) at the module that builds it: `fresh_app` runs that module again."""
 FRONT_URL = "http://127.0.0.1:8000/mcp"
 """Where `serve` listens by default, so the MCP SDK's DNS-rebinding check sees the host it expects; nothing is sent
 there: the transport hands each request to the app in this process."""

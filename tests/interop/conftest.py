@@ -16,14 +16,12 @@ from temporalio.client import Client
 
 from mcp_tasks_temporal.ops.app_loading import DEMO_APP
 from tests.conftest import Stack
-from tests.front_app import in_process_app
+from tests.front_app import DEMO_SERVER, in_process_app
 from tests.interop.mcp1_venv import Mcp1Clients, mcp1_clients
 from tests.interop.node import NodeClients, node_clients
 from tests.processes import start_front, start_worker
 
 WORKFLOW_APP = "tests.workflow_fixture_app:app"
-DEMO_SERVER = "mcp_tasks_temporal.demo.server:app"
-"""The demo app (`DEMO_APP`) at the module that builds it, which `fresh_app` runs again for each front and worker."""
 YES: dict[str, str | int | float | bool | list[str] | None] = {"approve": True}
 """The content every question of the fixture apps accepts (their schemas ask for `approve`)."""
 WAIT = 20

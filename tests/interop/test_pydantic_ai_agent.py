@@ -28,8 +28,8 @@ from temporalio.client import Client
 from mcp_tasks_temporal.contrib.pydantic_ai import AgentModel, configure_model
 from mcp_tasks_temporal.demo.review_files import REVIEW_ROOT_ENV
 from mcp_tasks_temporal.testing.scripted_model import Reply, ScriptedModel, calls, scripted_model
-from tests.front_app import in_process_app
-from tests.interop.conftest import DEMO_SERVER, YES
+from tests.front_app import DEMO_SERVER, in_process_app
+from tests.interop.conftest import YES
 
 pytestmark = pytest.mark.anyio
 
