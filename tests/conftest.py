@@ -19,11 +19,14 @@ In the test process (docs/contributing.md, "Writing a test"):
 - `front_http` / `front_mcp`: an httpx client whose requests `front` serves, streaming; the task
   operations (`tests.wire.TaskCalls`) over it. `front.http2()` is an httpx2 one, for `TasksClient` and the
   MCP SDK's `Client`; `mcp.client.Client(front.app)` talks to the app in memory.
+- `front_url` (module): `front` under uvicorn on a loopback port of this process, for clients that take a URL
+  (FastMCP, pydantic-ai, openai-agents, `TasksClient`); `async with other.listening() as url` serves another.
 - `open_front`: more fronts of the app on `app_queue`, with the module's `front_settings` and the changes
   given (`in_process_front`'s keyword arguments, and `client=` for a Temporal client of its own), closed
   after the test.
-- `open_app`: another app served in this process for one test: its workers on a task queue of their own
-  and a front (`await open_app("mcp_tasks_temporal.demo:app")`; a `client=` other than `app_client`).
+- `open_app`: another app (`MODULE:ATTR`) served here for the test, its workers and a front on a task queue
+  of their own (`tests.front_app.in_process_app`, which a module-scoped fixture enters itself); a `client=`
+  other than `app_client`.
 - `gate`: a folder through which a test steers the fixture app's `gated` tools.
 - `temporal_relay`: a relay to the session's Temporal that the test can cut (`tests.tcp_cut.CuttableRelay`): a
   client connected to `temporal_relay.address` (a front's, `open_front(client=...)`) sees Temporal go away.
@@ -280,6 +283,13 @@ def front_mcp(front: InProcessFront, front_http: httpx.AsyncClient) -> TaskCalls
     return front.calls(front_http)
 
 
+@pytest.fixture(scope="module")
+async def front_url(front: InProcessFront) -> AsyncIterator[str]:
+    """`front` over real HTTP: served by uvicorn on a free loopback port of this process, for the module's tests."""
+    async with front.listening() as url:
+        yield url
+
+
 OpenFront = Callable[..., Awaitable["InProcessFront"]]
 """`await open_front(client=None, **settings)`: one more front of the module's app, with `in_process_front`'s
 keyword arguments over the module's `front_settings`, on its own Temporal client if given (`app_client` if not)."""
@@ -303,26 +313,19 @@ async def open_front(
 
 
 OpenApp = Callable[..., Awaitable["InProcessFront"]]
-"""`await open_app(spec, client=None, **settings)`: another app's front, its workers running."""
+"""`await open_app(spec, client=None, **settings)`: another app's workers and front, with `in_process_front`'s
+keyword arguments."""
 
 
 @pytest.fixture
 async def open_app(app_client: Client) -> AsyncIterator[OpenApp]:
-    """Other apps served in this process, each with its workers on a task queue of its own, closed after the test.
-
-    `client` is the workers' and the front's (`app_client` by default), the rest `in_process_front`'s
-    keyword arguments.
-    """
-    from tests.app_workers import app_worker, new_task_queue
-    from tests.front_app import fresh_app, in_process_front
+    """Other apps served in this process for the test: each its workers and a front, closed after the test."""
+    from tests.front_app import in_process_app
 
     async with AsyncExitStack() as stack:
 
         async def open_one(spec: str, *, client: Client | None = None, **settings: Any) -> InProcessFront:
-            client = client or app_client
-            settings.setdefault("task_queue", new_task_queue("other-app"))
-            await stack.enter_async_context(app_worker(client, fresh_app(spec), task_queue=settings["task_queue"]))
-            return await stack.enter_async_context(in_process_front(fresh_app(spec), client, **settings))
+            return await stack.enter_async_context(in_process_app(client or app_client, spec, **settings))
 
         yield open_one
 
