@@ -69,6 +69,8 @@ def attach_front(
     calls = ToolCalls(registry, Serving(server=server, gateway=gateway, plain=PlainCalls(gateway, hub)))
     for options in registry.workflow_tools.values():
         _add_workflow_tool(server, options, calls.run_workflow_synchronously)
+        if options.task_queue is not None:
+            gateway.queue_watch.watch_workflow_tools(options.task_queue, [options.name])
     server.middleware.append(RejectLoneSurrogates())
     limits = ListenLimits(max_task_ids=settings.max_listen_task_ids, max_listens=settings.max_listens_per_caller)
     server.middleware.append(TaskListen(server, gateway, hub, limits))

@@ -81,7 +81,9 @@ def workflow_task_memo(task: WorkflowTask, owner: str, *, anonymous: bool) -> di
     return memo
 
 
-def created_task(task_id: str, created_at_ms: int, ttl_ms: int | None, poll_interval_ms: int) -> dict[str, Any]:
+def created_task(
+    task_id: str, created_at_ms: int, ttl_ms: int | None, poll_interval_ms: int, *, status_message: str | None = None
+) -> dict[str, Any]:
     return _task(
         task_id=task_id,
         status="working",
@@ -89,6 +91,7 @@ def created_task(task_id: str, created_at_ms: int, ttl_ms: int | None, poll_inte
         last_updated_at_ms=created_at_ms,
         ttl_ms=ttl_ms,
         poll_interval_ms=poll_interval_ms,
+        status_message=status_message,
     )
 
 
@@ -102,6 +105,7 @@ def task_view(
     error: dict[str, Any] | None = None,
     closed_at_ms: int | None = None,
     failing: str | None = None,
+    no_worker: str | None = None,
 ) -> dict[str, Any]:
     """The `DetailedTask` of a workflow, from its memo, its Temporal status and what only a read can add.
 
@@ -111,6 +115,8 @@ def task_view(
     a completed one has no status line left: the last one described a step.
     A result whose text the worker stored once is shown whole again here, so
     every reader (get, push, 2025-11-25 tasks/result) sees what the tool returned.
+    `failing` and `no_worker` say why a working task makes no progress, over its last
+    status line (which a worker that is gone can no longer change).
     """
     result = expand(result) if result is not None else None
     created_at_ms = int(memo.get(Memo.CREATED_AT) or 0)
@@ -131,6 +137,8 @@ def task_view(
         if memo_status == "working" and heartbeat is not None:
             fields["status_message"] = heartbeat[0]
             fields["last_updated_at_ms"] = max(fields["last_updated_at_ms"], heartbeat[1])
+        if memo_status == "working" and no_worker is not None:
+            fields["status_message"] = no_worker
         if failing is not None:
             fields["status_message"] = failing
         return _task(
