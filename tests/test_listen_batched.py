@@ -21,13 +21,14 @@ from temporalio.client import Client
 
 from mcp_tasks_temporal.front.gateway import Snapshot, TemporalTaskGateway
 from mcp_tasks_temporal.front.push.feed_watch import FeedWatchHub
+from mcp_tasks_temporal.front.push.task_watch import TaskWatchHub
 from mcp_tasks_temporal.temporal.contract import Memo, ToolTaskInput
 from mcp_tasks_temporal.temporal.ids import new_task_id
 from tests.app_workers import app_worker, new_task_queue
 from tests.conftest import OpenApp, OpenFront
 from tests.front_app import FIXTURE_APP, InProcessFront, fresh_app
 from tests.test_push import ELICIT, http_listen, listen_message
-from tests.test_push_feed import COLOR, Listener, park
+from tests.test_push_feed import COLOR, SIZE, Listener, park
 from tests.wire import envelope
 
 pytestmark = pytest.mark.anyio
@@ -140,6 +141,35 @@ async def test_a_change_visibility_has_not_shown_yet_reaches_the_subscriber(temp
                     await anyio.sleep(0.05)
         for views in seen.values():
             assert questions(views) in ([2, 1], [1]), views
+
+
+async def test_a_listed_task_a_front_follows_by_its_history_is_followed_from_where_it_is_not_from_its_start(
+    temporal_client: Client,
+) -> None:
+    """A feed front follows a feed task by its history until it follows the task's shard (just started, or
+    Temporal was away): the visibility read it was acknowledged from has no history length, and no transition
+    the subscriber already has may come again after it."""
+    async with feed_worker(temporal_client) as feed:
+        task_id = await parked(feed.gateway, ALICE)
+        listed = await listed_as(feed.gateway, task_id, ALICE, await answer_one(feed.gateway, task_id, ALICE))
+        assert listed.listed and len(listed.memo[Memo.INPUT_REQUESTS]) == 1
+        hub = TaskWatchHub(feed.gateway)  # what a feed front falls back to for a shard it does not follow yet
+        views: list[dict[str, Any]] = []
+        async with hub.running():
+            hub.subscribe(task_id, ALICE, views.append, seen=listed)
+            with anyio.fail_after(20):
+                while not views:
+                    await anyio.sleep(0.05)
+            memo = (await feed.gateway.observe(task_id, ALICE)).memo
+            await feed.gateway.update(task_id, ALICE, {next(iter(memo[Memo.INPUT_REQUESTS])): SIZE})
+            with anyio.fail_after(30):
+                while not views or views[-1]["status"] != "completed":
+                    await anyio.sleep(0.05)
+        states = [(view["status"], len(view.get("inputRequests") or {})) for view in views]
+        # Each state once, in order, from the one it was acknowledged in: nothing from before it again.
+        later = [("input_required", 1), ("working", 0), ("completed", 0)]
+        assert states[0] == later[0] and states[-1] == later[-1], states
+        assert [state for state in later if state in states] == states, states
 
 
 async def test_a_listen_on_a_feed_front_acks_its_own_tasks_and_follows_each_from_its_read(

@@ -435,6 +435,9 @@ class FeedWatchHub(TaskWatchHub):
             watcher.closing = True
             watcher.publish(await self._gateway.view(watcher.task_id, current))
             return
+        read_seq = current.memo.get(Memo.FEED_SEQ)
+        if isinstance(read_seq, int) and read_seq < watcher.seq:
+            return  # answered after a newer re-read of it (two at once: a shard's chain ended meanwhile)
         memo = watcher.update_memo({name: value for name, value in current.memo.items() if name in _VIEWED})
         watcher.seq = int(current.memo.get(Memo.FEED_SEQ) or watcher.seq)
         try:
