@@ -1,4 +1,4 @@
-"""`subscriptions/listen` takes as many task IDs as docs/design.md says, and refuses one more with -32602.
+"""`subscriptions/listen` takes as many task IDs as docs/design.md says by default, and refuses one more with -32602.
 
 Through the module's in-process front, with an ID that names no task: the limit counts the IDs the request
 names, before anything is read, so the refusal costs the front nothing.
@@ -16,7 +16,7 @@ import httpx
 import pytest
 from mcp_types import INVALID_PARAMS
 
-from mcp_tasks_temporal.front.push.listen import MAX_TASK_IDS
+from mcp_tasks_temporal.front.settings import DEFAULT_MAX_LISTEN_TASK_IDS
 from tests.front_app import InProcessFront
 from tests.wire import base_headers, envelope, sse_frames
 
@@ -52,7 +52,7 @@ async def first_frame(front: InProcessFront, http: httpx.AsyncClient, task_ids: 
 
 
 def test_the_limit_is_the_documented_one() -> None:
-    assert MAX_TASK_IDS == documented_limit()
+    assert DEFAULT_MAX_LISTEN_TASK_IDS == documented_limit()
 
 
 async def test_a_listen_on_the_documented_number_of_task_ids_is_acknowledged_and_one_more_refused(
