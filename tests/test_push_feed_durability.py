@@ -41,8 +41,9 @@ CONTINUE_AFTER_EVENTS = 600
 """Far below the default 10,000: each shard continues as new several times in the test."""
 STALL_S = 30.0
 """No notification, no answer delivered for this long: the step that should have made progress failed."""
-FRONT_FLAGS = ["--heartbeat-timeout", "3"]
-"""A killed worker's tool attempt is retried after 3 s without a heartbeat, not the default 30 s."""
+FRONT_FLAGS = ["--heartbeat-timeout", "3", "--max-listens-per-caller", str(LISTENS)]
+"""A killed worker's tool attempt is retried after 3 s without a heartbeat, not the default 30 s; the subscribers,
+all from one address, are one anonymous caller, which may hold fewer listens by default."""
 COLOR = {"action": "accept", "content": {"color": "red"}}
 SIZE = {"action": "accept", "content": {"size": "XL"}}
 STATES = [("working", 0), ("input_required", 2), ("input_required", 1), ("working", 0), ("completed", 0)]
