@@ -1,5 +1,5 @@
-"""Run the benchmarks in sequence: reads, workflow_reads, agent_turns, push, throughput, memory, peers, codec,
-dev_layout, fairness.
+"""Run the benchmarks in sequence: reads, workflow_reads, agent_turns, push, throughput, memory, peers,
+round_trips, codec, dev_layout, fairness.
 
     .venv/bin/python -m benchmarks [--quick | --smoke [--jobs N]] [--only NAME ...]
 
@@ -48,7 +48,9 @@ BENCHMARKS: Final = (
     Benchmark("push", quick_deadline_s=270, full_deadline_s=660, smoke_deadline_s=180),
     Benchmark("throughput", quick_deadline_s=230, full_deadline_s=660),
     Benchmark("memory", quick_deadline_s=240, full_deadline_s=1200),
-    Benchmark("peers", quick_deadline_s=360, full_deadline_s=600),
+    # Its first full or quick run may install mcp-agent's venv (1-2 minutes); --smoke never installs.
+    Benchmark("peers", quick_deadline_s=600, full_deadline_s=1800, smoke_deadline_s=180),
+    Benchmark("round_trips", quick_deadline_s=240, full_deadline_s=240),
     Benchmark("codec", quick_deadline_s=150, full_deadline_s=400),
     Benchmark("dev_layout", quick_deadline_s=200, full_deadline_s=600, smoke_deadline_s=180),
     Benchmark("fairness", quick_deadline_s=360, full_deadline_s=900),

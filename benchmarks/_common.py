@@ -258,12 +258,15 @@ def _signal_group(pid: int, sig: signal.Signals) -> None:
         pass
 
 
-async def start_child(name: str, command: Sequence[str], log_dir: Path) -> Child:
+async def start_child(
+    name: str, command: Sequence[str], log_dir: Path, *, env: Mapping[str, str] | None = None
+) -> Child:
+    """`command` in its own process group, with this process's environment plus `env`."""
     log_path = log_dir / f"{name}.log"
     with log_path.open("ab") as log:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        child_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
         process = await anyio.open_process(
-            list(command), stdout=log, stderr=log, cwd=REPO_ROOT, env=env, start_new_session=True
+            list(command), stdout=log, stderr=log, cwd=REPO_ROOT, env=child_env, start_new_session=True
         )
     return Child(name, process, log_path)
 
@@ -280,6 +283,10 @@ class Stack:
     front: Child
     url: str
     state_dir: Path
+    worker_metrics: str | None = None
+    """The worker's Prometheus endpoint (the Temporal SDK's metrics), with `product_stack(metrics=True)`."""
+    front_metrics: str | None = None
+    """The front's, likewise."""
 
     def pids(self, bench: bool = True) -> dict[str, int]:
         named = {"front": self.front.pid, "worker": self.worker.pid}
@@ -291,8 +298,13 @@ class Stack:
 
 
 @asynccontextmanager
-async def product_stack(prefix: str, *, task_queue: str = "bench", app: str = CONFORMANCE_APP) -> AsyncGenerator[Stack]:
-    """Dev server + `mcp-tasks-temporal worker` + `mcp-tasks-temporal serve`, all on 127.0.0.1."""
+async def product_stack(
+    prefix: str, *, task_queue: str = "bench", app: str = CONFORMANCE_APP, metrics: bool = False
+) -> AsyncGenerator[Stack]:
+    """Dev server + `mcp-tasks-temporal worker` + `mcp-tasks-temporal serve`, all on 127.0.0.1.
+
+    With `metrics`, the worker and the front each serve their Prometheus endpoint (`--metrics-port`).
+    """
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         state_dir = Path(tmp)
         port = free_port()
@@ -301,10 +313,13 @@ async def product_stack(prefix: str, *, task_queue: str = "bench", app: str = CO
             client = await connect_temporal(server.address, namespace=server.namespace)
             common = ["--temporal", server.address, "--task-queue", task_queue, "--app", app]
             cli = [sys.executable, "-m", "mcp_tasks_temporal"]
-            worker = await start_child("worker", [*cli, "worker", *common], state_dir)
+            worker_metrics, front_metrics = (free_port(), free_port()) if metrics else (None, None)
+            worker = await start_child("worker", [*cli, "worker", *common, *_metrics_args(worker_metrics)], state_dir)
             stack.push_async_callback(worker.stop)
             front_port = free_port()
-            front = await start_child("front", [*cli, "serve", *common, "--port", str(front_port)], state_dir)
+            front = await start_child(
+                "front", [*cli, "serve", *common, "--port", str(front_port), *_metrics_args(front_metrics)], state_dir
+            )
             stack.push_async_callback(front.stop)
             url = f"http://{HOST}:{front_port}/mcp"
             await _until_ready(worker, front, url)
@@ -319,7 +334,17 @@ async def product_stack(prefix: str, *, task_queue: str = "bench", app: str = CO
                 front=front,
                 url=url,
                 state_dir=state_dir,
+                worker_metrics=_metrics_url(worker_metrics),
+                front_metrics=_metrics_url(front_metrics),
             )
+
+
+def _metrics_args(port: int | None) -> list[str]:
+    return ["--metrics-port", str(port)] if port is not None else []
+
+
+def _metrics_url(port: int | None) -> str | None:
+    return f"http://{HOST}:{port}/metrics" if port is not None else None
 
 
 async def _until_ready(worker: Child, front: Child, url: str, timeout_s: float = 60.0) -> None:

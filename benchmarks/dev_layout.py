@@ -39,7 +39,9 @@ from ._common import (
     run_main,
     start_child,
 )
-from .peers import Server, sustained
+from .peer_servers import CONFIRM, ELICITATION
+from .peers import sustained
+from .throughput import LONG_TOOL, SlowComputeTasks
 
 LAYOUTS: Final = {"worker process": [], "in-process worker": ["--in-process-worker"]}
 CLIENTS: Final = 10
@@ -84,9 +86,32 @@ async def dev(flags: list[str]) -> AsyncGenerator[str]:
             await child.stop()
 
 
+@dataclass
+class PreparedTasks(SlowComputeTasks):
+    """`slow_compute` tasks through one front, with a task in each state beside them."""
+
+    running: str = ""
+    waiting: str = ""
+    done: str = ""
+
+    async def prepare(self) -> None:
+        """A task in each state: working (an hour-long tool), input_required, completed."""
+        self.running = await self.create(LONG_TOOL)
+        asked = (await self.mcp.call_tool("confirm_delete", CONFIRM, capabilities=ELICITATION)).result
+        self.waiting = str(asked["taskId"])
+        self.done = await self.create()
+        await self.until(self.running, lambda task: task["status"] == "working")
+        await self.until(self.waiting, lambda task: task["status"] == "input_required")
+        await self.until(self.done, lambda task: task["status"] == "completed")
+
+    async def release(self) -> None:
+        for task_id in (self.running, self.waiting):
+            _ = (await self.mcp.cancel(task_id)).result
+
+
 async def measure(url: str, layout: Layout, settings: Settings) -> None:
     async with http_client(2 * CLIENTS) as http:
-        server = Server(TaskCalls(HttpMcp(url, http)), name=layout.name)
+        server = PreparedTasks(TaskCalls(HttpMcp(url, http)))
         await server.prepare()
         creates: list[float] = []
         gets: list[float] = []

@@ -490,6 +490,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=None,
         help="feed vs per-task long polls at these numbers of watched tasks, e.g. 1000,5000,20000",
     )
+    parser.add_argument(
+        "--three-fronts",
+        choices=["largest", "every"],
+        default="largest",
+        help="with --watched: the sizes at which three feed-mode fronts share the watched tasks (default: the largest)",
+    )
     modes = parser.add_mutually_exclusive_group()
     modes.add_argument(
         "--quick", action="store_true", help=f"{QUICK_SAMPLES} samples, {QUICK_IDLE_WINDOW_S:g} s idle window"
@@ -511,17 +517,32 @@ def _sizes(text: str) -> list[int]:
     return [positive_int(part) for part in text.split(",") if part.strip()]
 
 
-async def scale_main(sizes: Sequence[int], samples: int, idle_window_s: float, warmup: int | None = None) -> None:
+async def scale_main(
+    sizes: Sequence[int],
+    samples: int,
+    idle_window_s: float,
+    warmup: int | None = None,
+    *,
+    three_fronts_everywhere: bool = False,
+) -> None:
     from .push_scale import WARMUP_TASKS, idle_ops, marginals, run_scale, table
 
     print("\n".join(machine()))
     print(
         "server: temporal dev server, SQLite file (WAL) in a temp dir; one worker; tasks started with a front's own"
         " workflow input; per size, a fresh feed-mode front, then a fresh poll-mode front (baseline), listening on"
-        " the same tasks; at the largest size, also three feed-mode fronts sharing them"
+        " the same tasks; at "
+        + ("every size" if three_fronts_everywhere else "the largest size")
+        + ", also three feed-mode fronts sharing them"
     )
     started = time.perf_counter()
-    results = await run_scale(sizes, samples, idle_window_s, WARMUP_TASKS if warmup is None else warmup)
+    results = await run_scale(
+        sizes,
+        samples,
+        idle_window_s,
+        WARMUP_TASKS if warmup is None else warmup,
+        three_fronts_everywhere=three_fronts_everywhere,
+    )
     print()
     print(table(results))
     print()
@@ -537,7 +558,13 @@ async def amain(argv: Sequence[str] | None = None) -> None:
     if args.watched:
         samples = args.samples or (SMOKE_SAMPLES if args.smoke else QUICK_SAMPLES if args.quick else DEFAULT_SAMPLES)
         idle_s = SMOKE_IDLE_WINDOW_S if args.smoke else QUICK_IDLE_WINDOW_S if args.quick else IDLE_WINDOW_S
-        await scale_main(args.watched, samples, idle_s, SMOKE_WARMUP if args.smoke else None)
+        await scale_main(
+            args.watched,
+            samples,
+            idle_s,
+            SMOKE_WARMUP if args.smoke else None,
+            three_fronts_everywhere=args.three_fronts == "every",
+        )
         return
     samples = args.samples or (SMOKE_SAMPLES if args.smoke else QUICK_SAMPLES if args.quick else DEFAULT_SAMPLES)
     tasks = max(args.tasks, samples + WARMUP)

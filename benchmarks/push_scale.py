@@ -11,7 +11,7 @@ fresh fronts listen on N of them, one mode after the other, so neither mode's
 load lands on the other's figures: a front in feed mode, then one in poll mode
 (today's per-task history long polls: the baseline), up to `POLL_MAX` watched
 tasks (past that the baseline's long polls already fail here). At the largest
-size, N is also spread over three feed fronts. Per front:
+size (or at every size, `--three-fronts every`), N is also spread over three feed fronts. Per front:
 
 - the listen acknowledgement (each listen of up to `LISTEN_SIZE`; and until every snapshot came);
 - in feed mode, just before: the N tasks read from visibility (`observe_listed`, what the ack was built from
@@ -33,7 +33,7 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -75,6 +75,8 @@ FEED_OPERATIONS: Final = frozenset(
 SAMPLE_TIMEOUT_S: Final = 30.0
 SETTLE_S: Final = 5.0
 """Quiet time between the snapshots and the idle window; at most a quarter of the window (a smoke run's is 2 s)."""
+PARK_STALL_S: Final = 180.0
+"""Parking fails when this long passes with no task newly waiting for its answer."""
 WARMUP_TASKS: Final = 300
 """Tasks of the warm-up listen, on each front before it is measured: at least a large listen (front/heap.py)."""
 
@@ -138,7 +140,7 @@ async def create_parked(stack: Stack, mcp: TaskCalls, count: int) -> list[Parked
         for task_id in ids:
             group.start_soon(start, task_id)
     print(f"  started {count} tasks in {time.perf_counter() - started:.1f} s", flush=True)
-    return await until_parked(stack, ids, timeout_s=max(180.0, 0.2 * count))
+    return await until_parked(stack, ids)
 
 
 async def _template(stack: Stack, mcp: TaskCalls) -> ToolTaskInput:
@@ -152,25 +154,38 @@ async def _template(stack: Stack, mcp: TaskCalls) -> ToolTaskInput:
     raise RuntimeError("the template task has no start event")
 
 
-async def until_parked(stack: Stack, task_ids: Sequence[str], timeout_s: float) -> list[Parked]:
-    """Every task once visibility shows it waiting for its answer, with its question's key."""
+async def until_parked(stack: Stack, task_ids: Sequence[str], stall_s: float = PARK_STALL_S) -> list[Parked]:
+    """Every task once visibility shows it waiting for its answer, with its question's key.
+
+    The worker's pace is the machine's: 20,000 tasks took 12 minutes at load 3-4 and would take about 50 at
+    load 12, so the bound is on progress (a round of `stall_s` with no task newly parked), not on the whole.
+    """
     parked: dict[str, Parked] = {}
     by_workflow = {UNKEYED.workflow_id(t, None): t for t in task_ids}
-    with anyio.fail_after(timeout_s):
-        while len(parked) < len(task_ids):
-            waiting = [w for w, t in by_workflow.items() if t not in parked]
-            # A visibility read that fails is left out of `listed_tasks`; its tasks are asked again next round.
-            for wid, seen in (await listed_tasks(stack.client, waiting)).items():
-                memo = seen.memo
-                status = memo.get(Memo.STATUS)
-                questions = as_object(memo.get(Memo.INPUT_REQUESTS))
-                if status == "input_required" and questions:
-                    parked[by_workflow[wid]] = Parked(by_workflow[wid], next(iter(questions)))
-                elif status != "working" or not seen.running:
-                    raise RuntimeError(f"task {by_workflow[wid]} is {status}, not waiting for input")
-            if len(parked) < len(task_ids):
+    while len(parked) < len(task_ids):
+        with anyio.fail_after(stall_s):
+            before = len(parked)
+            await _park_round(stack, by_workflow, parked)
+            while len(parked) == before:
                 await anyio.sleep(2.0)
+                await _park_round(stack, by_workflow, parked)
+        if len(parked) < len(task_ids):
+            await anyio.sleep(2.0)
     return [parked[t] for t in task_ids]
+
+
+async def _park_round(stack: Stack, by_workflow: Mapping[str, str], parked: dict[str, Parked]) -> None:
+    """One read of visibility for the tasks not parked yet; each one waiting for its answer goes into `parked`."""
+    waiting = [w for w, t in by_workflow.items() if t not in parked]
+    # A visibility read that fails is left out of `listed_tasks`; its tasks are asked again next round.
+    for wid, seen in (await listed_tasks(stack.client, waiting)).items():
+        memo = seen.memo
+        status = memo.get(Memo.STATUS)
+        questions = as_object(memo.get(Memo.INPUT_REQUESTS))
+        if status == "input_required" and questions:
+            parked[by_workflow[wid]] = Parked(by_workflow[wid], next(iter(questions)))
+        elif status != "working" or not seen.running:
+            raise RuntimeError(f"task {by_workflow[wid]} is {status}, not waiting for input")
 
 
 # --- one mode at one size --------------------------------------------------------------------------
@@ -362,18 +377,27 @@ async def sample(mcp: TaskCalls, stream: ListenStream, task: Parked, result: Mod
 
 
 async def run_scale(
-    sizes: Sequence[int], samples: int, idle_window_s: float, warmup: int = WARMUP_TASKS
+    sizes: Sequence[int],
+    samples: int,
+    idle_window_s: float,
+    warmup: int = WARMUP_TASKS,
+    *,
+    three_fronts_everywhere: bool = False,
 ) -> list[SizeResult]:
     # The creating front follows nothing: the fronts measured are the only ones polling the shards.
     os.environ["MCP_TASKS_PUSH"] = "poll"
     results: list[SizeResult] = []
     largest = max(sizes)
+
+    def three_fronts(n: int) -> bool:
+        return n > 1 and (three_fronts_everywhere or n == largest)
+
     async with product_stack("mcp-tasks-push-scale-") as stack, http_client(128) as http:
         mcp = TaskCalls(HttpMcp(stack.url, http))
         parked: list[Parked] = []
         for n in sorted(sizes):
-            # Each mode answers its own samples; the three-front case too at the largest size.
-            runs = (2 if n <= POLL_MAX else 1) + (1 if n == largest and n > 1 else 0)
+            # Each mode answers its own samples; the three-front case too.
+            runs = (2 if n <= POLL_MAX else 1) + (1 if three_fronts(n) else 0)
             # The warm-up listens take the tasks after the watched ones: up to three fronts' worth.
             wanted = n + runs * samples + 3 * warmup
             if len(parked) < wanted:
@@ -394,7 +418,7 @@ async def run_scale(
                     await measure_mode(stack, http, mcp, mode, watched, watched[:samples], idle_window_s, spare)
                 )
                 parked = parked[samples:]
-            if n == largest and n > 1:
+            if three_fronts(n):
                 watched, spare = parked[:n], parked[n : n + 3 * warmup]
                 size.modes.append(
                     await measure_mode(
