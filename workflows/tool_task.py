@@ -12,6 +12,7 @@ front server reads with `describe` even while no worker is polling; the
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -28,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
         PINNED_TOOL_TASK_WORKFLOW,
         REQUEST_INPUT_UPDATE,
         RUN_TOOL_ACTIVITY,
+        SETTLED_UPDATE,
         STATE_QUERY,
         TASK_EXPIRED,
         TOOL_TASK_WORKFLOW,
@@ -54,6 +56,9 @@ FEED_ANNOUNCE_PATCH = "announce-tasks-to-the-task-feed"
 DRAIN_THROUGH_CANCEL_PATCH = "feed-drain-outlives-a-late-cancel"
 
 _TOOL_WAIT_MAX_S = 60.0
+SETTLED_RESULT_MAX_CHARS = 64 * 1024
+"""A result up to this size (as JSON) goes back in the `settled` update too; a larger one is read from the
+close event alone, so a history holds a large result once."""
 
 
 class _TaskExpired(Exception):
@@ -188,6 +193,23 @@ class ToolTaskWorkflow:
             self._transition("input_required")
         await workflow.wait_condition(lambda: all(tk in self._answers for tk in task_keys))
         return {key: self._answers[tk] for tk, key in task_keys.items()}
+
+    @workflow.update(name=SETTLED_UPDATE, unfinished_policy=HandlerUnfinishedPolicy.ABANDON)
+    async def settled(self) -> dict[str, Any]:
+        """The task once its tool has ended or asked something: what the creating call may answer with.
+
+        A front sends it with the start (update-with-start) and waits for it within the tool's budget,
+        a bound it keeps itself: Temporal's timers are not precise below a second. A front that stopped
+        waiting leaves the update to end with the run, unread.
+        """
+        await workflow.wait_condition(lambda: self._status != "working")
+        answer: dict[str, Any] = {"status": self._status, "lastUpdatedAt": self._last_updated_ms}
+        if self._status == "completed" and self._result is not None:
+            if len(json.dumps(self._result, separators=(",", ":"))) <= SETTLED_RESULT_MAX_CHARS:
+                answer["result"] = self._result
+        elif self._status == "failed":
+            answer["error"] = self._error
+        return answer
 
     def _midway_key(self, key: str) -> str:
         known = self._asked.get(key)
