@@ -13,18 +13,22 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
 import anyio
 from temporalio.client import (
     Client,
+    WithStartWorkflowOperation,
     WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 from temporalio.common import AutoUpgradeVersioningOverride, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.runtime import Runtime
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -60,6 +64,7 @@ from mcp_tasks_temporal.temporal.codec import CodecError
 from mcp_tasks_temporal.temporal.contract import (
     INPUT_SIGNAL,
     PINNED_TOOL_TASK_WORKFLOW,
+    SETTLED_UPDATE,
     TERMINAL_STATUSES,
     TOOL_TASK_WORKFLOW,
     WEB_UI_META,
@@ -67,6 +72,7 @@ from mcp_tasks_temporal.temporal.contract import (
     Memo,
     ToolTaskInput,
     as_object,
+    to_iso,
 )
 from mcp_tasks_temporal.temporal.fairness import FairnessPolicy
 from mcp_tasks_temporal.temporal.ids import UNKEYED, WORKFLOW_ID_PREFIX, OwnerKeying, is_task_id
@@ -74,13 +80,33 @@ from mcp_tasks_temporal.temporal.inputs import response_problem
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics, RequestMetrics
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits, namespace_blob_limit
 from mcp_tasks_temporal.temporal.payload_storage import StoredPayloadError
+from mcp_tasks_temporal.temporal.result_text import expand
 from mcp_tasks_temporal.temporal.search_attributes import start_attributes
 from mcp_tasks_temporal.temporal.tool_results import call_tool_result, failure_outcome
 from mcp_tasks_temporal.temporal.web_ui import web_ui_link
 
-__all__ = ["TemporalTaskGateway"]
+__all__ = ["Settled", "TemporalTaskGateway"]
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Settled:
+    """How a task's call is answered (`create_settled`): with exactly one of these."""
+
+    result: dict[str, Any] | None = None
+    """The tool's `CallToolResult` (wire form), as a synchronous call returns it."""
+    error: dict[str, Any] | None = None
+    """The JSON-RPC error the tool ended with, as a synchronous call returns it."""
+    task: dict[str, Any] | None = None
+    """The task's `CreateTaskResult` fields: the tool is still working, or asked something."""
+
+
+@dataclass(frozen=True)
+class _Start:
+    workflow: str
+    task: ToolTaskInput
+    options: dict[str, Any]
 
 
 class TemporalTaskGateway(WatcherReads):
@@ -159,35 +185,110 @@ class TemporalTaskGateway(WatcherReads):
         `pinned`: under worker versioning the task stays on the build it started on. `priority` is
         the tool's (1 highest .. 5); the run's activities inherit it with the fairness key.
         """
+        start = self._tool_task_start(task, principal, pinned=pinned, priority=priority)
+        # Eager: a worker in this process on the queue (`dev --in-process-worker`, a team's own) takes the
+        # first workflow task in the start's answer, one matching round trip fewer; elsewhere a no-op.
+        await self.client.start_workflow(start.workflow, start.task, **start.options, request_eager_start=True)
+        self.metrics.task_created(task.tool)
+        return created_task(task.task_id, task.created_at_ms, task.ttl_ms, task.poll_interval_ms)
+
+    async def create_settled(
+        self,
+        task: ToolTaskInput,
+        principal: str | None,
+        *,
+        within_ms: int,
+        pinned: bool = False,
+        priority: int | None = None,
+    ) -> Settled:
+        """Start the task's workflow and wait up to `within_ms` for its tool to end or ask; one Temporal call.
+
+        The start and the run's `settled` update go together (update-with-start), so the answer comes
+        with the outcome: the tool's result or error when it ended in time, else the task, persisted
+        (the start's own answer or a read says so before the task is handed out). A call cancelled
+        meanwhile (the client left) must `abandon` the task: it may have started.
+        """
+        start = self._tool_task_start(task, principal, pinned=pinned, priority=priority)
+        operation: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
+            start.workflow, start.task, **start.options
+        )
+        answer: dict[str, Any] | None = None
+        with anyio.move_on_after(within_ms / 1000):
+            try:
+                answer = await self.client.execute_update_with_start_workflow(  # pyright: ignore[reportUnknownMemberType]
+                    SETTLED_UPDATE, start_workflow_operation=operation, result_type=dict[str, Any]
+                )
+            except WorkflowUpdateFailedError:
+                # Taken, then refused by a worker from before the update (or the run ended under it): the task stands.
+                answer = {"status": "working", "lastUpdatedAt": task.created_at_ms}
+            except WorkflowUpdateRPCTimeoutOrCancelledError:
+                # The SDK's name for its call cancelled by the bound above, or by the request's own end, which
+                # the next await raises again.
+                pass
+        if answer is None:
+            await self._until_started(start)
+            answer = {"status": "working", "lastUpdatedAt": task.created_at_ms}
+        status = str(answer.get("status", "working"))
+        self.metrics.task_created(task.tool, answered="result" if status in ("completed", "failed") else "task")
+        if status == "completed":
+            result = as_object(answer.get("result"))
+            if not result:
+                # Too large to come twice: read from the close event, once.
+                result = as_object(await self.client.get_workflow_handle(start.options["id"]).result())
+            return Settled(result=expand(dict(result)))
+        if status == "failed":
+            return Settled(error=dict(as_object(answer.get("error"))))
+        created = created_task(task.task_id, task.created_at_ms, task.ttl_ms, task.poll_interval_ms)
+        created["status"] = status
+        created["lastUpdatedAt"] = to_iso(max(int(answer.get("lastUpdatedAt") or 0), task.created_at_ms))
+        return Settled(task=created)
+
+    async def abandon(self, task: ToolTaskInput, principal: str | None, *, pinned: bool = False) -> None:
+        """Cancel the task of a call `create_settled` was serving when the call ended without its answer.
+
+        Its start may not have been answered, or even taken, yet: starting it again (which Temporal refuses
+        for a task that exists) makes sure there is a run, so the cancel reaches it and no tool goes on
+        for a call nobody waits on.
+        """
+        await self._until_started(self._tool_task_start(task, principal, pinned=pinned, priority=None))
+        await self.cancel(task.task_id, principal)
+
+    async def _until_started(self, start: _Start) -> None:
+        """Return once the task's run exists: started now, or found started."""
+        try:
+            await self.client.start_workflow(start.workflow, start.task, **start.options)
+        except WorkflowAlreadyStartedError:
+            pass
+
+    def _tool_task_start(
+        self, task: ToolTaskInput, principal: str | None, *, pinned: bool, priority: int | None
+    ) -> _Start:
+        """What starts a tool task's run: its workflow type, input and start options, one task one run."""
         self._check_input(task.arguments, "The tool's arguments")
         if self.feed_tasks:
             task = replace(task, feed=True)
+        owner = self.owner_keying.owner_key(principal)
         memo = initial_memo(
             task.task_id,
             task.tool,
-            self.owner_keying.owner_key(principal),
+            owner,
             task.created_at_ms,
             task.ttl_ms,
             task.poll_interval_ms,
             anonymous=principal is None,
         )
-        await self.client.start_workflow(
-            PINNED_TOOL_TASK_WORKFLOW if pinned else TOOL_TASK_WORKFLOW,
-            task,
-            id=self.owner_keying.workflow_id(task.task_id, principal),
-            task_queue=self.task_queue,
-            memo=memo,
+        options: dict[str, Any] = {
+            "id": self.owner_keying.workflow_id(task.task_id, principal),
+            "task_queue": self.task_queue,
+            "memo": memo,
             # One task ID is one run, ever: a closed task's ID must not start a fresh run.
-            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-            id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
-            static_summary=f"MCP task: {task.tool}",
-            search_attributes=start_attributes(tool=task.tool, owner=self.owner_keying.owner_key(principal))
-            if self.search_attributes
-            else None,
-            priority=self.fairness.priority(principal, priority),
-        )
-        self.metrics.task_created(task.tool)
-        return created_task(task.task_id, task.created_at_ms, task.ttl_ms, task.poll_interval_ms)
+            "id_reuse_policy": WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            "id_conflict_policy": WorkflowIDConflictPolicy.FAIL,
+            "static_summary": f"MCP task: {task.tool}",
+            "search_attributes": start_attributes(tool=task.tool, owner=owner) if self.search_attributes else None,
+            "priority": self.fairness.priority(principal, priority),
+        }
+        return _Start(PINNED_TOOL_TASK_WORKFLOW if pinned else TOOL_TASK_WORKFLOW, task, options)
 
     async def start_workflow_task(self, task: WorkflowTask, principal: str | None) -> Snapshot:
         """Start a workflow tool's task: the user's own workflow, under the task's workflow ID and memo.
