@@ -156,9 +156,9 @@ class Snapshot:
 
     def counters(self) -> dict[str, Tally]:
         return {
-            "front": _rpcs(self.front),
-            "worker": _rpcs(self.worker),
-            "benchmark": _rpcs(self.own),
+            "front": rpcs_by_operation(self.front),
+            "worker": rpcs_by_operation(self.worker),
+            "benchmark": rpcs_by_operation(self.own),
             "dev server": Tally(self.server),
             "worker tasks": _worker_tasks(self.worker),
         }
@@ -176,7 +176,8 @@ class Counts:
     """History events by type, per task."""
 
 
-def _rpcs(series: Series) -> Tally:
+def rpcs_by_operation(series: Series) -> Tally:
+    """Temporal RPCs by operation, from one process's SDK counters; long polls apart."""
     counts = by_label(series, ["temporal_request_total"], "operation")
     for operation, value in by_label(series, ["temporal_long_request_total"], "operation").items():
         counts[f"{operation} (long poll)"] += value
