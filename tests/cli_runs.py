@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from mcp_tasks_temporal.ops.cli import build_parser, run
+from mcp_tasks_temporal.ops.cli import Invocation, parse, run
 from tests.processes import CLI, REPO_ROOT, child_env
 
 # Streams and the environment are process-wide: one in-process command at a time.
@@ -55,11 +55,15 @@ async def run_in_process(args: list[str], *, stdin: str, env: Mapping[str, str],
 def _run_main(args: list[str], stdin: str, env: Mapping[str, str]) -> Run:
     out, err = io.StringIO(), io.StringIO()
     with _ONE_AT_A_TIME, _environment(env), _streams(io.StringIO(stdin), out, err):
-        try:
-            code = run(build_parser().parse_args(args))
-        except SystemExit as exit_:  # argparse: a usage error or --help
-            code = exit_.code if isinstance(exit_.code, int) else 2
+        code = run(args)
     return Run(code, out.getvalue(), err.getvalue())
+
+
+def settings_of(argv: list[str]) -> Any:
+    """The validated settings of a command line, as the command would run with them."""
+    parsed = parse(argv)
+    assert isinstance(parsed, Invocation), f"{argv} did not parse: exit {parsed}"
+    return parsed.settings
 
 
 @contextlib.contextmanager

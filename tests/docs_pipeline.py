@@ -69,6 +69,15 @@ deploy_first = after_first_step(
 )
 """The careless reorder: deploy before the build."""
 
+DEPLOYING_STEP = 'set_status("deploying")'
+
+
+def without_deploying_status(source: str) -> str:
+    """A status line dropped: the deploy activity now comes where the history recorded the status change."""
+    assert DEPLOYING_STEP in source, "the page's pipeline changed: update its variants here"
+    return source.replace(f"        {DEPLOYING_STEP}\n", "", 1)
+
+
 clock_read = before_first_step('__import__("datetime").datetime.now()')
 """A sandbox violation: the wall clock read in workflow code."""
 

@@ -13,8 +13,8 @@ from mcp_tasks_temporal.contrib.pydantic_ai import sub_agent as agent
 from mcp_tasks_temporal.demo import app as demo_app
 from mcp_tasks_temporal.demo.server import tasks as demo_tasks
 from mcp_tasks_temporal.front.extension import TasksExtension
-from mcp_tasks_temporal.ops.cli import build_parser
 from mcp_tasks_temporal.ops.server_commands import configure
+from tests.cli_runs import settings_of
 
 
 @pytest.fixture(autouse=True)
@@ -65,7 +65,7 @@ def test_the_demo_registers_review_code_with_what_a_worker_needs() -> None:
 
 @pytest.mark.parametrize("command", ["dev", "serve", "worker"])
 def test_agent_model_flag_configures_the_process(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    args = build_parser().parse_args([command, "--app", "mcp_tasks_temporal.demo.server", "--agent-model", "qwen3"])
-    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")  # read with the flags, when the command starts
+    args = settings_of([command, "--app", "mcp_tasks_temporal.demo.server", "--agent-model", "qwen3"])
     configure(demo_app, args)
     assert agent.configured_agent_model() == agent.AgentModel("qwen3", base_url="http://127.0.0.1:1/v1")

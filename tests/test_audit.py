@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -22,18 +23,20 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHistory
 from temporalio.common import VersioningBehavior
+from temporalio.contrib.pydantic import pydantic_data_converter
 
 from mcp_tasks_temporal.ops.audit import SCHEMA_VERSION, load_runs, verify
 from mcp_tasks_temporal.ops.dev.embedded_temporal import temporal_cli
-from mcp_tasks_temporal.ops.operator_cli import principal_of
+from mcp_tasks_temporal.ops.operator_args import EXIT_INCOMPATIBLE, EXIT_USAGE, EXIT_VERIFY_ERROR
+from mcp_tasks_temporal.ops.operator_connection import operator_runtime, principal_of
 from mcp_tasks_temporal.temporal.ids import UNKEYED
 from mcp_tasks_temporal.temporal.worker import WORKFLOWS
 from tests.cli_runs import run_in_process
 from tests.conftest import Stack, module_stack
 from tests.docs_pipeline import APP as DOCS_APP
-from tests.docs_pipeline import deploy_first, docs_pipeline
+from tests.docs_pipeline import deploy_first, docs_pipeline, without_deploying_status
 from tests.processes import (
     CLI,
     FIXTURE_APP,
@@ -45,7 +48,7 @@ from tests.processes import (
     start_worker,
 )
 from tests.test_auth import BearerMcp
-from tests.variant_cli import ChangedToolTask
+from tests.variant_cli import ChangedToolTask, FailingToolTask, RenamedActivityToolTask
 from tests.wire import HttpMcp, TaskCalls
 
 owner_key = UNKEYED.owner_key
@@ -100,7 +103,7 @@ class SharedFront:
 
 
 # More pairs than tests drawing from the pool; each test's names are its own, as with a private front.
-PAIRS = 8
+PAIRS = 10
 
 
 @pytest.fixture(scope="module")
@@ -238,18 +241,37 @@ async def test_verify_passes_on_current_code_and_fails_on_a_changed_workflow(
     ok = await run_cli("audit", task_id, "--principal", alice, "--verify", "--temporal", temporal)
     assert b"verify: compatible" in ok.stderr
     assert b"status" in ok.stdout and b"completed" in ok.stdout
+    as_json = await run_cli(
+        "audit", task_id, "--principal", alice, "--verify", "--format", "json", "--address", temporal
+    )
+    story = json.loads(as_json.stdout)
+    assert (story["verify"], story["verifyReason"], story["divergence"], story["error"]) == (
+        "compatible",
+        None,
+        None,
+        None,
+    )
 
+    # The changed code waits on a timer where the history scheduled the tool: named as the tool, not as events.
     changed = await run_cli(
-        "audit", task_id, "--principal", alice, "--verify", "--temporal", temporal,
+        "audit", task_id, "--principal", alice, "--verify", "--format", "json", "--temporal", temporal,
         module=[sys.executable, "-m", "tests.variant_cli"], check=False,
     )  # fmt: skip
-    assert changed.returncode == 1, changed.stderr
-    assert b"INCOMPATIBLE" in changed.stderr and b"nondetermin" in changed.stderr.lower()
+    assert changed.returncode == EXIT_INCOMPATIBLE, changed.stderr
+    verdict = json.loads(changed.stdout)  # one JSON document: the core's own warning is not on stdout
+    assert verdict["verify"] == "incompatible" and verdict["task"]["taskId"] == task_id
+    assert verdict["divergence"]["recorded"] == {"kind": "activity", "name": "the tool 'double' (round 0)"}
+    assert verdict["divergence"]["code"] is None, "the changed code issues no command there: it waits on its timer"
+    assert "'double'" in verdict["verifyReason"] and "HistoryEvent" not in verdict["verifyReason"]
+    [line] = [ln for ln in changed.stderr.decode().splitlines() if ln.startswith("verify:")]
+    assert "INCOMPATIBLE" in line and "workflow.patched" in line, line
+    assert "Traceback" not in changed.stderr.decode() and " WARN " not in changed.stderr.decode()
 
     runs = await load_runs(temporal_client, UNKEYED.workflow_id(task_id, principal_of(alice)))
-    await verify(runs, WORKFLOWS, temporal_client.data_converter)
-    with pytest.raises(Exception, match="(?i)nondetermin"):
-        await verify(runs, [ChangedToolTask], temporal_client.data_converter)
+    assert (await verify(runs, WORKFLOWS, temporal_client.data_converter)).verdict == "compatible"
+    found = await verify(runs, [ChangedToolTask], temporal_client.data_converter)
+    assert found.verdict == "incompatible" and found.divergence is not None
+    assert "nondeterminism" in found.divergence.replayer_message.lower()
 
 
 async def test_audit_finds_a_task_without_the_principal_and_by_workflow_id(
@@ -266,8 +288,16 @@ async def test_audit_finds_a_task_without_the_principal_and_by_workflow_id(
         assert f"{ui}/namespaces/default/workflows/mcp-task%2F{owner_key(principal_of(alice))}%2F{task_id}" in text
 
     unknown = await run_cli("audit", str(uuid.uuid4()), "--temporal", temporal, check=False)
-    assert unknown.returncode == 2 and len(unknown.stderr.decode().strip().splitlines()) == 1
+    assert unknown.returncode == EXIT_USAGE and len(unknown.stderr.decode().strip().splitlines()) == 1
     assert unknown.stdout == b""
+    # A script reading --format json gets a document even so, with the error and the verdict it could not reach.
+    scripted = await run_cli(
+        "audit", str(uuid.uuid4()), "--verify", "--format", "json", "--temporal", temporal, check=False
+    )
+    assert scripted.returncode == EXIT_USAGE
+    document = json.loads(scripted.stdout)
+    assert document["error"]["kind"] == "not_found" and document["verify"] == "error"
+    assert document["schemaVersion"] == SCHEMA_VERSION and "task" not in document
 
 
 async def _list(temporal: str, *filters: str) -> list[dict[str, Any]]:
@@ -374,8 +404,99 @@ async def test_admin_cancel_cancels_exactly_the_matching_tasks(
                 await anyio.sleep(0.1)
 
 
+async def test_admin_cancel_takes_task_ids_under_the_owner_rules(
+    principals: Principals, temporal: str, tmp_path: Path
+) -> None:
+    alice, bob = principals.names["alice"], principals.names["bob"]
+    gates = [tmp_path / name for name in ("one", "two")]
+    for folder in gates:
+        folder.mkdir()
+    running = [(await principals.alice.start("gated", {"gate": str(folder)}))["taskId"] for folder in gates]
+    for task_id in running:
+        await principals.alice.wait_for(task_id, has_status_message)
+    ended = (await principals.alice.start("double", {"x": 2}))["taskId"]
+    await principals.alice.wait_for(ended)
+
+    # Another principal's name maps the ID to that principal's workflow: nothing of alice's is found, or touched.
+    not_bobs = await run_cli("admin", "cancel", running[0], "--owner", bob, "--yes", "--address", temporal, check=False)
+    assert not_bobs.returncode == EXIT_USAGE and running[0] in not_bobs.stderr.decode(), not_bobs.stderr
+    assert (await principals.alice.get(running[0])).result["status"] == "working"
+    # Without a terminal to ask on, and without --yes, nothing happens.
+    unasked = await run_cli("admin", "cancel", running[0], "--owner", alice, "--address", temporal, check=False)
+    assert unasked.returncode == EXIT_USAGE and "--yes" in unasked.stderr.decode(), unasked.stderr
+    # An ended task is named as such; nothing else on the command line is cancelled either.
+    refused = await run_cli("admin", "cancel", *running, ended, "--owner", alice, "--yes", "--address", temporal,
+                            check=False)  # fmt: skip
+    assert refused.returncode == EXIT_USAGE and "already ended (completed)" in refused.stderr.decode()
+    assert {(await principals.alice.get(t)).result["status"] for t in running} == {"working"}
+
+    # By the owner's name, and (an operator's lookup) by the task ID alone.
+    by_owner = await run_cli("admin", "cancel", running[0], "--owner", alice, "--yes", "--json", "--address", temporal)
+    assert [t["taskId"] for t in json.loads(by_owner.stdout)["cancelled"]] == [running[0]]
+    by_id = await run_cli("admin", "cancel", running[1], "--yes", "--json", "--address", temporal)
+    assert [t["taskId"] for t in json.loads(by_id.stdout)["cancelled"]] == [running[1]]
+    for task_id, folder in zip(running, gates, strict=True):
+        assert (await principals.alice.wait_for(task_id, timeout=30))["status"] == "cancelled"
+        await until_file(folder / "cancelled")
+    story = json.loads((await run_cli("audit", running[1], "--format", "json", "--address", temporal)).stdout)
+    (request,) = story["cancelRequests"]
+    assert request["identity"].startswith("mcp-tasks-temporal admin cancel") and "operator" in request["reason"]
+
+
+@pytest.mark.parametrize("command", [["audit", "--format", "json"], ["admin", "tasks", "--json"]])
+async def test_operator_output_to_a_closed_pipe_ends_quietly(
+    principals: Principals, temporal: str, command: list[str]
+) -> None:
+    task_id = (await principals.alice.start("double", {"x": 5}))["taskId"]
+    await principals.alice.wait_for(task_id)
+    words = [*command, task_id] if command[0] == "audit" else command
+    cli = " ".join(shlex.quote(word) for word in [sys.executable, "-m", "mcp_tasks_temporal", *words])
+    with anyio.fail_after(120):
+        # `true` reads nothing and is gone long before the command's first write.
+        done = await anyio.run_process(
+            ["bash", "-o", "pipefail", "-c", f"{cli} --address {temporal} | true"], cwd=REPO_ROOT, env=child_env(),
+            check=False,
+        )  # fmt: skip
+    assert done.returncode == 128 + 13, (done.returncode, done.stderr.decode())
+    assert b"Traceback" not in done.stderr and b"Broken pipe" not in done.stderr, done.stderr.decode()
+
+
+COMMITTED = REPO_ROOT / "tests" / "histories"
+
+
+@pytest.mark.parametrize(
+    ("workflow", "recorded", "code"),
+    [
+        # A timer added before the tool: the history's tool round meets a workflow still waiting on it.
+        (ChangedToolTask, {"kind": "activity", "name": "the tool 'complete' (round 0)"}, None),
+        # Another activity where the history started its TTL timer.
+        (RenamedActivityToolTask, "timer", {"kind": "activity", "name": "activity 'mcp_tasks.run_tool_v2'"}),
+        # Code that fails on the history is incompatible too, with its error.
+        (FailingToolTask, {"kind": "activity", "name": "the tool 'complete' (round 0)"}, "failure"),
+    ],
+)
+async def test_verify_names_the_first_diverging_step_of_a_committed_history(
+    workflow: type, recorded: Any, code: Any
+) -> None:
+    history = WorkflowHistory.from_json("audit-variant", (COMMITTED / "completed.json").read_text())
+    assert (await verify([history], WORKFLOWS, pydantic_data_converter)).verdict == "compatible"
+    found = await verify([history], [workflow], pydantic_data_converter, runtime=operator_runtime())
+    assert found.verdict == "incompatible" and found.divergence is not None, found
+    divergence = found.divergence.as_json()
+    if recorded == "timer":
+        assert divergence["recorded"]["kind"] == "timer" and divergence["step"] == 1, divergence
+    else:
+        assert divergence["recorded"] == recorded, divergence
+    if code == "failure":
+        assert divergence["code"]["kind"] == "failure" and "no such tool 'complete'" in divergence["code"]["name"]
+    else:
+        assert divergence["code"] == code, divergence
+    assert found.reason is not None and "HistoryEvent" not in found.reason and "machine" not in found.reason
+
+
 def test_visibility_query_of_the_filters() -> None:
-    from mcp_tasks_temporal.ops.admin import TaskFilter, parse_duration
+    from mcp_tasks_temporal.ops.admin import TaskFilter
+    from mcp_tasks_temporal.ops.operator_cli import parse_duration
 
     now = datetime.fromisoformat("2026-01-02T03:04:05+00:00")
     query = TaskFilter(owner_key="k", status="failed", older_than=parse_duration("1h30m")).query(now)
@@ -476,9 +597,9 @@ async def test_audit_and_verify_of_a_workflow_task(
         assert (await mcp.wait_for(task_id, timeout=30))["status"] == "completed"
 
         without_app = await run_cli("audit", task_id, "--verify", "--temporal", temporal, check=False)
-        assert without_app.returncode == 2, without_app.stderr
+        assert without_app.returncode == EXIT_VERIFY_ERROR, without_app.stderr
         [line] = without_app.stderr.decode().strip().splitlines()
-        assert "--app" in line and "INCOMPATIBLE" not in line, line
+        assert line.startswith("verify: error") and "--app" in line and "INCOMPATIBLE" not in line, line
         done = await run_cli("audit", task_id, "--format", "json", "--verify", "--app", APP, "--temporal", temporal)
         assert b"verify: compatible" in done.stderr
         story = json.loads(done.stdout)
@@ -551,12 +672,31 @@ async def test_verify_of_the_docs_pipeline_is_compatible_on_its_code_and_names_a
     assert same.returncode == 0, same.stderr
     assert b"verify: compatible" in same.stderr
 
-    reordered = await audit_child(changed, task_id, "--verify", "--app", app, "--temporal", temporal)
-    assert reordered.returncode == 1, reordered.stderr
+    reordered = await audit_child(
+        changed, task_id, "--verify", "--app", app, "--temporal", temporal, "--format", "json"
+    )
+    assert reordered.returncode == EXIT_INCOMPATIBLE, reordered.stderr
     [line] = [ln for ln in reordered.stderr.decode().splitlines() if "INCOMPATIBLE" in ln]
     print(line)
     assert "'build'" in line and "'deploy'" in line, line
     assert "UpsertWorkflowSearchAttributes" not in line and "Traceback" not in reordered.stderr.decode()
+    verdict = json.loads(reordered.stdout)
+    assert verdict["verify"] == "incompatible"
+    divergence = verdict["divergence"]
+    assert divergence["recorded"] == {"kind": "activity", "name": "activity 'build'"}, divergence
+    assert divergence["code"] == {"kind": "activity", "name": "activity 'deploy'"}, divergence
+    if versioning is not None:
+        return
+    # A status line dropped: the replayer's word is the state machine and the event it met; ours is the step.
+    dropped = await audit_child(
+        docs_pipeline(tmp_path / "dropped", without_deploying_status), task_id, "--verify", "--app", app,
+        "--temporal", temporal, "--format", "json",
+    )  # fmt: skip
+    assert dropped.returncode == EXIT_INCOMPATIBLE, dropped.stderr
+    divergence = json.loads(dropped.stdout)["divergence"]
+    assert divergence["recorded"]["name"].startswith('set_status("deploying")'), divergence
+    assert divergence["code"] == {"kind": "activity", "name": "activity 'deploy'"}, divergence
+    assert "machine does not handle this event" in divergence["replayerMessage"], divergence
 
 
 def docs_verify_pipelines() -> list[str]:

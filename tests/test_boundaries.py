@@ -20,7 +20,7 @@ import grimp
 from tests.processes import REPO_ROOT, child_env
 
 PACKAGE = REPO_ROOT / "src" / "mcp_tasks_temporal"
-SETTINGS = PACKAGE / "ops" / "settings.py"
+SETTINGS = PACKAGE / "ops" / "settings" / "environment.py"
 SDK_COMPAT = PACKAGE / "sdk_compat.py"
 
 FRONT_MODULES_AN_APP_LOADS = frozenset(
@@ -56,13 +56,13 @@ def _environment_reads(tree: ast.AST) -> list[int]:
     return lines
 
 
-def test_environment_variables_are_read_in_ops_settings_only() -> None:
+def test_environment_variables_are_read_in_ops_settings_environment_only() -> None:
     readers = {
         str(path.relative_to(REPO_ROOT.resolve()))
         for path in _sources()
         if path != SETTINGS.resolve() and _environment_reads(ast.parse(path.read_text(), str(path)))
     }
-    assert not readers, f"read the variable through mcp_tasks_temporal.ops.settings instead: {sorted(readers)}"
+    assert not readers, f"read the variable in a settings model (ops/settings/) instead: {sorted(readers)}"
 
 
 def _private_reads(tree: ast.AST) -> list[str]:

@@ -1,48 +1,69 @@
-"""The command line starts fast: parsing and `--help` import neither Temporal, nor the MCP SDK, nor uvicorn."""
+"""The command line starts fast: `--help` imports neither Temporal, nor the MCP SDK, nor uvicorn; the script's own
+`--help` not even pydantic."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
-from typing import Any, cast
 
-from mcp_tasks_temporal.ops.cli import build_parser
+from mcp_tasks_temporal.ops import cli
+from mcp_tasks_temporal.ops.settings.processes import GlobalSettings
 from tests.processes import REPO_ROOT, child_env
 
-HEAVY = ("temporalio", "mcp", "mcp_types", "uvicorn", "starlette", "pydantic", "cryptography", "anyio")
-
-
-def _subcommands(parser: argparse.ArgumentParser) -> list[str]:
-    actions = parser._actions  # pyright: ignore[reportPrivateUsage]
-    [commands] = [a for a in actions if isinstance(a.choices, dict)]
-    return list(cast("dict[str, Any]", commands.choices))
+HEAVY = ("temporalio", "mcp", "mcp_types", "uvicorn", "starlette", "cryptography", "anyio")
+"""Seconds of imports that only running a command needs. Parsing a command validates its settings, so it
+imports pydantic (a fifth of a second); `mcp-tasks-temporal --help` does not."""
 
 
 def test_the_top_level_help_names_every_command() -> None:
-    parser = build_parser()
-    names = _subcommands(parser)
+    names = list(cli.root.list_commands(cli.click.Context(cli.root)))
     assert len(names) == 13, names
-    description = parser.description or ""
+    description = cli.__doc__ or ""
     missing = [name for name in names if f"`{name}`" not in description]
     assert not missing, description
+    for name in names:
+        assert cli.root.get_command(cli.click.Context(cli.root), name) is not None, name
+
+
+def test_the_root_log_level_option_says_what_its_setting_reads() -> None:
+    [option] = [param for param in cli.root.params if param.name == "log_level"]
+    assert f"${GlobalSettings.variable('log_level')}" in (getattr(option, "help", "") or "")
+
+
+def _imported_after(script: str) -> list[str]:
+    code = f"""
+import json, sys
+{script}
+print(json.dumps(sorted({{name.split(".")[0] for name in sys.modules}})))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, env=child_env(), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
 
 
 def test_parsing_any_command_line_imports_no_heavy_package() -> None:
-    script = f"""
-import json, sys
-from mcp_tasks_temporal.ops.cli import build_parser
-parser = build_parser()
-for argv in (["dev"], ["serve", "--app", "x:y"], ["call", "tool"], ["audit", "T"], ["admin", "tasks"], ["codec-key"]):
-    parser.parse_args(argv)
-print(json.dumps(sorted({{name.split(".")[0] for name in sys.modules}} & set({list(HEAVY)!r}))))
+    imported = _imported_after(
+        """
+from mcp_tasks_temporal.ops.cli import Invocation, parse
+for argv in (["dev"], ["serve", "--app", "x:y"], ["call", "tool"], ["audit", "T"], ["admin", "tasks"],
+             ["admin", "cancel", "--older-than", "7d"], ["codec-key"], ["codec-server"]):
+    assert isinstance(parse(argv), Invocation), argv
 """
-    done = subprocess.run(
-        [sys.executable, "-c", script], cwd=REPO_ROOT, env=child_env(), capture_output=True, text=True, timeout=120
     )
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == []
+    assert set(imported) & set(HEAVY) == set()
+
+
+def test_the_scripts_own_help_imports_not_even_pydantic() -> None:
+    imported = _imported_after(
+        """
+from mcp_tasks_temporal.ops.cli import parse
+assert parse(["--help"]) == 0
+"""
+    )
+    assert set(imported) & {*HEAVY, "pydantic", "pydantic_settings"} == set()
 
 
 def test_help_runs_without_the_heavy_packages() -> None:
@@ -56,4 +77,4 @@ def test_help_runs_without_the_heavy_packages() -> None:
             text=True,
             timeout=120,
         )
-        assert done.returncode == 0 and "usage: mcp-tasks-temporal" in done.stdout, done.stderr
+        assert done.returncode == 0 and "Usage: mcp-tasks-temporal" in done.stdout, done.stderr

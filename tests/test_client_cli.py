@@ -262,9 +262,11 @@ async def test_get_and_watch_still_work_once_the_task_has_finished(cli: Any, sta
 
 
 async def test_every_exit_status_is_in_the_help(cli: Any) -> None:
-    from mcp_tasks_temporal.client._cli import (
+    from mcp_tasks_temporal.ops.client_args import (
         EXIT_AUTH,
         EXIT_CANCELLED,
+        EXIT_INPUT_REQUIRED,
+        EXIT_INTERRUPTED,
         EXIT_PROTOCOL,
         EXIT_TOOL_ERROR,
         EXIT_UNEXPECTED,
@@ -280,13 +282,15 @@ async def test_every_exit_status_is_in_the_help(cli: Any) -> None:
         EXIT_CANCELLED,
         EXIT_AUTH,
         EXIT_UNREACHABLE,
+        EXIT_INPUT_REQUIRED,
         EXIT_UNEXPECTED,
+        EXIT_INTERRUPTED,
     ]
     for command in ("call", "get", "cancel", "answer", "watch", "tasks"):
         shown = await cli(command, "--help")
         assert shown.code == 0
-        lines = shown.out.split("exit status:", 1)[1].splitlines()
-        assert {int(line.split()[0]) for line in lines if line.strip()} >= set(codes), command
+        lines = shown.out.split("Exit status:", 1)[1].splitlines()
+        assert {int(line.split()[0]) for line in lines if line.strip()[:1].isdigit()} >= set(codes), command
     documented = (REPO_ROOT / "docs" / "clients.md").read_text()
     for code in codes:
         assert f"| {code} |" in documented, f"exit status {code} is not in docs/clients.md's table"
@@ -359,28 +363,54 @@ async def test_answer_takes_plain_words_where_the_question_has_one_field(
     assert (await cli("tasks", "--all", "--json")).json()[0]["status"] == "completed", "the journal saw the answer"
 
 
-async def test_call_without_a_terminal_leaves_the_question_open_and_says_how_to_answer(
+async def test_call_without_a_terminal_ends_at_a_question_it_cannot_ask_and_says_how_to_answer(
     cli: Any, stack: Stack, journal: Path
 ) -> None:
+    """stdin is /dev/null, as under cron, CI or `nohup`: no answer can come, so the command does not wait for one."""
     environment = {**child_env(), "MCP_TASKS_JOURNAL": str(journal)}
     environment.pop("MCP_TASKS_TOKEN", None)
     command = [*CLI, "call", "ask_one_midway", "--url", stack.url]
-    async with await anyio.open_process(command, cwd=REPO_ROOT, env=environment, stdin=subprocess.DEVNULL) as call:
-        assert call.stderr is not None and call.stdout is not None
+    with anyio.fail_after(60):
+        done = await anyio.run_process(command, cwd=REPO_ROOT, env=environment, stdin=subprocess.DEVNULL, check=False)
+    err = done.stderr.decode()
+    assert done.returncode == 7, err
+    assert done.stdout == b""
+    [hint] = [line for line in err.splitlines() if "mcp-tasks-temporal answer" in line]
+    task_id = re.findall(r"answer (\S+) only", hint)[0]
+    assert f"mcp-tasks-temporal watch {task_id}" in hint, hint
+    assert (await cli("get", task_id, "--json")).json()["status"] == "input_required", "not cancelled for us"
+
+    # The same from `watch`, and in JSON for a script: the error names the task.
+    watched = await cli("watch", task_id, "--json")
+    assert watched.code == 7, watched.err
+    assert watched.json()["error"]["taskId"] == task_id
+
+    answered = await cli("answer", task_id, "only", "yes")
+    assert answered.code == 0, answered.err
+    resumed = await cli("watch", task_id)
+    assert (resumed.code, resumed.out) == (0, "accept\n"), resumed.err
+
+
+async def test_no_input_follows_a_task_whose_question_is_answered_elsewhere(
+    cli: Any, stack: Stack, mcp: TaskCalls, journal: Path
+) -> None:
+    task_id = (await cli("call", "ask_one_midway", "--url", stack.url, "--detach")).out.strip()
+    await mcp.wait_for(task_id, ["input_required"])
+    environment = {**child_env(), "MCP_TASKS_JOURNAL": str(journal)}
+    environment.pop("MCP_TASKS_TOKEN", None)
+    command = [*CLI, "watch", task_id, "--no-input"]
+    async with await anyio.open_process(command, cwd=REPO_ROOT, env=environment, stdin=subprocess.DEVNULL) as watch:
+        assert watch.stderr is not None and watch.stdout is not None
         err = b""
-        with anyio.fail_after(30):
-            while b"mcp-tasks-temporal answer" not in err:
-                err += await call.stderr.receive()
-        [hint] = [line for line in err.decode().splitlines() if "mcp-tasks-temporal answer" in line]
-        task_id = re.findall(r"answer (\S+) only", hint)[0]
-        assert (await cli("get", task_id, "--json")).json()["status"] == "input_required", "not cancelled for us"
-        answered = await cli("answer", task_id, "only", "yes")
-        assert answered.code == 0, answered.err
-        with anyio.fail_after(30):
-            code = await call.wait()
-            out = b"".join([chunk async for chunk in call.stdout])
-    assert code == 0, err.decode()
-    assert out.decode() == "accept\n"
+        with anyio.fail_after(60):
+            while f"mcp-tasks-temporal answer {task_id} only".encode() not in err:
+                err += await watch.stderr.receive()
+        # Answered from elsewhere while `watch --no-input` follows it: never asked on its stdin.
+        assert (await cli("answer", task_id, "only", "yes")).code == 0
+        with anyio.fail_after(60):
+            code = await watch.wait()
+            out = b"".join([chunk async for chunk in watch.stdout])
+    assert (code, out) == (0, b"accept\n"), err.decode()
 
 
 def test_every_call_in_the_docs_names_its_server() -> None:
@@ -394,3 +424,23 @@ def test_every_call_in_the_docs_names_its_server() -> None:
     assert commands, "the docs show no call: update this test"
     missing = [line for line in commands if "--url" not in line and "--stdio" not in line]
     assert not missing, missing
+
+
+@pytest.mark.parametrize("reader", ["head -n 1", "true"])
+def test_output_to_a_closed_pipe_ends_quietly_as_a_c_tool_does(tmp_path: Path, reader: str) -> None:
+    """`| head` (closed after a line) or a reader gone before the first write: no traceback, killed by SIGPIPE."""
+    from mcp_tasks_temporal.client import Journal
+
+    journal = Journal(tmp_path / "journal.sqlite3")
+    for number in range(3000):  # a listing far larger than a pipe's buffer
+        task_id = str(uuid.UUID(int=number, version=4))
+        journal.record("http://127.0.0.1:9/mcp", task_id, tool="build", status="completed",
+                       created_at="2026-01-01T00:00:00Z", ttl_ms=10**13)  # fmt: skip
+    journal.close()
+    cli = " ".join(shlex.quote(word) for word in CLI)
+    script = f"{cli} tasks --all --journal {shlex.quote(str(tmp_path / 'journal.sqlite3'))} | {reader}"
+    done = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", script], cwd=REPO_ROOT, env=child_env(), capture_output=True, timeout=120
+    )
+    assert done.returncode == 128 + 13, (done.returncode, done.stderr.decode())  # SIGPIPE, as `yes | head`
+    assert done.stderr == b"", done.stderr.decode()

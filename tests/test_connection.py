@@ -12,9 +12,8 @@ import httpx
 import pytest
 from temporalio.service import TLSConfig
 
-from mcp_tasks_temporal.ops.cli import build_parser
-from mcp_tasks_temporal.ops.option_values import connection_options_from_args
 from mcp_tasks_temporal.temporal.connection import ConnectionOptions, connect_config
+from tests.cli_runs import settings_of
 from tests.processes import CLI, FIXTURE_APP, REPO_ROOT, child_env, start_front, start_worker
 from tests.tls_proxy import CertificateAuthority, Pem, TlsTerminator
 from tests.wire import HttpMcp, TaskCalls
@@ -78,15 +77,13 @@ def test_flags_override_the_profile_and_the_profile_comes_from_temporal_profile(
     )
     env = {"TEMPORAL_CONFIG_FILE": str(toml), "TEMPORAL_PROFILE": "prod"}
     assert connect_config(ConnectionOptions(), env)["target_host"] == "prod:7233"
-    args = build_parser().parse_args(
-        ["worker", "--app", FIXTURE_APP, "--address", "other:7233", "--namespace", "ops", "--no-tls"]
-    )
-    config = connect_config(connection_options_from_args(args), env)
+    args = settings_of(["worker", "--app", FIXTURE_APP, "--address", "other:7233", "--namespace", "ops", "--no-tls"])
+    config = connect_config(args.connection_options(), env)
     assert (config["target_host"], config["namespace"], config["api_key"]) == ("other:7233", "ops", "from-file")
     assert config["tls"] is False
     # `--temporal`, the older spelling, is the same flag.
-    legacy = build_parser().parse_args(["serve", "--app", FIXTURE_APP, "--temporal", "legacy:7233"])
-    assert connect_config(connection_options_from_args(legacy), env)["target_host"] == "legacy:7233"
+    legacy = settings_of(["serve", "--app", FIXTURE_APP, "--temporal", "legacy:7233"])
+    assert connect_config(legacy.connection_options(), env)["target_host"] == "legacy:7233"
 
 
 # -- against the dev server behind a TLS terminator --------------------------------------

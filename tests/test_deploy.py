@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from mcp_tasks_temporal.ops.cli import build_parser
+from mcp_tasks_temporal.ops.cli import Invocation, parse
 from tests.processes import REPO_ROOT
 
 COMPOSE = REPO_ROOT / "docker-compose.yml"
@@ -62,13 +62,13 @@ def test_each_command_parses_with_our_cli(name: str, monkeypatch: pytest.MonkeyP
     environment: dict[str, object] = service.get("environment") or {}
     for key, value in environment.items():
         monkeypatch.setenv(key, interpolate(str(value), env))
-    try:
-        args = build_parser().parse_args([str(word) for word in service["command"]])
-    except SystemExit as exit_:
-        pytest.fail(f"{name}: {service['command']} is refused by the CLI (exit {exit_.code})")
-    assert args.command in ("serve", "worker")
+    parsed = parse([str(word) for word in service["command"]])
+    if not isinstance(parsed, Invocation):
+        pytest.fail(f"{name}: {service['command']} is refused by the CLI (exit {parsed})")
+    assert parsed.command in ("serve", "worker")
+    args: Any = parsed.settings
     assert args.app, f"{name}: no app to serve"
-    if args.command == "serve":
+    if parsed.command == "serve":
         assert args.host == "0.0.0.0", f"{name}: a front in a container must listen beyond its loopback"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import shlex
 import signal
 import socket
@@ -399,3 +400,78 @@ async def test_dev_restarted_as_a_new_build_names_the_pinned_tasks_its_last_buil
         if worker is not None:
             worker.stop()
         dev.stop(signal.SIGINT, timeout=30)
+
+
+def _temporal_started(state: Path) -> bool:
+    return (state / "temporal.log").exists()
+
+
+def _worker_starting(state: Path) -> bool:
+    return (state / "worker.log").exists()
+
+
+@pytest.mark.parametrize("phase", ["imports", "temporal", "worker"])
+def test_the_first_ctrl_c_stops_dev_at_any_point_of_its_start(tmp_path: Path, phase: str) -> None:
+    """Ctrl-C typed in the terminal (a pty: SIGINT to the foreground group), once, while `dev` is still starting."""
+    import pty
+
+    state = tmp_path / "state"
+    command = [*CLI, "dev", "--app", "tests.fixture_app:app", "--state-dir", str(state), "--port", str(free_port())]
+    command += ["--temporal-port", str(free_port()), "--ui-port", "0"]
+    env = child_env()
+    pid, terminal = pty.fork()
+    if pid == 0:  # the child: `dev` on the pty, as a user's shell starts it
+        os.chdir(REPO_ROOT)
+        os.execve(command[0], command, env)
+    output = bytearray()
+
+    def read() -> None:
+        while True:
+            ready, _, _ = select.select([terminal], [], [], 0)
+            if not ready:
+                return
+            try:
+                chunk = os.read(terminal, 65536)
+            except OSError:  # the child closed the pty
+                return
+            if not chunk:
+                return
+            output.extend(chunk)
+
+    def reached() -> bool:
+        read()
+        if phase == "imports":  # parsing done, Temporal's bridge being imported: before the event loop
+            # (only once `dev` runs: until its exec the child is a copy of this process, which has the bridge)
+            running = b"mcp_tasks_temporal" in Path(f"/proc/{pid}/cmdline").read_bytes()
+            return running and "temporal_sdk_bridge" in Path(f"/proc/{pid}/maps").read_text()
+        return (_temporal_started if phase == "temporal" else _worker_starting)(state)
+
+    children: list[str] = []
+    try:
+        wait_until(reached, timeout=120, what=f"dev's start to reach {phase}")
+        assert b"Press Ctrl-C to stop." not in output, "dev started before the test could interrupt its start"
+        children = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+        os.write(terminal, b"\x03")  # one Ctrl-C
+
+        statuses: list[int] = []
+
+        def exited() -> bool:
+            read()
+            done, status = os.waitpid(pid, os.WNOHANG)
+            statuses.append(status)
+            return done == pid
+
+        wait_until(exited, timeout=60, what="dev to stop after one Ctrl-C")
+    except BaseException:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise
+    finally:
+        read()
+        os.close(terminal)
+    text = output.decode(errors="replace")
+    assert os.waitstatus_to_exitcode(statuses[-1]) == 0, text
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text, text
+    assert not [child for child in children if not gone(int(child))], f"left running: {children}\n{text}"
+    if phase != "imports":
+        assert "mcp-tasks-temporal dev: stopping" in text, text

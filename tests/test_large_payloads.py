@@ -20,12 +20,12 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.converter import StorageDriverRetrieveContext, StorageDriverStoreContext
 
-from mcp_tasks_temporal.ops.cli import build_parser
 from mcp_tasks_temporal.temporal.contract import INVALID_PARAMS_CODE, PAYLOAD_TOO_LARGE_CODE
 from mcp_tasks_temporal.temporal.ids import UNKEYED
 from mcp_tasks_temporal.temporal.payload_limits import DEFAULT_BLOB_LIMIT
 from mcp_tasks_temporal.temporal.payload_storage import LocalStorageDriver, ReadFailuresNamed, StoredPayloadError
 from mcp_tasks_temporal.temporal.result_text import TEXT_FROM_STRUCTURED, compact, expand
+from tests.cli_runs import settings_of
 from tests.conftest import Stack
 from tests.fixture_app import pattern
 from tests.legacy_wire import LegacyMcp
@@ -316,10 +316,9 @@ async def test_any_drivers_failed_read_is_a_stored_payload_error_without_its_buc
 
 
 def test_dev_stores_large_payloads_locally_by_default_and_the_other_commands_do_not() -> None:
-    parser = build_parser()
-    assert parser.parse_args(["dev"]).payload_storage == "local"
-    assert parser.parse_args(["worker", "--app", "m:a"]).payload_storage == "none"
-    assert parser.parse_args(["serve", "--app", "m:a"]).payload_storage == "none"
+    assert settings_of(["dev"]).payload_storage == "local"
+    assert settings_of(["worker", "--app", "m:a"]).payload_storage == "none"
+    assert settings_of(["serve", "--app", "m:a"]).payload_storage == "none"
 
 
 def test_compacted_results_expand_to_what_the_tool_returned() -> None:

@@ -70,10 +70,10 @@ def test_agent_model_without_the_agent_extra_is_one_line_naming_the_extra() -> N
     done = _run(
         """
 from mcp_tasks_temporal.demo import app
-from mcp_tasks_temporal.ops.cli import build_parser
+from mcp_tasks_temporal.ops.cli import parse
 from mcp_tasks_temporal.ops.server_commands import configure
 try:
-    configure(app, build_parser().parse_args(["dev", "--agent-model", "qwen3"]))
+    configure(app, parse(["dev", "--agent-model", "qwen3"]).settings)
 except ValueError as refused:
     print(refused)
 """

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 
 import pytest
 from mcp.server.mcpserver import MCPServer
 
 from mcp_tasks_temporal import TasksExtension
-from mcp_tasks_temporal.ops.cli import build_parser
+from mcp_tasks_temporal.ops.cli import parse
 from mcp_tasks_temporal.ops.dev.embedded_temporal import dev_server_command
 from mcp_tasks_temporal.ops.dev.nexus_routes import EndpointRoute
 from mcp_tasks_temporal.temporal.nexus_contract import (
@@ -27,6 +26,7 @@ from mcp_tasks_temporal.temporal.nexus_contract import (
     reply_route,
 )
 from mcp_tasks_temporal.temporal.nexus_tools import NexusToolOptions
+from tests.cli_runs import settings_of
 
 
 @dataclass
@@ -39,26 +39,23 @@ def test_endpoint_routes_parse_and_refuse_what_is_not_name_namespace_queue() -> 
     assert EndpointRoute.parse("team=ns/q") == EndpointRoute("team", "ns", "q")
     assert EndpointRoute.parse("team=ns/mcp-tasks/app") == EndpointRoute("team", "ns", "mcp-tasks/app")
     for bad in ("team", "team=ns", "=ns/q", "team=/q", "team=ns/"):
-        with pytest.raises(argparse.ArgumentTypeError):
+        with pytest.raises(ValueError):
             EndpointRoute.parse(bad)
 
 
 def test_dev_takes_namespaces_endpoints_and_a_reply_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
-    args = build_parser().parse_args(
-        ["dev", "--nexus-namespace", "a", "--nexus-endpoint", "e=a/q", "--nexus-reply-endpoint", "r"]
-    )
+    args = settings_of(["dev", "--nexus-namespace", "a", "--nexus-endpoint", "e=a/q", "--nexus-reply-endpoint", "r"])
     assert args.nexus_namespace == ["a"] and args.nexus_endpoint == [EndpointRoute("e", "a", "q")]
     assert args.nexus_reply_endpoint == "r"
     monkeypatch.setenv("MCP_TASKS_NEXUS_ENDPOINTS", "e=a/q,f=b/p")
     monkeypatch.setenv("MCP_TASKS_NEXUS_REPLY_ENDPOINT", "reply")
-    from_env = build_parser().parse_args(["serve", "--app", "x:app"])
+    from_env = settings_of(["serve", "--app", "x:app"])
     assert from_env.nexus_reply_endpoint == "reply"
-    assert build_parser().parse_args(["dev"]).nexus_endpoint == [
+    assert settings_of(["dev"]).nexus_endpoint == [
         EndpointRoute("e", "a", "q"),
         EndpointRoute("f", "b", "p"),
     ]
-    with pytest.raises(SystemExit):
-        build_parser().parse_args(["dev", "--nexus-endpoint", "nonsense"])
+    assert parse(["dev", "--nexus-endpoint", "nonsense"]) == 2
 
 
 def test_the_embedded_server_creates_every_namespace_it_is_given() -> None:

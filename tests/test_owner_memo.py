@@ -15,8 +15,8 @@ import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from mcp_tasks_temporal.ops.dev.owner_secret import DATABASE_FILE, SECRET_FILE, use_dev_owner_secret
-from mcp_tasks_temporal.ops.operator_cli import principal_of
-from mcp_tasks_temporal.ops.settings import owner_keying
+from mcp_tasks_temporal.ops.operator_connection import principal_of
+from mcp_tasks_temporal.ops.settings.processes import DevSettings, OperatorSettings
 from mcp_tasks_temporal.temporal.contract import TOOL_TASK_WORKFLOW, Memo, ToolTaskInput
 from mcp_tasks_temporal.temporal.fairness import FairnessPolicy, fairness_key
 from mcp_tasks_temporal.temporal.ids import (
@@ -25,6 +25,7 @@ from mcp_tasks_temporal.temporal.ids import (
     MIN_SECRET_CHARS,
     OWNER_SECRET_ENV,
     UNKEYED,
+    OwnerKeying,
     OwnerSecretError,
     legacy_owner_key,
 )
@@ -74,6 +75,11 @@ async def test_a_workflow_under_a_task_id_whose_memo_names_another_owner_is_not_
 # -- keyed owner keys ---------------------------------------------------------------------
 
 SECRET = "a-deployment-wide-owner-secret-0123456789"
+
+
+def owner_keying() -> OwnerKeying:
+    """What every command keys owner keys with: its settings' keying, from the variables as set now."""
+    return OperatorSettings().owner_keying()
 
 
 def test_owner_keys_are_keyed_hashes_every_component_computes_alike(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -158,12 +164,13 @@ def test_dev_keeps_one_owner_secret_per_state_directory_readable_by_its_owner_al
 ) -> None:
     monkeypatch.delenv(OWNER_SECRET_ENV, raising=False)
     fresh = tmp_path / "fresh"
-    use_dev_owner_secret(fresh)
-    drawn = os.environ[OWNER_SECRET_ENV]
+    keyed = use_dev_owner_secret(DevSettings(state_dir=fresh))
+    drawn = os.environ[OWNER_SECRET_ENV]  # for the worker `dev` starts
+    assert keyed.owner_secret is not None and keyed.owner_secret.get_secret_value() == drawn
     assert len(drawn) >= MIN_SECRET_CHARS
     assert stat.S_IMODE((fresh / SECRET_FILE).stat().st_mode) == 0o600
     monkeypatch.delenv(OWNER_SECRET_ENV)
-    use_dev_owner_secret(fresh)  # a restart on the same state directory: the same keys
+    use_dev_owner_secret(DevSettings(state_dir=fresh))  # a restart on the same state directory: the same keys
     assert os.environ[OWNER_SECRET_ENV] == drawn
 
     # A state directory with tasks from before keeps their unkeyed keys.
@@ -171,10 +178,10 @@ def test_dev_keeps_one_owner_secret_per_state_directory_readable_by_its_owner_al
     older = tmp_path / "older"
     older.mkdir()
     (older / DATABASE_FILE).write_bytes(b"")
-    use_dev_owner_secret(older)
+    assert use_dev_owner_secret(DevSettings(state_dir=older)).owner_secret is None
     assert OWNER_SECRET_ENV not in os.environ and not (older / SECRET_FILE).exists()
 
     # A secret the environment sets wins.
     monkeypatch.setenv(OWNER_SECRET_ENV, SECRET)
-    use_dev_owner_secret(fresh)
-    assert os.environ[OWNER_SECRET_ENV] == SECRET
+    kept = use_dev_owner_secret(DevSettings(state_dir=fresh))
+    assert kept.owner_secret is not None and kept.owner_secret.get_secret_value() == SECRET

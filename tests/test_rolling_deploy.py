@@ -26,7 +26,7 @@ from temporalio.client import Client
 from temporalio.common import VersioningBehavior
 
 from mcp_tasks_temporal import TasksExtension
-from mcp_tasks_temporal.ops.cli import build_parser
+from mcp_tasks_temporal.ops.cli import Invocation, parse
 from mcp_tasks_temporal.ops.deployment_admin import build_line
 from mcp_tasks_temporal.temporal.deployment import VERSION_SEARCH_ATTRIBUTE, Deployment
 from mcp_tasks_temporal.temporal.ids import UNKEYED
@@ -91,10 +91,11 @@ def rollout(workdir: Path, temporal: str) -> Iterator[Rollout]:
 
 async def _operator(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
     """An operator command (`admin ...`) in this process: its exit status and stdout."""
-    args = build_parser().parse_args(list(argv))
+    parsed = parse(list(argv))
+    assert isinstance(parsed, Invocation), parsed
     capsys.readouterr()
-    await args.run(args)
-    return getattr(args, "exit_status", 0), capsys.readouterr().out
+    status = await parsed.job()
+    return status or 0, capsys.readouterr().out
 
 
 async def _waiting(mcp: TaskCalls, tool: str) -> str:

@@ -219,14 +219,6 @@ async def test_forget_captured_signals_keeps_a_stopped_uvicorn_server_from_re_ra
     # Without the clear, leaving capture_signals() re-raises SIGINT as a KeyboardInterrupt.
 
 
-def test_parser_actions_are_the_options_a_parser_was_given() -> None:
-    import argparse
-
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--port", type=int)
-    assert [action.dest for action in sdk_compat.parser_actions(parser)] == ["help", "port"]
-
-
 class _Refuse(SimplePlugin):
     """A plugin that refuses every worker before it runs, as `McpTasksPlugin` refuses one whose settings disagree."""
 

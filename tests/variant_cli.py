@@ -35,6 +35,29 @@ class ChangedToolTask:
         )
 
 
+@workflow.defn(name=TOOL_TASK_WORKFLOW)
+class RenamedActivityToolTask:
+    """Runs the tool under another activity name at once, where the history set its TTL timer first."""
+
+    @workflow.run
+    async def run(self, task: ToolTaskInput) -> dict[str, Any]:
+        return await workflow.execute_activity(
+            "mcp_tasks.run_tool_v2",
+            ToolRoundInput(task_id=task.task_id, tool=task.tool, arguments=task.arguments, meta=task.meta),
+            result_type=dict[str, Any],
+            start_to_close_timeout=timedelta(seconds=30),
+        )
+
+
+@workflow.defn(name=TOOL_TASK_WORKFLOW)
+class FailingToolTask:
+    """A bug: the code raises before its first command."""
+
+    @workflow.run
+    async def run(self, task: ToolTaskInput) -> dict[str, Any]:
+        raise RuntimeError(f"no such tool {task.tool!r} in this build")
+
+
 if __name__ == "__main__":
     from mcp_tasks_temporal.ops import cli
     from mcp_tasks_temporal.temporal import worker

@@ -13,8 +13,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import argparse
-
     from mcp.server.extension import Extension
     from mcp.server.lowlevel.server import Server
     from mcp.server.mcpserver import Context, MCPServer
@@ -195,14 +193,3 @@ def forget_captured_signals(server: Any) -> None:
     server's. It keeps the captured signals in a private list and has no setting to keep them.
     """
     server._captured_signals.clear()  # pyright: ignore[reportPrivateUsage]
-
-
-# -- argparse -----------------------------------------------------------------------
-
-
-def parser_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
-    """A parser's options, to give each its environment variable.
-
-    argparse has no public way to list them; `_actions` has been that list since Python 2.7.
-    """
-    return list(parser._actions)  # pyright: ignore[reportPrivateUsage]

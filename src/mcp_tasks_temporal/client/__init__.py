@@ -40,7 +40,6 @@ _EXPORTS = {
     "TaskHandle": "mcp_tasks_temporal.client._handle",
     "WaitOptions": "mcp_tasks_temporal.client._handle",
     "WaitStats": "mcp_tasks_temporal.client._handle",
-    "JOURNAL_ENV": "mcp_tasks_temporal.client._journal",
     "Journal": "mcp_tasks_temporal.client._journal",
     "JournalEntry": "mcp_tasks_temporal.client._journal",
     "default_journal_path": "mcp_tasks_temporal.client._journal",
@@ -53,7 +52,6 @@ _EXPORTS = {
 
 __all__ = [
     "EXTENSION_ID",
-    "JOURNAL_ENV",
     "TERMINAL_STATUSES",
     "AuthenticationError",
     "DetailedTask",
@@ -86,7 +84,7 @@ if TYPE_CHECKING:
     )
     from mcp_tasks_temporal.client._extension import TasksClientExtension
     from mcp_tasks_temporal.client._handle import OnChange, TaskHandle, WaitOptions, WaitStats
-    from mcp_tasks_temporal.client._journal import JOURNAL_ENV, Journal, JournalEntry, default_journal_path
+    from mcp_tasks_temporal.client._journal import Journal, JournalEntry, default_journal_path
     from mcp_tasks_temporal.client._models import EXTENSION_ID, TERMINAL_STATUSES, DetailedTask, TaskCreated, TaskStatus
 
 

@@ -67,8 +67,8 @@ class TasksClient:
 
     Args:
         server: A Streamable HTTP URL, or the `StdioServerParameters` of a server to start.
-        journal: A `Journal`, a path to one, `"default"` (`~/.local/state/mcp-tasks-temporal/journal.sqlite3`;
-            `default_journal_path(os.environ)` is where the command line keeps its own), or `None` for no journal.
+        journal: A `Journal`, a path to one, `"default"` (`default_journal_path()`,
+            `~/.local/state/mcp-tasks-temporal/journal.sqlite3`), or `None` for no journal.
         push: Follow tasks over `subscriptions/listen` when the server accepts it (else, or when
             `False`, poll).
         headers: Extra HTTP headers (for example `Authorization`); HTTP only.

@@ -22,7 +22,6 @@ import os
 import shlex
 import sqlite3
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC
 from pathlib import Path
@@ -30,7 +29,6 @@ from typing import Final
 
 from mcp_tasks_temporal.temporal.contract import TERMINAL_STATUSES
 
-JOURNAL_ENV: Final = "MCP_TASKS_JOURNAL"
 FINISHED_WITHOUT_TTL_S: Final = 7 * 24 * 3600.0
 _TERMINAL_SQL: Final = "(" + ", ".join(f"'{status}'" for status in sorted(TERMINAL_STATUSES)) + ")"
 
@@ -52,18 +50,9 @@ CREATE TABLE IF NOT EXISTS tasks (
 _COLUMNS = "server, task_id, tool, status, status_message, created_at, ttl_ms, expires_at, recorded_at, updated_at"
 
 
-def default_journal_path(environ: Mapping[str, str] | None = None) -> Path:
-    """Where a journal lives unless told: `$MCP_TASKS_JOURNAL`, else under `$XDG_STATE_HOME`.
-
-    The variables come from `environ` (the command line hands it the process's); without
-    them, `~/.local/state/mcp-tasks-temporal/journal.sqlite3`.
-    """
-    environ = environ or {}
-    explicit = environ.get(JOURNAL_ENV)
-    if explicit:
-        return Path(explicit).expanduser()
-    state_home = environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state_home) / "mcp-tasks-temporal" / "journal.sqlite3"
+def default_journal_path() -> Path:
+    """`~/.local/state/mcp-tasks-temporal/journal.sqlite3`, the command line's journal when nothing chooses another."""
+    return Path.home() / ".local" / "state" / "mcp-tasks-temporal" / "journal.sqlite3"
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import re
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -43,15 +42,6 @@ _VISIBILITY_STATUS: Final = {
     "working": ["Running"],
     "input_required": ["Running"],
 }
-_UNITS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-
-
-def parse_duration(text: str) -> timedelta:
-    """`90s`, `15m`, `2h`, `7d`, `1w` or combinations like `1h30m`."""
-    parts = re.findall(r"(\d+(?:\.\d+)?)([smhdw])", text.strip().lower())
-    if not parts or "".join(n + u for n, u in parts) != text.strip().lower():
-        raise ValueError(f"not a duration: {text!r} (use e.g. 90s, 15m, 2h, 7d, 1w, 1h30m)")
-    return timedelta(seconds=sum(float(n) * _UNITS[u] for n, u in parts))
 
 
 @dataclass(frozen=True)
@@ -119,7 +109,7 @@ async def list_tasks(
         return
     failing = FailingWorkflows()
     async for execution in client.list_workflows(query):
-        task = await _listed(execution)
+        task = await listed_task(execution)
         if not is_terminal(task.status):
             task = await _with_failure(client, failing, task)
         if task_filter.tool is not None and task.tool != task_filter.tool:
@@ -140,7 +130,8 @@ async def _with_failure(client: Client, failing: FailingWorkflows, task: ListedT
     return dataclasses.replace(task, failing=failure.cause) if failure is not None else task
 
 
-async def _listed(execution: WorkflowExecution) -> ListedTask:
+async def listed_task(execution: WorkflowExecution) -> ListedTask:
+    """A listed or described workflow as a task: its status from the memo while it runs."""
     memo: Mapping[str, Any]
     try:
         memo = as_object(await execution.memo())

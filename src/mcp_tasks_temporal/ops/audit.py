@@ -12,11 +12,10 @@ continue-as-new back to the first run. The JSON form is versioned
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final, cast
+from typing import Any, Final, Literal, cast
 
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
 from temporalio.api.common.v1 import Payload, Payloads
@@ -34,9 +33,17 @@ from temporalio.exceptions import (
     TerminatedError,
     TimeoutError,
 )
+from temporalio.runtime import Runtime
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Replayer
 
+from mcp_tasks_temporal.ops.replay_divergence import (
+    CommandRecorder,
+    Divergence,
+    find_divergence,
+    is_nondeterminism,
+    replayer_reason,
+)
 from mcp_tasks_temporal.temporal.contract import INPUT_SIGNAL, TOOL_TASK_WORKFLOWS, Memo, as_object, to_iso
 from mcp_tasks_temporal.temporal.result_text import expand
 
@@ -78,43 +85,64 @@ async def load_runs(client: Client, workflow_id: str) -> TaskRuns:
     return TaskRuns(workflow_id, histories, description)
 
 
+@dataclass(frozen=True)
+class Verification:
+    """What replaying a task's runs against the code installed here found.
+
+    Attributes:
+        verdict: `compatible` (every run replays), `incompatible` (the code does not reproduce a run:
+            other commands, or it fails on it) or `error` (the replay could not be carried out).
+        reason: Why, in one line, when not compatible.
+        runs_replayed: The runs that replayed before the verdict (all of them when compatible).
+        divergence: For an incompatible run, the first step at which the code and the history part.
+    """
+
+    verdict: Literal["compatible", "incompatible", "error"]
+    reason: str | None = None
+    runs_replayed: int = 0
+    divergence: Divergence | None = None
+
+
 async def verify(
     runs: TaskRuns | Sequence[WorkflowHistory],
     workflows: Sequence[type],
     converter: DataConverter,
     *,
     plugins: Sequence[Any] = (),
-) -> None:
-    """Replay every run against `workflows`.
-
-    Raises:
-        ReplayMismatch: the code no longer issues the recorded commands; its message is the replayer's
-            own reason on one line (the event and command that differ).
-    """
+    runtime: Runtime | None = None,
+) -> Verification:
+    """Replay every run against `workflows`; the verdict, with the first diverging step of an incompatible run."""
     histories = runs.histories if isinstance(runs, TaskRuns) else runs
+    recorder = CommandRecorder()
     # debug_mode turns off the deadlock detector only: a verdict must not depend on the machine's load
     # (a workflow's first import under replay can take over its 2 s); the sandbox stays on.
-    replayer = Replayer(workflows=list(workflows), data_converter=converter, plugins=list(plugins), debug_mode=True)
-    for history in histories:
+    replayer = Replayer(
+        workflows=list(workflows),
+        data_converter=converter,
+        plugins=list(plugins),
+        interceptors=[recorder],
+        debug_mode=True,
+        runtime=runtime,
+    )
+    for replayed, history in enumerate(histories):
+        recorder.steps.clear()
         try:
             await replayer.replay_workflow(history)
         except Exception as err:  # the replayer reports a mismatch as any of several error types
-            raise ReplayMismatch(_one_line(err)) from err
+            if not _code_ran(err):
+                return Verification("error", f"the history could not be replayed: {replayer_reason(err)}", replayed)
+            divergence = await find_divergence(history, err, list(recorder.steps), converter)
+            return Verification("incompatible", divergence.reason(), replayed, divergence)
+    return Verification("compatible", None, len(histories))
 
 
-class ReplayMismatch(Exception):
-    """A recorded history that the installed workflow code does not reproduce."""
+def _code_ran(err: BaseException) -> bool:
+    """Whether the replay got as far as running the workflow code (a mismatch, or the code failing on this history).
 
-
-_REASON = re.compile(r"(Nondeterminism error: [^\"]*)")
-
-
-def _one_line(err: BaseException) -> str:
-    """The replayer's reason without the Rust failure dump around it."""
-    text = str(err)
-    found = _REASON.search(text)
-    reason = found.group(1) if found else text
-    return " ".join(reason.split())
+    Anything else (the workflow module not loading in the sandbox, a payload that cannot be decoded) says
+    nothing about this history.
+    """
+    return is_nondeterminism(err) or "Workflow activation completion failed" in str(err)
 
 
 def _as_returned(value: Any) -> Any:
@@ -189,7 +217,6 @@ class _Story:
         self.outcome: dict[str, Any] = {"status": "running"}
         self.run_ids: list[str] = []
         self._state: dict[str, Any] = {}
-        self._outstanding: dict[str, Any] = {}
 
     async def start(self, event: HistoryEvent) -> None:
         attrs = event.workflow_execution_started_event_attributes
@@ -249,11 +276,9 @@ class _Story:
         if after != before and after[0] is not None:
             self.transitions.append({"at": _iso(event), "status": after[0], "statusMessage": after[1]})
         if Memo.INPUT_REQUESTS in upserted:
-            outstanding = dict(as_object(upserted[Memo.INPUT_REQUESTS]))
-            for key, request in outstanding.items():
+            for key, request in as_object(upserted[Memo.INPUT_REQUESTS]).items():
                 if key not in self.questions:
                     self.questions[key] = {"key": key, "request": request, "askedAt": _iso(event), "answeredAt": None}
-            self._outstanding = outstanding
 
     async def properties_modified(self, event: HistoryEvent) -> None:
         attrs = event.workflow_properties_modified_event_attributes

@@ -25,7 +25,7 @@ from starlette.routing import Route
 from temporalio.api.common.v1 import Payloads
 from temporalio.converter import PayloadCodec
 
-from mcp_tasks_temporal.ops.cli_options import DEFAULT_UI_ORIGINS
+from mcp_tasks_temporal.ops.settings.fields import DEFAULT_UI_ORIGINS
 from mcp_tasks_temporal.temporal.codec import CodecError
 
 logger = logging.getLogger(__name__)

@@ -11,7 +11,6 @@ docs/operations.md).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from typing import Any
@@ -19,7 +18,8 @@ from typing import Any
 from google.protobuf.timestamp_pb2 import Timestamp
 from temporalio.api.enums.v1 import VersionDrainageStatus, WorkerDeploymentVersionStatus
 
-from mcp_tasks_temporal.ops.operator_cli import EXIT_USAGE, connect
+from mcp_tasks_temporal.ops.operator_args import EXIT_USAGE, DeploymentArgs
+from mcp_tasks_temporal.ops.operator_connection import connect
 from mcp_tasks_temporal.temporal.deployment import Deployment, SetCurrentError, describe, set_current, version_text
 
 
@@ -38,13 +38,18 @@ def _drainage(value: int) -> str | None:
     return VersionDrainageStatus.Name(value).removeprefix("VERSION_DRAINAGE_STATUS_").lower()  # pyright: ignore[reportArgumentType]
 
 
-async def run_deployment(args: argparse.Namespace) -> None:
-    client = await connect(args)
-    described = await describe(client, args.deployment_name)
+async def run_deployment(args: DeploymentArgs) -> int:
+    client = await connect(args.settings, args.command)
+    name = args.settings.deployment_name
+    described = await describe(client, name)
     if described is None:
-        print(f"mcp-tasks-temporal: no worker deployment {args.deployment_name!r}", file=sys.stderr, flush=True)
-        args.exit_status = EXIT_USAGE
-        return
+        print(
+            f"mcp-tasks-temporal: no worker deployment {name!r} in namespace {client.namespace}; a worker started with "
+            "--deployment-name and --build-id creates it",
+            file=sys.stderr,
+            flush=True,
+        )
+        return EXIT_USAGE
     info = described.worker_deployment_info
     routing = info.routing_config
     builds: list[dict[str, Any]] = [
@@ -64,10 +69,11 @@ async def run_deployment(args: argparse.Namespace) -> None:
     }
     if args.json:
         print(json.dumps(document, indent=2), flush=True)
-        return
+        return 0
     print(f"deployment {info.name}: current {document['current'] or '-'}", flush=True)
     for build in builds:
         print(build_line(build), flush=True)
+    return 0
 
 
 def build_line(build: dict[str, Any]) -> str:
@@ -77,14 +83,14 @@ def build_line(build: dict[str, Any]) -> str:
     return f"  {build['build']}  {build['status']}{said}  since {build['createdAt']}"
 
 
-async def run_set_current(args: argparse.Namespace) -> None:
-    client = await connect(args)
-    deployment = Deployment(args.deployment_name, args.build_id)
+async def run_set_current(args: DeploymentArgs) -> int:
+    client = await connect(args.settings, args.command)
+    deployment = Deployment(args.settings.deployment_name, args.build_id)
     # A build with no worker polling yet is refused quickly, not waited for: the operator starts its workers first.
     try:
         await set_current(client, deployment, wait_s=args.wait)
     except SetCurrentError as err:
         print(f"mcp-tasks-temporal: {err}", file=sys.stderr, flush=True)
-        args.exit_status = EXIT_USAGE
-        return
+        return EXIT_USAGE
     print(f"{deployment} is current: new tasks run on it", file=sys.stderr, flush=True)
+    return 0

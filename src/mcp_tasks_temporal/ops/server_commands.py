@@ -1,8 +1,10 @@
-"""What `dev`, `serve`, `worker`, `codec-server` and `codec-key` run, imported only when one of them runs."""
+"""What `dev`, `serve`, `worker` and `codec-server` run (`server_cli` declares them), imported when one runs.
+
+Each takes its process's validated settings (`ops.settings.processes`).
+"""
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import shlex
@@ -13,7 +15,7 @@ import threading
 from collections.abc import Generator
 from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import uvicorn
@@ -29,7 +31,6 @@ from mcp_tasks_temporal.front.http.endpoint import BearerAuth, mcp_endpoint
 from mcp_tasks_temporal.front.settings import DEFAULT_CLOSED_TASK_CACHE, FrontSettings
 from mcp_tasks_temporal.front.stdio import serve_stdio
 from mcp_tasks_temporal.ops.app_loading import load_app
-from mcp_tasks_temporal.ops.cli_options import DEFAULT_UI_ORIGINS
 from mcp_tasks_temporal.ops.codec_server import codec_app
 from mcp_tasks_temporal.ops.dev.embedded_temporal import EmbeddedTemporal, embedded_temporal
 from mcp_tasks_temporal.ops.dev.nexus_routes import EndpointRoute
@@ -37,18 +38,17 @@ from mcp_tasks_temporal.ops.dev.owner_secret import use_dev_owner_secret
 from mcp_tasks_temporal.ops.dev.ports import PortInUseError, check_ports
 from mcp_tasks_temporal.ops.dev.state_dir import StateDirLock, state_dir_lock
 from mcp_tasks_temporal.ops.dev.worker_process import (
-    PARENT_PID_ENV,
     DevWorker,
     DevWorkerError,
     SupervisedWorker,
     dev_worker,
     stop_with_parent,
 )
-from mcp_tasks_temporal.ops.option_values import codec_from_args, connection_options_from_args, storage_from_args
-from mcp_tasks_temporal.ops.settings import environment, owner_keying, variable
+from mcp_tasks_temporal.ops.settings import environment
+from mcp_tasks_temporal.ops.settings.fields import DEFAULT_UI_ORIGINS
+from mcp_tasks_temporal.ops.settings.processes import CodecServerSettings, DevSettings, ServeSettings, WorkerSettings
 from mcp_tasks_temporal.sdk_compat import forget_captured_signals
 from mcp_tasks_temporal.temporal.app_plugins import app_client_plugins
-from mcp_tasks_temporal.temporal.codec import new_key
 from mcp_tasks_temporal.temporal.connection import (
     ConnectionOptions,
     connect,
@@ -61,77 +61,72 @@ from mcp_tasks_temporal.temporal.metrics import install_metrics, metrics_runtime
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits, namespace_blob_limit
 from mcp_tasks_temporal.temporal.payload_storage import open_storage
 from mcp_tasks_temporal.temporal.search_attributes import check_namespace, require_on
-from mcp_tasks_temporal.temporal.shared_settings import (
-    SettingsDisagreement,
-    SharedSettings,
-    announce_settings,
-    check_shared_settings,
-)
+from mcp_tasks_temporal.temporal.shared_settings import SharedSettings, announce_settings, check_shared_settings
 from mcp_tasks_temporal.temporal.tracing import setup_tracing, tracing_plugins
 
 logger = logging.getLogger("mcp_tasks_temporal")
 
 _DEV_TEMPORAL_HOST = "127.0.0.1"
 
-PUSH_MODE_ENV = "MCP_TASKS_PUSH"
-"""How a front follows the tasks it pushes, `poll` or `feed` (docs/operations.md)."""
-PUSH_GIVE_UP_ENV = "MCP_TASKS_PUSH_GIVE_UP_S"
-"""How long a front retries a task's history before ending its listeners' streams (docs/operations.md)."""
+ServerSettings = DevSettings | ServeSettings | WorkerSettings
+FrontProcessSettings = DevSettings | ServeSettings
+WorkerProcessSettings = DevSettings | WorkerSettings
+_S = TypeVar("_S", DevSettings, ServeSettings, WorkerSettings)
 
 
-def configure(app: MCPServer[Any], args: argparse.Namespace) -> None:
+def for_app(args: _S, app: MCPServer[Any]) -> _S:
+    """`args` with the app's own task queue where none was given (`mcp-tasks/<the MCPServer's name>`)."""
+    return args if args.task_queue else args.model_copy(update={"task_queue": default_task_queue(app)})
+
+
+def configure(app: MCPServer[Any], args: ServerSettings) -> None:
     extension = tasks_extension(app)
-    if not args.task_queue:
-        args.task_queue = default_task_queue(app)
-    if getattr(args, "agent_model", None):
+    if args.agent_model:
         from mcp_tasks_temporal.contrib import MissingExtra
 
         try:
             from mcp_tasks_temporal.contrib.pydantic_ai import AgentModel, configure_model
         except MissingExtra as missing:
             raise ValueError(f"--agent-model needs the {missing.extra} extra: {missing.install}") from None
-        endpoint = AgentModel(args.agent_model, variable("OPENAI_BASE_URL"), variable("OPENAI_API_KEY"))
-        configure_model(endpoint)
-    owner_keying()  # a secret too short stops the start, not a request
-    if "ttl_ms" in vars(args):
+        configure_model(AgentModel(args.agent_model, args.openai_base_url, args.openai_key()))
+    args.owner_keying()  # a secret too short stops the start, not a request
+    if isinstance(args, WorkerSettings):
+        return
+    if "ttl_ms" in args.model_fields_set:
         extension.default_ttl_ms = args.ttl_ms
-    if getattr(args, "poll_interval_ms", None):
+    if args.poll_interval_ms:
         extension.default_poll_interval_ms = args.poll_interval_ms
-    if getattr(args, "nexus_reply_endpoint", None):
+    if args.nexus_reply_endpoint:
         extension.nexus_reply_endpoint = args.nexus_reply_endpoint
     policy = extension.default_activity
     overrides: dict[str, Any] = {}
-    if getattr(args, "heartbeat_timeout", None):
+    if args.heartbeat_timeout:
         overrides["heartbeat_timeout_s"] = args.heartbeat_timeout
-    if getattr(args, "max_attempts", None):
+    if args.max_attempts:
         overrides["maximum_attempts"] = args.max_attempts
-    if getattr(args, "tool_timeout", None):
+    if args.tool_timeout:
         overrides["start_to_close_timeout_s"] = args.tool_timeout
     if overrides:
         extension.default_activity = ActivityPolicy(**{**vars(policy), **overrides})
 
 
-def front_settings(args: argparse.Namespace, *, search_attributes: bool, web_ui: str | None) -> FrontSettings:
-    """What the front's flags and `MCP_TASKS_*` variables ask of it, checked once (a bad value stops the start)."""
-    mode = (variable(PUSH_MODE_ENV) or "poll").strip().lower()
-    if mode not in ("poll", "feed"):
-        raise ValueError(f"{PUSH_MODE_ENV} must be one of poll, feed, not {mode!r}")
-    give_up = variable(PUSH_GIVE_UP_ENV)
+def front_settings(args: FrontProcessSettings, *, search_attributes: bool, web_ui: str | None) -> FrontSettings:
+    """The front's library settings, from the process's (validated once, when the command started)."""
     closed = args.closed_task_cache
     return FrontSettings(
         task_queue=args.task_queue,
-        push="feed" if mode == "feed" else "poll",
-        push_give_up_s=float(give_up) if give_up is not None else FrontSettings().push_give_up_s,
+        push=args.push,
+        push_give_up_s=args.push_give_up_s,
         max_body_bytes=args.max_body_bytes,
         closed_task_cache=DEFAULT_CLOSED_TASK_CACHE if closed is None else closed,
-        require_mcp_name=bool(getattr(args, "require_mcp_name", False)),
-        request_state_keys=tuple(getattr(args, "request_state_key", None) or ()),
-        owner_keying=owner_keying(),
+        require_mcp_name=args.require_mcp_name,
+        request_state_keys=tuple(args.request_state_key),
+        owner_keying=args.owner_keying(),
         fairness_keys=args.fairness_keys,
         fairness_weights=dict(parse_weight(entry) for entry in args.fairness_weight),
         search_attributes=search_attributes,
         web_ui=web_ui,
-        payload_storage=storage_from_args(args),
+        payload_storage=args.storage(),
     )
 
 
@@ -143,10 +138,10 @@ class _HttpServer(uvicorn.Server):
             forget_captured_signals(self)
 
 
-def bearer_auth(args: argparse.Namespace) -> BearerAuth | None:
+def bearer_auth(args: FrontProcessSettings) -> BearerAuth | None:
     """The front's bearer auth, if asked for; a bad key set or token file stops the start, on one line."""
     auth = _verified_bearer(args)
-    if auth is not None and owner_keying().secret is None:
+    if auth is not None and args.owner_keying().secret is None:
         # Only once the setup is known good: a start that fails says that one line and nothing else.
         logger.warning(
             "$%s is not set: owner keys are unkeyed hashes, and whoever sees workflow IDs can test guessed principals"
@@ -156,7 +151,7 @@ def bearer_auth(args: argparse.Namespace) -> BearerAuth | None:
     return auth
 
 
-def _verified_bearer(args: argparse.Namespace) -> BearerAuth | None:
+def _verified_bearer(args: FrontProcessSettings) -> BearerAuth | None:
     if args.tokens is not None and args.jwt_jwks is not None:
         raise ValueError("--tokens and --jwt-jwks are alternatives: choose one")
     if args.tokens is not None:
@@ -186,14 +181,14 @@ def _verified_bearer(args: argparse.Namespace) -> BearerAuth | None:
 
 
 def _http_server(
-    app: MCPServer[Any], args: argparse.Namespace, client: Client, settings: FrontSettings, auth: BearerAuth | None
+    app: MCPServer[Any], args: FrontProcessSettings, client: Client, settings: FrontSettings, auth: BearerAuth | None
 ) -> _HttpServer:
     """`app`'s MCP endpoint (`mcp_endpoint`, which attaches it) under uvicorn, its lifespan run around its requests."""
     endpoint = mcp_endpoint(app, client, settings=settings, auth=auth, host=args.host)
     return _HttpServer(uvicorn.Config(endpoint, host=args.host, port=args.port, log_level="warning", lifespan="on"))
 
 
-def _start_telemetry(args: argparse.Namespace, role: str) -> None:
+def _start_telemetry(args: ServerSettings, role: str) -> None:
     """Tracing and metrics, before the first Temporal client: both are fixed when a client connects."""
     setup_tracing(f"mcp-tasks-temporal-{role}", environment(), flag=args.otel)
     if args.metrics_port:
@@ -204,7 +199,7 @@ def _start_telemetry(args: argparse.Namespace, role: str) -> None:
 
 async def _connect(
     stack: AsyncExitStack,
-    args: argparse.Namespace,
+    args: ServerSettings,
     app: MCPServer[Any],
     options: ConnectionOptions | None = None,
     *,
@@ -214,10 +209,10 @@ async def _connect(
 
     Payload storage (its cloud client) stays open as long as `stack`.
     """
-    storage = await stack.enter_async_context(open_storage(storage_from_args(args)))
+    storage = await stack.enter_async_context(open_storage(args.storage()))
     return await connect(
-        options or connection_options_from_args(args),
-        codec=codec_from_args(args),
+        options or _connection_options(args),
+        codec=args.payload_codec(),
         external_storage=storage,
         runtime=metrics_runtime(),
         # Only their client side: the workers get them after `McpTasksPlugin`, which adds the app's workflows.
@@ -228,31 +223,34 @@ async def _connect(
     )
 
 
+def _connection_options(args: ServerSettings) -> ConnectionOptions:
+    """The connection flags of `serve` and `worker`; `dev` connects to the server it started."""
+    if isinstance(args, DevSettings):
+        return ConnectionOptions()
+    return args.connection_options()
+
+
 async def _agree_on_settings(
-    stack: AsyncExitStack, client: Client, args: argparse.Namespace, role: str, *, owner: bool = False
+    stack: AsyncExitStack, client: Client, args: ServerSettings, role: str, *, owner: bool = False
 ) -> None:
     """Refuse to start with settings a running process of the task queue does not share, then hold ours out to
     those that start later, for as long as `stack` (temporal/shared_settings.py).
 
     `owner`: `dev`, whose Temporal is its own, compares with nobody; the processes it starts compare with it.
     """
-    deployment = None if role == "serve" else (args.deployment_name or "")
-    mine = SharedSettings.of(role, storage_from_args(args), codec_from_args(args), deployment)
+    deployment = None if isinstance(args, ServeSettings) else (args.deployment_name or "")
+    mine = SharedSettings.of(role, args.storage(), args.payload_codec(), deployment)
     if not owner:
-        try:
-            await check_shared_settings(client, args.task_queue, mine)
-        except SettingsDisagreement:
-            args.one_shot_temporal = True  # it exits right after connecting: skip the teardown (cli.main says why)
-            raise
+        await check_shared_settings(client, args.task_queue, mine)
     await stack.enter_async_context(announce_settings(client, args.task_queue, mine))
 
 
-async def _payload_limits(client: Client, args: argparse.Namespace) -> PayloadLimits:
-    return PayloadLimits(blob_limit=await namespace_blob_limit(client), storage=storage_from_args(args))
+async def _payload_limits(client: Client, args: ServerSettings) -> PayloadLimits:
+    return PayloadLimits(blob_limit=await namespace_blob_limit(client), storage=args.storage())
 
 
 async def _run_worker(
-    stack: AsyncExitStack, client: Client, app: MCPServer[Any], args: argparse.Namespace, *, make_current: bool
+    stack: AsyncExitStack, client: Client, app: MCPServer[Any], args: WorkerProcessSettings, *, make_current: bool
 ) -> None:
     from mcp_tasks_temporal.temporal.worker import build_worker, workflow_tool_workers
 
@@ -285,7 +283,7 @@ async def _run_worker(
         await set_current(client, deployment)
 
 
-async def _pinned_elsewhere(client: Client, args: argparse.Namespace) -> str | None:
+async def _pinned_elsewhere(client: Client, args: WorkerProcessSettings) -> str | None:
     """The other builds of this worker's deployment that still run pinned tasks, with their counts.
 
     Those tasks go on only while a worker of their own build polls, which a
@@ -307,34 +305,38 @@ async def _pinned_elsewhere(client: Client, args: argparse.Namespace) -> str | N
     return f"pinned tasks still run on {counted}; each goes on only while a worker of its build runs ({command})"
 
 
-def worker_command_for(client: Client, args: argparse.Namespace, *, build_id: str) -> list[str]:
+def worker_command_for(client: Client, args: WorkerProcessSettings, *, build_id: str) -> list[str]:
     """A worker of another build beside this process: every setting the task queue's processes share.
 
     A worker started without them is refused at start (temporal/shared_settings.py); beside
     `dev`, whose payload storage is on by default, that is the storage directory above all.
     """
     command = ["mcp-tasks-temporal", "worker", "--app", args.app, "--task-queue", args.task_queue]
-    command += ["--temporal", client.service_client.config.target_host, "--namespace", client.namespace]
+    command += ["--address", client.service_client.config.target_host, "--namespace", client.namespace]
     if args.codec:
         command += ["--codec", args.codec]
     elif args.codec_key_file is not None:
         command += ["--codec-key-file", str(args.codec_key_file.resolve())]
-    elif codec_from_args(args) is not None:
+    elif args.codec_keys is not None:
         command += ["--codec-key-file", "FILE"]  # the keys came from the environment: not printed
-    command += storage_from_args(args).worker_args()
-    return [*command, "--deployment-name", args.deployment_name, "--build-id", build_id]
+    command += args.storage().worker_args()
+    return [*command, "--deployment-name", args.deployment_name or "", "--build-id", build_id]
 
 
-async def dev(args: argparse.Namespace) -> None:
+async def dev(args: DevSettings) -> None:
     async with AsyncExitStack() as stack:
         # The state directory first: a Temporal server a killed `dev` left running there still holds
         # its ports, and is stopped before they are checked.
         lock = stack.enter_context(state_dir_lock(args.state_dir)) if args.state_dir is not None else None
-        use_dev_owner_secret(args.state_dir)
-        await _run_dev(stack, lock, args)
+        try:
+            await _run_dev(stack, lock, use_dev_owner_secret(args))
+        except anyio.get_cancelled_exc_class():
+            # Ctrl-C before the banner: say so at once, since stopping what already started takes seconds.
+            print("mcp-tasks-temporal dev: stopping", flush=True)
+            raise
 
 
-async def _run_dev(stack: AsyncExitStack, lock: StateDirLock | None, args: argparse.Namespace) -> None:
+async def _run_dev(stack: AsyncExitStack, lock: StateDirLock | None, args: DevSettings) -> None:
     # Every port is checked before anything starts or prints: a second `dev` must not come up
     # half-way, and above all must not find the first one's Temporal on "its" port and use it.
     wanted = [
@@ -343,21 +345,23 @@ async def _run_dev(stack: AsyncExitStack, lock: StateDirLock | None, args: argpa
     ]
     if args.ui_port:
         wanted.append((_DEV_TEMPORAL_HOST, args.ui_port, "--ui-port", "Temporal UI"))
-    if getattr(args, "metrics_port", None):
+    if args.metrics_port:
         wanted.append((args.metrics_host, args.metrics_port, "--metrics-port", "metrics"))
     check_ports(wanted)
     app = load_app(args.app)
+    args = for_app(args, app)
     configure(app, args)
     _start_telemetry(args, "dev")
     auth = bearer_auth(args)  # a bad key set or token file stops the start, before anything runs
     Deployment.from_args(args.deployment_name, args.build_id)  # both or neither, checked before anything starts
     if args.payload_storage == "local" and args.payload_dir is None:
         # Large results just work on one machine: beside the Temporal database, or for the run only.
-        args.payload_dir = (
+        payload_dir = (
             args.state_dir / "payloads"
             if args.state_dir is not None
             else Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mcp-tasks-payloads-")))
         )
+        args = args.model_copy(update={"payload_dir": payload_dir})
     temporal = await stack.enter_async_context(
         embedded_temporal(
             state_dir=args.state_dir,
@@ -433,7 +437,7 @@ async def _run_dev(stack: AsyncExitStack, lock: StateDirLock | None, args: argpa
     print("mcp-tasks-temporal dev: stopping", flush=True)
 
 
-async def _nexus_endpoints(temporal: EmbeddedTemporal, args: argparse.Namespace) -> None:
+async def _nexus_endpoints(temporal: EmbeddedTemporal, args: DevSettings) -> None:
     """The endpoints `dev` was asked for; the reply endpoint routes to this app's own namespace and queue."""
     routes = list(args.nexus_endpoint)
     if args.nexus_reply_endpoint:
@@ -447,9 +451,7 @@ async def _nexus_endpoints(temporal: EmbeddedTemporal, args: argparse.Namespace)
         await ensure_endpoint(client, route)
 
 
-def _dev_banner(
-    args: argparse.Namespace, temporal: EmbeddedTemporal, worker: DevWorker | None, pinned: str | None
-) -> None:
+def _dev_banner(args: DevSettings, temporal: EmbeddedTemporal, worker: DevWorker | None, pinned: str | None) -> None:
     print(f"mcp-tasks-temporal dev: serving {args.app}", flush=True)
     print(f"  MCP endpoint  http://{args.host}:{args.port}/mcp", flush=True)
     print(
@@ -474,8 +476,9 @@ def _dev_banner(
     print("Press Ctrl-C to stop.", flush=True)
 
 
-async def serve(args: argparse.Namespace) -> None:
+async def serve(args: ServeSettings) -> None:
     app = load_app(args.app)
+    args = for_app(args, app)
     configure(app, args)
     _start_telemetry(args, "front")
     auth = bearer_auth(args) if args.transport == "http" else None
@@ -493,9 +496,7 @@ async def serve(args: argparse.Namespace) -> None:
             await server.serve()
 
 
-async def open_front(
-    stack: AsyncExitStack, app: MCPServer[Any], args: argparse.Namespace
-) -> tuple[Client, FrontSettings]:
+async def open_front(stack: AsyncExitStack, app: MCPServer[Any], args: ServeSettings) -> tuple[Client, FrontSettings]:
     """What `serve` does before it serves: the front's client and its settings, checked against Temporal.
 
     The client's connection and payload storage stay open as long as `stack`.
@@ -508,25 +509,22 @@ async def open_front(
     return client, front_settings(args, search_attributes=indexed, web_ui=args.temporal_ui)
 
 
-async def open_worker(stack: AsyncExitStack, app: MCPServer[Any], args: argparse.Namespace) -> Client:
+async def open_worker(stack: AsyncExitStack, app: MCPServer[Any], args: WorkerSettings) -> Client:
     """What `worker` runs: `app`'s (configured) workers, polling until `stack` closes. Returns their client."""
     client = await _connect(stack, args, app)
     # Task workflows write `McpStatus`: a worker refuses a namespace without it, naming the command that adds it.
     address = client.service_client.config.target_host
-    try:
-        await require_on(client, address=address, namespace=client.namespace)
-    except ValueError:
-        args.one_shot_temporal = True  # it exits right after connecting: skip the teardown (cli.main says why)
-        raise
+    await require_on(client, address=address, namespace=client.namespace)
     await _agree_on_settings(stack, client, args, "worker")
     await _run_worker(stack, client, app, args, make_current=args.make_current)
     return client
 
 
-async def worker(args: argparse.Namespace) -> None:
+async def worker(args: WorkerSettings) -> None:
     if Deployment.from_args(args.deployment_name, args.build_id) is None and args.make_current:
         raise ValueError("--make-current needs --deployment-name and --build-id")
     app = load_app(args.app)
+    args = for_app(args, app)
     configure(app, args)
     _start_telemetry(args, "worker")
     async with AsyncExitStack() as stack:
@@ -540,15 +538,15 @@ async def worker(args: argparse.Namespace) -> None:
             file=sys.stderr,
             flush=True,
         )
-        await _until_stopped()
+        await _until_stopped(args.stop_with_parent)
 
 
 def _where(client: Client) -> str:
     return f"{client.service_client.config.target_host} (namespace {client.namespace})"
 
 
-async def codec_server(args: argparse.Namespace) -> None:
-    codec = codec_from_args(args)
+async def codec_server(args: CodecServerSettings) -> None:
+    codec = args.payload_codec()
     if codec is None:
         raise ValueError("codec-server needs the codec: --codec-key-file, $MCP_TASKS_CODEC_KEYS or --codec")
     verifier = StaticTokenVerifier.from_file(args.tokens) if args.tokens is not None else None
@@ -558,10 +556,6 @@ async def codec_server(args: argparse.Namespace) -> None:
     config = uvicorn.Config(http_app, host=args.host, port=args.port, log_level="warning")
     print(f"mcp-tasks-temporal codec-server: http://{args.host}:{args.port}", file=sys.stderr, flush=True)
     await uvicorn.Server(config).serve()
-
-
-async def codec_key(args: argparse.Namespace) -> None:
-    print(new_key())
 
 
 ORPHANED_EXIT_S = 3.0
@@ -589,13 +583,11 @@ def _exit_without_drain() -> None:
     timer.start()
 
 
-async def _until_stopped() -> None:
+async def _until_stopped(parent_pid: int | None) -> None:
     """Wait for Ctrl-C or SIGTERM (a container stop), so shutdown runs the graceful path.
 
     `dev`'s worker also stops when `dev` is gone, even if it was killed too hard to stop it.
     """
-    parent = variable(PARENT_PID_ENV)
-    parent_pid = int(parent) if parent is not None and parent.isdigit() else None
     async with anyio.create_task_group() as group:
 
         async def on_signal() -> None:

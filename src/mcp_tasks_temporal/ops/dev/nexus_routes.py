@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 
 
@@ -18,5 +17,5 @@ class EndpointRoute:
         name, _, target = text.partition("=")
         namespace, _, task_queue = target.partition("/")
         if not name or not namespace or not task_queue:
-            raise argparse.ArgumentTypeError(f"{text!r} is not NAME=NAMESPACE/TASK_QUEUE")
+            raise ValueError(f"{text!r} is not NAME=NAMESPACE/TASK_QUEUE")
         return cls(name.strip(), namespace.strip(), task_queue.strip())

@@ -14,30 +14,42 @@ import secrets
 from pathlib import Path
 from typing import Final
 
-from mcp_tasks_temporal.ops.settings import export_variable, variable
+from pydantic import SecretStr
+
+from mcp_tasks_temporal.ops.settings import export_variable
+from mcp_tasks_temporal.ops.settings.processes import DevSettings
 from mcp_tasks_temporal.temporal.ids import OWNER_SECRET_ENV
 
 SECRET_FILE: Final = "owner-secret"
 DATABASE_FILE: Final = "temporal.db"
 
 
-def use_dev_owner_secret(state_dir: Path | None) -> None:
-    """Export the owner secret `dev` and its worker key owner keys with, unless the environment sets one."""
-    if variable(OWNER_SECRET_ENV):
-        return
+def use_dev_owner_secret(settings: DevSettings) -> DevSettings:
+    """`settings` with the owner secret `dev` keys owner keys with, exported for its worker too.
+
+    The environment's secret wins; else the state directory's, drawn on its first start.
+    """
+    if settings.owner_secret is not None:
+        return settings
+    secret = _state_dir_secret(settings.state_dir)
+    if secret is None:
+        return settings
+    export_variable(OWNER_SECRET_ENV, secret)  # the worker `dev` starts reads it from its environment
+    return settings.model_copy(update={"owner_secret": SecretStr(secret)})
+
+
+def _state_dir_secret(state_dir: Path | None) -> str | None:
     if state_dir is None:
-        export_variable(OWNER_SECRET_ENV, secrets.token_urlsafe(32))  # tasks last as long as this run
-        return
+        return secrets.token_urlsafe(32)  # tasks last as long as this run
     path = state_dir / SECRET_FILE
     if path.exists():
-        export_variable(OWNER_SECRET_ENV, path.read_text().strip())
-        return
+        return path.read_text().strip()
     if (state_dir / DATABASE_FILE).exists():
-        return  # tasks stored under unkeyed owner keys: they stay reachable
+        return None  # tasks stored under unkeyed owner keys: they stay reachable
     state_dir.mkdir(parents=True, exist_ok=True)
     secret = secrets.token_urlsafe(32)
     # Created readable by its owner only: whoever reads it can tell whose tasks are whose.
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as handle:
         handle.write(secret + "\n")
-    export_variable(OWNER_SECRET_ENV, secret)
+    return secret

@@ -16,7 +16,7 @@ parent-death signal where there is one, and its own check of its parent).
 
 from __future__ import annotations
 
-import argparse
+import logging
 import os
 import sys
 import time
@@ -31,10 +31,10 @@ from anyio.abc import Process
 
 from mcp_tasks_temporal.ops.dev.child_process import log_since, open_log, stop_gracefully
 from mcp_tasks_temporal.ops.dev.parent_death import stopped_with_parent
-from mcp_tasks_temporal.ops.option_values import storage_from_args
 from mcp_tasks_temporal.ops.settings import environment
+from mcp_tasks_temporal.ops.settings.processes import STOP_WITH_PARENT_ENV, DevSettings
 
-PARENT_PID_ENV: Final = "MCP_TASKS_STOP_WITH_PARENT"
+PARENT_PID_ENV: Final = STOP_WITH_PARENT_ENV
 """Set for `dev`'s worker: the pid whose end stops it, so a `kill -9` of `dev` leaves no worker behind."""
 
 READY_LINE: Final = "mcp-tasks-temporal worker:"
@@ -64,9 +64,10 @@ class DevWorker:
         return await self.process.wait()
 
 
-def worker_command(args: argparse.Namespace, *, address: str, namespace: str) -> list[str]:
+def worker_command(args: DevSettings, *, address: str, namespace: str) -> list[str]:
     """`mcp-tasks-temporal worker` with every worker option `dev` was given, on `dev`'s own Temporal."""
-    command = [sys.executable, "-m", "mcp_tasks_temporal", "--log-level", args.log_level, "worker"]
+    log_level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
+    command = [sys.executable, "-m", "mcp_tasks_temporal", "--log-level", log_level, "worker"]
     command += ["--app", args.app, "--task-queue", args.task_queue, "--address", address, "--namespace", namespace]
     command += ["--max-concurrent-tools", str(args.max_concurrent_tools)]
     command += ["--max-cached-workflows", str(args.max_cached_workflows)]
@@ -77,7 +78,7 @@ def worker_command(args: argparse.Namespace, *, address: str, namespace: str) ->
         command += ["--codec", args.codec]
     if args.codec_key_file is not None:
         command += ["--codec-key-file", str(args.codec_key_file.resolve())]
-    command += storage_from_args(args).worker_args()
+    command += args.storage().worker_args()
     if args.deployment_name or args.build_id:
         # dev's one build is the current one: its tasks run on it, pinned or not.
         command += ["--deployment-name", args.deployment_name or "", "--build-id", args.build_id or ""]
@@ -180,7 +181,7 @@ class SupervisedWorker:
 
 @asynccontextmanager
 async def dev_worker(
-    args: argparse.Namespace, *, address: str, namespace: str, log_path: Path, startup_timeout_s: float = 60.0
+    args: DevSettings, *, address: str, namespace: str, log_path: Path, startup_timeout_s: float = 60.0
 ) -> AsyncGenerator[SupervisedWorker]:
     """Run the worker for the duration of the block; on exit it gets SIGTERM and its graceful shutdown."""
     command = worker_command(args, address=address, namespace=namespace)

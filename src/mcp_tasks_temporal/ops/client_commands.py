@@ -1,20 +1,11 @@
-"""Client commands of the `mcp-tasks-temporal` script: `call`, `get`, `cancel`, `answer`, `watch`, `tasks`.
+"""What the client commands run (`client_cli` declares them): `call`, `get`, `cancel`, `answer`, `watch`, `tasks`.
 
-    mcp-tasks-temporal call build --url http://127.0.0.1:8000/mcp --args '{"ref": "main"}'
-    mcp-tasks-temporal call build --url ... --detach          # prints the task ID and returns
-    mcp-tasks-temporal watch 6f1c...                           # the server comes from the journal
-    mcp-tasks-temporal answer 6f1c... name '{"action": "accept", "content": {"name": "Ada"}}'
-    mcp-tasks-temporal tasks --json
-
-`--stdio 'COMMAND ARGS'` starts a stdio server instead of `--url`. Status and
-prompts go to stderr, results to stdout (`--json` for scripts). Errors are one
-line on stderr, with the JSON-RPC code when there is one, and an exit status
-(`EXIT_STATUSES`, also shown by `--help`).
+Each takes its `ClientArgs` and drives `mcp_tasks_temporal.client.TasksClient`; questions are asked
+on the terminal (`terminal`). Errors become one line and an exit status (`guarded`).
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import logging
@@ -31,49 +22,54 @@ from mcp.client.session import ClientRequestContext, ListRootsFnT
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-from mcp_tasks_temporal.client._client import TasksClient
-from mcp_tasks_temporal.client._errors import (
+from mcp_tasks_temporal.client import (
+    TERMINAL_STATUSES,
     AuthenticationError,
+    DetailedTask,
+    Journal,
+    JournalEntry,
     ServerUnreachableError,
     TaskCancelledError,
     TaskFailedError,
+    TaskHandle,
+    TasksClient,
 )
-from mcp_tasks_temporal.client._exits import (
+from mcp_tasks_temporal.ops.client_args import (
     EXIT_AUTH,
     EXIT_CANCELLED,
+    EXIT_INPUT_REQUIRED,
     EXIT_PROTOCOL,
     EXIT_TOOL_ERROR,
     EXIT_UNEXPECTED,
     EXIT_UNREACHABLE,
     EXIT_USAGE,
-    TOKEN_ENV,
+    ClientArgs,
 )
-from mcp_tasks_temporal.client._handle import TaskHandle
-from mcp_tasks_temporal.client._journal import Journal, JournalEntry, default_journal_path
-from mcp_tasks_temporal.client._models import TERMINAL_STATUSES, DetailedTask
-from mcp_tasks_temporal.client._terminal import (
+from mcp_tasks_temporal.ops.settings import environment
+from mcp_tasks_temporal.ops.terminal import (
     CANCEL,
     DECLINE,
+    NoTerminal,
     StatusLine,
     TerminalPrompter,
+    answer_command,
     as_object,
     convert,
     describe_task,
     format_age,
     render_result,
 )
-from mcp_tasks_temporal.ops.settings import environment, variable
 
 _PROG = "mcp-tasks-temporal"
 logger = logging.getLogger(__name__)
 
-Command = Callable[[argparse.Namespace], Awaitable[None]]
+Command = Callable[[ClientArgs], Awaitable[None]]
 
 
 # -- commands ------------------------------------------------------------------------------
 
 
-async def run_call(args: argparse.Namespace) -> None:
+async def run_call(args: ClientArgs) -> None:
     arguments = _json_arg(args.args, "--args")
     if not isinstance(arguments, dict):
         raise ValueError("--args must be a JSON object")
@@ -82,7 +78,9 @@ async def run_call(args: argparse.Namespace) -> None:
     # reach the user as a traceback of the whole bundle.
     async with _client(args, _server_from_flags(args), status) as client:
         call = await client.start_tool(args.tool, arguments)  # pyright: ignore[reportUnknownArgumentType]
-        task = None if isinstance(call, types.CallToolResult) or args.detach else await _follow(call, status)
+        task = None
+        if not isinstance(call, types.CallToolResult) and not args.detach:
+            task = await _follow(call, status, answer_inputs=not args.no_input)
     if isinstance(call, types.CallToolResult):
         _report_result(args, None, call.model_dump(by_alias=True, mode="json", exclude_none=True))
     elif task is not None:
@@ -91,9 +89,9 @@ async def run_call(args: argparse.Namespace) -> None:
         _print_task_id(args, call)
 
 
-async def run_watch(args: argparse.Namespace) -> None:
+async def run_watch(args: ClientArgs) -> None:
     status = StatusLine(quiet=args.json and not sys.stderr.isatty())
-    async with _client(args, _server_for(args), status, prompt=not args.no_input) as client:
+    async with _client(args, _server_for(args), status) as client:
         handle = client.task(args.task_id)
         link = (await handle.get()).web_ui
         if link:
@@ -102,7 +100,7 @@ async def run_watch(args: argparse.Namespace) -> None:
     _report_task(args, task)
 
 
-async def run_get(args: argparse.Namespace) -> None:
+async def run_get(args: ClientArgs) -> None:
     async with _client(args, _server_for(args)) as client:
         handle = client.task(args.task_id)
         task = await handle.get()
@@ -112,7 +110,7 @@ async def run_get(args: argparse.Namespace) -> None:
     describe_task(task, handle.tool)
 
 
-async def run_cancel(args: argparse.Namespace) -> None:
+async def run_cancel(args: ClientArgs) -> None:
     async with _client(args, _server_for(args)) as client:
         handle = client.task(args.task_id)
         # The server acks a cancel of an ended task, as the spec asks; the person asking wants to know.
@@ -129,7 +127,7 @@ async def run_cancel(args: argparse.Namespace) -> None:
         print(f"cancellation requested for {args.task_id} (now {task.status})")
 
 
-async def run_answer(args: argparse.Namespace) -> None:
+async def run_answer(args: ClientArgs) -> None:
     async with _client(args, _server_for(args)) as client:
         handle = client.task(args.task_id)
         # The server acks answers to keys that are not open and drops them, as the spec asks; a
@@ -158,10 +156,10 @@ async def run_answer(args: argparse.Namespace) -> None:
         print(f"answered {args.key} of {args.task_id}")
 
 
-async def run_tasks(args: argparse.Namespace) -> None:
-    journal = Journal(args.journal or default_journal_path(environment()))
+async def run_tasks(args: ClientArgs) -> None:
+    journal = Journal(args.settings.journal_path())
     try:
-        unreached = await _refresh(journal, journal.entries(finished=args.all))
+        unreached = await _refresh(journal, journal.entries(finished=args.all), args.settings.bearer_token())
         entries = journal.entries(finished=args.all)
         finished = 0 if args.all or entries else len(journal.entries(finished=True))
     finally:
@@ -210,7 +208,7 @@ _REFRESH_S = 10.0
 """How long `tasks` waits for its servers before it shows what the journal last saw."""
 
 
-async def _refresh(journal: Journal, entries: list[JournalEntry]) -> set[str]:
+async def _refresh(journal: Journal, entries: list[JournalEntry], token: str | None) -> set[str]:
     """Read each unfinished task's status from its HTTP server into the journal, all servers at once.
 
     The journal holds what this client last saw; an answer or a cancel from elsewhere (another
@@ -223,7 +221,6 @@ async def _refresh(journal: Journal, entries: list[JournalEntry]) -> set[str]:
     for entry in entries:
         if entry.status not in TERMINAL_STATUSES and not entry.server.startswith("stdio:"):
             by_server.setdefault(entry.server, []).append(entry.task_id)
-    token = variable(TOKEN_ENV)
     headers = {"Authorization": f"Bearer {token}"} if token else {}
 
     async def refresh(server: str, task_ids: list[str]) -> None:
@@ -277,11 +274,25 @@ def answer_response(text: str, request: Any) -> dict[str, Any]:
 
 
 async def _follow(handle: TaskHandle, status: StatusLine, *, answer_inputs: bool = True) -> DetailedTask:
+    """Follow the task to its end on the status line; its questions asked here, or (`--no-input`) pointed at."""
     task: DetailedTask | None = None
+    pointed: set[str] = set()
+
+    def on_change(change: DetailedTask) -> None:
+        status.show(change)
+        if answer_inputs:
+            return
+        for key in sorted(set(change.input_requests or {}) - pointed):
+            pointed.add(key)
+            status.clear()
+            print(
+                f"{_PROG}: task {handle.task_id} asks {key!r}: {answer_command(handle.task_id, key)}", file=sys.stderr
+            )
+
     async with anyio.create_task_group() as group:
         group.start_soon(status.tick)
         try:
-            task = await handle.wait(answer_inputs=answer_inputs, on_change=status.show)
+            task = await handle.wait(answer_inputs=answer_inputs, on_change=on_change)
         except anyio.get_cancelled_exc_class():
             # Ctrl-C stops the waiting, not the task: say how to pick it up again.
             status.clear()
@@ -297,7 +308,7 @@ async def _follow(handle: TaskHandle, status: StatusLine, *, answer_inputs: bool
     return task
 
 
-def _report_task(args: argparse.Namespace, task: DetailedTask) -> None:
+def _report_task(args: ClientArgs, task: DetailedTask) -> None:
     """Print a terminal task; a failed or cancelled one ends the command with its exit code."""
     if task.status == "completed":
         _report_result(args, task.task_id, task.result or {})
@@ -309,7 +320,7 @@ def _report_task(args: argparse.Namespace, task: DetailedTask) -> None:
     raise TaskFailedError(task)
 
 
-def _report_result(args: argparse.Namespace, task_id: str | None, result: dict[str, Any]) -> None:
+def _report_result(args: ClientArgs, task_id: str | None, result: dict[str, Any]) -> None:
     if args.json:
         _print_json({"taskId": task_id, "status": "completed", "result": result})
     else:
@@ -319,7 +330,7 @@ def _report_result(args: argparse.Namespace, task_id: str | None, result: dict[s
         raise SystemExit(EXIT_TOOL_ERROR)
 
 
-def _print_task_id(args: argparse.Namespace, handle: TaskHandle) -> None:
+def _print_task_id(args: ClientArgs, handle: TaskHandle) -> None:
     if args.json:
         _print_json(handle.last.wire() if handle.last is not None else {"taskId": handle.task_id})
     else:
@@ -331,7 +342,7 @@ def _print_task_id(args: argparse.Namespace, handle: TaskHandle) -> None:
 _Server = str | StdioServerParameters
 
 
-def _server_from_flags(args: argparse.Namespace) -> _Server:
+def _server_from_flags(args: ClientArgs) -> _Server:
     if args.url and args.stdio:
         raise ValueError("give --url or --stdio, not both")
     if args.stdio:
@@ -341,11 +352,11 @@ def _server_from_flags(args: argparse.Namespace) -> _Server:
     raise ValueError("give the server with --url URL (or --stdio COMMAND)")
 
 
-def _server_for(args: argparse.Namespace) -> _Server:
+def _server_for(args: ClientArgs) -> _Server:
     """`--url`/`--stdio` if given, else the server the journal recorded for this task ID."""
     if args.url or args.stdio:
         return _server_from_flags(args)
-    journal = Journal(args.journal or default_journal_path(environment()))
+    journal = Journal(args.settings.journal_path())
     entry = journal.find(args.task_id)
     journal.close()
     if entry is None:
@@ -366,25 +377,24 @@ def _stdio(command: list[str]) -> StdioServerParameters:
     return StdioServerParameters(command=command[0], args=command[1:], env=dict(environment()), cwd=os.getcwd())
 
 
-def _client(
-    args: argparse.Namespace, server: _Server, status: StatusLine | None = None, *, prompt: bool = True
-) -> TasksClient:
+def _client(args: ClientArgs, server: _Server, status: StatusLine | None = None) -> TasksClient:
     headers: dict[str, str] = {}
     for header in args.header:
         name, sep, value = str(header).partition(":")
         if not sep or not name.strip():
             raise ValueError(f"--header takes NAME:VALUE, not {header!r}")
         headers[name.strip()] = value.strip()
-    if args.token:
-        headers["Authorization"] = f"Bearer {args.token}"
-    roots = [Path(p).resolve() for p in getattr(args, "root", [])]
+    token = args.settings.bearer_token()
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    roots = [Path(p).resolve() for p in args.root]
     return TasksClient(
         server,
-        journal=Journal(args.journal or default_journal_path(environment())),
+        journal=Journal(args.settings.journal_path()),
         push=not args.no_push,
         headers=headers,
-        # Declared even for --detach: `watch` or `answer` can still answer later.
-        elicitation_callback=TerminalPrompter(status) if prompt else None,
+        # Declared even for --detach and --no-input: `watch` or `answer` can still answer later.
+        elicitation_callback=TerminalPrompter(status, ask=not args.no_input),
         list_roots_callback=_roots_callback(roots) if roots else None,
     )
 
@@ -402,12 +412,16 @@ def _roots_callback(roots: list[Path]) -> ListRootsFnT:
 def guarded(command: Command) -> Command:
     """Turn what a command can run into a one-line error and an exit code."""
 
-    async def run(args: argparse.Namespace) -> None:
+    async def run(args: ClientArgs) -> None:
         try:
             try:
                 await command(args)
             except BaseExceptionGroup as group:
                 raise _single_cause(group) from None
+        except BrokenPipeError:
+            raise  # stdout's reader is gone (`| head`): nothing to report, and nowhere to report it
+        except NoTerminal as unasked:
+            _fail(args, EXIT_INPUT_REQUIRED, str(unasked), task_id=unasked.task_id)
         except AuthenticationError as error:
             _fail(args, EXIT_AUTH, str(error), status=error.status)
         except ServerUnreachableError as error:
@@ -445,17 +459,20 @@ def _single_cause(group: BaseExceptionGroup[BaseException]) -> BaseException:
 
 
 def _fail(
-    args: argparse.Namespace,
+    args: ClientArgs,
     exit_code: int,
     message: str,
     *,
     code: int | None = None,
     status: int | None = None,
+    task_id: str | None = None,
     quiet_json: bool = False,
 ) -> NoReturn:
     print(f"{_PROG}: {message}", file=sys.stderr, flush=True)
-    if getattr(args, "json", False) and not quiet_json:
+    if args.json and not quiet_json:
         error: dict[str, Any] = {"message": message}
+        if task_id is not None:
+            error["taskId"] = task_id
         if code is not None:
             error["code"] = code
         if status is not None:

@@ -1,7 +1,10 @@
-"""The terminal side of the CLI: a live status line, and elicitation forms asked field by field.
+"""The terminal side of the client commands: a live status line, and elicitation forms asked field by field.
 
 Prompts and the status line go to stderr and answers are read from stdin, so
-stdout carries only the result (and a test can pipe the answers in).
+stdout carries only the result, and a script can pipe the answers in. When stdin
+ends before a question is answered there is nobody to ask: the command ends
+(`NoTerminal`) with the command that answers the question instead of waiting
+for an answer that cannot come.
 """
 
 from __future__ import annotations
@@ -15,12 +18,38 @@ import anyio
 import mcp_types as types
 from mcp.client.session import ClientRequestContext
 
-from mcp_tasks_temporal.client._errors import InputDeferred
-from mcp_tasks_temporal.client._models import DetailedTask
+from mcp_tasks_temporal.client import DetailedTask, InputDeferred
 
 DECLINE = "!decline"
 CANCEL = "!cancel"
 _TICK_S = 0.5
+_PROG = "mcp-tasks-temporal"
+
+
+def answer_command(task_id: str, key: str) -> str:
+    """What answers one question of a task from another shell."""
+    return f"answer it with `{_PROG} answer {task_id} {key} VALUE|JSON`"
+
+
+class NoTerminal(Exception):
+    """A question came and stdin ended (or never was a terminal) before an answer: nobody here can answer it.
+
+    The task keeps waiting for the answer; the command ends, saying how to give it.
+    """
+
+    def __init__(self, task_id: str | None, key: str) -> None:
+        self.task_id = task_id
+        self.key = key
+        where = "stdin ended" if sys.stdin.isatty() else "stdin is not a terminal and holds no answer"
+        if task_id is None:  # a call answered without a task: its question ends with the command
+            fix = "pipe the answer into this command's stdin, or run it on a terminal"
+            super().__init__(f"the tool asks {key!r} and nobody here can answer it ({where}): {fix}")
+            return
+        super().__init__(
+            f"task {task_id} asks {key!r} and nobody here can answer it ({where}); the task waits: "
+            f"{answer_command(task_id, key)}, then `{_PROG} watch {task_id}` (or pipe the answer into this "
+            "command's stdin; --no-input follows a task without asking)"
+        )
 
 
 def as_object(value: Any) -> dict[str, Any]:
@@ -104,13 +133,19 @@ class StatusLine:
 
 
 class TerminalPrompter:
-    """Answers elicitation requests by asking on stderr and reading stdin."""
+    """Answers elicitation requests by asking on stderr and reading stdin.
 
-    def __init__(self, status: StatusLine | None = None, stream: TextIO | None = None) -> None:
+    With `ask=False` (`--no-input`) every question is left open for `answer` from elsewhere.
+    """
+
+    def __init__(self, status: StatusLine | None = None, stream: TextIO | None = None, *, ask: bool = True) -> None:
         self.status = status
         self.stream = stream or sys.stderr
+        self.ask = ask
 
     async def __call__(self, context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
+        if not self.ask:
+            raise InputDeferred()
         if self.status is not None:
             self.status.suspend()
         try:
@@ -139,16 +174,12 @@ class TerminalPrompter:
         return answer
 
     def _defer(self, context: ClientRequestContext) -> NoReturn:
-        """No one to ask (stdin ended, or is not a terminal): leave the question open and say how to answer it.
+        """No one to ask (stdin ended): the question stays open, and the command ends saying how to answer it.
 
-        Answering `cancel` on the user's behalf would end a task nobody chose to end.
+        Answering `cancel` on the user's behalf would end a task nobody chose to end, and waiting
+        would wait for an answer that cannot come.
         """
-        task_id = self.status.task_id if self.status is not None else None
-        self._say(
-            f"  no answer on stdin: the question stays open; answer it with "
-            f"`mcp-tasks-temporal answer {task_id or 'TASK_ID'} {context.request_id} VALUE|JSON`"
-        )
-        raise InputDeferred()
+        raise NoTerminal(self.status.task_id if self.status is not None else None, str(context.request_id))
 
     async def _url(self, context: ClientRequestContext, params: types.ElicitRequestURLParams) -> types.ElicitResult:
         self._say(f"? {params.message}\n  Open: {params.url}")
