@@ -42,7 +42,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from mcp_tasks_temporal.temporal.feed_publisher import FeedOutbox
     from mcp_tasks_temporal.temporal.result_text import expand
-    from mcp_tasks_temporal.temporal.search_attributes import upsert_status
+    from mcp_tasks_temporal.temporal.search_attributes import carries_status, upsert_status
 
 
 # Patch IDs: each guards a change to the commands the workflow issues, so histories
@@ -54,6 +54,7 @@ FEED_PATCH = "publish-transitions-to-the-task-feed"
 FEED_DEADLINE_PATCH = "feed-transitions-carry-the-deadline"
 FEED_ANNOUNCE_PATCH = "announce-tasks-to-the-task-feed"
 DRAIN_THROUGH_CANCEL_PATCH = "feed-drain-outlives-a-late-cancel"
+COMPLETION_ONCE_PATCH = "completion-written-once"
 
 _TOOL_WAIT_MAX_S = 60.0
 SETTLED_RESULT_MAX_CHARS = 64 * 1024
@@ -271,7 +272,7 @@ class ToolTaskWorkflow:
                 raise self._fail(err) from None
             if outcome.get("resultType") != "input_required":
                 self._result = outcome
-                self._transition("completed")
+                self._complete()
                 return outcome
             if workflow.cancellation_reason() is not None:
                 # The round finished although a cancel arrived: a cancel the activity swallowed
@@ -306,6 +307,21 @@ class ToolTaskWorkflow:
             self._error = {"code": INTERNAL_ERROR_CODE, "message": "Tool execution failed"}
         self._transition("failed", status_message=f"Tool execution failed: {self._error.get('message', '')}")
         return ApplicationError(str(self._error.get("message")), self._error, type=JSONRPC_ERROR, non_retryable=True)
+
+    def _complete(self) -> None:
+        """The tool's result is in: the run closes with it next, in this workflow task.
+
+        The close event carries the status and the result, and every reader takes a closed task's from
+        there (`tasks/get`, push, `admin`), as it takes `ExecutionStatus` over `McpStatus`: the memo's and
+        the attribute's `completed` said it twice more. A run that publishes to the task feed still posts
+        the transition, numbered in its memo; one without `McpStatus` had only the memo to save and keeps
+        it, as the patch's marker would cost more than that. Histories from before the patch replay so.
+        """
+        if self._feed is None and carries_status() and workflow.patched(COMPLETION_ONCE_PATCH):
+            self._status = "completed"
+            self._last_updated_ms = int(workflow.now().timestamp() * 1000)
+            return
+        self._transition("completed")
 
     def _transition(self, status: str, *, status_message: str | None = None) -> None:
         self._status = status
