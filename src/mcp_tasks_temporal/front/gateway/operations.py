@@ -11,6 +11,7 @@ or evicted runs, so it is the tool for operators, not the hot path
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -225,6 +226,9 @@ class TemporalTaskGateway(WatcherReads):
                 # The SDK's name for its call cancelled by the bound above, or by the request's own end, which
                 # the next await raises again.
                 pass
+        # Settled by now, either way: read, so asyncio does not report a start refused or cut short as never read.
+        with anyio.move_on_after(0), contextlib.suppress(Exception):
+            await operation.workflow_handle()
         if answer is None:
             await self._until_started(start)
             answer = {"status": "working", "lastUpdatedAt": task.created_at_ms}
