@@ -13,9 +13,12 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp.client.session import ClientRequestContext
+from mcp_types import CallToolResult, ElicitRequestParams, ElicitResult, TextContent
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus
 
+from mcp_tasks_temporal.client import TaskHandle, TasksClient
 from mcp_tasks_temporal.temporal.workflows.tool_task import SETTLED_RESULT_MAX_CHARS
 from tests.app_workers import new_task_queue
 from tests.conftest import OpenFront
@@ -159,3 +162,23 @@ async def test_with_no_worker_the_call_is_answered_with_its_task_once_the_budget
             assert task["status"] == "working"
         finally:
             _ = (await mcp.cancel(created["taskId"])).result
+
+
+async def test_the_tasks_client_takes_either_answer(front: InProcessFront, gate: Path) -> None:
+    async def confirm(context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
+        return ElicitResult(action="accept", content={"confirm": True})
+
+    async with (
+        front.http2() as http,
+        TasksClient(front.url, journal=None, http_client=http, elicitation_callback=confirm) as client,
+    ):
+        quick = await client.start_tool("double", {"x": 4})
+        assert isinstance(quick, CallToolResult) and quick.structured_content == {"value": 8}
+        with anyio.fail_after(WAIT):
+            asked = await client.call_tool("asks_first", {"filename": "b.txt"})
+            later = await client.start_tool("outlasts_budget", {"gate": str(gate)})
+            assert isinstance(later, TaskHandle)
+            (gate / "release").write_text("1")
+            released = await later.result()
+    assert [c.text for c in asked.content if isinstance(c, TextContent)] == ["Deleted b.txt"]
+    assert [c.text for c in released.content if isinstance(c, TextContent)] == [f"released {gate.name}"]

@@ -73,7 +73,6 @@ from mcp_tasks_temporal.temporal.contract import (
     Memo,
     ToolTaskInput,
     as_object,
-    to_iso,
 )
 from mcp_tasks_temporal.temporal.fairness import FairnessPolicy
 from mcp_tasks_temporal.temporal.ids import UNKEYED, WORKFLOW_ID_PREFIX, OwnerKeying, is_task_id
@@ -242,9 +241,15 @@ class TemporalTaskGateway(WatcherReads):
             return Settled(result=expand(dict(result)))
         if status == "failed":
             return Settled(error=dict(as_object(answer.get("error"))))
-        created = created_task(task.task_id, task.created_at_ms, task.ttl_ms, task.poll_interval_ms)
-        created["status"] = status
-        created["lastUpdatedAt"] = to_iso(max(int(answer.get("lastUpdatedAt") or 0), task.created_at_ms))
+        last_updated_ms = max(int(answer.get("lastUpdatedAt") or 0), task.created_at_ms)
+        created = created_task(
+            task.task_id,
+            task.created_at_ms,
+            task.ttl_ms,
+            task.poll_interval_ms,
+            status=status,
+            last_updated_at_ms=last_updated_ms,
+        )
         return Settled(task=created)
 
     async def abandon(self, task: ToolTaskInput, principal: str | None, *, pinned: bool = False) -> None:
