@@ -114,7 +114,9 @@ def agent_stack(workdir: Path, temporal: str, model: ScriptedModel, review_root:
         stack = Stack(workdir, temporal, task_queue=f"agent-{review_root.name}")
         try:
             stack.workers.append(start_worker(workdir, temporal, stack.task_queue, app=DEMO_APP))
-            stack.fronts.append(start_front(workdir, temporal, stack.task_queue, app=DEMO_APP))
+            # The tests here follow tasks: every task-capable call is answered with its task, however quick.
+            tasks_only = ["--max-inline-budget-ms", "0"]
+            stack.fronts.append(start_front(workdir, temporal, stack.task_queue, app=DEMO_APP, extra=tasks_only))
         except BaseException:
             stack.stop()
             raise

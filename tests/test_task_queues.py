@@ -37,6 +37,7 @@ def _worker(workdir: Path, temporal: str, app: str) -> Process:
 def _front(workdir: Path, temporal: str, app: str) -> tuple[Process, str]:
     port = free_port()
     command = [*CLI, "serve", "--temporal", temporal, "--app", app, "--port", str(port)]
+    command += ["--max-inline-budget-ms", "0"]  # tasks, however quick their tools: the test follows them
     process = Process(f"front-{port}", command, workdir / f"front-{port}.log").start()
     wait_until(lambda: "mcp-tasks-temporal serve:" in process.log() or not process.alive, timeout=60, what="front")
     assert process.alive, process.log()
