@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp
 import pytest
 from mcp.client.session import ClientRequestContext
 from mcp_types import CallToolResult, ElicitRequestParams, ElicitResult, TextContent
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from mcp_tasks_temporal.client import TaskHandle, TasksClient
+from mcp_tasks_temporal.client import TaskHandle, TasksClient, TasksClientExtension
 from mcp_tasks_temporal.temporal.workflows.tool_task import SETTLED_RESULT_MAX_CHARS
 from tests.app_workers import new_task_queue
 from tests.conftest import OpenFront
@@ -182,3 +183,19 @@ async def test_the_tasks_client_takes_either_answer(front: InProcessFront, gate:
             released = await later.result()
     assert [c.text for c in asked.content if isinstance(c, TextContent)] == ["Deleted b.txt"]
     assert [c.text for c in released.content if isinstance(c, TextContent)] == [f"released {gate.name}"]
+
+
+async def test_a_call_cancelled_with_notifications_cancelled_before_its_answer_cancels_its_task(
+    front: InProcessFront, gate: Path
+) -> None:
+    # In memory, as over stdio: the client's cancel of its request reaches the server as `notifications/cancelled`.
+    async with mcp.Client(front.app, extensions=[TasksClientExtension()]) as client:
+        async with anyio.create_task_group() as group:
+
+            async def call() -> None:
+                await client.call_tool("held", {"gate": str(gate)})
+
+            group.start_soon(call)
+            await until_file(gate / "started")
+            group.cancel_scope.cancel()
+        await until_file(gate / "cancelled")
