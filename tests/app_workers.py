@@ -17,7 +17,9 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from mcp_tasks_temporal.front.app_lookup import tasks_extension
+from mcp_tasks_temporal.temporal.deployment import Deployment
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits, namespace_blob_limit
+from mcp_tasks_temporal.temporal.payload_storage import StorageSettings
 from mcp_tasks_temporal.temporal.worker import build_worker, workflow_tool_workers
 
 
@@ -28,26 +30,48 @@ def new_task_queue(prefix: str = "tests") -> str:
 
 @asynccontextmanager
 async def app_worker(
-    client: Client, app: MCPServer[Any], *, task_queue: str, max_cached_workflows: int = 1000
+    client: Client,
+    app: MCPServer[Any],
+    *,
+    task_queue: str,
+    max_cached_workflows: int = 1000,
+    max_concurrent_activities: int = 100,
+    payload_storage: StorageSettings | None = None,
+    deployment: Deployment | None = None,
 ) -> AsyncGenerator[Worker]:
     """`app`'s workers on `task_queue`, polling until the block ends; yields the one on `task_queue` itself.
 
     They stop without a graceful drain (a tool the test left waiting is cancelled at once), as the
     process tests' teardown stops their workers; `max_cached_workflows=0` replays every workflow task.
+    `max_concurrent_activities` is `--max-concurrent-tools`; `payload_storage` is the storage `client`
+    stores large payloads in (its data converter's), which sets how large a result may be.
+    `deployment` is the version they register as under worker versioning (`--deployment-name`, `--build-id`);
+    a second version of one task queue in this process needs a client of its own.
     """
-    limits = PayloadLimits(blob_limit=await namespace_blob_limit(client))
+    limits = PayloadLimits(blob_limit=await namespace_blob_limit(client), storage=payload_storage)
     tasks = tasks_extension(app)
     main = build_worker(
         client,
         tasks,
         app,
         task_queue=task_queue,
+        max_concurrent_activities=max_concurrent_activities,
         max_cached_workflows=max_cached_workflows,
         graceful_shutdown_s=0,
         payload_limits=limits,
+        deployment=deployment,
     )
     async with AsyncExitStack() as stack:
         await stack.enter_async_context(main)
-        for own_queue in workflow_tool_workers(client, tasks, app, task_queue=task_queue, graceful_shutdown_s=0):
+        own_queues = workflow_tool_workers(
+            client,
+            tasks,
+            app,
+            task_queue=task_queue,
+            max_concurrent_activities=max_concurrent_activities,
+            graceful_shutdown_s=0,
+            deployment=deployment,
+        )
+        for own_queue in own_queues:
             await stack.enter_async_context(own_queue)
         yield main

@@ -23,6 +23,7 @@ import anyio
 import anyio.to_thread
 
 from mcp_tasks_temporal.ops.cli import Invocation, parse, run
+from mcp_tasks_temporal.temporal.ids import LEGACY_OWNERS_ENV, OWNER_SECRET_ENV
 from tests.processes import CLI, REPO_ROOT, child_env
 
 # Streams and the environment are process-wide: one in-process command at a time.
@@ -37,6 +38,12 @@ class Run:
 
     def json(self) -> Any:
         return json.loads(self.out)
+
+
+def unkeyed_env() -> dict[str, str]:
+    """A command's environment without an owner secret: it keys owners as an in-process front does by default
+    (`FrontSettings.owner_keying`), whatever the test process's own environment holds."""
+    return {name: value for name, value in child_env().items() if name not in (OWNER_SECRET_ENV, LEGACY_OWNERS_ENV)}
 
 
 async def run_in_child(args: list[str], *, stdin: str, env: Mapping[str, str], timeout_s: float = 90) -> Run:

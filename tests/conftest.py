@@ -11,15 +11,25 @@ In the test process (docs/contributing.md, "Writing a test"):
 - `app_spec` (module): `MODULE:ATTR` of the app the in-process workers and fronts serve: `tests.fixture_app:app`
   unless a module overrides the fixture.
 - `app_queue` (module): a task queue that in-process workers of that app serve for the module's tests
-  (on `app_client`, the session's client of the in-process app).
+  (on `app_client`, the session's client of the in-process app), with `worker_settings` (module:
+  `tests.app_workers.app_worker`'s keyword arguments, none unless a module overrides the fixture).
 - `front` (module): the app's front server on `app_queue`, its ASGI app in this process
-  (`tests.front_app.InProcessFront`).
+  (`tests.front_app.InProcessFront`), with `front_settings` (module: `in_process_front`'s keyword
+  arguments, such as `auth=` or `request_state_keys=`; none unless a module overrides the fixture).
 - `front_http` / `front_mcp`: an httpx client whose requests `front` serves, streaming; the task
   operations (`tests.wire.TaskCalls`) over it. `front.http2()` is an httpx2 one, for `TasksClient` and the
   MCP SDK's `Client`; `mcp.client.Client(front.app)` talks to the app in memory.
-- `open_front`: more fronts of the app on `app_queue`, with other settings (`in_process_front`'s keyword
-  arguments), closed after the test.
+- `front_url` (module): `front` under uvicorn on a loopback port of this process, for clients that take a URL
+  (FastMCP, pydantic-ai, openai-agents, `TasksClient`); `async with other.listening() as url` serves another.
+- `open_front`: more fronts of the app on `app_queue`, with the module's `front_settings` and the changes
+  given (`in_process_front`'s keyword arguments, and `client=` for a Temporal client of its own), closed
+  after the test.
+- `open_app`: another app (`MODULE:ATTR`) served here for the test, its workers and a front on a task queue
+  of their own (`tests.front_app.in_process_app`, which a module-scoped fixture enters itself); a `client=`
+  other than `app_client`.
 - `gate`: a folder through which a test steers the fixture app's `gated` tools.
+- `temporal_relay`: a relay to the session's Temporal that the test can cut (`tests.tcp_cut.CuttableRelay`): a
+  client connected to `temporal_relay.address` (a front's, `open_front(client=...)`) sees Temporal go away.
 
 In other processes, for tests about processes (kill -9, restarts, the CLI, stdio, `dev`): `stack` (the
 session's front and worker processes), `mcp` (its task operations), `stack_factory` and `module_stack`
@@ -50,6 +60,7 @@ from tests.wire import HttpMcp, TaskCalls
 
 if TYPE_CHECKING:
     from tests.front_app import InProcessFront
+    from tests.tcp_cut import CuttableRelay
 
 pytest_plugins = ["tests.process_audit"]
 
@@ -228,22 +239,36 @@ def app_spec() -> str:
 
 
 @pytest.fixture(scope="module")
-async def app_queue(app_client: Client, app_spec: str) -> AsyncIterator[str]:
+def worker_settings() -> dict[str, Any]:
+    """`app_worker`'s keyword arguments for the module's workers (`max_concurrent_activities=1`, ...)."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def front_settings() -> dict[str, Any]:
+    """`in_process_front`'s keyword arguments for the module's fronts (`auth=`, `request_state_keys=`, ...)."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+async def app_queue(app_client: Client, app_spec: str, worker_settings: dict[str, Any]) -> AsyncIterator[str]:
     """A task queue on which in-process workers of the app run the module's tasks."""
     from tests.app_workers import app_worker, new_task_queue
     from tests.front_app import fresh_app
 
     queue = new_task_queue("app")
-    async with app_worker(app_client, fresh_app(app_spec), task_queue=queue):
+    async with app_worker(app_client, fresh_app(app_spec), task_queue=queue, **worker_settings):
         yield queue
 
 
 @pytest.fixture(scope="module")
-async def front(app_client: Client, app_spec: str, app_queue: str) -> AsyncIterator[InProcessFront]:
+async def front(
+    app_client: Client, app_spec: str, app_queue: str, front_settings: dict[str, Any]
+) -> AsyncIterator[InProcessFront]:
     """The app's front server, in this process, on `app_queue`: shared by the module's tests."""
     from tests.front_app import fresh_app, in_process_front
 
-    async with in_process_front(fresh_app(app_spec), app_client, task_queue=app_queue) as served:
+    async with in_process_front(fresh_app(app_spec), app_client, task_queue=app_queue, **front_settings) as served:
         yield served
 
 
@@ -258,23 +283,62 @@ def front_mcp(front: InProcessFront, front_http: httpx.AsyncClient) -> TaskCalls
     return front.calls(front_http)
 
 
+@pytest.fixture(scope="module")
+async def front_url(front: InProcessFront) -> AsyncIterator[str]:
+    """`front` over real HTTP: served by uvicorn on a free loopback port of this process, for the module's tests."""
+    async with front.listening() as url:
+        yield url
+
+
 OpenFront = Callable[..., Awaitable["InProcessFront"]]
-"""`await open_front(**settings)`: one more front of the fixture app, with `in_process_front`'s keyword arguments."""
+"""`await open_front(client=None, **settings)`: one more front of the module's app, with `in_process_front`'s
+keyword arguments over the module's `front_settings`, on its own Temporal client if given (`app_client` if not)."""
 
 
 @pytest.fixture
-async def open_front(app_client: Client, app_spec: str, app_queue: str) -> AsyncIterator[OpenFront]:
+async def open_front(
+    app_client: Client, app_spec: str, app_queue: str, front_settings: dict[str, Any]
+) -> AsyncIterator[OpenFront]:
     """More fronts of the app on `app_queue` (other settings, or just another front), closed after the test."""
     from tests.front_app import fresh_app, in_process_front
 
     async with AsyncExitStack() as stack:
 
-        async def open_one(**settings: Any) -> InProcessFront:
-            settings.setdefault("task_queue", app_queue)
+        async def open_one(*, client: Client | None = None, **settings: Any) -> InProcessFront:
+            settings = {"task_queue": app_queue, **front_settings, **settings}
             app = fresh_app(app_spec)
-            return await stack.enter_async_context(in_process_front(app, app_client, **settings))
+            return await stack.enter_async_context(in_process_front(app, client or app_client, **settings))
 
         yield open_one
+
+
+OpenApp = Callable[..., Awaitable["InProcessFront"]]
+"""`await open_app(spec, client=None, **settings)`: another app's workers and front, with `in_process_front`'s
+keyword arguments."""
+
+
+@pytest.fixture
+async def open_app(app_client: Client) -> AsyncIterator[OpenApp]:
+    """Other apps served in this process for the test: each its workers and a front, closed after the test."""
+    from tests.front_app import in_process_app
+
+    async with AsyncExitStack() as stack:
+
+        async def open_one(spec: str, *, client: Client | None = None, **settings: Any) -> InProcessFront:
+            return await stack.enter_async_context(in_process_app(client or app_client, spec, **settings))
+
+        yield open_one
+
+
+@pytest.fixture
+def temporal_relay(temporal: str) -> Iterator[CuttableRelay]:
+    """A relay to the session's Temporal, cut while `with temporal_relay.cut():` lasts."""
+    from tests.tcp_cut import CuttableRelay
+
+    host, port = temporal.rsplit(":", 1)
+    relay = CuttableRelay(host, int(port))
+    yield relay
+    relay.close()
 
 
 @pytest.fixture

@@ -1,8 +1,9 @@
-"""docs/workflows.md's pipeline, its three modules written out as the page prints them, for child processes.
+"""docs/workflows.md's pipeline, its three modules written out as the page prints them.
 
 Tests that need the page's own code (not a copy that could drift from it) write it into a
-folder of their own and put that folder on the children's PYTHONPATH; a variant changes one
-thing of it, as a developer editing the page's workflow would.
+folder of their own and put that folder on the children's PYTHONPATH, or on this process's
+path under a package name of its own (`package=`), so that several variants load side by side
+in one process; a variant changes one thing of it, as a developer editing the page's workflow would.
 """
 
 from __future__ import annotations
@@ -24,19 +25,20 @@ def docs_pipeline(
     *,
     versioning: str | None = None,
     failing_workflow: str | None = None,
+    package: str = "myteam",
 ) -> dict[str, str]:
     """The page's pipeline under `folder`; the env to import it.
 
     `change_workflow` edits its workflow module; `versioning` is given to `workflow_tool` (docs/operations.md),
-    `failing_workflow` (the source of a `FailingWorkflowPolicy`) to the app's `TasksExtension`.
+    `failing_workflow` (the source of a `FailingWorkflowPolicy`) to the app's `TasksExtension`. `package`
+    renames the page's `myteam` (its app is then `{package}.server:app`).
     """
     page = (REPO_ROOT / "docs" / "workflows.md").read_text()
-    package = folder / "myteam"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
+    (folder / package).mkdir(parents=True)
+    (folder / package / "__init__.py").write_text("")
     for name in FILES:
         [block] = [b for b in page.split("```python\n") if b.startswith(f"# {name}")]
-        source = block.split("```")[0]
+        source = block.split("```")[0].replace("myteam.", f"{package}.")
         if change_workflow is not None and name.endswith("workflows.py"):
             assert FIRST_STEP in source, "the page's pipeline changed: update its variants here"
             source = change_workflow(source)
@@ -50,7 +52,7 @@ def docs_pipeline(
             source = "from mcp_tasks_temporal import FailingWorkflowPolicy\n" + source.replace(
                 extension, f"tasks = TasksExtension(default_failing_workflow={failing_workflow})"
             )
-        (folder / name).write_text(source)
+        (folder / package / name.removeprefix("myteam/")).write_text(source)
     return {"PYTHONPATH": os.pathsep.join([str(folder), child_env()["PYTHONPATH"]])}
 
 

@@ -12,26 +12,33 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from collections.abc import AsyncGenerator, Callable
-from contextlib import asynccontextmanager
+import socket
+from collections.abc import AsyncGenerator, Callable, Generator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import httpx
 import httpx2
+import uvicorn
 from mcp.server.mcpserver import MCPServer
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 from temporalio.client import Client
 
 from mcp_tasks_temporal import BearerAuth, FrontSettings, mcp_endpoint
 from mcp_tasks_temporal.front.app_lookup import tasks_extension
 from mcp_tasks_temporal.front.extension import TasksExtension
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
+from mcp_tasks_temporal.temporal.app_plugins import app_client_plugins
+from mcp_tasks_temporal.temporal.connection import connect_temporal
 from mcp_tasks_temporal.temporal.contract import ActivityPolicy
 from tests.asgi import StreamingASGITransport, StreamingASGITransport2, lifespan
 from tests.wire import HttpMcp, TaskCalls
 
 FIXTURE_APP = "tests.fixture_app:app"
+DEMO_SERVER = "mcp_tasks_temporal.demo.server:app"
+"""The built-in demo (`DEMO_APP`) at the module that builds it: `fresh_app` runs that module again."""
 FRONT_URL = "http://127.0.0.1:8000/mcp"
 """Where `serve` listens by default, so the MCP SDK's DNS-rebinding check sees the host it expects; nothing is sent
 there: the transport hands each request to the app in this process."""
@@ -88,17 +95,56 @@ class InProcessFront:
         """The task operations at 2026-07-28 on `http` (one of `self.http()`)."""
         return TaskCalls(HttpMcp(self.url, http))
 
+    @asynccontextmanager
+    async def listening(self) -> AsyncGenerator[str]:
+        """This front under uvicorn on a free loopback port of this process, until the block ends; yields its URL.
+
+        For the clients that take a URL rather than an HTTP client (FastMCP, pydantic-ai, openai-agents, a
+        `TasksClient` or the SDK's `Client` as their users open them): real HTTP over a socket, served here,
+        beside the in-process transport on the same app. Each request gets the lifespan's state, as under `serve`.
+        """
+        asgi, state = self.asgi, self.state
+
+        async def with_state(scope: Scope, receive: Receive, send: Send) -> None:
+            await asgi({**scope, "state": dict(state)} if scope["type"] == "http" else scope, receive, send)
+
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.bind(("127.0.0.1", 0))
+        port: int = listener.getsockname()[1]
+        # Listen streams stay open until their client leaves: bound the wait for them at the end.
+        config = uvicorn.Config(with_state, lifespan="off", log_level="warning", timeout_graceful_shutdown=1)
+        server = _TestServer(config)
+        with listener:
+            async with anyio.create_task_group() as group:
+                group.start_soon(server.serve, [listener])
+                with anyio.fail_after(30):
+                    while not server.started:
+                        await anyio.sleep(0.01)
+                try:
+                    yield f"http://127.0.0.1:{port}/mcp"
+                finally:
+                    server.should_exit = True
+
+
+class _TestServer(uvicorn.Server):
+    """uvicorn without its signal handlers: a Ctrl-C stays pytest's."""
+
+    @contextmanager
+    def capture_signals(self) -> Generator[None]:
+        yield
+
 
 @asynccontextmanager
 async def in_process_front(
     app: MCPServer[Any],
     client: Client,
     *,
-    task_queue: str,
+    task_queue: str | None,
     auth: BearerAuth | None = None,
     activity: ActivityPolicy | None = None,
     nexus_reply_endpoint: str | None = None,
     clock: Callable[[], int] | None = None,
+    allow_unkeyed_owner_keys: bool = True,
     **settings: Any,
 ) -> AsyncGenerator[InProcessFront]:
     """`app` served as `serve` serves it, through the public `mcp_endpoint`, on `client`, until the block ends.
@@ -106,11 +152,14 @@ async def in_process_front(
     Args:
         app: A configured app no front has attached yet (`fresh_app()`).
         client: The front's Temporal client (the session's `temporal_client`).
-        task_queue: Where its tasks go; a worker on it runs them (`tests.app_workers.app_worker`).
+        task_queue: Where its tasks go; a worker on it runs them (`tests.app_workers.app_worker`). `None`: the
+            app's own queue (`default_task_queue(app)`), as `serve` without `--task-queue`.
         auth: Bearer authentication, as `--tokens` or `--jwt-jwks` set it up.
         activity: The tools' default activity policy (`--heartbeat-timeout`, `--max-attempts`, `--tool-timeout`).
         nexus_reply_endpoint: `--nexus-reply-endpoint`.
         clock: The front's time in epoch ms: tasks' `createdAt` and their TTL checks (`tests.clock.ManualClock`).
+        allow_unkeyed_owner_keys: `auth` without `owner_keying` keeps unkeyed owner keys, as the tests' fronts
+            always did (`serve` refuses that combination, and `mcp_endpoint` does unless told otherwise).
         settings: `FrontSettings` fields (`require_mcp_name`, `request_state_keys`, `max_body_bytes`, ...); the
             session's namespace has the project's search attributes, so `search_attributes` defaults to on.
     """
@@ -122,8 +171,45 @@ async def in_process_front(
         extension.default_activity = activity
     settings.setdefault("search_attributes", True)
     front_settings = FrontSettings(task_queue=task_queue, **settings)
-    asgi = mcp_endpoint(app, client, settings=front_settings, auth=auth, host="127.0.0.1")
+    asgi = mcp_endpoint(
+        app,
+        client,
+        settings=front_settings,
+        auth=auth,
+        host="127.0.0.1",
+        allow_unkeyed_owner_keys=allow_unkeyed_owner_keys,
+    )
     if clock is not None:
         extension.gateway.now_ms = clock
     async with lifespan(asgi) as state:
         yield InProcessFront(app, asgi, state, extension)
+
+
+@asynccontextmanager
+async def in_process_app(
+    client: Client, spec: str, *, task_queue: str | None = None, **settings: Any
+) -> AsyncGenerator[InProcessFront]:
+    """The app `spec` names, served in this process: its workers and a front, on a task queue of their own.
+
+    For a module's second app (its first is `app_spec`'s); `settings` are `in_process_front`'s keyword arguments.
+    """
+    from tests.app_workers import app_worker, new_task_queue
+
+    queue = task_queue or new_task_queue(spec.partition(":")[0].rpartition(".")[2])
+    worker_app = fresh_app(spec)
+    client = await client_for_app(client, worker_app)
+    async with (
+        app_worker(client, worker_app, task_queue=queue),
+        in_process_front(fresh_app(spec), client, task_queue=queue, **settings) as served,
+    ):
+        yield served
+
+
+async def client_for_app(client: Client, app: MCPServer[Any]) -> Client:
+    """`client`, or, for an app with plugins of its own (a sub-agent's), a client of the same namespace that carries
+    their client side (pydantic-ai's converter), as `serve` and `worker` connect for such an app."""
+    plugins = app_client_plugins(tasks_extension(app))
+    if not plugins:
+        return client
+    address = client.service_client.config.target_host
+    return await connect_temporal(address, namespace=client.namespace, plugins=plugins)

@@ -44,14 +44,19 @@ class LegacyMcp:
         return Reply.of(response)
 
     async def initialize(self, capabilities: Mapping[str, Any] | None = None) -> Reply:
-        return await self.request(
-            "initialize",
-            {
-                "protocolVersion": LEGACY_VERSION,
-                "capabilities": dict(capabilities or {}),
-                "clientInfo": {"name": "legacy-tests", "version": "1"},
-            },
-        )
+        return await self.request("initialize", _initialize_params(capabilities))
+
+    async def handshake(self, capabilities: Mapping[str, Any] | None = None) -> LegacyMcp:
+        """`initialize`, then send the session ID it handed out with every later request, as a host does.
+
+        The ID is what a front knows the session by: the plain calls it holds, the tasks it lists.
+        """
+        message = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": _initialize_params(capabilities)}
+        response = await self.http.post(self.url, content=json.dumps(message), headers=self._headers())
+        session = response.headers.get("mcp-session-id")
+        assert session is not None, (response.status_code, response.text)
+        self.extra_headers["mcp-session-id"] = session
+        return self
 
     @asynccontextmanager
     async def stream(self, method: str, params: dict[str, Any]) -> AsyncGenerator[AsyncIterator[dict[str, Any]]]:
@@ -71,3 +76,11 @@ class LegacyMcp:
         body = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
         response = await self.http.post(self.url, content=json.dumps(body), headers=self._headers())
         return response.status_code
+
+
+def _initialize_params(capabilities: Mapping[str, Any] | None) -> dict[str, Any]:
+    return {
+        "protocolVersion": LEGACY_VERSION,
+        "capabilities": dict(capabilities or {}),
+        "clientInfo": {"name": "legacy-tests", "version": "1"},
+    }

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 
-from mcp_tasks_temporal.demo.nexus_app import ENDPOINT_ENV, app, tasks
+from mcp_tasks_temporal.demo import nexus_app
+from mcp_tasks_temporal.demo.nexus_app import ENDPOINT_ENV
 from mcp_tasks_temporal.demo.report_workflow import ReportRequest
 from tests.nexus_hostile import PUPPET_ENDPOINT_ENV
 
 __all__ = ["app"]
+
+# The demo's app built anew with each load of this module, tools added below included: a process loads it once,
+# a test builds a front and a worker of their own from it in one process (`tests.front_app.fresh_app`).
+demo = importlib.reload(nexus_app)
+app, tasks = demo.app, demo.tasks
 
 SHORT_TTL_MS = 10_000
 

@@ -1,5 +1,7 @@
 """Task tools for plain calls (no tasks extension): a tool steered step by step, and workflow tools.
 
+`fail_called_only` is a workflow tool no client may hold as a task (policy `never`): every call of it is plain.
+
 `stepped` reports one status per step and waits for the test's `next-<n>` file
 before the next one, so every status line is seen before it is replaced.
 """
@@ -20,6 +22,7 @@ app = MCPServer("plain-calls-app", version="0.0.1", extensions=[tasks])
 
 tasks.workflow_tool(PipelineWorkflow, name="release", activities=[run_step])
 tasks.workflow_tool(FailingWorkflow, name="fail", activities=[refuse, run_step])
+tasks.workflow_tool(FailingWorkflow, name="fail_called_only", policy="never", activities=[refuse, run_step])
 
 
 @tasks.tool(policy="optional")

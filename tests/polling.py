@@ -8,6 +8,9 @@ exactly when the CPU is scarcest. Backing off keeps the first reads quick and th
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
 
 
 def pauses(first_s: float = 0.02, cap_s: float = 0.5, factor: float = 1.5) -> Iterator[float]:
@@ -16,3 +19,11 @@ def pauses(first_s: float = 0.02, cap_s: float = 0.5, factor: float = 1.5) -> It
     while True:
         yield pause
         pause = min(pause * factor, cap_s)
+
+
+async def until_file(path: Path, bound_s: float) -> None:
+    """Until `path` exists (a tool's mark that it reached a step); `TimeoutError` after `bound_s`."""
+    wait = pauses()
+    with anyio.fail_after(bound_s):
+        while not path.exists():
+            await anyio.sleep(next(wait))

@@ -82,6 +82,9 @@ def child_env() -> dict[str, str]:
     # CPU (the feed durability test's server: 125 to 84-96 CPU-seconds), which the two cores give to the tests.
     env.setdefault("GOGC", "off")
     env.setdefault("GOMEMLIMIT", "1GiB")
+    # The suite's fronts with --tokens or --jwt-jwks keep unkeyed owner keys, as its tests of them expect;
+    # `serve` refuses that without this (tests/test_secure_defaults.py takes it away to see the refusal).
+    env.setdefault("MCP_TASKS_ALLOW_UNKEYED_OWNER_KEYS", "1")
     return env
 
 

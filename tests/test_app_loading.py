@@ -1,14 +1,20 @@
-"""`--app MODULE:ATTR` imports from the current directory, and a bad one is one line and exit status 2."""
+"""`--app MODULE:ATTR` imports from the current directory, and a bad one is one line and exit status 2.
+
+What a bad `--app` says is `load_app`'s, checked in this process; the console script serving an app
+next to the current directory, and stopping on that line with exit status 2, are checked as processes.
+"""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from mcp_tasks_temporal.ops.app_loading import load_app
 from tests.processes import Process, wait_until
 
 # The installed console script, not `python -m`, which would put the current directory on the path by itself.
@@ -68,6 +74,17 @@ def test_app_next_to_the_current_directory_is_served(project: Path, temporal: st
         worker.stop()
 
 
+@pytest.fixture
+def in_project(project: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """This process in `project`, as the console script started there: what `load_app` imports from it is
+    forgotten after the test, and so is the directory it put on the path."""
+    monkeypatch.chdir(project)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    yield project
+    for name in [name for name in sys.modules if name.split(".")[0] in ("mypkg", "nopkg")]:
+        del sys.modules[name]
+
+
 @pytest.mark.parametrize(
     ("spec", "names"),
     [
@@ -80,14 +97,26 @@ def test_app_next_to_the_current_directory_is_served(project: Path, temporal: st
         ("mypkg.needs:app", ["mypkg.needs", "not_installed_dependency_xyz"]),
     ],
 )
-def test_a_bad_app_is_one_line_and_exit_status_2(project: Path, spec: str, names: list[str]) -> None:
-    result = _run(project, "worker", "--temporal", "127.0.0.1:1", "--app", spec)
+def test_a_bad_app_is_one_line_naming_what_is_wrong(in_project: Path, spec: str, names: list[str]) -> None:
+    with pytest.raises(ValueError) as refused:  # the commands print it as it is, and exit with status 2
+        load_app(spec)
+    line = str(refused.value)
+    assert "\n" not in line and "Traceback" not in line, line
+    for name in names:
+        assert name in line, line
+
+
+def test_the_app_next_to_the_current_directory_is_found_first(in_project: Path) -> None:
+    assert load_app("mypkg.server:app").name == "beside-the-cwd"
+
+
+def test_a_bad_app_stops_the_command_on_its_one_line_with_exit_status_2(project: Path) -> None:
+    result = _run(project, "worker", "--temporal", "127.0.0.1:1", "--app", "mypkg.broken:app")
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert "Traceback" not in result.stderr
-    for name in names:
-        assert name in lines[0], lines[0]
+    assert lines[0].startswith("mcp-tasks-temporal: ") and "config file missing" in lines[0], lines[0]
 
 
 def test_a_sealed_request_state_lives_a_day_with_shared_keys_or_without() -> None:

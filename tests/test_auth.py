@@ -1,10 +1,13 @@
-"""Tenant isolation: with bearer tokens configured, a task is visible only to the principal that created it."""
+"""Tenant isolation: with bearer tokens configured, a task is visible only to the principal that created it.
+
+Through the in-process front (`auth=` as `--tokens` sets it up) and its workers.
+"""
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -16,12 +19,15 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.shared.exceptions import MCPError
 
+from mcp_tasks_temporal import BearerAuth
 from mcp_tasks_temporal.front.http.auth import StaticTokenVerifier
 from mcp_tasks_temporal.front.http.credential_life import EndWithCredential
-from tests.conftest import Stack, module_stack
+from tests.bearer import BearerMcp, bearer, token_auth
+from tests.conftest import OpenFront
+from tests.front_app import InProcessFront
 from tests.legacy_wire import LegacyMcp
 from tests.test_push import ELICIT, SUB, collect_until_terminal, http_listen, listen_message
-from tests.wire import TERMINAL, HttpMcp, Reply, TaskCalls, base_headers, envelope
+from tests.wire import TERMINAL, Reply, TaskCalls, base_headers, envelope
 
 pytestmark = pytest.mark.anyio
 
@@ -29,42 +35,38 @@ ALICE, BOB = "alice-token-7f3a9c", "bob-token-41d2e8"
 WAIT = 30
 
 
-class BearerMcp(HttpMcp):
-    def __init__(self, url: str, http: httpx.AsyncClient, token: str) -> None:
-        super().__init__(url, http)
-        self.token = token
-
-    async def post(self, message: Any, headers: dict[str, str]) -> Reply:
-        return await super().post(message, {**headers, "authorization": f"Bearer {self.token}"})
-
-
 @pytest.fixture(scope="module")
-def tokens_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("auth") / "tokens"
-    path.write_text(f"# token principal\n{ALICE} alice@example.com\n\n{BOB} bob@example.com\n")
-    return path
+def front_settings() -> dict[str, Any]:
+    """One front for the module: every test makes its own tasks, so none sees another's."""
+    return {"auth": token_auth({ALICE: "alice@example.com", BOB: "bob@example.com"})}
 
 
-@pytest.fixture(scope="module")
-def secured(workdir: Path, temporal: str, stack: Stack, tokens_file: Path) -> Iterator[str]:
-    # One front for the module: every test makes its own tasks, so none sees another's.
-    with module_stack(workdir, temporal, "auth") as private:
-        private.task_queue = stack.task_queue  # the shared worker runs the tools
-        yield private.add_front(extra=["--tokens", str(tokens_file)])
+@pytest.fixture
+def secured(front: InProcessFront, front_http: httpx.AsyncClient) -> Secured:
+    return Secured(front.url, front_http)
 
 
-async def test_requests_without_a_valid_token_get_401(secured: str, http: httpx.AsyncClient) -> None:
+class Secured:
+    """The secured front: its address and an httpx client of it."""
+
+    def __init__(self, url: str, http: httpx.AsyncClient) -> None:
+        self.url = url
+        self.http = http
+
+    def calls(self, token: str) -> TaskCalls:
+        """The task operations as the principal of `token`."""
+        return TaskCalls(BearerMcp(self.url, self.http, token))
+
+
+async def test_requests_without_a_valid_token_get_401(secured: Secured) -> None:
     body = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": envelope()}}
     for auth in ({}, {"authorization": "Bearer wrong"}, {"authorization": f"Basic {ALICE}"}):
-        response = await http.post(secured, json=body, headers={**base_headers("server/discover"), **auth})
+        response = await secured.http.post(secured.url, json=body, headers={**base_headers("server/discover"), **auth})
         assert response.status_code == 401
 
 
-async def test_another_principal_cannot_read_answer_or_cancel_a_task(
-    secured: str, http: httpx.AsyncClient, gate: Path
-) -> None:
-    alice = TaskCalls(BearerMcp(secured, http, ALICE))
-    bob = TaskCalls(BearerMcp(secured, http, BOB))
+async def test_another_principal_cannot_read_answer_or_cancel_a_task(secured: Secured, gate: Path) -> None:
+    alice, bob = secured.calls(ALICE), secured.calls(BOB)
     created = await alice.start("gated", {"gate": str(gate)})
     task_id = created["taskId"]
     never_issued = "00000000-0000-4000-8000-000000000000"
@@ -82,24 +84,20 @@ async def test_another_principal_cannot_read_answer_or_cancel_a_task(
     assert (await alice.wait_for(task_id))["status"] == "completed"
 
 
-async def test_listen_leaves_out_another_principals_tasks(secured: str, http: httpx.AsyncClient) -> None:
-    alice = TaskCalls(BearerMcp(secured, http, ALICE))
-    mine = (await alice.start("double", {"x": 1}))["taskId"]
-    theirs = (await TaskCalls(BearerMcp(secured, http, BOB)).start("double", {"x": 2}))["taskId"]
-    http.headers["authorization"] = f"Bearer {ALICE}"
-    async with http_listen(secured, http, listen_message([mine, theirs])) as frames:
+async def test_listen_leaves_out_another_principals_tasks(secured: Secured) -> None:
+    mine = (await secured.calls(ALICE).start("double", {"x": 1}))["taskId"]
+    theirs = (await secured.calls(BOB).start("double", {"x": 2}))["taskId"]
+    async with http_listen(secured.url, secured.http, listen_message([mine, theirs]), token=ALICE) as frames:
         ack = await anext(frames)
     assert ack["params"]["notifications"]["taskIds"] == [mine]
 
 
-async def test_two_listens_on_one_front_each_get_only_their_own_tasks_changes(
-    secured: str, http: httpx.AsyncClient, tmp_path: Path
-) -> None:
+async def test_two_listens_on_one_front_each_get_only_their_own_tasks_changes(secured: Secured, tmp_path: Path) -> None:
     gates = {token: tmp_path / f"gate-{token}" for token in (ALICE, BOB)}
     tasks: dict[str, str] = {}
     for token, gate in gates.items():
         gate.mkdir()
-        tasks[token] = (await TaskCalls(BearerMcp(secured, http, token)).start("gated", {"gate": str(gate)}))["taskId"]
+        tasks[token] = (await secured.calls(token).start("gated", {"gate": str(gate)}))["taskId"]
     seen: dict[str, list[dict[str, Any]]] = {token: [] for token in gates}
     finished = {token: anyio.Event() for token in gates}
 
@@ -113,8 +111,8 @@ async def test_two_listens_on_one_front_each_get_only_their_own_tasks_changes(
     # Both principals ask for both tasks, each on a subscription of its own on this one front.
     both = list(tasks.values())
     async with (
-        http_listen(secured, http, listen_message(both, request_id=1), token=ALICE) as alice_frames,
-        http_listen(secured, http, listen_message(both[::-1], request_id=2), token=BOB) as bob_frames,
+        http_listen(secured.url, secured.http, listen_message(both, request_id=1), token=ALICE) as alice_frames,
+        http_listen(secured.url, secured.http, listen_message(both[::-1], request_id=2), token=BOB) as bob_frames,
     ):
         assert (await anext(alice_frames))["params"]["notifications"]["taskIds"] == [tasks[ALICE]]
         assert (await anext(bob_frames))["params"]["notifications"]["taskIds"] == [tasks[BOB]]
@@ -131,11 +129,8 @@ async def test_two_listens_on_one_front_each_get_only_their_own_tasks_changes(
         assert {note["_meta"][SUB] for note in seen[token]} == {subscription}
 
 
-async def test_a_closed_task_the_front_remembers_is_still_invisible_to_another_principal(
-    secured: str, http: httpx.AsyncClient
-) -> None:
-    alice = TaskCalls(BearerMcp(secured, http, ALICE))
-    bob = TaskCalls(BearerMcp(secured, http, BOB))
+async def test_a_closed_task_the_front_remembers_is_still_invisible_to_another_principal(secured: Secured) -> None:
+    alice, bob = secured.calls(ALICE), secured.calls(BOB)
     task_id = (await alice.start("double", {"x": 1}))["taskId"]
     assert (await alice.wait_for(task_id))["status"] == "completed"
     assert (await alice.get(task_id)).result["status"] == "completed", "now read from the front's memory"
@@ -151,8 +146,8 @@ async def test_a_closed_task_the_front_remembers_is_still_invisible_to_another_p
 # The owner's own operations: each must find the task under the principal that created it.
 
 
-async def test_the_owner_reads_and_answers_their_own_task(secured: str, http: httpx.AsyncClient) -> None:
-    alice = TaskCalls(BearerMcp(secured, http, ALICE))
+async def test_the_owner_reads_and_answers_their_own_task(secured: Secured) -> None:
+    alice = secured.calls(ALICE)
     task_id = (await alice.start("greet_someone", capabilities=ELICIT))["taskId"]
     waiting = await alice.wait_for(task_id, ["input_required"], timeout=WAIT)
     [key] = waiting["inputRequests"]
@@ -163,25 +158,22 @@ async def test_the_owner_reads_and_answers_their_own_task(secured: str, http: ht
     assert done["result"]["content"][0]["text"] == "Hello, Alice!"
 
 
-async def test_the_owner_cancels_their_own_task(secured: str, http: httpx.AsyncClient, gate: Path) -> None:
-    alice = TaskCalls(BearerMcp(secured, http, ALICE))
+async def test_the_owner_cancels_their_own_task(secured: Secured, gate: Path) -> None:
+    alice = secured.calls(ALICE)
     task_id = (await alice.start("gated", {"gate": str(gate)}))["taskId"]
     await alice.wait_for(task_id, lambda t: t.get("statusMessage") is not None, timeout=WAIT)
     ack = await alice.cancel(task_id)
     assert ack.status == 200 and ack.result["resultType"] == "complete", ack.body
-    assert (await alice.wait_for(task_id, timeout=WAIT))["status"] == "cancelled"
+    assert (await alice.wait_for(task_id, {"cancelled"}, timeout=WAIT))["status"] == "cancelled"
     assert (gate / "cancelled").exists(), "the tool itself must have been cancelled"
 
 
-async def test_the_owner_is_pushed_every_change_of_their_own_task(
-    secured: str, http: httpx.AsyncClient, gate: Path
-) -> None:
-    alice = TaskCalls(BearerMcp(secured, http, ALICE))
+async def test_the_owner_is_pushed_every_change_of_their_own_task(secured: Secured, gate: Path) -> None:
+    alice = secured.calls(ALICE)
     task_id = (await alice.start("gated", {"gate": str(gate)}))["taskId"]
-    http.headers["authorization"] = f"Bearer {ALICE}"
     seen: list[dict[str, Any]] = []
     with anyio.fail_after(WAIT):
-        async with http_listen(secured, http, listen_message([task_id])) as frames:
+        async with http_listen(secured.url, secured.http, listen_message([task_id]), token=ALICE) as frames:
             ack = await anext(frames)
             assert ack["params"]["notifications"]["taskIds"] == [task_id]
             async with anyio.create_task_group() as group:
@@ -210,18 +202,21 @@ async def ended_with(frames: AsyncIterator[dict[str, Any]]) -> dict[str, Any]:
 
 
 async def test_a_token_removed_from_the_file_ends_its_streams_and_requests_but_no_one_elses(
-    stack_factory: Any, stack: Stack, http: httpx.AsyncClient, tmp_path: Path, gate: Path
+    open_front: OpenFront, tmp_path: Path, gate: Path
 ) -> None:
     tokens = tmp_path / "tokens"
-    tokens.write_text(f"{CAROL} carol@example.com\n{DAVE} dave@example.com\n")
-    private = stack_factory()
-    private.task_queue = stack.task_queue
-    url = private.add_front(extra=["--tokens", str(tokens)])
-    carol = TaskCalls(BearerMcp(url, http, CAROL))
-    dave = TaskCalls(BearerMcp(url, http, DAVE))
+    tokens.write_text(f"# token principal\n{CAROL} carol@example.com\n\n{DAVE} dave@example.com\n")
+    from_file = await open_front(auth=BearerAuth(StaticTokenVerifier.from_file(tokens)))
+    async with from_file.http() as http:
+        await _removed_token_ends_its_streams(Secured(from_file.url, http), tokens, gate)
+
+
+async def _removed_token_ends_its_streams(front: Secured, tokens: Path, gate: Path) -> None:
+    url, http = front.url, front.http
+    carol, dave = front.calls(CAROL), front.calls(DAVE)
     carols = (await carol.start("gated", {"gate": str(gate)}))["taskId"]
     daves = (await dave.start("double", {"x": 4}))["taskId"]
-    legacy = LegacyMcp(url, http, headers={"authorization": f"Bearer {CAROL}"})
+    legacy = LegacyMcp(url, http, headers=bearer(CAROL))
     created = await legacy.request("tools/call", {"name": "gated", "arguments": {"gate": str(gate)}, "task": {}})
     polled = created.result["task"]["taskId"]
     with anyio.fail_after(WAIT):

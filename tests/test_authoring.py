@@ -2,25 +2,24 @@
 
 `tests/one_file_app.py` is an app as a newcomer writes it first: activity,
 workflow, tool and `MCPServer` in one module, importing `set_status` and
-`request_input` from the package root in all three places. It runs on a real
-worker and front server.
+`request_input` from the package root in all three places. It runs on workers and a
+front in the test process, as `worker` and `serve` run it; how the `worker` command
+reports a workflow its sandbox refuses is a process test.
 """
 
 from __future__ import annotations
 
 import subprocess
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from mcp_tasks_temporal import request_input, set_status
-from tests.conftest import Stack
-from tests.processes import CLI, REPO_ROOT, child_env, start_front, start_worker
-from tests.wire import HttpMcp, TaskCalls
+from tests.processes import CLI, REPO_ROOT, child_env
+from tests.wire import TaskCalls
 
 pytestmark = pytest.mark.anyio
 
@@ -30,26 +29,8 @@ GO = {"action": "accept", "content": {"go": True}}
 
 
 @pytest.fixture(scope="module")
-def one_file_stack(workdir: Path, temporal: str) -> Iterator[Stack]:
-    stack = Stack(workdir, temporal, task_queue=f"one-file-{uuid.uuid4()}")
-    try:
-        stack.workers.append(start_worker(workdir, temporal, stack.task_queue, app=APP))
-        stack.fronts.append(start_front(workdir, temporal, stack.task_queue, app=APP))
-        yield stack
-    finally:
-        stack.stop()
-
-
-@pytest.fixture
-def calls(one_file_stack: Stack, http: httpx.AsyncClient) -> TaskCalls:
-    return TaskCalls(HttpMcp(one_file_stack.url, http))
-
-
-@pytest.fixture
-def gate(tmp_path: Path) -> Path:
-    folder = tmp_path / f"gate-{uuid.uuid4().hex[:8]}"
-    folder.mkdir()
-    return folder
+def app_spec() -> str:
+    return APP
 
 
 def status_is(text: str) -> Callable[[dict[str, Any]], bool]:
@@ -59,67 +40,67 @@ def status_is(text: str) -> Callable[[dict[str, Any]], bool]:
     return shown
 
 
-async def test_one_file_app_runs_its_workflow(calls: TaskCalls) -> None:
-    created = await calls.start("shout", {"text": "hi"})
-    done = await calls.wait_for(created["taskId"], timeout=30)
+async def test_one_file_app_runs_its_workflow(front_mcp: TaskCalls) -> None:
+    created = await front_mcp.start("shout", {"text": "hi"})
+    done = await front_mcp.wait_for(created["taskId"], timeout=30)
     assert done["status"] == "completed", done
     assert done["result"]["content"][0]["text"] == "HI!"
 
 
-async def test_status_and_question_from_workflow_code(calls: TaskCalls) -> None:
-    created = await calls.start("shout", {"text": "hey", "confirm": True}, capabilities=ELICIT)
-    asking = await calls.wait_for(created["taskId"], {"input_required"}, timeout=30)
+async def test_status_and_question_from_workflow_code(front_mcp: TaskCalls) -> None:
+    created = await front_mcp.start("shout", {"text": "hey", "confirm": True}, capabilities=ELICIT)
+    asking = await front_mcp.wait_for(created["taskId"], {"input_required"}, timeout=30)
     assert asking["statusMessage"] == "waiting for the go-ahead"
     assert set(asking["inputRequests"]) == {"go"}
-    assert "error" not in (await calls.update(created["taskId"], {"go": GO})).body
-    done = await calls.wait_for(created["taskId"], timeout=30)
+    assert "error" not in (await front_mcp.update(created["taskId"], {"go": GO})).body
+    done = await front_mcp.wait_for(created["taskId"], timeout=30)
     assert done["result"]["content"][0]["text"] == "HEY!", done
 
 
-async def test_status_from_an_activity_reaches_the_task(calls: TaskCalls, gate: Path) -> None:
-    created = await calls.start("shout", {"text": "loud", "gate": str(gate)})
-    shown = await calls.wait_for(created["taskId"], status_is("shouting loud"), timeout=30)
+async def test_status_from_an_activity_reaches_the_task(front_mcp: TaskCalls, gate: Path) -> None:
+    created = await front_mcp.start("shout", {"text": "loud", "gate": str(gate)})
+    shown = await front_mcp.wait_for(created["taskId"], status_is("shouting loud"), timeout=30)
     assert shown["status"] == "working" and shown["statusMessage"] == "shouting loud", shown
     (gate / "go").write_text("1")
-    done = await calls.wait_for(created["taskId"], timeout=30)
+    done = await front_mcp.wait_for(created["taskId"], timeout=30)
     assert done["result"]["content"][0]["text"] == "LOUD!", done
 
 
-async def test_question_from_an_activity_is_asked_through_the_task(calls: TaskCalls) -> None:
-    created = await calls.start("shout", {"text": "Soft", "ask": True}, capabilities=ELICIT)
-    asking = await calls.wait_for(created["taskId"], {"input_required"}, timeout=30)
+async def test_question_from_an_activity_is_asked_through_the_task(front_mcp: TaskCalls) -> None:
+    created = await front_mcp.start("shout", {"text": "Soft", "ask": True}, capabilities=ELICIT)
+    asking = await front_mcp.wait_for(created["taskId"], {"input_required"}, timeout=30)
     assert set(asking["inputRequests"]) == {"loud"}
     assert asking["inputRequests"]["loud"]["method"] == "elicitation/create"
     no = {"action": "accept", "content": {"go": False}}
-    assert "error" not in (await calls.update(created["taskId"], {"loud": no})).body
-    done = await calls.wait_for(created["taskId"], timeout=30)
+    assert "error" not in (await front_mcp.update(created["taskId"], {"loud": no})).body
+    done = await front_mcp.wait_for(created["taskId"], timeout=30)
     assert done["result"]["content"][0]["text"] == "Soft!", done
 
 
-async def test_question_from_an_activity_needs_a_client_that_can_answer(calls: TaskCalls) -> None:
-    created = await calls.start("shout", {"text": "x", "ask": True})  # no elicitation capability
-    done = await calls.wait_for(created["taskId"], timeout=30)
+async def test_question_from_an_activity_needs_a_client_that_can_answer(front_mcp: TaskCalls) -> None:
+    created = await front_mcp.start("shout", {"text": "x", "ask": True})  # no elicitation capability
+    done = await front_mcp.wait_for(created["taskId"], timeout=30)
     assert done["status"] == "failed", done
     assert done["error"]["code"] == -32021
 
 
-async def test_status_and_question_from_a_tool(calls: TaskCalls, gate: Path) -> None:
-    created = await calls.start("whisper", {"text": "QUIET", "gate": str(gate)})
-    shown = await calls.wait_for(created["taskId"], status_is("whispering QUIET"), timeout=30)
+async def test_status_and_question_from_a_tool(front_mcp: TaskCalls, gate: Path) -> None:
+    created = await front_mcp.start("whisper", {"text": "QUIET", "gate": str(gate)})
+    shown = await front_mcp.wait_for(created["taskId"], status_is("whispering QUIET"), timeout=30)
     assert shown["statusMessage"] == "whispering QUIET", shown
     (gate / "go").write_text("1")
-    done = await calls.wait_for(created["taskId"], timeout=30)
+    done = await front_mcp.wait_for(created["taskId"], timeout=30)
     assert done["result"]["content"][0]["text"] == "quiet", done
-    asked = await calls.start("whisper", {"text": "Ask", "ask": True}, capabilities=ELICIT)
-    asking = await calls.wait_for(asked["taskId"], {"input_required"}, timeout=30)
+    asked = await front_mcp.start("whisper", {"text": "Ask", "ask": True}, capabilities=ELICIT)
+    asking = await front_mcp.wait_for(asked["taskId"], {"input_required"}, timeout=30)
     assert len(asking["inputRequests"]) == 1
     key = next(iter(asking["inputRequests"]))
-    await calls.update(asked["taskId"], {key: GO})
-    assert (await calls.wait_for(asked["taskId"], timeout=30))["result"]["content"][0]["text"] == "ask"
+    await front_mcp.update(asked["taskId"], {key: GO})
+    assert (await front_mcp.wait_for(asked["taskId"], timeout=30))["result"]["content"][0]["text"] == "ask"
 
 
-async def test_a_tool_called_synchronously_may_still_call_set_status(calls: TaskCalls) -> None:
-    reply = await calls.call_tool("whisper", {"text": "Sync"}, tasks=False)
+async def test_a_tool_called_synchronously_may_still_call_set_status(front_mcp: TaskCalls) -> None:
+    reply = await front_mcp.call_tool("whisper", {"text": "Sync"}, tasks=False)
     assert reply.result["content"][0]["text"] == "sync", reply.body
 
 

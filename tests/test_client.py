@@ -1,13 +1,18 @@
-"""The Python client (`mcp_tasks_temporal.client`) against our real server, over Streamable HTTP and stdio."""
+"""The Python client (`mcp_tasks_temporal.client`) against our server, over Streamable HTTP and stdio.
+
+Over HTTP the client talks to the fixture app's front in this process, served on a loopback port (`front_url`),
+and its tasks run on workers in this process. Over stdio it starts `serve --transport stdio` as its users do,
+a process whose tasks the same workers run; a few tests take both transports, and a client killed mid-wait
+is a child process.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
 import time
-import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, cast
 
@@ -30,6 +35,7 @@ from mcp_types import (
 )
 from pydantic import FileUrl
 
+from mcp_tasks_temporal import BearerAuth
 from mcp_tasks_temporal.client import (
     AuthenticationError,
     DetailedTask,
@@ -45,8 +51,11 @@ from mcp_tasks_temporal.client import (
 from mcp_tasks_temporal.client._client import translate_session_error
 from mcp_tasks_temporal.client._handle import poll_delay_s
 from mcp_tasks_temporal.client._journal import server_label
-from tests.conftest import Stack
-from tests.processes import CLI, FIXTURE_APP, REPO_ROOT, Process, child_env, free_port, start_front, start_worker
+from mcp_tasks_temporal.front.http.auth import StaticTokenVerifier
+from tests.clock import ManualClock
+from tests.conftest import OpenApp, OpenFront
+from tests.front_app import InProcessFront
+from tests.processes import CLI, FIXTURE_APP, REPO_ROOT, Process, child_env, free_port
 
 pytestmark = pytest.mark.anyio
 
@@ -55,16 +64,20 @@ EXTENSION_ID = "io.modelcontextprotocol/tasks"
 WAIT = 30
 
 
-def stdio_server(stack: Stack, app: str = FIXTURE_APP) -> StdioServerParameters:
-    command = [*CLI, "serve", "--transport", "stdio", "--temporal", stack.temporal, "--task-queue", stack.task_queue]
+@pytest.fixture
+def stdio_server(temporal: str, app_queue: str) -> StdioServerParameters:
+    """A `serve --transport stdio` process of the fixture app, for a client to start; the module's workers run its
+    tasks."""
+    command = [*CLI, "serve", "--transport", "stdio", "--temporal", temporal, "--task-queue", app_queue]
     return StdioServerParameters(
-        command=command[0], args=[*command[1:], "--app", app], env=child_env(), cwd=str(REPO_ROOT)
+        command=command[0], args=[*command[1:], "--app", FIXTURE_APP], env=child_env(), cwd=str(REPO_ROOT)
     )
 
 
 @pytest.fixture(params=["http", "stdio"])
-def server(request: pytest.FixtureRequest, stack: Stack) -> str | StdioServerParameters:
-    return stack.url if request.param == "http" else stdio_server(stack)
+def either_transport(request: pytest.FixtureRequest, front_url: str) -> str | StdioServerParameters:
+    """The front over HTTP, then a stdio server: for what the client does on both transports."""
+    return front_url if request.param == "http" else request.getfixturevalue("stdio_server")
 
 
 @pytest.fixture
@@ -121,8 +134,8 @@ async def until(check: Any, what: str, timeout: float = WAIT) -> None:
 # -- results ----------------------------------------------------------------------------------
 
 
-async def test_sync_tool_answers_without_a_task(server: Any, journal: Journal) -> None:
-    async with connect(server, journal) as client:
+async def test_sync_tool_answers_without_a_task(front_url: str, journal: Journal) -> None:
+    async with connect(front_url, journal) as client:
         assert client.offers_tasks
         assert text(await client.call_tool("echo", {"text": "hi"})) == "hi"
         plain = await client.start_tool("never_task", {"x": 1})
@@ -130,9 +143,9 @@ async def test_sync_tool_answers_without_a_task(server: Any, journal: Journal) -
     assert journal.entries() == []
 
 
-async def test_task_result_is_the_final_call_tool_result(server: Any, journal: Journal) -> None:
+async def test_task_result_is_the_final_call_tool_result(front_url: str, journal: Journal) -> None:
     seen: list[DetailedTask] = []
-    async with connect(server, journal) as client:
+    async with connect(front_url, journal) as client:
         with anyio.fail_after(WAIT):
             result = await client.call_tool("double", {"x": 21}, on_change=seen.append)
             required = await client.call_tool("needs_task", {"x": 2})
@@ -142,16 +155,16 @@ async def test_task_result_is_the_final_call_tool_result(server: Any, journal: J
     assert journal.entries() == [], "a task seen terminal is crossed out"
 
 
-async def test_tool_error_is_a_completed_result_with_is_error(server: Any, journal: Journal) -> None:
-    async with connect(server, journal) as client:
+async def test_tool_error_is_a_completed_result_with_is_error(front_url: str, journal: Journal) -> None:
+    async with connect(front_url, journal) as client:
         with anyio.fail_after(WAIT):
             result = await client.call_tool("tool_error", {"reason": "no such ref"})
     assert result.is_error
     assert "tool_error" in text(result)
 
 
-async def test_failed_task_raises_its_json_rpc_error(server: Any, journal: Journal) -> None:
-    async with connect(server, journal) as client:
+async def test_failed_task_raises_its_json_rpc_error(front_url: str, journal: Journal) -> None:
+    async with connect(front_url, journal) as client:
         with anyio.fail_after(WAIT), pytest.raises(TaskFailedError) as raised:
             await client.call_tool("protocol_error", {"code": -32042})
     assert isinstance(raised.value, MCPError)
@@ -161,7 +174,7 @@ async def test_failed_task_raises_its_json_rpc_error(server: Any, journal: Journ
     assert journal.entries() == []
 
 
-async def test_input_requests_of_each_kind_go_to_their_handler_once(server: Any, journal: Journal) -> None:
+async def test_input_requests_of_each_kind_go_to_their_handler_once(either_transport: Any, journal: Journal) -> None:
     answers = Answers()
     keys_per_call: list[list[str]] = []
 
@@ -171,7 +184,7 @@ async def test_input_requests_of_each_kind_go_to_their_handler_once(server: Any,
         keys_per_call.append([key for key, _ in answers.asked[before:]])
         return result
 
-    async with connect(server, journal, answers) as client:
+    async with connect(either_transport, journal, answers) as client:
         with anyio.fail_after(WAIT):
             assert await call("greet_someone") == "Hello, Ada!"
             assert await call("sample_river") == "The model said: the Danube"
@@ -191,8 +204,8 @@ async def test_input_requests_of_each_kind_go_to_their_handler_once(server: Any,
 # -- handles -----------------------------------------------------------------------------------
 
 
-async def test_handle_yields_each_change_until_terminal(server: Any, journal: Journal, gate: Path) -> None:
-    async with connect(server, journal) as client:
+async def test_handle_yields_each_change_until_terminal(front_url: str, journal: Journal, gate: Path) -> None:
+    async with connect(front_url, journal) as client:
         handle = await client.start_tool("gated", {"gate": str(gate)})
         assert isinstance(handle, TaskHandle)
         assert [e.task_id for e in journal.entries()] == [handle.task_id], "written down on arrival"
@@ -210,8 +223,8 @@ async def test_handle_yields_each_change_until_terminal(server: Any, journal: Jo
     assert journal.entries() == []
 
 
-async def test_cancel_through_the_handle_settles_cancelled(server: Any, journal: Journal, gate: Path) -> None:
-    async with connect(server, journal) as client:
+async def test_cancel_through_the_handle_settles_cancelled(either_transport: Any, journal: Journal, gate: Path) -> None:
+    async with connect(either_transport, journal) as client:
         handle = await client.start_tool("gated", {"gate": str(gate)})
         assert isinstance(handle, TaskHandle)
         await until(lambda: (gate / "started").exists(), "the tool to start")
@@ -222,34 +235,41 @@ async def test_cancel_through_the_handle_settles_cancelled(server: Any, journal:
     assert journal.entries() == []
 
 
-async def test_unknown_task_is_invalid_params(server: Any, journal: Journal) -> None:
-    async with connect(server, journal) as client:
+async def test_unknown_task_is_invalid_params(front_url: str, journal: Journal) -> None:
+    async with connect(front_url, journal) as client:
         for operation in (client.task(UNKNOWN).get, client.task(UNKNOWN).cancel):
             with pytest.raises(MCPError) as raised:
                 await operation()
             assert raised.value.code == -32602
 
 
-async def test_expired_task_leaves_the_journal_and_the_server(stack: Stack, journal: Journal, gate: Path) -> None:
-    async with connect(stack.url, journal) as client:
-        handle = await client.start_tool("short_lived", {"gate": str(gate)})  # ttlMs 2000
-        assert isinstance(handle, TaskHandle) and len(journal.entries()) == 1
-        await until(lambda: not journal.entries(), "the journal to drop the task past its TTL", timeout=15)
-        with anyio.fail_after(15):
-            while True:
-                try:
-                    await handle.get()
-                except MCPError as error:
-                    assert error.code == -32602
-                    break
-                await anyio.sleep(0.1)
+async def test_expired_task_leaves_the_journal_and_the_server(
+    open_front: OpenFront, journal: Journal, gate: Path
+) -> None:
+    clock = ManualClock()
+    front = await open_front(clock=clock)
+    async with front.http2() as http, connect(front.url, journal, http_client=http) as client:
+        handle = await client.start_tool("short_lived", {"gate": str(gate)})
+        assert isinstance(handle, TaskHandle) and handle.last is not None and len(journal.entries()) == 1
+        ttl_ms = handle.last.ttl_ms
+        assert ttl_ms == 2000
+        # The journal drops it at its TTL, counted from its createdAt (the front's clock: the wall clock's now).
+        expires_at = datetime.fromisoformat(handle.last.created_at).timestamp() + ttl_ms / 1000
+        assert journal.prune(now=expires_at - 0.001) == 0 and len(journal.entries()) == 1
+        assert journal.prune(now=expires_at) == 1 and journal.entries() == []
+        clock.advance(timedelta(milliseconds=ttl_ms))
+        with pytest.raises(MCPError) as gone:
+            await handle.get()
+        assert gone.value.code == -32602
 
 
 # -- push and polling -------------------------------------------------------------------------
 
 
-async def test_push_is_used_when_the_server_acknowledges_the_task(server: Any, journal: Journal, gate: Path) -> None:
-    async with connect(server, journal) as client:
+async def test_push_is_used_when_the_server_acknowledges_the_task(
+    either_transport: Any, journal: Journal, gate: Path
+) -> None:
+    async with connect(either_transport, journal) as client:
         handle = await client.start_tool("gated", {"gate": str(gate)})
         assert isinstance(handle, TaskHandle)
         async with anyio.create_task_group() as group:
@@ -263,8 +283,8 @@ async def test_push_is_used_when_the_server_acknowledges_the_task(server: Any, j
     assert handle.stats.polls == 0, "every change arrived on the listen stream"
 
 
-async def test_polling_honours_the_poll_interval(stack: Stack, journal: Journal, gate: Path) -> None:
-    async with connect(stack.url, journal, push=False) as client:
+async def test_polling_honours_the_poll_interval(front_url: str, journal: Journal, gate: Path) -> None:
+    async with connect(front_url, journal, push=False) as client:
         handle = await client.start_tool("gated", {"gate": str(gate)})
         assert isinstance(handle, TaskHandle)
         interval_s = (handle.last.poll_interval_ms or 0) / 1000 if handle.last else 0
@@ -282,22 +302,12 @@ async def test_polling_honours_the_poll_interval(stack: Stack, journal: Journal,
     assert handle.last is not None and handle.last.status == "completed"
 
 
-@pytest.fixture(scope="session")
-def quiet_front(workdir: Path, temporal: str) -> Iterator[str]:
-    """A front (and its worker) for `tests.client_fixture_app`, which does not push."""
-    queue = f"client-{uuid.uuid4()}"
-    app = "tests.client_fixture_app:app"
-    worker = start_worker(workdir, temporal, queue, app=app)
-    front, url = start_front(workdir, temporal, queue, app=app)
-    yield url
-    for process in (front, worker):
-        process.stop()
-
-
 async def test_client_polls_when_the_acknowledgement_lacks_the_task(
-    quiet_front: str, journal: Journal, gate: Path
+    open_app: OpenApp, journal: Journal, gate: Path
 ) -> None:
-    async with connect(quiet_front, journal) as client:
+    # `tests.client_fixture_app` does not push.
+    quiet = await open_app("tests.client_fixture_app:app")
+    async with quiet.http2() as http, connect(quiet.url, journal, http_client=http) as client:
         handle = await client.start_tool("held", {"gate": str(gate)})
         assert isinstance(handle, TaskHandle)
         async with anyio.create_task_group() as group:
@@ -321,7 +331,7 @@ def test_the_poll_delay_follows_the_latest_interval() -> None:
 
 
 async def test_every_request_declares_the_extension_and_task_requests_carry_mcp_name(
-    stack: Stack, journal: Journal
+    front: InProcessFront, journal: Journal
 ) -> None:
     sent: list[tuple[dict[str, str], dict[str, Any]]] = []
 
@@ -329,8 +339,8 @@ async def test_every_request_declares_the_extension_and_task_requests_carry_mcp_
         if request.method == "POST":
             sent.append((dict(request.headers), json.loads(request.content)))
 
-    async with httpx2.AsyncClient(event_hooks={"request": [record]}) as http:
-        async with connect(stack.url, journal, push=False, http_client=http) as client:
+    async with front.http2(event_hooks={"request": [record]}) as http:
+        async with connect(front.url, journal, push=False, http_client=http) as client:
             with anyio.fail_after(WAIT):
                 assert text(await client.call_tool("greet_someone")) == "Hello, Ada!"
                 done = await client.start_tool("double", {"x": 1})
@@ -348,29 +358,25 @@ async def test_every_request_declares_the_extension_and_task_requests_carry_mcp_
         assert "task" not in body["params"], "no task-preference hint"
 
 
-async def test_a_plain_sdk_client_with_the_extension_gets_task_results(stack: Stack) -> None:
-    async with Client(stack.url, extensions=[TasksClientExtension()]) as client:
+async def test_a_plain_sdk_client_with_the_extension_gets_task_results(front_url: str) -> None:
+    async with Client(front_url, extensions=[TasksClientExtension()]) as client:
         with anyio.fail_after(WAIT):
             result = await client.call_tool("double", {"x": 5})
     assert result.structured_content == {"value": 10}
 
 
-async def test_a_rejected_token_is_an_authentication_error(
-    stack_factory: Any, stack: Stack, tmp_path: Path, journal: Journal
-) -> None:
-    tokens = tmp_path / "tokens"
-    tokens.write_text("s3cret-token-for-tests ci@example.com\n")
-    private: Stack = stack_factory()
-    private.task_queue = stack.task_queue
-    url = private.add_front(extra=["--tokens", str(tokens)])
-    for headers in ({}, {"Authorization": "Bearer wrong"}):
-        with anyio.fail_after(WAIT), pytest.raises(AuthenticationError) as raised:
-            async with connect(url, journal, headers=headers):
-                pass
-        assert raised.value.status == 401
-    async with connect(url, journal, headers={"Authorization": "Bearer s3cret-token-for-tests"}) as client:
-        with anyio.fail_after(WAIT):
-            assert (await client.call_tool("double", {"x": 4})).structured_content == {"value": 8}
+async def test_a_rejected_token_is_an_authentication_error(open_front: OpenFront, journal: Journal) -> None:
+    tokens = StaticTokenVerifier({"s3cret-token-for-tests": "ci@example.com"})
+    secured = await open_front(auth=BearerAuth(tokens))
+    async with secured.listening() as url:
+        for headers in ({}, {"Authorization": "Bearer wrong"}):
+            with anyio.fail_after(WAIT), pytest.raises(AuthenticationError) as raised:
+                async with connect(url, journal, headers=headers):
+                    pass
+            assert raised.value.status == 401
+        async with connect(url, journal, headers={"Authorization": "Bearer s3cret-token-for-tests"}) as client:
+            with anyio.fail_after(WAIT):
+                assert (await client.call_tool("double", {"x": 4})).structured_content == {"value": 8}
 
 
 async def test_unreachable_server_is_one_clear_error(journal: Journal) -> None:
@@ -379,23 +385,21 @@ async def test_unreachable_server_is_one_clear_error(journal: Journal) -> None:
             pass
 
 
-@pytest.mark.parametrize("transport", ["http", "stdio"])
 async def test_a_timeout_inside_the_client_is_reported_as_a_timeout(
-    stack: Stack, journal: Journal, gate: Path, transport: str
+    either_transport: Any, journal: Journal, gate: Path
 ) -> None:
-    server = stack.url if transport == "http" else stdio_server(stack)
     with anyio.fail_after(WAIT), pytest.raises(TimeoutError) as raised:
-        async with connect(server, journal) as client:
+        async with connect(either_transport, journal) as client:
             with anyio.fail_after(1):
                 await client.call_tool("gated", {"gate": str(gate)})
     assert not isinstance(raised.value, ServerUnreachableError), "the server answered; the caller's bound ran out"
 
 
 async def test_an_os_error_of_the_callers_own_comes_out_of_the_client_unchanged(
-    stack: Stack, journal: Journal, tmp_path: Path
+    front_url: str, journal: Journal, tmp_path: Path
 ) -> None:
     with anyio.fail_after(WAIT), pytest.raises(FileNotFoundError):
-        async with connect(stack.url, journal) as client:
+        async with connect(front_url, journal) as client:
             assert (await client.call_tool("double", {"x": 1})).structured_content == {"value": 2}
             (tmp_path / "never-written").read_text()
 
@@ -435,16 +439,13 @@ def test_journal_keeps_outstanding_tasks_and_forgets_terminal_and_expired(tmp_pa
     assert server_label("http://user:secret@host:1/mcp") == "http://host:1/mcp", "no credentials on disk"
 
 
-@pytest.mark.parametrize("transport", ["http", "stdio"])
-async def test_a_killed_client_resumes_from_its_journal(
-    transport: str, stack: Stack, tmp_path: Path, gate: Path
-) -> None:
+async def test_a_killed_client_resumes_from_its_journal(either_transport: Any, tmp_path: Path, gate: Path) -> None:
+    # The client is a child process, killed mid-wait; over HTTP it talks to the front in this process.
     child_journal = tmp_path / "child-journal.sqlite3"
-    if transport == "http":
-        spec = stack.url
+    if isinstance(either_transport, str):
+        spec = either_transport
     else:
-        params = stdio_server(stack)
-        spec = server_label([params.command, *params.args])
+        spec = server_label([either_transport.command, *either_transport.args])
     child = [sys.executable, "-m", "tests.client_child"]
     arguments = json.dumps({"gate": str(gate)})
     command = [*child, "call", spec, str(child_journal), "gated", arguments]

@@ -1,17 +1,21 @@
-"""Encrypted payloads: what Temporal stores is ciphertext; clients with the key see everything as before."""
+"""Encrypted payloads: what Temporal stores is ciphertext; clients with the key see everything as before.
+
+End to end through the in-process front and workers on a client with the codec, as `--codec-key-file`
+sets them up; an operator's `audit` runs in this process too, and the `codec-server` command as a process.
+"""
 
 from __future__ import annotations
 
 import base64
 import json
+import logging
 import secrets
 import socket
 import uuid
-from collections.abc import Generator, Iterator
+from collections.abc import AsyncIterator, Generator
 from pathlib import Path
 from typing import Any
 
-import anyio
 import httpx
 import pytest
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -20,6 +24,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.converter import ActivitySerializationContext, PayloadCodec, WorkflowSerializationContext
 
+from mcp_tasks_temporal.front.http.auth import StaticTokenVerifier
+from mcp_tasks_temporal.ops.codec_server import codec_app
 from mcp_tasks_temporal.temporal.codec import (
     ALLOW_PLAINTEXT_ENV,
     BINDING_METADATA,
@@ -32,10 +38,12 @@ from mcp_tasks_temporal.temporal.codec import (
     new_key,
     parse_keys,
 )
+from mcp_tasks_temporal.temporal.connection import connect_temporal
 from mcp_tasks_temporal.temporal.ids import UNKEYED
-from tests.conftest import Stack, module_stack
-from tests.processes import CLI, Process, child_env, free_port, start_front, wait_until
-from tests.wire import HttpMcp, TaskCalls
+from tests.cli_runs import run_in_process, unkeyed_env
+from tests.conftest import OpenApp, OpenFront
+from tests.processes import CLI, FIXTURE_APP, Process, free_port, wait_until
+from tests.wire import TaskCalls
 
 pytestmark = pytest.mark.anyio
 
@@ -211,12 +219,36 @@ def key_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def _key_file_codec(key_file: Path) -> PayloadCodec:
+    """The codec `--codec-key-file` loads."""
+    codec = load_codec(key_file=key_file, environ={})
+    assert codec is not None
+    return codec
+
+
 @pytest.fixture(scope="module")
-def encrypted(workdir: Path, temporal: str, key_file: Path) -> Iterator[Stack]:
-    with module_stack(workdir, temporal, "codec") as private:
-        private.add_worker(extra=["--codec-key-file", str(key_file)])
-        private.add_front(extra=["--codec-key-file", str(key_file)])
-        yield private
+async def app_client(temporal: str, key_file: Path) -> Client:
+    """The in-process workers' and fronts' client, with the key file's codec."""
+    return await connect_temporal(temporal, codec=_key_file_codec(key_file))
+
+
+@pytest.fixture
+def encrypted(front_mcp: TaskCalls) -> TaskCalls:
+    """The task operations on the front whose client encrypts, its workers likewise."""
+    return front_mcp
+
+
+UI = "https://ui.example"
+OPERATOR_TOKEN = secrets.token_urlsafe(16)
+
+
+@pytest.fixture
+async def codec_http(key_file: Path) -> AsyncIterator[httpx.AsyncClient]:
+    """An httpx client of the codec server's app, as `codec-server --tokens --ui-origin` sets it up."""
+    verifier = StaticTokenVerifier({OPERATOR_TOKEN: "operator"})
+    app = codec_app(_key_file_codec(key_file), ui_origins=[UI], verifier=verifier)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://codec") as http:
+        yield http
 
 
 @pytest.fixture
@@ -226,7 +258,7 @@ def codec_server(workdir: Path, key_file: Path, tmp_path: Path) -> Generator[tup
     tokens.write_text(f"{token} operator\n")
     port = free_port()
     command = [*CLI, "codec-server", "--codec-key-file", str(key_file), "--port", str(port)]
-    command += ["--tokens", str(tokens), "--ui-origin", "https://ui.example"]
+    command += ["--tokens", str(tokens), "--ui-origin", UI]
     process = Process(f"codec-server-{port}", command, workdir / f"codec-server-{port}.log").start()
     try:
 
@@ -245,7 +277,7 @@ def codec_server(workdir: Path, key_file: Path, tmp_path: Path) -> Generator[tup
 async def _run_vault(mcp: TaskCalls, codeword: str, passphrase: str) -> tuple[str, dict[str, Any]]:
     created = await mcp.start("vault", {"codeword": codeword}, capabilities={"elicitation": {}})
     task_id = created["taskId"]
-    waiting = await mcp.wait_for(task_id, lambda t: t["status"] == "input_required")
+    waiting = await mcp.wait_for(task_id, {"input_required"})
     [(key, request)] = waiting["inputRequests"].items()
     assert request["params"]["message"] == f"Passphrase for {codeword}-question?"
     await mcp.update(task_id, {key: {"action": "accept", "content": {"passphrase": passphrase}}})
@@ -263,129 +295,142 @@ async def _raw_history(temporal: str, task_id: str) -> tuple[bytes, list[Any]]:
     return stored + description.raw_description.SerializeToString(), list(history.events)
 
 
+def _started_payload(events: list[Any]) -> dict[str, Any]:
+    """The payload that started the task, as the Web UI sends it to the codec server."""
+    [started] = [e for e in events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED]
+    [payload] = started.workflow_execution_started_event_attributes.input.payloads
+    assert payload.metadata["encoding"] == ENCODING
+    metadata = {name: base64.b64encode(value).decode() for name, value in payload.metadata.items()}
+    return {"metadata": metadata, "data": base64.b64encode(payload.data).decode()}
+
+
 async def test_the_history_holds_no_argument_question_answer_or_result_in_plaintext(
-    encrypted: Stack, stack: Stack, http: httpx.AsyncClient, codec_server: tuple[str, str]
+    encrypted: TaskCalls, open_app: OpenApp, temporal_client: Client, temporal: str, codec_http: httpx.AsyncClient
 ) -> None:
     codeword, passphrase = f"zebra{uuid.uuid4().hex}", f"otter{uuid.uuid4().hex}"
-    mcp = TaskCalls(HttpMcp(encrypted.url, http))
-    task_id, done = await _run_vault(mcp, codeword, passphrase)
+    task_id, done = await _run_vault(encrypted, codeword, passphrase)
     assert done["result"]["content"][0]["text"] == f"opened {codeword}-result with {passphrase}"  # tasks/get decrypts
 
-    stored, events = await _raw_history(encrypted.temporal, task_id)
+    stored, events = await _raw_history(temporal, task_id)
     assert codeword.encode() not in stored and passphrase.encode() not in stored
 
     # The same task without a codec: the check above would have seen the text.
-    control_id, _ = await _run_vault(TaskCalls(HttpMcp(stack.url, http)), codeword, passphrase)
-    control, _ = await _raw_history(stack.temporal, control_id)
+    plain = await open_app(FIXTURE_APP, client=temporal_client)
+    async with plain.http() as http:
+        control_id, _ = await _run_vault(plain.calls(http), codeword, passphrase)
+    control, _ = await _raw_history(temporal, control_id)
     for text in (codeword, f"{codeword}-question", f"{codeword}-result", passphrase):
         assert text.encode() in control
 
     # An operator's Web UI asks the codec server to decode the payload that started the task.
-    [started] = [e for e in events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED]
-    [payload] = started.workflow_execution_started_event_attributes.input.payloads
-    assert payload.metadata["encoding"] == ENCODING
-    url, token = codec_server
-    metadata = {name: base64.b64encode(value).decode() for name, value in payload.metadata.items()}
-    body: dict[str, Any] = {"payloads": [{"metadata": metadata, "data": base64.b64encode(payload.data).decode()}]}
-    ui = {"origin": "https://ui.example", "x-namespace": "default"}
-    decoded = await http.post(f"{url}/decode", json=body, headers={**ui, "authorization": f"Bearer {token}"})
+    body: dict[str, Any] = {"payloads": [_started_payload(events)]}
+    ui = {"origin": UI, "x-namespace": "default"}
+    bearer = {"authorization": f"Bearer {OPERATOR_TOKEN}"}
+    decoded = await codec_http.post("/decode", json=body, headers={**ui, **bearer})
     assert decoded.status_code == 200, decoded.text
-    assert decoded.headers["access-control-allow-origin"] == "https://ui.example"
+    assert decoded.headers["access-control-allow-origin"] == UI
     [opened] = decoded.json()["payloads"]
     assert base64.b64decode(opened["metadata"]["encoding"]) == b"json/plain"
     assert json.loads(base64.b64decode(opened["data"]))["arguments"] == {"codeword": codeword}
-    templated = await http.post(f"{url}/default/decode", json=body, headers={"authorization": f"Bearer {token}"})
+    templated = await codec_http.post("/default/decode", json=body, headers=bearer)
     assert templated.json() == decoded.json()
-    bearer = {"authorization": f"Bearer {token}"}
-    assert (await http.post(f"{url}/decode", content=b"{not json", headers=bearer)).status_code == 400
-    unknown_key = {**metadata, KEY_ID_METADATA: base64.b64encode(b"0123456789abcdef").decode()}
+    assert (await codec_http.post("/decode", content=b"{not json", headers=bearer)).status_code == 400
+    unknown_key = {**body["payloads"][0]["metadata"], KEY_ID_METADATA: base64.b64encode(b"0123456789abcdef").decode()}
     foreign_key = {"payloads": [{**body["payloads"][0], "metadata": unknown_key}]}
-    assert (await http.post(f"{url}/decode", json=foreign_key, headers=bearer)).status_code == 400
-    assert (await http.post(f"{url}/decode", json=body, headers=ui)).status_code == 401
-    wrong = await http.post(f"{url}/decode", json=body, headers={**ui, "authorization": "Bearer guess"})
+    assert (await codec_http.post("/decode", json=foreign_key, headers=bearer)).status_code == 400
+    assert (await codec_http.post("/decode", json=body, headers=ui)).status_code == 401
+    wrong = await codec_http.post("/decode", json=body, headers={**ui, "authorization": "Bearer guess"})
     assert wrong.status_code == 401
-    preflight = await http.options(
-        f"{url}/decode",
+    preflight = await codec_http.options(
+        "/decode",
         headers={**ui, "access-control-request-method": "POST", "access-control-request-headers": "authorization"},
     )
-    assert preflight.status_code == 200 and preflight.headers["access-control-allow-origin"] == "https://ui.example"
-    foreign = await http.options(
-        f"{url}/decode", headers={"origin": "https://evil.example", "access-control-request-method": "POST"}
+    assert preflight.status_code == 200 and preflight.headers["access-control-allow-origin"] == UI
+    foreign = await codec_http.options(
+        "/decode", headers={"origin": "https://evil.example", "access-control-request-method": "POST"}
     )
     assert "access-control-allow-origin" not in foreign.headers
 
 
+async def test_the_codec_server_command_decodes_for_the_ui_with_its_flags(
+    encrypted: TaskCalls, temporal: str, http: httpx.AsyncClient, codec_server: tuple[str, str]
+) -> None:
+    """The `codec-server` command itself, a process: its key file, token file and UI origin reach the app."""
+    task_id = (await encrypted.start("double", {"x": 3}))["taskId"]
+    _, events = await _raw_history(temporal, task_id)
+    body = {"payloads": [_started_payload(events)]}
+    url, token = codec_server
+    ui = {"origin": UI, "x-namespace": "default"}
+    decoded = await http.post(f"{url}/decode", json=body, headers={**ui, "authorization": f"Bearer {token}"})
+    assert decoded.status_code == 200, decoded.text
+    assert decoded.headers["access-control-allow-origin"] == UI
+    [opened] = decoded.json()["payloads"]
+    assert json.loads(base64.b64decode(opened["data"]))["arguments"]["x"] == 3
+    assert (await http.post(f"{url}/decode", json=body, headers=ui)).status_code == 401
+
+
 async def test_an_operators_audit_with_the_key_reads_what_the_history_hides(
-    encrypted: Stack, http: httpx.AsyncClient, key_file: Path
+    encrypted: TaskCalls, temporal: str, key_file: Path
 ) -> None:
     codeword, passphrase = f"heron{uuid.uuid4().hex}", f"badger{uuid.uuid4().hex}"
-    task_id, _ = await _run_vault(TaskCalls(HttpMcp(encrypted.url, http)), codeword, passphrase)
-    audit = [*CLI, "audit", task_id, "--format", "json", "--temporal", encrypted.temporal]
-    with anyio.fail_after(120):
-        opened = await anyio.run_process([*audit, "--codec-key-file", str(key_file)], env=child_env(), check=False)
-        sealed = await anyio.run_process(audit, env=child_env(), check=False)
-    assert opened.returncode == 0, opened.stderr.decode()
-    story = opened.stdout.decode()
+    task_id, _ = await _run_vault(encrypted, codeword, passphrase)
+    audit = ["audit", task_id, "--format", "json", "--temporal", temporal]
+    opened = await run_in_process([*audit, "--codec-key-file", str(key_file)], stdin="", env=unkeyed_env())
+    sealed = await run_in_process(audit, stdin="", env=unkeyed_env())
+    assert opened.code == 0, opened.err
     for text in (codeword, passphrase, f"opened {codeword}-result"):
-        assert text in story
-    assert codeword not in sealed.stdout.decode() + sealed.stderr.decode(), "without the key nothing is readable"
-    assert sealed.returncode == 2, sealed.stderr.decode()
-    [line] = sealed.stderr.decode().strip().splitlines()
+        assert text in opened.out
+    assert codeword not in sealed.out + sealed.err, "without the key nothing is readable"
+    assert sealed.code == 2, sealed.err
+    [line] = sealed.err.strip().splitlines()
     assert "encrypted" in line and "--codec-key-file" in line, line
 
 
-async def test_a_running_tasks_question_and_status_are_encrypted_at_rest(
-    encrypted: Stack, http: httpx.AsyncClient
-) -> None:
+async def test_a_running_tasks_question_and_status_are_encrypted_at_rest(encrypted: TaskCalls, temporal: str) -> None:
     codeword = f"heron{uuid.uuid4().hex}"
-    mcp = TaskCalls(HttpMcp(encrypted.url, http))
-    created = await mcp.start("vault", {"codeword": codeword}, capabilities={"elicitation": {}})
-    waiting = await mcp.wait_for(created["taskId"], lambda t: t["status"] == "input_required")
+    created = await encrypted.start("vault", {"codeword": codeword}, capabilities={"elicitation": {}})
+    waiting = await encrypted.wait_for(created["taskId"], {"input_required"})
     assert codeword in json.dumps(waiting["inputRequests"])
     # The memo (questions, status) and the running tool's heartbeat, as a client without the key sees them.
-    stored, _ = await _raw_history(encrypted.temporal, created["taskId"])
+    stored, _ = await _raw_history(temporal, created["taskId"])
     assert codeword.encode() not in stored
-    await mcp.cancel(created["taskId"])
-    assert (await mcp.wait_for(created["taskId"]))["status"] == "cancelled"
+    await encrypted.cancel(created["taskId"])
+    assert (await encrypted.wait_for(created["taskId"], {"cancelled"}))["status"] == "cancelled"
 
 
-async def test_a_tools_error_message_stays_out_of_the_history(encrypted: Stack, http: httpx.AsyncClient) -> None:
+async def test_a_tools_error_message_stays_out_of_the_history(encrypted: TaskCalls, temporal: str) -> None:
     secret = f"ledger{uuid.uuid4().hex}"
-    mcp = TaskCalls(HttpMcp(encrypted.url, http))
-    created = await mcp.start("protocol_error", {"code": -32042, "message": f"refused account {secret}"})
-    failed = await mcp.wait_for(created["taskId"])
+    created = await encrypted.start("protocol_error", {"code": -32042, "message": f"refused account {secret}"})
+    failed = await encrypted.wait_for(created["taskId"])
     assert failed["status"] == "failed" and failed["error"]["code"] == -32042
     assert secret in failed["error"]["message"]
-    stored, _ = await _raw_history(encrypted.temporal, created["taskId"])
+    stored, _ = await _raw_history(temporal, created["taskId"])
     assert secret.encode() not in stored
 
 
 async def test_a_front_server_without_the_key_answers_a_json_rpc_error(
-    encrypted: Stack, http: httpx.AsyncClient, tmp_path: Path
+    encrypted: TaskCalls, open_front: OpenFront, temporal: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    created = await TaskCalls(HttpMcp(encrypted.url, http)).start("double", {"x": 2})
-    other_keys = tmp_path / "other-keys"
-    other_keys.write_text(new_key())
+    created = await encrypted.start("double", {"x": 2})
     # On the workers' own queue it would be refused at start (tests/test_shared_settings.py); a front of
     # another app's queue in the namespace still reads the task by its ID.
-    front, url = start_front(
-        encrypted.workdir, encrypted.temporal, f"other-{uuid.uuid4()}", extra=["--codec-key-file", str(other_keys)]
-    )
-    encrypted.fronts.append((front, url))
-    reply = await TaskCalls(HttpMcp(url, http)).get(created["taskId"])
+    other_keys = await connect_temporal(temporal, codec=load_codec(environ={"MCP_TASKS_CODEC_KEYS": new_key()}))
+    other = await open_front(client=other_keys, task_queue=f"other-{uuid.uuid4()}")
+    with caplog.at_level(logging.WARNING):
+        async with other.http() as http:
+            reply = await other.calls(http).get(created["taskId"])
     assert reply.status == 200 and reply.error["code"] == -32603
-    assert "cannot decrypt" in front.log()  # the cause is in the operator's log
+    assert any("cannot decrypt" in record.getMessage() for record in caplog.records)  # the operator's log
 
 
 async def test_another_tasks_sealed_memo_under_a_task_id_is_refused_not_shown(
-    encrypted: Stack, http: httpx.AsyncClient
+    encrypted: TaskCalls, temporal: str
 ) -> None:
-    mcp = TaskCalls(HttpMcp(encrypted.url, http))
     # An input and result no task ID will contain by chance (nine digits in a row), so neither may show here.
-    theirs = (await mcp.start("double", {"x": 987654321}))["taskId"]
-    assert (await mcp.wait_for(theirs))["status"] == "completed"
+    theirs = (await encrypted.start("double", {"x": 987654321}))["taskId"]
+    assert (await encrypted.wait_for(theirs))["status"] == "completed"
     raw = Client(  # no codec: the memo as Temporal stores it, ciphertext sealed for their task's workflow
-        (await Client.connect(encrypted.temporal)).service_client, namespace="default"
+        (await Client.connect(temporal)).service_client, namespace="default"
     )
     info = (await raw.get_workflow_handle(UNKEYED.workflow_id(theirs, None)).describe()).raw_description
     sealed = dict(info.workflow_execution_info.memo.fields)
@@ -397,7 +442,7 @@ async def test_another_tasks_sealed_memo_under_a_task_id_is_refused_not_shown(
         "mcp_tasks.NoSuchWorkflow", id=UNKEYED.workflow_id(mine, None), task_queue=f"nobody-{mine}", memo=sealed
     )
     try:
-        reply = await mcp.get(mine)
+        reply = await encrypted.get(mine)
         assert reply.error["code"] == -32603, reply.body  # refused: sealed for another workflow
         assert mine in reply.error["message"]
         body = json.dumps(reply.body)

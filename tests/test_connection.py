@@ -1,4 +1,9 @@
-"""Reaching Temporal as its own CLI does: TEMPORAL_* variables, profiles, flags; TLS, mTLS and API keys."""
+"""Reaching Temporal as its own CLI does: TEMPORAL_* variables, profiles, flags; TLS, mTLS and API keys.
+
+The connections go through a TLS terminator in this process to the session's dev server; a task runs
+on a worker and a front in this process connected that way, and each refused connection is one line.
+That `serve` and `worker` stop on that line with exit status 2 is checked on the processes themselves.
+"""
 
 from __future__ import annotations
 
@@ -8,15 +13,20 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
 from temporalio.service import TLSConfig
 
-from mcp_tasks_temporal.temporal.connection import ConnectionOptions, connect_config
+from mcp_tasks_temporal.temporal.connection import (
+    ConnectionOptions,
+    TemporalConnectionError,
+    connect,
+    connect_config,
+)
+from tests.app_workers import app_worker, new_task_queue
 from tests.cli_runs import settings_of
-from tests.processes import CLI, FIXTURE_APP, REPO_ROOT, child_env, start_front, start_worker
+from tests.front_app import fresh_app, in_process_front
+from tests.processes import CLI, FIXTURE_APP, REPO_ROOT, child_env
 from tests.tls_proxy import CertificateAuthority, Pem, TlsTerminator
-from tests.wire import HttpMcp, TaskCalls
 
 pytestmark = pytest.mark.anyio
 
@@ -119,25 +129,34 @@ def mtls_endpoint(temporal: str, pki: Pki) -> Generator[str]:
         yield address
 
 
-async def _one_task_completes(workdir: Path, env: dict[str, str]) -> None:
-    queue = f"tls-{uuid.uuid4()}"
-    worker = start_worker(workdir, None, queue, env=env)
-    front, url = start_front(workdir, None, queue, env=env)
-    try:
-        async with httpx.AsyncClient(timeout=30) as http:
-            mcp = TaskCalls(HttpMcp(url, http))
-            created = await mcp.start("double", {"x": 21})
-            done = await mcp.wait_for(created["taskId"])
-            assert done["status"] == "completed", done
-            assert done["result"]["structuredContent"] == {"value": 42}
-        assert f"{env['TEMPORAL_ADDRESS']} (namespace default)" in worker.log()
-    finally:
-        front.stop()
-        worker.stop()
+async def _one_task_completes(env: dict[str, str]) -> None:
+    """A task through a worker and a front whose client `env` configures, as `worker` and `serve` connect."""
+    client = await connect(ConnectionOptions(), environ=env)
+    assert (client.service_client.config.target_host, client.namespace) == (env["TEMPORAL_ADDRESS"], "default")
+    queue = new_task_queue("tls")
+    async with (
+        app_worker(client, fresh_app(), task_queue=queue),
+        in_process_front(fresh_app(), client, task_queue=queue) as front,
+        front.http() as http,
+    ):
+        mcp = front.calls(http)
+        created = await mcp.start("double", {"x": 21})
+        done = await mcp.wait_for(created["taskId"])
+        assert done["status"] == "completed", done
+        assert done["result"]["structuredContent"] == {"value": 42}
+
+
+async def _refused(env: dict[str, str]) -> str:
+    """The one line a connection `env` configures is refused with, as `serve` and `worker` print it."""
+    with pytest.raises(TemporalConnectionError) as refused:
+        await connect(ConnectionOptions(), environ=env)
+    line = str(refused.value)
+    assert "\n" not in line and "Traceback" not in line, line
+    return line
 
 
 async def test_a_task_completes_over_tls_with_an_api_key_from_the_standard_variables(
-    workdir: Path, pki: Pki, tls_endpoint: tuple[str, TlsTerminator]
+    pki: Pki, tls_endpoint: tuple[str, TlsTerminator]
 ) -> None:
     address, proxy = tls_endpoint
     api_key = f"key-{uuid.uuid4().hex}"
@@ -146,7 +165,7 @@ async def test_a_task_completes_over_tls_with_an_api_key_from_the_standard_varia
         "TEMPORAL_TLS_SERVER_CA_CERT_PATH": str(pki.ca.pem.cert),
         "TEMPORAL_API_KEY": api_key,
     }
-    await _one_task_completes(workdir, env)
+    await _one_task_completes(env)
     # The dev server ignores credentials, so what is checked is that every call carried the key.
     paths = [value for name, value in proxy.headers if name == ":path"]
     keys = [value for name, value in proxy.headers if name == "authorization"]
@@ -155,16 +174,14 @@ async def test_a_task_completes_over_tls_with_an_api_key_from_the_standard_varia
     assert keys and set(keys) == {f"Bearer {api_key}"} and len(keys) == len(paths)
 
 
-async def test_a_task_completes_over_mtls_from_the_standard_variables(
-    workdir: Path, pki: Pki, mtls_endpoint: str
-) -> None:
+async def test_a_task_completes_over_mtls_from_the_standard_variables(pki: Pki, mtls_endpoint: str) -> None:
     env = {
         "TEMPORAL_ADDRESS": mtls_endpoint,
         "TEMPORAL_TLS_SERVER_CA_CERT_PATH": str(pki.ca.pem.cert),
         "TEMPORAL_TLS_CLIENT_CERT_PATH": str(pki.client.cert),
         "TEMPORAL_TLS_CLIENT_KEY_PATH": str(pki.client.key),
     }
-    await _one_task_completes(workdir, env)
+    await _one_task_completes(env)
 
 
 def _fails_cleanly(command: str, env: dict[str, str]) -> str:
@@ -186,20 +203,19 @@ def _fails_cleanly(command: str, env: dict[str, str]) -> str:
 
 
 @pytest.mark.parametrize("command", ["serve", "worker"])
-def test_a_server_certificate_from_an_unknown_ca_fails_in_one_line(
+def test_a_refused_connection_stops_serve_and_worker_on_its_one_line_with_exit_status_2(
     command: str, pki: Pki, tls_endpoint: tuple[str, TlsTerminator]
 ) -> None:
     env = {"TEMPORAL_ADDRESS": tls_endpoint[0], "TEMPORAL_TLS_SERVER_CA_CERT_PATH": str(pki.stranger.pem.cert)}
     assert "not signed by a trusted CA" in _fails_cleanly(command, env)
 
 
-@pytest.mark.parametrize("command", ["serve", "worker"])
-def test_a_missing_client_certificate_fails_in_one_line(command: str, pki: Pki, mtls_endpoint: str) -> None:
+async def test_a_missing_client_certificate_fails_in_one_line(pki: Pki, mtls_endpoint: str) -> None:
     env = {"TEMPORAL_ADDRESS": mtls_endpoint, "TEMPORAL_TLS_SERVER_CA_CERT_PATH": str(pki.ca.pem.cert)}
-    assert "client certificate" in _fails_cleanly(command, env)
+    assert "client certificate" in await _refused(env)
 
 
-def test_a_client_certificate_from_another_ca_fails_in_one_line(pki: Pki, mtls_endpoint: str) -> None:
+async def test_a_client_certificate_from_another_ca_fails_in_one_line(pki: Pki, mtls_endpoint: str) -> None:
     stranger = pki.stranger.issue("stranger-client", server=False)
     env = {
         "TEMPORAL_ADDRESS": mtls_endpoint,
@@ -207,12 +223,12 @@ def test_a_client_certificate_from_another_ca_fails_in_one_line(pki: Pki, mtls_e
         "TEMPORAL_TLS_CLIENT_CERT_PATH": str(stranger.cert),
         "TEMPORAL_TLS_CLIENT_KEY_PATH": str(stranger.key),
     }
-    assert "client certificate" in _fails_cleanly("worker", env)
+    assert "client certificate" in await _refused(env)
 
 
-def test_refused_connections_and_unknown_namespaces_fail_in_one_line(temporal: str, tmp_path: Path) -> None:
-    assert "connection refused" in _fails_cleanly("worker", {"TEMPORAL_ADDRESS": "127.0.0.1:1"})
-    missing = _fails_cleanly("worker", {"TEMPORAL_ADDRESS": temporal, "TEMPORAL_NAMESPACE": "no-such-namespace"})
+async def test_refused_connections_and_unknown_namespaces_fail_in_one_line(temporal: str, tmp_path: Path) -> None:
+    assert "connection refused" in await _refused({"TEMPORAL_ADDRESS": "127.0.0.1:1"})
+    missing = await _refused({"TEMPORAL_ADDRESS": temporal, "TEMPORAL_NAMESPACE": "no-such-namespace"})
     assert "namespace does not exist" in missing
     unreadable = {"TEMPORAL_ADDRESS": temporal, "TEMPORAL_TLS_SERVER_CA_CERT_PATH": str(tmp_path / "absent.pem")}
-    assert "absent.pem" in _fails_cleanly("worker", unreadable)
+    assert "absent.pem" in await _refused(unreadable)

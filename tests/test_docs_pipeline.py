@@ -3,24 +3,26 @@
 Its activities never heartbeat themselves; the worker heartbeats for them and
 the workflow starts them with a `heartbeat_timeout`, as the page teaches. A
 step interrupted by a crash is retried after the heartbeat timeout (seconds),
-not after its two-hour `start_to_close_timeout`, and a cancel reaches it.
+not after its two-hour `start_to_close_timeout`, and a cancel reaches it. The kill -9
+is of `worker` processes; the rest runs on the module's workers in the test process.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 
-from tests.conftest import Stack
-from tests.processes import start_front, start_worker
-from tests.wire import HttpMcp, TaskCalls
+from mcp_tasks_temporal.temporal import heartbeats
+from tests.conftest import OpenFront, Stack
+from tests.processes import start_worker
+from tests.wire import TaskCalls
 
 pytestmark = pytest.mark.anyio
 
@@ -36,15 +38,9 @@ def effects(tmp_path: Path) -> Path:
     return folder
 
 
-@pytest.fixture
-def pipeline(workdir: Path, temporal: str) -> Iterator[Stack]:
-    stack = Stack(workdir, temporal, task_queue=f"docs-{uuid.uuid4()}")
-    try:
-        stack.workers.append(start_worker(workdir, temporal, stack.task_queue, app=APP))
-        stack.fronts.append(start_front(workdir, temporal, stack.task_queue, app=APP))
-        yield stack
-    finally:
-        stack.stop()
+@pytest.fixture(scope="module")
+def app_spec() -> str:
+    return APP
 
 
 def attempts(effects: Path) -> list[str]:
@@ -67,9 +63,17 @@ async def stays(predicate: Any, *, for_s: float) -> None:
 
 
 async def test_a_silent_step_lives_past_its_heartbeat_timeout_and_resumes_within_seconds_of_kill_9(
-    pipeline: Stack, http: httpx.AsyncClient, effects: Path
+    stack_factory: Callable[[], Stack], open_front: OpenFront, effects: Path
 ) -> None:
-    calls = TaskCalls(HttpMcp(pipeline.url, http))
+    # `worker` processes on a queue of their own, the first one killed; the front in this process.
+    pipeline = stack_factory()
+    pipeline.workers.append(start_worker(pipeline.workdir, pipeline.temporal, pipeline.task_queue, app=APP))
+    front = await open_front(task_queue=pipeline.task_queue)
+    async with front.http() as http:
+        await _resumes_within_seconds_of_kill_9(pipeline, front.calls(http), effects)
+
+
+async def _resumes_within_seconds_of_kill_9(pipeline: Stack, calls: TaskCalls, effects: Path) -> None:
     created = await calls.start("release", {"ref": "v1", "effects": str(effects), "heartbeat_s": HEARTBEAT_S})
     await until(lambda: attempts(effects) == ["1"], timeout=30)
     # The step never heartbeats itself: only the worker's heartbeats keep it from timing out meanwhile.
@@ -88,8 +92,8 @@ async def test_a_silent_step_lives_past_its_heartbeat_timeout_and_resumes_within
     assert done["result"]["content"][0]["text"] == "v1.tar.gz deployed"
 
 
-async def test_cancel_reaches_a_running_step(pipeline: Stack, http: httpx.AsyncClient, effects: Path) -> None:
-    calls = TaskCalls(HttpMcp(pipeline.url, http))
+async def test_cancel_reaches_a_running_step(front_mcp: TaskCalls, effects: Path) -> None:
+    calls = front_mcp
     created = await calls.start("release", {"ref": "v2", "effects": str(effects), "heartbeat_s": 10})
     await until(lambda: attempts(effects) == ["1"], timeout=30)
     cancelled_at = time.monotonic()
@@ -103,13 +107,15 @@ async def test_cancel_reaches_a_running_step(pipeline: Stack, http: httpx.AsyncC
 
 
 async def test_a_step_without_heartbeat_timeout_is_warned_about_once(
-    pipeline: Stack, http: httpx.AsyncClient, effects: Path
+    front_mcp: TaskCalls, effects: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls = TaskCalls(HttpMcp(pipeline.url, http))
-    for ref in ("v3", "v4"):
-        await calls.start("release", {"ref": ref, "effects": str(effects), "heartbeat_s": 0})
-    await until(lambda: len(attempts(effects)) == 2, timeout=30)
-    warnings = [line for line in pipeline.workers[0].log().splitlines() if "without heartbeat_timeout" in line]
-    assert len(warnings) == 1, pipeline.workers[0].log()
+    # Once per process, as a fresh `worker` process starts: nothing this process warned about before counts.
+    monkeypatch.setattr(heartbeats, "_warned", set[tuple[str, str]]())
+    with caplog.at_level(logging.WARNING, logger="temporalio.workflow"):
+        for ref in ("v3", "v4"):
+            await front_mcp.start("release", {"ref": ref, "effects": str(effects), "heartbeat_s": 0})
+        await until(lambda: len(attempts(effects)) == 2, timeout=30)
+    warnings = [r.getMessage() for r in caplog.records if "without heartbeat_timeout" in r.getMessage()]
+    assert len(warnings) == 1, caplog.text
     assert "ReleaseWorkflow starts activity build" in warnings[0]
     (effects / "release-build").write_text("1")

@@ -1,4 +1,4 @@
-"""Fairness between principals, their weights and tool priority, through a real front, worker and Temporal dev server.
+"""Fairness between principals, their weights and tool priority, through in-process fronts and a worker, on Temporal.
 
 The worker runs one tool at a time, so a backlog builds in the task queue; the
 order the tools then run in (which `tests.fairness_app` records) shows what
@@ -8,7 +8,8 @@ Temporal dispatched first. Orders, not times, are compared.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -27,10 +28,10 @@ from mcp_tasks_temporal import TasksExtension
 from mcp_tasks_temporal.temporal.fairness import FairnessPolicy, fairness_key
 from mcp_tasks_temporal.temporal.fairness_options import parse_weight
 from mcp_tasks_temporal.temporal.ids import UNKEYED, WORKFLOW_ID_PREFIX
-from tests.conftest import module_stack
+from tests.bearer import BearerMcp, token_auth
+from tests.conftest import OpenFront
 from tests.fairness_workflows import PrioritisedWorkflow
-from tests.processes import start_front, start_worker
-from tests.test_auth import BearerMcp
+from tests.front_app import InProcessFront
 from tests.wire import TaskCalls
 
 pytestmark = pytest.mark.anyio
@@ -47,30 +48,56 @@ BOB_WEIGHT = 3
 WAIT = 30
 
 
-@dataclass
-class Fronts:
-    fair: str
-    fifo: str
-    """A front started with --no-fairness-keys: every task in one first-in, first-out line."""
-    weighted: str
-    """A front that gives Bob's tasks `BOB_WEIGHT` times Alice's share."""
-    task_queue: str
+@pytest.fixture(scope="module")
+def app_spec() -> str:
+    return APP
 
 
 @pytest.fixture(scope="module")
-def fronts(workdir: Path, temporal: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fronts]:
-    tokens = tmp_path_factory.mktemp("fairness") / "tokens"
-    tokens.write_text("".join(f"{token} {principal}\n" for token, principal in PRINCIPALS.items()))
-    with module_stack(workdir, temporal, "fairness") as stack:
-        stack.workers.append(
-            start_worker(workdir, temporal, stack.task_queue, app=APP, extra=["--max-concurrent-tools", "1"])
-        )
-        auth = ["--tokens", str(tokens)]
-        weights = ["--fairness-weight", f"{PRINCIPALS[BOB]}={BOB_WEIGHT}"]
-        for extra in (auth, [*auth, "--no-fairness-keys"], [*auth, *weights]):
-            stack.fronts.append(start_front(workdir, temporal, stack.task_queue, app=APP, extra=extra))
-        fair, fifo, weighted = (url for _, url in stack.fronts)
-        yield Fronts(fair=fair, fifo=fifo, weighted=weighted, task_queue=stack.task_queue)
+def worker_settings() -> dict[str, Any]:
+    """One tool at a time (`--max-concurrent-tools 1`): a backlog builds in the task queue."""
+    return {"max_concurrent_activities": 1}
+
+
+@pytest.fixture(scope="module")
+def front_settings() -> dict[str, Any]:
+    return {"auth": token_auth(PRINCIPALS)}
+
+
+@dataclass
+class Front:
+    """A front to start tasks through: its address, an httpx client of it, and the task queue."""
+
+    url: str
+    http: httpx.AsyncClient
+    task_queue: str
+
+
+@pytest.fixture
+def fair(front: InProcessFront, front_http: httpx.AsyncClient, app_queue: str) -> Front:
+    """The module's front: each principal's tasks under a fairness key of their own."""
+    return Front(front.url, front_http, app_queue)
+
+
+@asynccontextmanager
+async def other_front(open_front: OpenFront, app_queue: str, **settings: Any) -> AsyncGenerator[Front]:
+    served = await open_front(**settings)
+    async with served.http() as http:
+        yield Front(served.url, http, app_queue)
+
+
+@pytest.fixture
+async def fifo(open_front: OpenFront, app_queue: str) -> AsyncIterator[Front]:
+    """A front without fairness keys (`--no-fairness-keys`): every task in one first-in, first-out line."""
+    async with other_front(open_front, app_queue, fairness_keys=False) as served:
+        yield served
+
+
+@pytest.fixture
+async def weighted(open_front: OpenFront, app_queue: str) -> AsyncIterator[Front]:
+    """A front that gives Bob's tasks `BOB_WEIGHT` times Alice's share."""
+    async with other_front(open_front, app_queue, fairness_weights={PRINCIPALS[BOB]: BOB_WEIGHT}) as served:
+        yield served
 
 
 @dataclass
@@ -82,8 +109,8 @@ class Started:
     """Found through visibility: the ID holds a hash of the principal, which only the front computes."""
 
 
-async def start(url: str, http: httpx.AsyncClient, token: str, tool: str, gate: Path, label: str) -> Started:
-    created = await TaskCalls(BearerMcp(url, http, token)).start(tool, {"gate": str(gate), "label": label})
+async def start(front: Front, token: str, tool: str, gate: Path, label: str) -> Started:
+    created = await TaskCalls(BearerMcp(front.url, front.http, token)).start(tool, {"gate": str(gate), "label": label})
     return Started(created["taskId"], token, label)
 
 
@@ -154,11 +181,11 @@ async def finish(client: Client, gate: Path, tasks: list[Started]) -> list[Ran]:
 
 
 async def test_each_principal_has_its_own_fairness_key_and_a_tool_its_priority(
-    fronts: Fronts, http: httpx.AsyncClient, temporal_client: Client, gate: Path
+    fair: Front, temporal_client: Client, gate: Path
 ) -> None:
-    alice = await start(fronts.fair, http, ALICE, "queued", gate, "a")
-    bob = await start(fronts.fair, http, BOB, "urgent", gate, "b")
-    await find_workflows(temporal_client, fronts.task_queue, [alice, bob])
+    alice = await start(fair, ALICE, "queued", gate, "a")
+    bob = await start(fair, BOB, "urgent", gate, "b")
+    await find_workflows(temporal_client, fair.task_queue, [alice, bob])
     alice_run, bob_run = [
         (
             await temporal_client.get_workflow_handle(task.workflow_id).describe()
@@ -178,11 +205,11 @@ async def test_each_principal_has_its_own_fairness_key_and_a_tool_its_priority(
 
 
 async def test_a_workflow_tools_run_starts_with_its_priority_and_the_principals_key(
-    fronts: Fronts, http: httpx.AsyncClient, temporal_client: Client
+    fair: Front, temporal_client: Client
 ) -> None:
-    created = await TaskCalls(BearerMcp(fronts.fair, http, ALICE)).start("prioritised", {"label": "w"})
+    created = await TaskCalls(BearerMcp(fair.url, fair.http, ALICE)).start("prioritised", {"label": "w"})
     task = Started(created["taskId"], ALICE, "w")
-    await find_workflows(temporal_client, fronts.task_queue, [task])
+    await find_workflows(temporal_client, fair.task_queue, [task])
     with anyio.fail_after(WAIT):
         answer = await temporal_client.get_workflow_handle(task.workflow_id).result()
     assert answer == f"w {owner_segment(task.workflow_id)} 2"
@@ -196,25 +223,22 @@ def folders(parent: Path, *names: str) -> list[Path]:
     return made
 
 
-async def hold_the_slot(
-    url: str, task_queue: str, http: httpx.AsyncClient, client: Client, gate: Path, label: str
-) -> Started:
+async def hold_the_slot(front: Front, client: Client, gate: Path, label: str) -> Started:
     """Alice's task that takes the worker's only tool slot, so every later one queues in Temporal."""
-    holder = await start(url, http, ALICE, "queued", gate, label)
-    await find_workflows(client, task_queue, [holder])
+    holder = await start(front, ALICE, "queued", gate, label)
+    await find_workflows(client, front.task_queue, [holder])
     await pending_activity(client, holder, running=True)
     return holder
 
 
-async def backlog(
-    url: str, task_queue: str, http: httpx.AsyncClient, client: Client, gate: Path, *, urgent: bool = False
-) -> list[Ran]:
+async def backlog(front: Front, client: Client, gate: Path, *, urgent: bool = False) -> list[Ran]:
     """Alice fills the queue, then Bob (and, with `urgent`, Alice's urgent tool) asks; the run order."""
-    holder = await hold_the_slot(url, task_queue, http, client, gate, "a0")
+    task_queue = front.task_queue
+    holder = await hold_the_slot(front, client, gate, "a0")
     queued: list[Started] = []
 
     async def add(token: str, tool: str, label: str) -> None:
-        queued.append(await start(url, http, token, tool, gate, label))
+        queued.append(await start(front, token, tool, gate, label))
 
     async with anyio.create_task_group() as group:
         for n in range(1, BACKLOG):
@@ -222,9 +246,9 @@ async def backlog(
     await find_workflows(client, task_queue, queued)
     for task in queued:  # every one of Alice's is in the queue before Bob asks
         await pending_activity(client, task)
-    late = [await start(url, http, BOB, "queued", gate, f"b{n}") for n in range(LATE)]
+    late = [await start(front, BOB, "queued", gate, f"b{n}") for n in range(LATE)]
     if urgent:
-        late.append(await start(url, http, ALICE, "urgent", gate, "u"))
+        late.append(await start(front, ALICE, "urgent", gate, "u"))
     await find_workflows(client, task_queue, late)
     for task in late:
         await pending_activity(client, task)
@@ -233,44 +257,44 @@ async def backlog(
 
 
 async def test_a_principal_asking_late_runs_before_anothers_backlog_drains_and_after_it_without_keys(
-    fronts: Fronts, http: httpx.AsyncClient, temporal_client: Client, tmp_path: Path
+    fair: Front, fifo: Front, temporal_client: Client, tmp_path: Path
 ) -> None:
     gates = folders(tmp_path, "fair", "fifo")
-    fair = [call.label for call in await backlog(fronts.fair, fronts.task_queue, http, temporal_client, gates[0])]
-    without_keys = await backlog(fronts.fifo, fronts.task_queue, http, temporal_client, gates[1], urgent=True)
+    with_keys = [call.label for call in await backlog(fair, temporal_client, gates[0])]
+    without_keys = await backlog(fifo, temporal_client, gates[1], urgent=True)
     assert {call.fairness_key for call in without_keys} == {"-"}
-    fifo = [call.label for call in without_keys]
-    bob_fair = [i for i, label in enumerate(fair) if label.startswith("b")]
-    bob_fifo = [i for i, label in enumerate(fifo) if label.startswith("b")]
+    in_line = [call.label for call in without_keys]
+    bob_fair = [i for i, label in enumerate(with_keys) if label.startswith("b")]
+    bob_fifo = [i for i, label in enumerate(in_line) if label.startswith("b")]
     assert len(bob_fair) == len(bob_fifo) == LATE
-    assert max(bob_fair) < BACKLOG // 2, f"with fairness keys Bob's tasks run early: {fair}"
-    assert min(bob_fifo) > BACKLOG // 2, f"without them Bob's tasks wait for Alice's: {fifo}"
-    assert fifo.index("u") == 1, f"the priority-1 tool runs next, ahead of every queued task: {fifo}"
+    assert max(bob_fair) < BACKLOG // 2, f"with fairness keys Bob's tasks run early: {with_keys}"
+    assert min(bob_fifo) > BACKLOG // 2, f"without them Bob's tasks wait for Alice's: {in_line}"
+    assert in_line.index("u") == 1, f"the priority-1 tool runs next, ahead of every queued task: {in_line}"
 
 
-async def side_by_side(url: str, task_queue: str, http: httpx.AsyncClient, client: Client, gate: Path) -> list[str]:
+async def side_by_side(front: Front, client: Client, gate: Path) -> list[str]:
     """Alice and Bob each queue `SHARED` tasks behind one that holds the slot; who ran, in order."""
-    holder = await hold_the_slot(url, task_queue, http, client, gate, "h")
+    holder = await hold_the_slot(front, client, gate, "h")
     queued = [
-        await start(url, http, token, "queued", gate, f"{token[0]}{n}") for n in range(SHARED) for token in (ALICE, BOB)
+        await start(front, token, "queued", gate, f"{token[0]}{n}") for n in range(SHARED) for token in (ALICE, BOB)
     ]
-    await find_workflows(client, task_queue, queued)
-    await backlog_reaches(client, task_queue, len(queued))
+    await find_workflows(client, front.task_queue, queued)
+    await backlog_reaches(client, front.task_queue, len(queued))
     ran = await finish(client, gate, [holder, *queued])
     return [call.label[0] for call in ran[1:]]
 
 
 async def test_a_principals_weight_is_its_share_of_the_slots_while_both_have_a_backlog(
-    fronts: Fronts, http: httpx.AsyncClient, temporal_client: Client, tmp_path: Path
+    fair: Front, weighted: Front, temporal_client: Client, tmp_path: Path
 ) -> None:
     gates = folders(tmp_path, "even", "weighted")
-    even = await side_by_side(fronts.fair, fronts.task_queue, http, temporal_client, gates[0])
-    weighted = await side_by_side(fronts.weighted, fronts.task_queue, http, temporal_client, gates[1])
+    even = await side_by_side(fair, temporal_client, gates[0])
+    heavier = await side_by_side(weighted, temporal_client, gates[1])
     window = SHARED  # while both still have tasks queued
-    even_share, weighted_share = even[:window].count("b"), weighted[:window].count("b")
+    even_share, weighted_share = even[:window].count("b"), heavier[:window].count("b")
     assert abs(even_share - window // 2) <= 1, f"equal weights take turns: {even}"
     expected = window * BOB_WEIGHT // (BOB_WEIGHT + 1)
-    assert abs(weighted_share - expected) <= 1, f"Bob's {BOB_WEIGHT}x weight gets him 3 of every 4 slots: {weighted}"
+    assert abs(weighted_share - expected) <= 1, f"Bob's {BOB_WEIGHT}x weight gets him 3 of every 4 slots: {heavier}"
 
 
 @pytest.mark.parametrize("priority", [0, 6, True, 2.0, "1"])

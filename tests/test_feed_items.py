@@ -14,9 +14,7 @@ from typing import Any
 import anyio
 import pytest
 from temporalio import activity
-from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowHandle
-from temporalio.contrib.workflow_streams import PublishInput
+from temporalio.client import Client
 from temporalio.worker import Worker
 
 from mcp_tasks_temporal.temporal.contract import (
@@ -25,11 +23,10 @@ from mcp_tasks_temporal.temporal.contract import (
     Memo,
     ToolRoundInput,
 )
-from mcp_tasks_temporal.temporal.feed_contract import STREAM_PUBLISH_SIGNAL
 from mcp_tasks_temporal.temporal.sandbox import workflow_runner
 from mcp_tasks_temporal.temporal.worker import WORKFLOWS
 from mcp_tasks_temporal.temporal.workflows.task_feed import TaskFeedWorkflow
-from tests.histories.record import ACCEPT, QUESTION, memo_status, published_transitions, start_task
+from tests.histories.record import ACCEPT, QUESTION, memo_status, published_items, start_task
 
 pytestmark = pytest.mark.anyio
 
@@ -53,21 +50,6 @@ def worker(client: Client, task_queue: str) -> Worker:
     )
 
 
-async def published(client: Client, handle: WorkflowHandle[Any, Any]) -> list[dict[str, Any]]:
-    """The transitions the task signalled to its shard, in order, read from the task's own history."""
-    converter = client.data_converter.payload_converter
-    items: list[dict[str, Any]] = []
-    async for event in handle.fetch_history_events():
-        if event.event_type != EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED:
-            continue
-        attributes = event.signal_external_workflow_execution_initiated_event_attributes
-        if attributes.signal_name != STREAM_PUBLISH_SIGNAL:
-            continue
-        (sent,) = converter.from_payloads(list(attributes.input.payloads), [PublishInput])
-        items.extend(published_transitions(sent, converter))
-    return items
-
-
 async def test_two_answers_in_one_workflow_task_publish_the_question_left_then_working(
     temporal_client: Client,
 ) -> None:
@@ -84,7 +66,7 @@ async def test_two_answers_in_one_workflow_task_publish_the_question_left_then_w
 
     states = [
         (item["m"][Memo.STATUS], sorted(item["m"].get(Memo.INPUT_REQUESTS) or {}))
-        for item in await published(temporal_client, handle)
+        for item in await published_items(temporal_client, handle)
     ]
     assert (
         states

@@ -1,4 +1,8 @@
-"""Hostile input against a live front server: never a 500, never a wedged worker, always a JSON-RPC answer."""
+"""Hostile input against a front server: never a 500, never a wedged worker, always a JSON-RPC answer.
+
+The front and its workers run in the test process: an exception the app lets out fails the request in
+the test, with its traceback, where uvicorn would answer 500.
+"""
 
 from __future__ import annotations
 
@@ -13,13 +17,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import Stack
+from tests.front_app import InProcessFront
 from tests.wire import HttpMcp, TaskCalls, base_headers, envelope, request_message
 
+pytestmark = pytest.mark.anyio
+
 FUZZ_EXAMPLES = int(os.environ.get("MCP_TASKS_FUZZ_EXAMPLES", "600"))
-"""Generated requests per run: each is a real HTTP round trip to the front, and 2500 made this the slowest
-test of the suite. Hypothesis keeps the failing ones in `.hypothesis/` and tries them first next time; a longer
-campaign is `MCP_TASKS_FUZZ_EXAMPLES=5000 .venv/bin/pytest tests/test_hostile_input.py`."""
+"""Generated requests per run: each is a whole request through the front's ASGI app (2500, each a round trip to
+a front process, made this the slowest test of the suite). Hypothesis keeps the failing ones in `.hypothesis/`
+and tries them first next time; a longer campaign is
+`MCP_TASKS_FUZZ_EXAMPLES=5000 .venv/bin/pytest tests/test_hostile_input.py`."""
 
 # Codes a JSON-RPC answer from this server may carry; anything else is a bug.
 KNOWN_CODES = {-32700, -32600, -32601, -32602, -32603, -32020, -32021, -32022}
@@ -96,95 +103,64 @@ def check_answer(response: httpx.Response) -> None:
             assert "Traceback" not in text and 'File "' not in text, "no stack traces to the client"
 
 
-@pytest.fixture(scope="module")
-def sync_http() -> Any:
-    with httpx.Client(timeout=30) as client:
-        yield client
-
-
 @settings(
     max_examples=FUZZ_EXAMPLES,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(request=requests())
-def test_generated_requests_get_well_formed_answers(
-    stack: Stack, sync_http: httpx.Client, request: tuple[bytes, dict[str, str]]
+async def test_generated_requests_get_well_formed_answers(
+    front: InProcessFront, front_http: httpx.AsyncClient, request: tuple[bytes, dict[str, str]]
 ) -> None:
     body, headers = request
-    check_answer(sync_http.post(stack.url, content=body, headers=headers))
+    check_answer(await front_http.post(front.url, content=body, headers=headers))
 
 
-def test_duplicate_routing_headers_are_header_mismatch(stack: Stack, sync_http: httpx.Client) -> None:
+async def test_duplicate_routing_headers_are_header_mismatch(
+    front: InProcessFront, front_http: httpx.AsyncClient
+) -> None:
     task_id = str(uuid.uuid4())
     message = {"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"taskId": task_id, "_meta": envelope()}}
     headers = [(k, v) for k, v in base_headers("tasks/get", task_id).items()] + [("mcp-name", task_id)]
-    response = sync_http.post(stack.url, content=json.dumps(message), headers=headers)
+    response = await front_http.post(front.url, content=json.dumps(message), headers=headers)
     assert response.status_code == 400
     assert response.json()["error"]["code"] == -32020
 
 
-def test_oversized_bodies_are_refused_before_parsing(stack: Stack, sync_http: httpx.Client) -> None:
+async def test_oversized_bodies_are_refused_before_parsing(
+    front: InProcessFront, front_http: httpx.AsyncClient
+) -> None:
     huge = {
         "jsonrpc": "2.0",
         "id": 1,
         "method": "tools/call",
         "params": {"name": "double", "arguments": {"x": "9" * (2 * 1024 * 1024)}, "_meta": envelope()},
     }
-    response = sync_http.post(stack.url, content=json.dumps(huge), headers=base_headers("tools/call", "double"))
+    response = await front_http.post(front.url, content=json.dumps(huge), headers=base_headers("tools/call", "double"))
     assert response.status_code == 413
 
 
-def test_huge_input_responses_under_the_limit_are_ignored_for_unknown_keys(
-    stack: Stack, sync_http: httpx.Client
-) -> None:
-    created = sync_http.post(
-        stack.url,
-        content=json.dumps(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "tools/call",
-                "params": {"name": "double", "arguments": {"x": 1}, "_meta": envelope()},
-            }
-        ),
-        headers=base_headers("tools/call", "double"),
-    ).json()["result"]
+async def test_huge_input_responses_under_the_limit_are_ignored_for_unknown_keys(front_mcp: TaskCalls) -> None:
+    created = await front_mcp.start("double", {"x": 1})
     responses = {f"k{i}": {"action": "accept", "content": {"v": "x" * 100}} for i in range(5000)}
-    message = {
-        "jsonrpc": "2.0",
-        "id": 2,
-        "method": "tasks/update",
-        "params": {"taskId": created["taskId"], "inputResponses": responses, "_meta": envelope()},
-    }
-    response = sync_http.post(
-        stack.url, content=json.dumps(message), headers=base_headers("tasks/update", created["taskId"])
-    )
-    assert response.status_code == 200 and response.json()["result"]["resultType"] == "complete"
+    reply = await front_mcp.update(created["taskId"], responses)
+    assert reply.status == 200 and reply.result["resultType"] == "complete"
 
 
-@pytest.mark.anyio
-async def test_the_server_and_worker_still_work_after_the_barrage(stack: Stack, http: httpx.AsyncClient) -> None:
-    mcp = TaskCalls(HttpMcp(stack.url, http))
-    created = await mcp.start("double", {"x": 20})
-    done = await mcp.wait_for(created["taskId"])
+async def test_the_server_and_worker_still_work_after_the_barrage(front_mcp: TaskCalls) -> None:
+    created = await front_mcp.start("double", {"x": 20})
+    done = await front_mcp.wait_for(created["taskId"])
     assert done["status"] == "completed" and done["result"]["structuredContent"] == {"value": 40}
-    for process, _ in stack.fronts:
-        assert process.alive
-    assert all(worker.alive for worker in stack.workers)
 
 
 LONE = "bad \ud800 text"
 """A lone UTF-16 surrogate: valid in JSON (`"\\ud800"`), not encodable as UTF-8."""
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("where", ["arguments", "_meta", "inputResponses"])
-async def test_a_lone_surrogate_is_invalid_params(
-    stack: Stack, mcp: TaskCalls, http: httpx.AsyncClient, where: str
-) -> None:
+async def test_a_lone_surrogate_is_invalid_params(front_mcp: TaskCalls, where: str) -> None:
     if where == "inputResponses":
-        task_id = (await mcp.start("double", {"x": 1}))["taskId"]
+        task_id = (await front_mcp.start("double", {"x": 1}))["taskId"]
         params: dict[str, Any] = {"taskId": task_id, "inputResponses": {"k": {"action": "accept", "content": LONE}}}
         message = request_message(1, "tasks/update", params)
         headers = base_headers("tasks/update", task_id)
@@ -193,7 +169,8 @@ async def test_a_lone_surrogate_is_invalid_params(
         arguments = {"x": 1, "label": LONE} if where == "arguments" else {"x": 1}
         message = request_message(1, "tools/call", {"name": "double", "arguments": arguments, "_meta": meta})
         headers = base_headers("tools/call", "double")
-    reply = await HttpMcp(stack.url, http).post(message, headers)
+    assert isinstance(front_mcp.client, HttpMcp)
+    reply = await front_mcp.client.post(message, headers)
     assert reply.status is not None and reply.status < 500
     assert reply.error["code"] == -32602, reply.error
     assert "Traceback" not in json.dumps(reply.error) and "\\ud800" not in json.dumps(reply.error)

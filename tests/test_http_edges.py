@@ -3,26 +3,18 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
 
 from mcp_tasks_temporal.front.legacy import handshake_echo
-from tests.conftest import Stack
-from tests.processes import start_front
+from tests.conftest import OpenFront
+from tests.front_app import InProcessFront
 from tests.wire import EVERY_SERVED_VERSION, HttpMcp, Reply, base_headers, envelope, request_message
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(scope="module")
-def second_front(stack: Stack) -> Iterator[str]:
-    """Another front server on the shared stack's Temporal and task queue."""
-    process, url = start_front(stack.workdir, stack.temporal, stack.task_queue)
-    yield url
-    process.stop()
 
 
 def oversized() -> dict[str, Any]:
@@ -39,14 +31,14 @@ def assert_json_rpc_too_large(response: httpx.Response) -> None:
     assert body["error"]["data"] == {"maxBodyBytes": 1024 * 1024}
 
 
-async def test_an_oversized_body_is_a_json_rpc_error(stack: Stack, http: httpx.AsyncClient) -> None:
+async def test_an_oversized_body_is_a_json_rpc_error(front: InProcessFront, front_http: httpx.AsyncClient) -> None:
     content = json.dumps(oversized()).encode()
-    response = await http.post(stack.url, content=content, headers=base_headers("tools/call", "double"))
+    response = await front_http.post(front.url, content=content, headers=base_headers("tools/call", "double"))
     assert_json_rpc_too_large(response)
 
 
 async def test_an_oversized_streamed_body_without_a_length_is_a_json_rpc_error(
-    stack: Stack, http: httpx.AsyncClient
+    front: InProcessFront, front_http: httpx.AsyncClient
 ) -> None:
     content = json.dumps(oversized()).encode()
 
@@ -54,22 +46,22 @@ async def test_an_oversized_streamed_body_without_a_length_is_a_json_rpc_error(
         for start in range(0, len(content), 64 * 1024):
             yield content[start : start + 64 * 1024]
 
-    response = await http.post(stack.url, content=chunks(), headers=base_headers("tools/call", "double"))
+    response = await front_http.post(front.url, content=chunks(), headers=base_headers("tools/call", "double"))
     assert "content-length" not in response.request.headers
     assert_json_rpc_too_large(response)
 
 
 @pytest.mark.parametrize("version", ["2099-01-01", "garbage"])
 async def test_an_unsupported_revision_is_told_every_revision_served_as_discover_advertises_them(
-    stack: Stack, http: httpx.AsyncClient, version: str
+    front: InProcessFront, front_http: httpx.AsyncClient, version: str
 ) -> None:
     meta = {**envelope(), "io.modelcontextprotocol/protocolVersion": version}
     message = request_message(1, "tools/list", {"_meta": meta})
     headers = {**base_headers("tools/list"), "mcp-protocol-version": version}
-    reply = await HttpMcp(stack.url, http).post(message, headers)
+    reply = await HttpMcp(front.url, front_http).post(message, headers)
     assert reply.status == 400
     assert reply.error["code"] == -32022
-    discover = (await HttpMcp(stack.url, http).request("server/discover")).result
+    discover = (await HttpMcp(front.url, front_http).request("server/discover")).result
     assert reply.error["data"]["supported"] == discover["supportedVersions"] == EVERY_SERVED_VERSION
     assert reply.error["data"]["requested"] == version
 
@@ -112,19 +104,23 @@ class OlderClient:
 
 @pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25"])
 async def test_an_older_client_is_served_by_any_front_without_a_session(
-    stack: Stack, second_front: str, http: httpx.AsyncClient, version: str
+    front: InProcessFront, front_http: httpx.AsyncClient, open_front: OpenFront, version: str
 ) -> None:
-    client = OlderClient(http, version)
-    initialized = await client.initialize(stack.url)
-    assert initialized.result["protocolVersion"] == version
-    assert await client.notify_initialized(second_front) == 202
-    listed = await client.request(second_front, "tools/list", {})
-    assert "double" in {tool["name"] for tool in listed.result["tools"]}
-    # An optional task tool answers synchronously, on either front.
-    for url, x in ((second_front, 4), (stack.url, 5)):
-        called = await client.request(url, "tools/call", {"name": "double", "arguments": {"x": x}})
-        assert called.result["structuredContent"] == {"value": 2 * x}
-        assert "taskId" not in called.result
-    # A required task tool cannot run for a client that cannot declare the extension.
-    refused = await client.request(second_front, "tools/call", {"name": "needs_task", "arguments": {"x": 1}})
-    assert refused.error["code"] == -32021
+    other = await open_front()
+    async with other.http() as other_http:
+        # One client, its requests sent to either front (each http client reaches its own).
+        to_first, to_other = OlderClient(front_http, version), OlderClient(other_http, version)
+        to_other.ids = to_first.ids
+        initialized = await to_first.initialize(front.url)
+        assert initialized.result["protocolVersion"] == version
+        assert await to_other.notify_initialized(other.url) == 202
+        listed = await to_other.request(other.url, "tools/list", {})
+        assert "double" in {tool["name"] for tool in listed.result["tools"]}
+        # An optional task tool answers synchronously, on either front.
+        for client, x in ((to_other, 4), (to_first, 5)):
+            called = await client.request(front.url, "tools/call", {"name": "double", "arguments": {"x": x}})
+            assert called.result["structuredContent"] == {"value": 2 * x}
+            assert "taskId" not in called.result
+        # A required task tool cannot run for a client that cannot declare the extension.
+        refused = await to_other.request(other.url, "tools/call", {"name": "needs_task", "arguments": {"x": 1}})
+        assert refused.error["code"] == -32021

@@ -1,4 +1,8 @@
-"""JWT bearer tokens signed by keys this test makes: identities, isolation, refusals, key rotation."""
+"""JWT bearer tokens signed by keys this test makes: identities, isolation, refusals, key rotation.
+
+Through the in-process front (`auth=` as `--jwt-jwks` sets it up) and its workers; a bad setup stops the
+`serve` command, a process of its own.
+"""
 
 from __future__ import annotations
 
@@ -24,11 +28,12 @@ from starlette.applications import Starlette
 
 from mcp_tasks_temporal.front.http.endpoint import BearerAuth, protected_app
 from mcp_tasks_temporal.front.http.jwt_auth import JwtSettings, JwtVerifier
-from tests.cli_runs import run_in_process
-from tests.conftest import Stack, module_stack
+from tests.bearer import BearerMcp, bearer
+from tests.cli_runs import run_in_process, unkeyed_env
+from tests.front_app import InProcessFront
 from tests.legacy_wire import LegacyMcp
-from tests.processes import CLI, FIXTURE_APP, REPO_ROOT, child_env
-from tests.test_auth import BearerMcp, ended_with
+from tests.processes import CLI, FIXTURE_APP, REPO_ROOT
+from tests.test_auth import ended_with
 from tests.test_push import http_listen, listen_message
 from tests.wire import TaskCalls, base_headers, request_message
 
@@ -72,17 +77,26 @@ def jwks(tmp_path_factory: pytest.TempPathFactory, signer: Signer) -> Path:
 
 
 @pytest.fixture(scope="module")
-def secured(workdir: Path, temporal: str, stack: Stack, jwks: Path) -> Iterator[str]:
-    # One front for the module. A test may add keys to the JWKS file, never remove `signer`'s.
-    with module_stack(workdir, temporal, "jwt") as private:
-        private.task_queue = stack.task_queue  # the shared worker runs the tools
-        extra = ["--jwt-jwks", str(jwks), "--jwt-issuer", ISSUER, "--jwt-audience", AUDIENCE]
-        yield private.add_front(extra=extra)
+def front_settings(jwks: Path) -> dict[str, Any]:
+    """One front for the module, as `--jwt-jwks`, `--jwt-issuer` and `--jwt-audience` set it up (no public URL,
+    so no resource metadata). A test may add keys to the JWKS file, never remove `signer`'s."""
+    return {"auth": BearerAuth(JwtVerifier(JwtSettings(jwks=str(jwks), issuer=ISSUER, audience=AUDIENCE)))}
+
+
+@pytest.fixture
+def secured(front: InProcessFront) -> str:
+    return front.url
+
+
+@pytest.fixture
+def http(front_http: httpx.AsyncClient) -> httpx.AsyncClient:
+    """The secured front's client: every request below goes to it."""
+    return front_http
 
 
 async def discover(url: str, http: httpx.AsyncClient, token: str | None) -> httpx.Response:
     body = request_message(1, "server/discover", None)
-    auth = {"authorization": f"Bearer {token}"} if token is not None else {}
+    auth = bearer(token) if token is not None else {}
     return await http.post(url, json=body, headers={**base_headers("server/discover"), **auth})
 
 
@@ -276,19 +290,21 @@ async def test_operators_name_a_jwt_principal_by_its_claim_and_the_issuer(
     task_id = (await carol.start("double", {"x": 2}))["taskId"]
     assert (await carol.wait_for(task_id))["status"] == "completed"
 
+    unkeyed = unkeyed_env()  # the operator keys owners as the front does
+
     async def listed(*extra: str, env: dict[str, str] | None = None) -> list[str]:
         args = ["admin", "tasks", "--json", "--temporal", temporal, "--owner", who, *extra]
-        run = await run_in_process(args, stdin="", env=env or child_env())
+        run = await run_in_process(args, stdin="", env=env or unkeyed)
         assert run.code == 0, run.err
         return [task["taskId"] for task in run.json()["tasks"]]
 
     with anyio.fail_after(30):  # visibility lags the workflow by up to a second
         while await listed("--jwt-issuer", ISSUER) != [task_id]:
             await anyio.sleep(0.2)
-    assert await listed(env={**child_env(), "MCP_TASKS_JWT_ISSUER": ISSUER}) == [task_id]
+    assert await listed(env={**unkeyed, "MCP_TASKS_JWT_ISSUER": ISSUER}) == [task_id]
     assert await listed() == [], "without the issuer the name is a token-file principal's"
     audit = ["audit", task_id, "--principal", who, "--jwt-issuer", ISSUER, "--format", "json", "--temporal", temporal]
-    story = await run_in_process(audit, stdin="", env=child_env())
+    story = await run_in_process(audit, stdin="", env=unkeyed)
     assert story.code == 0, story.err
     assert story.json()["task"]["taskId"] == task_id
 
@@ -296,13 +312,15 @@ async def test_operators_name_a_jwt_principal_by_its_claim_and_the_issuer(
 async def test_streams_end_when_their_jwt_expires(
     secured: str, http: httpx.AsyncClient, signer: Signer, gate: Path
 ) -> None:
-    expires_at = int(time.time()) + 4
-    token = signer.token("erin", exp=expires_at)
-    erin = TaskCalls(BearerMcp(secured, http, token))
+    erin = TaskCalls(BearerMcp(secured, http, signer.token("erin")))
     listened_task = (await erin.start("gated", {"gate": str(gate)}))["taskId"]
-    legacy = LegacyMcp(secured, http, headers={"authorization": f"Bearer {token}"})
+    legacy = LegacyMcp(secured, http, headers=bearer(signer.token("erin")))
     created = await legacy.request("tools/call", {"name": "gated", "arguments": {"gate": str(gate)}, "task": {}})
     polled = created.result["task"]["taskId"]
+    # Erin's streams open on a token good for a second or two more (`exp` counts whole seconds).
+    expires_at = int(time.time()) + 2
+    token = signer.token("erin", exp=expires_at)
+    legacy.extra_headers.update(bearer(token))
     with anyio.fail_after(20):
         async with (
             http_listen(secured, http, listen_message([listened_task]), token=token) as listened,
@@ -315,4 +333,4 @@ async def test_streams_end_when_their_jwt_expires(
                 assert time.time() >= expires_at
     # A request made in exp's own second is still let in by the SDK's check, then ended at once by the front.
     await anyio.sleep(max(0.0, expires_at + 1 - time.time()))
-    assert (await erin.get(listened_task)).status == 401
+    assert (await TaskCalls(BearerMcp(secured, http, token)).get(listened_task)).status == 401

@@ -2,7 +2,7 @@
 
 The client never learnt a task ID, so nothing else would ever end the task: the
 front that held the call cancels it. The task is found through the question's
-ID, which names it.
+ID, which names it. Through the in-process front and its workers.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from temporalio.client import Client, WorkflowHandle
 
 from mcp_tasks_temporal.front.legacy.legacy_tasks import parse_answer_id
 from mcp_tasks_temporal.temporal.ids import UNKEYED
-from tests.conftest import Stack
+from tests.front_app import InProcessFront
 from tests.legacy_wire import LegacyMcp
 
 pytestmark = pytest.mark.anyio
@@ -26,30 +26,11 @@ WAIT_S = 10
 CANCEL_S = 3
 
 
-async def _host(stack: Stack, http: httpx.AsyncClient) -> LegacyMcp:
-    """A host that declared `elicitation` but no tasks at its handshake, echoing its session ID."""
-    host = LegacyMcp(stack.url, http)
-    initialize: dict[str, Any] = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {"elicitation": {}},
-            "clientInfo": {"name": "host-that-leaves", "version": "1"},
-        },
-    }
-    reply = await http.post(stack.url, json=initialize, headers=host._headers())  # pyright: ignore[reportPrivateUsage]
-    session = reply.headers.get("mcp-session-id")
-    assert session is not None
-    host.extra_headers["mcp-session-id"] = session
-    return host
-
-
 async def test_a_held_call_whose_client_goes_away_cancels_its_task(
-    stack: Stack, http: httpx.AsyncClient, temporal_client: Client
+    front: InProcessFront, front_http: httpx.AsyncClient, temporal_client: Client
 ) -> None:
-    host = await _host(stack, http)
+    # A host that declared `elicitation` but no tasks at its handshake, echoing its session ID.
+    host = await LegacyMcp(front.url, front_http).handshake({"elicitation": {}})
     task_id: str | None = None
     async with host.stream("tools/call", {"name": "numbered_steps", "arguments": {"steps": 1, "pause": 0}}) as frames:
         with anyio.fail_after(WAIT_S):

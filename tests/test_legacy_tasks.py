@@ -1,4 +1,8 @@
-"""2025-11-25 tasks (SEP-1686) on the wire: the handshake revision's clients get the same workflows."""
+"""2025-11-25 tasks (SEP-1686) on the wire: the handshake revision's clients get the same workflows.
+
+Through the in-process front and its workers; a question asked on `tasks/result` and answered is also
+followed end to end, over a real socket to the session's front and worker processes.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +15,11 @@ import anyio
 import httpx
 import pytest
 
-from tests.conftest import Stack
+from tests.bearer import bearer, token_auth
+from tests.conftest import OpenFront, Stack
+from tests.front_app import InProcessFront
 from tests.legacy_wire import RELATED_TASK, LegacyMcp
-from tests.wire import HttpMcp
+from tests.wire import TERMINAL, HttpMcp
 
 pytestmark = pytest.mark.anyio
 
@@ -21,8 +27,8 @@ WAIT = 30
 
 
 @pytest.fixture
-def legacy(stack: Stack, http: httpx.AsyncClient) -> LegacyMcp:
-    return LegacyMcp(stack.url, http)
+def legacy(front: InProcessFront, front_http: httpx.AsyncClient) -> LegacyMcp:
+    return LegacyMcp(front.url, front_http)
 
 
 async def _task(legacy: LegacyMcp, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -39,6 +45,7 @@ async def _until(legacy: LegacyMcp, task_id: str, statuses: set[str]) -> dict[st
             task = (await legacy.request("tasks/get", {"taskId": task_id})).result
             if task["status"] in statuses:
                 return task
+            assert task["status"] not in TERMINAL, f"ended {task['status']}, not {statuses}: {task}"
             await anyio.sleep(0.1)
 
 
@@ -125,7 +132,7 @@ async def test_cancel(legacy: LegacyMcp, gate: Path) -> None:
 
 
 async def test_list_pages_through_the_callers_tasks(legacy: LegacyMcp) -> None:
-    legacy = await _initialized(legacy, {})
+    legacy = await legacy.handshake()
     made = {(await _task(legacy, "double", {"x": n}))["taskId"] for n in range(3)}
     with anyio.fail_after(WAIT):
         while True:
@@ -151,16 +158,18 @@ async def test_unknown_tasks(legacy: LegacyMcp) -> None:
         assert reply.error["code"] == -32602
 
 
-async def test_modern_requests_still_lack_list_and_result(stack: Stack, http: httpx.AsyncClient) -> None:
-    modern = HttpMcp(stack.url, http)
+async def test_modern_requests_still_lack_list_and_result(front: InProcessFront, front_http: httpx.AsyncClient) -> None:
+    modern = HttpMcp(front.url, front_http)
     assert (await modern.request("tasks/list", {})).error["code"] == -32601
     reply = await modern.request("tasks/result", {"taskId": "00000000-0000-4000-8000-000000000000"})
     assert reply.error["code"] == -32601
 
 
-async def test_a_question_is_asked_on_tasks_result_and_answered_through_any_front(
-    stack: Stack, legacy: LegacyMcp
+async def test_a_question_is_asked_on_tasks_result_and_answered_end_to_end(
+    stack: Stack, http: httpx.AsyncClient
 ) -> None:
+    """The session's front and worker processes: the handshake revision over a real socket and uvicorn."""
+    legacy = LegacyMcp(stack.url, http)
     task = await _task(legacy, "ask_one_midway", {})
     await _until(legacy, task["taskId"], {"input_required"})
     async with legacy.stream("tasks/result", {"taskId": task["taskId"]}) as frames:
@@ -179,57 +188,34 @@ async def test_a_question_is_asked_on_tasks_result_and_answered_through_any_fron
 # -- questions on a plain tools/call, for hosts without tasks ---------------------------------
 
 
-@pytest.fixture(scope="module")
-def second_front(stack: Stack) -> str:
-    """Another front server of the shared stack: replies must not need the front that asked."""
-    return stack.add_front()
-
-
-async def _initialized(legacy: LegacyMcp, capabilities: dict[str, Any]) -> LegacyMcp:
-    reply = await legacy.http.post(
-        legacy.url,
-        json={
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": capabilities,
-                "clientInfo": {"name": "host-without-tasks", "version": "1"},
-            },
-        },
-        headers=legacy._headers(),  # pyright: ignore[reportPrivateUsage]
-    )
-    session = reply.headers.get("mcp-session-id")
-    assert session is not None
-    legacy.extra_headers["mcp-session-id"] = session
-    return legacy
-
-
 async def test_a_plain_call_asks_on_its_own_stream_and_any_front_takes_the_answer(
-    legacy: LegacyMcp, second_front: str
+    legacy: LegacyMcp, open_front: OpenFront
 ) -> None:
-    host = await _initialized(legacy, {"elicitation": {}})
+    host = await legacy.handshake({"elicitation": {}})
+    other = await open_front()
     asked: list[dict[str, Any]] = []
     result: dict[str, Any] = {}
-    async with host.stream("tools/call", {"name": "numbered_steps", "arguments": {"steps": 1, "pause": 0}}) as frames:
-        with anyio.fail_after(WAIT):
-            async for frame in frames:
-                if frame.get("method") == "elicitation/create":
-                    asked.append(frame)
-                    assert RELATED_TASK not in (frame["params"].get("_meta") or {})
-                    yes = {"action": "accept", "content": {"approve": True}}
-                    assert await host.answer(frame["id"], yes, url=second_front) == 202
-                elif "result" in frame or "error" in frame:
-                    result = frame["result"]
-                    break
+    async with other.http() as other_http:
+        through_other = LegacyMcp(other.url, other_http, headers=host.extra_headers)
+        call = {"name": "numbered_steps", "arguments": {"steps": 1, "pause": 0}}
+        async with host.stream("tools/call", call) as frames:
+            with anyio.fail_after(WAIT):
+                async for frame in frames:
+                    if frame.get("method") == "elicitation/create":
+                        asked.append(frame)
+                        assert RELATED_TASK not in (frame["params"].get("_meta") or {})
+                        yes = {"action": "accept", "content": {"approve": True}}
+                        assert await through_other.answer(frame["id"], yes) == 202
+                    elif "result" in frame or "error" in frame:
+                        result = frame["result"]
+                        break
     assert [frame["params"]["message"] for frame in asked] == ["Go on?"]
     assert result["content"][0]["text"] == "accept after 1 steps"
     assert RELATED_TASK not in (result.get("_meta") or {})
 
 
 async def test_a_resolved_argument_is_asked_on_the_plain_calls_stream(legacy: LegacyMcp) -> None:
-    host = await _initialized(legacy, {"elicitation": {}})
+    host = await legacy.handshake({"elicitation": {}})
     async with host.stream("tools/call", {"name": "greet_someone", "arguments": {}}) as frames:
         with anyio.fail_after(WAIT):
             async for frame in frames:
@@ -242,7 +228,7 @@ async def test_a_resolved_argument_is_asked_on_the_plain_calls_stream(legacy: Le
 
 
 async def test_a_refused_question_ends_the_call_with_an_error(legacy: LegacyMcp) -> None:
-    host = await _initialized(legacy, {"elicitation": {}})
+    host = await legacy.handshake({"elicitation": {}})
     async with host.stream("tools/call", {"name": "numbered_steps", "arguments": {"steps": 1, "pause": 0}}) as frames:
         with anyio.fail_after(WAIT):
             async for frame in frames:
@@ -254,7 +240,7 @@ async def test_a_refused_question_ends_the_call_with_an_error(legacy: LegacyMcp)
 
 
 async def test_a_host_without_elicitation_is_served_as_before(legacy: LegacyMcp) -> None:
-    host = await _initialized(legacy, {})
+    host = await legacy.handshake()
     assert (await host.request("tools/call", {"name": "double", "arguments": {"x": 3}})).result[
         "structuredContent"
     ] == {"value": 6}
@@ -270,18 +256,18 @@ ALICE, BOB = "alice-legacy-5c1e", "bob-legacy-93ad"
 
 
 @pytest.fixture
-def secured(stack_factory: Any, stack: Stack, tmp_path: Path) -> str:
-    """A front with bearer tokens on the shared stack's task queue (its worker runs the tasks)."""
-    tokens = tmp_path / "tokens"
-    tokens.write_text(f"{ALICE} alice@example.com\n{BOB} bob@example.com\n")
-    private = stack_factory()
-    private.task_queue = stack.task_queue
-    return private.add_front(extra=["--tokens", str(tokens)])
+async def secured(open_front: OpenFront) -> InProcessFront:
+    """A front with bearer tokens on the module's task queue (its workers run the tasks)."""
+    return await open_front(auth=token_auth({ALICE: "alice@example.com", BOB: "bob@example.com"}))
 
 
-async def test_a_task_and_its_questions_belong_to_their_principal(secured: str, http: httpx.AsyncClient) -> None:
-    alice = LegacyMcp(secured, http, headers={"authorization": f"Bearer {ALICE}"})
-    bob = LegacyMcp(secured, http, headers={"authorization": f"Bearer {BOB}"})
+async def test_a_task_and_its_questions_belong_to_their_principal(secured: InProcessFront) -> None:
+    async with secured.http() as http:
+        await _belong_to_their_principal(LegacyMcp(secured.url, http, headers=bearer(ALICE)), secured, http)
+
+
+async def _belong_to_their_principal(alice: LegacyMcp, secured: InProcessFront, http: httpx.AsyncClient) -> None:
+    bob = LegacyMcp(secured.url, http, headers=bearer(BOB))
     task = await _task(alice, "ask_one_midway", {})
     await _until(alice, task["taskId"], {"input_required"})
     for method in ("tasks/get", "tasks/result", "tasks/cancel"):
@@ -302,37 +288,31 @@ async def test_a_task_and_its_questions_belong_to_their_principal(secured: str, 
 # -- anonymous callers: each lists only what its own session created -----------------------------
 
 
-@pytest.fixture(scope="module")
-def keyed_fronts(stack: Stack) -> list[str]:
-    """Two anonymous fronts sharing a request-state key, on the shared stack's task queue and worker."""
-    key = ["--request-state-key", "k" * 40]
-    return [stack.add_front(extra=key), stack.add_front(extra=key)]
-
-
 async def _listed(legacy: LegacyMcp) -> set[str]:
     reply = await legacy.request("tasks/list")
     return {task["taskId"] for task in reply.result["tasks"]}
 
 
-async def test_an_anonymous_caller_lists_only_its_own_sessions_tasks(
-    keyed_fronts: list[str], http: httpx.AsyncClient
-) -> None:
-    first_front, second_front = keyed_fronts
-    first = await _initialized(LegacyMcp(first_front, http), {})
-    mine = {(await _task(first, "double", {"x": n}))["taskId"] for n in range(2)}
-    with anyio.fail_after(WAIT):
-        while not mine <= await _listed(first):
-            await anyio.sleep(0.2)  # visibility is eventually consistent
-    # The same session through another front sharing the key: the same tasks.
-    through_second = LegacyMcp(second_front, http, headers=first.extra_headers)
-    assert mine <= await _listed(through_second)
+async def test_an_anonymous_caller_lists_only_its_own_sessions_tasks(open_front: OpenFront) -> None:
+    """Two anonymous fronts sharing a request-state key: a session's ID opens at either."""
+    key = ("k" * 40,)
+    first_front, second_front = await open_front(request_state_keys=key), await open_front(request_state_keys=key)
+    async with first_front.http() as first_http, second_front.http() as second_http:
+        first = await LegacyMcp(first_front.url, first_http).handshake()
+        mine = {(await _task(first, "double", {"x": n}))["taskId"] for n in range(2)}
+        with anyio.fail_after(WAIT):
+            while not mine <= await _listed(first):
+                await anyio.sleep(0.2)  # visibility is eventually consistent
+        # The same session through another front sharing the key: the same tasks.
+        through_second = LegacyMcp(second_front.url, second_http, headers=first.extra_headers)
+        assert mine <= await _listed(through_second)
 
-    second = await _initialized(LegacyMcp(first_front, http), {})
-    sessionless = LegacyMcp(first_front, http)
-    session = first.extra_headers["mcp-session-id"]
-    untagged = LegacyMcp(first_front, http, headers={"mcp-session-id": session.rpartition(".")[0]})
-    retagged = LegacyMcp(first_front, http, headers={"mcp-session-id": session[:-4] + "AAAA"})
-    for stranger in (second, sessionless, untagged, retagged):
-        assert not mine & await _listed(stranger)
-        assert (await stranger.request("tasks/list", {"cursor": "AAAA." + "A" * 32})).error["code"] == -32602
-    assert (await _task(second, "double", {"x": 9}))["taskId"] not in await _listed(first)
+        second = await LegacyMcp(first_front.url, first_http).handshake()
+        sessionless = LegacyMcp(first_front.url, first_http)
+        session = first.extra_headers["mcp-session-id"]
+        untagged = LegacyMcp(first_front.url, first_http, headers={"mcp-session-id": session.rpartition(".")[0]})
+        retagged = LegacyMcp(first_front.url, first_http, headers={"mcp-session-id": session[:-4] + "AAAA"})
+        for stranger in (second, sessionless, untagged, retagged):
+            assert not mine & await _listed(stranger)
+            assert (await stranger.request("tasks/list", {"cursor": "AAAA." + "A" * 32})).error["code"] == -32602
+        assert (await _task(second, "double", {"x": 9}))["taskId"] not in await _listed(first)

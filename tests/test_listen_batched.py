@@ -9,11 +9,9 @@ it from the feed before the listen or it was published before the front started.
 from __future__ import annotations
 
 import time
-import uuid
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -25,11 +23,12 @@ from mcp_tasks_temporal.front.gateway import Snapshot, TemporalTaskGateway
 from mcp_tasks_temporal.front.push.feed_watch import FeedWatchHub
 from mcp_tasks_temporal.temporal.contract import Memo, ToolTaskInput
 from mcp_tasks_temporal.temporal.ids import new_task_id
-from tests.conftest import Stack
-from tests.processes import Process, start_worker
+from tests.app_workers import app_worker, new_task_queue
+from tests.conftest import OpenApp, OpenFront
+from tests.front_app import FIXTURE_APP, InProcessFront, fresh_app
 from tests.test_push import ELICIT, http_listen, listen_message
 from tests.test_push_feed import COLOR, Listener, park
-from tests.wire import HttpMcp, TaskCalls, envelope
+from tests.wire import envelope
 
 pytestmark = pytest.mark.anyio
 
@@ -43,20 +42,16 @@ class Feed:
     queue: str
 
 
-# Each test asks for the session's `stack` first: it waits until the dev server takes clients.
-
-
 @asynccontextmanager
-async def feed_worker(workdir: Path, temporal: str, client: Client) -> AsyncGenerator[Feed]:
-    queue = f"listen-batched-{uuid.uuid4()}"
-    worker: Process = start_worker(workdir, temporal, queue)
-    try:
+async def feed_worker(client: Client) -> AsyncGenerator[Feed]:
+    """The fixture app's workers in this process on a queue of their own, and a gateway whose tasks publish to the
+    feed, its shards started."""
+    queue = new_task_queue("listen-batched")
+    async with app_worker(client, fresh_app(FIXTURE_APP), task_queue=queue):
         gateway = TemporalTaskGateway(client, task_queue=queue)
         gateway.feed_tasks = True
         await gateway.start_feed_shards()
         yield Feed(gateway, queue)
-    finally:
-        worker.kill()
 
 
 async def parked(gateway: TemporalTaskGateway, principal: str | None) -> str:
@@ -108,10 +103,8 @@ def questions(views: list[dict[str, Any]]) -> list[int]:
     return [len(view.get("inputRequests") or {}) for view in views]
 
 
-async def test_visibility_reads_hold_to_owner_and_shape_as_a_describe_does(
-    stack: Stack, workdir: Path, temporal: str, temporal_client: Client
-) -> None:
-    async with feed_worker(workdir, temporal, temporal_client) as feed:
+async def test_visibility_reads_hold_to_owner_and_shape_as_a_describe_does(temporal_client: Client) -> None:
+    async with feed_worker(temporal_client) as feed:
         alices = [await parked(feed.gateway, ALICE) for _ in range(2)]
         bobs = await parked(feed.gateway, BOB)
         for task_id in alices:
@@ -127,11 +120,9 @@ async def test_visibility_reads_hold_to_owner_and_shape_as_a_describe_does(
         assert await feed.gateway.observe_listed(asked, None) == {}
 
 
-async def test_a_change_visibility_has_not_shown_yet_reaches_the_subscriber(
-    stack: Stack, workdir: Path, temporal: str, temporal_client: Client
-) -> None:
+async def test_a_change_visibility_has_not_shown_yet_reaches_the_subscriber(temporal_client: Client) -> None:
     """Read from the feed while the front runs, and published before the front started."""
-    async with feed_worker(workdir, temporal, temporal_client) as feed:
+    async with feed_worker(temporal_client) as feed:
         before_start, while_running = await parked(feed.gateway, ALICE), await parked(feed.gateway, ALICE)
         stale_before = await listed_as(feed.gateway, before_start, ALICE, 1)
         stale_while = await listed_as(feed.gateway, while_running, ALICE, 1)
@@ -152,26 +143,31 @@ async def test_a_change_visibility_has_not_shown_yet_reaches_the_subscriber(
 
 
 async def test_a_listen_on_a_feed_front_acks_its_own_tasks_and_follows_each_from_its_read(
-    stack_factory: Callable[[], Stack], monkeypatch: pytest.MonkeyPatch, http: httpx.AsyncClient
+    open_app: OpenApp, open_front: OpenFront
 ) -> None:
-    monkeypatch.setenv("MCP_TASKS_PUSH", "feed")
-    stack = stack_factory()
-    stack.add_worker()
-    url = stack.add_front()
-    mcp = TaskCalls(HttpMcp(url, http))
+    front = await open_app(FIXTURE_APP, push="feed")
+    async with front.http() as http:
+        ids = await _each_followed_from_its_read(front, http)
+    another_front = await open_front(task_queue=front.gateway.task_queue, push="feed")
+    # The front that answers the listen read none of these tasks before: its ack comes from visibility alone.
+    async with (
+        another_front.http() as http,
+        http_listen(another_front.url, http, listen_message([new_task_id(), *ids, "not-a-task-id"])) as frames,
+    ):
+        ack = await anext(frames)
+        assert ack["params"]["notifications"]["taskIds"] == ids
+
+
+async def _each_followed_from_its_read(front: InProcessFront, http: httpx.AsyncClient) -> list[str]:
+    mcp = front.calls(http)
     ids = await park(mcp, 6)
-    unknown = new_task_id()
     listener = Listener()
     async with anyio.create_task_group() as group:
-        group.start_soon(listener.run, url, http, ids)
+        group.start_soon(listener.run, front.url, http, ids)
         await listener.until(lambda: len(listener.seen) == len(ids))
         gets = {task_id: (await mcp.get(task_id)).result for task_id in ids}
         for task_id in ids:
             first = listener.seen[task_id][0]
             assert without_envelope(first) == without_envelope(gets[task_id])
         group.cancel_scope.cancel()
-    another_front = stack.add_front()
-    # The front that answers the listen read none of these tasks before: its ack comes from visibility alone.
-    async with http_listen(another_front, http, listen_message([unknown, *ids, "not-a-task-id"])) as frames:
-        ack = await anext(frames)
-        assert ack["params"]["notifications"]["taskIds"] == ids
+    return ids

@@ -9,13 +9,10 @@ one that has not changed since is indexed too.
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
 import anyio
-import httpx
 import pytest
 from mcp_types import INTERNAL_ERROR
 from temporalio.api.common.v1 import WorkflowExecution
@@ -30,13 +27,13 @@ from mcp_tasks_temporal.front.push.listen import TaskListen
 from mcp_tasks_temporal.temporal.contract import Memo
 from mcp_tasks_temporal.temporal.feed_contract import FEED_SHARDS, TRANSITION_TOPIC, feed_workflow_id, transition_item
 from mcp_tasks_temporal.temporal.ids import UNKEYED, new_task_id
-from tests.conftest import Stack
+from tests.app_workers import app_worker, new_task_queue
+from tests.conftest import OpenApp
+from tests.front_app import FIXTURE_APP, fresh_app
 from tests.polling import pauses
-from tests.processes import start_worker
 from tests.test_listen_batched import ALICE, BOB, answer_one, feed_worker, parked, without_envelope
 from tests.test_push import ELICIT, http_listen, listen_message
-from tests.test_push_feed import EVERY_TRANSITION, Listener, answer_all, feed_stack, park
-from tests.wire import HttpMcp, TaskCalls
+from tests.test_push_feed import EVERY_TRANSITION, Listener, answer_all, feed_front, park
 
 pytestmark = pytest.mark.anyio
 
@@ -56,10 +53,8 @@ async def until_out_of_index(gateway: TemporalTaskGateway, task_ids: list[str], 
             await anyio.sleep(next(wait))
 
 
-async def test_the_index_holds_each_callers_open_tasks_and_an_ack_takes_them_from_it(
-    stack: Stack, workdir: Path, temporal: str, temporal_client: Client
-) -> None:
-    async with feed_worker(workdir, temporal, temporal_client) as feed:
+async def test_the_index_holds_each_callers_open_tasks_and_an_ack_takes_them_from_it(temporal_client: Client) -> None:
+    async with feed_worker(temporal_client) as feed:
         gateway = feed.gateway
         alices = [await parked(gateway, ALICE) for _ in range(3)]
         bobs = await parked(gateway, BOB)
@@ -101,127 +96,129 @@ async def test_the_index_holds_each_callers_open_tasks_and_an_ack_takes_them_fro
 
 
 async def test_a_listen_acks_new_open_and_closed_tasks_and_every_later_transition_arrives_in_order(
-    stack_factory: Callable[[], Stack],
-    monkeypatch: pytest.MonkeyPatch,
+    open_app: OpenApp,
     temporal_client: Client,
-    http: httpx.AsyncClient,
 ) -> None:
-    stack, _ = await feed_stack(stack_factory, monkeypatch, temporal_client, continue_after=10_000)
-    gateway = TemporalTaskGateway(temporal_client, task_queue=stack.task_queue)
-    mcp = TaskCalls(HttpMcp(stack.url, http))
-    ids = await park(mcp, 8)
-    closed = ids.pop()
-    await answer_all(mcp, [closed])
-    await mcp.wait_for(closed, ["completed"])
-    await until_indexed(gateway, ids, None)
-    fresh = (await mcp.start("pick_variant", capabilities={"elicitation": {}}))["taskId"]  # maybe not indexed yet
-    watched = [*ids, closed, fresh]
-    listener = Listener()  # asserts the ack names every one of them
-    async with anyio.create_task_group() as group:
-        group.start_soon(listener.run, stack.url, http, watched)
-        await listener.until(lambda: len(listener.seen) == len(watched))
-        for task_id in [*ids, closed]:
-            # Nothing changed since the listen: the first view is what `tasks/get` says.
-            assert without_envelope(listener.seen[task_id][0]) == without_envelope((await mcp.get(task_id)).result)
-        await listener.until(lambda: listener.statuses(fresh)[-1:] == [("input_required", 2)])
-        await answer_all(mcp, [*ids, fresh])
-        await listener.until(lambda: all(listener.statuses(t)[-1:] == [("completed", 0)] for t in [*ids, fresh]))
-        group.cancel_scope.cancel()
-    assert {t: listener.statuses(t) for t in ids} == dict.fromkeys(ids, EVERY_TRANSITION)
-    assert listener.statuses(fresh) in (EVERY_TRANSITION, [("working", 0), *EVERY_TRANSITION])
-    assert listener.statuses(closed) == [("completed", 0)]
-    completed = listener.seen[closed][0]
-    assert completed["status"] == "completed" and completed.get("result"), completed
+    front, _ = await feed_front(open_app, temporal_client, continue_after=10_000)
+    gateway = TemporalTaskGateway(temporal_client, task_queue=front.gateway.task_queue)
+    async with front.http() as http:
+        mcp = front.calls(http)
+        ids = await park(mcp, 8)
+        closed = ids.pop()
+        await answer_all(mcp, [closed])
+        await mcp.wait_for(closed, ["completed"])
+        await until_indexed(gateway, ids, None)
+        fresh = (await mcp.start("pick_variant", capabilities={"elicitation": {}}))["taskId"]  # maybe not indexed yet
+        watched = [*ids, closed, fresh]
+        listener = Listener()  # asserts the ack names every one of them
+        async with anyio.create_task_group() as group:
+            group.start_soon(listener.run, front.url, http, watched)
+            await listener.until(lambda: len(listener.seen) == len(watched))
+            for task_id in [*ids, closed]:
+                # Nothing changed since the listen: the first view is what `tasks/get` says.
+                assert without_envelope(listener.seen[task_id][0]) == without_envelope((await mcp.get(task_id)).result)
+            await listener.until(lambda: listener.statuses(fresh)[-1:] == [("input_required", 2)])
+            await answer_all(mcp, [*ids, fresh])
+            await listener.until(lambda: all(listener.statuses(t)[-1:] == [("completed", 0)] for t in [*ids, fresh]))
+            group.cancel_scope.cancel()
+        assert {t: listener.statuses(t) for t in ids} == dict.fromkeys(ids, EVERY_TRANSITION)
+        assert listener.statuses(fresh) in (EVERY_TRANSITION, [("working", 0), *EVERY_TRANSITION])
+        assert listener.statuses(closed) == [("completed", 0)]
+        completed = listener.seen[closed][0]
+        assert completed["status"] == "completed" and completed.get("result"), completed
 
-    # Unknown and malformed IDs are left out, as without the index.
-    async with http_listen(stack.url, http, listen_message([new_task_id(), *ids[:2], "not-a-task-id"])) as frames:
-        ack = await anext(frames)
-        assert ack["params"]["notifications"]["taskIds"] == ids[:2]
+        # Unknown and malformed IDs are left out, as without the index.
+        async with http_listen(front.url, http, listen_message([new_task_id(), *ids[:2], "not-a-task-id"])) as frames:
+            ack = await anext(frames)
+            assert ack["params"]["notifications"]["taskIds"] == ids[:2]
 
 
 async def test_the_index_survives_the_shards_continue_as_new(
-    stack_factory: Callable[[], Stack],
-    monkeypatch: pytest.MonkeyPatch,
+    open_app: OpenApp,
     temporal_client: Client,
-    http: httpx.AsyncClient,
 ) -> None:
-    stack, _ = await feed_stack(stack_factory, monkeypatch, temporal_client, continue_after=12)
-    gateway = TemporalTaskGateway(temporal_client, task_queue=stack.task_queue)
-    mcp = TaskCalls(HttpMcp(stack.url, http))
-    early = await park(mcp, 16)
-    # Indexed from their start announcement already: wait until the index shows them parked, as they stay.
-    keys = [UNKEYED.workflow_id(t, None) for t in early]
-    wait = pauses()
-    with anyio.fail_after(30):
-        while True:
-            entries = await gateway.indexed(keys)
-            if len(entries) == len(keys) and all(entry[1] == "input_required" for entry in entries.values()):
-                break
-            await anyio.sleep(next(wait))
+    front, _ = await feed_front(open_app, temporal_client, continue_after=12)
+    gateway = TemporalTaskGateway(temporal_client, task_queue=front.gateway.task_queue)
+    async with front.http() as http:
+        mcp = front.calls(http)
+        early = await park(mcp, 16)
+        # Indexed from their start announcement already: wait until the index shows them parked, as they stay.
+        keys = [UNKEYED.workflow_id(t, None) for t in early]
+        wait = pauses()
+        with anyio.fail_after(30):
+            while True:
+                entries = await gateway.indexed(keys)
+                if len(entries) == len(keys) and all(entry[1] == "input_required" for entry in entries.values()):
+                    break
+                await anyio.sleep(next(wait))
 
-    async def runs() -> list[str]:
-        handles = [
-            temporal_client.get_workflow_handle(feed_workflow_id(stack.task_queue, s)) for s in range(FEED_SHARDS)
-        ]
-        return [(await handle.describe()).run_id for handle in handles]
+        async def runs() -> list[str]:
+            handles = [
+                temporal_client.get_workflow_handle(feed_workflow_id(front.gateway.task_queue, s))
+                for s in range(FEED_SHARDS)
+            ]
+            return [(await handle.describe()).run_id for handle in handles]
 
-    before = await runs()
-    late = await park(mcp, 16)  # more transitions: most shards continue as new again
-    await until_indexed(gateway, late, None)
-    after = await runs()
-    assert sum(a != b for a, b in zip(before, after, strict=True)) >= FEED_SHARDS // 2, "the shards continued as new"
-    assert await gateway.indexed([UNKEYED.workflow_id(t, None) for t in early]) == entries, "carried to the new runs"
+        before = await runs()
+        late = await park(mcp, 16)  # more transitions: most shards continue as new again
+        await until_indexed(gateway, late, None)
+        after = await runs()
+        assert sum(a != b for a, b in zip(before, after, strict=True)) >= FEED_SHARDS // 2, (
+            "the shards continued as new"
+        )
+        assert await gateway.indexed([UNKEYED.workflow_id(t, None) for t in early]) == entries, (
+            "carried to the new runs"
+        )
 
-    listener = Listener()
-    async with anyio.create_task_group() as group:
-        group.start_soon(listener.run, stack.url, http, [*early, *late])
-        await listener.until(lambda: len(listener.seen) == len(early) + len(late))
-        await answer_all(mcp, early)
-        await listener.until(lambda: all(listener.statuses(t)[-1:] == [("completed", 0)] for t in early))
-        group.cancel_scope.cancel()
-    assert {t: listener.statuses(t) for t in early} == dict.fromkeys(early, EVERY_TRANSITION)
-    await until_out_of_index(gateway, early, None)
+        listener = Listener()
+        async with anyio.create_task_group() as group:
+            group.start_soon(listener.run, front.url, http, [*early, *late])
+            await listener.until(lambda: len(listener.seen) == len(early) + len(late))
+            await answer_all(mcp, early)
+            await listener.until(lambda: all(listener.statuses(t)[-1:] == [("completed", 0)] for t in early))
+            group.cancel_scope.cancel()
+        assert {t: listener.statuses(t) for t in early} == dict.fromkeys(early, EVERY_TRANSITION)
+        await until_out_of_index(gateway, early, None)
 
 
 async def test_an_indexed_task_gone_before_its_first_view_ends_the_listen_with_an_error(
-    stack_factory: Callable[[], Stack],
-    monkeypatch: pytest.MonkeyPatch,
+    open_app: OpenApp,
     temporal_client: Client,
-    http: httpx.AsyncClient,
 ) -> None:
-    stack, _ = await feed_stack(stack_factory, monkeypatch, temporal_client, continue_after=10_000)
-    gateway = TemporalTaskGateway(temporal_client, task_queue=stack.task_queue)
-    mcp = TaskCalls(HttpMcp(stack.url, http))
-    kept, gone = await park(mcp, 2)
-    await until_indexed(gateway, [kept, gone], None)
-    # Deleted by an operator: no terminal transition, so the index still holds it.
-    await temporal_client.workflow_service.delete_workflow_execution(
-        DeleteWorkflowExecutionRequest(
-            namespace=temporal_client.namespace,
-            workflow_execution=WorkflowExecution(workflow_id=UNKEYED.workflow_id(gone, None)),
+    front, _ = await feed_front(open_app, temporal_client, continue_after=10_000)
+    gateway = TemporalTaskGateway(temporal_client, task_queue=front.gateway.task_queue)
+    async with front.http() as http:
+        mcp = front.calls(http)
+        kept, gone = await park(mcp, 2)
+        await until_indexed(gateway, [kept, gone], None)
+        # Deleted by an operator: no terminal transition, so the index still holds it.
+        await temporal_client.workflow_service.delete_workflow_execution(
+            DeleteWorkflowExecutionRequest(
+                namespace=temporal_client.namespace,
+                workflow_execution=WorkflowExecution(workflow_id=UNKEYED.workflow_id(gone, None)),
+            )
         )
-    )
-    with anyio.fail_after(30):
-        while True:
-            try:
-                await temporal_client.get_workflow_handle(UNKEYED.workflow_id(gone, None)).describe()
-            except RPCError as err:
-                if err.status == RPCStatusCode.NOT_FOUND:
-                    break
-                raise
-            await anyio.sleep(0.1)
-    assert await gateway.observe_indexed([gone], None) == [gone]
-    async with http_listen(stack.url, http, listen_message([kept, gone])) as frames:
-        ack = await anext(frames)
-        assert ack["params"]["notifications"]["taskIds"] == [kept, gone]
         with anyio.fail_after(30):
-            async for frame in frames:
-                if "error" in frame:
-                    assert frame["error"]["code"] == INTERNAL_ERROR
-                    assert frame["error"]["data"]["taskIds"] == [gone]
-                    break
-            else:
-                raise AssertionError("the listen ended without saying which task it lost")
+            while True:
+                try:
+                    await temporal_client.get_workflow_handle(UNKEYED.workflow_id(gone, None)).describe()
+                except RPCError as err:
+                    if err.status == RPCStatusCode.NOT_FOUND:
+                        break
+                    raise
+                await anyio.sleep(0.1)
+        assert await gateway.observe_indexed([gone], None) == [gone]
+        async with http_listen(front.url, http, listen_message([kept, gone])) as frames:
+            ack = await anext(frames)
+            assert ack["params"]["notifications"]["taskIds"] == [kept, gone]
+            with anyio.fail_after(30):
+                async for frame in frames:
+                    if "error" in frame:
+                        assert frame["error"]["code"] == INTERNAL_ERROR
+                        assert frame["error"]["data"]["taskIds"] == [gone]
+                        break
+                else:
+                    raise AssertionError("the listen ended without saying which task it lost")
 
 
 async def test_a_watcher_applies_nothing_of_a_tasks_announcement_and_sees_no_gap_in_it() -> None:
@@ -252,59 +249,58 @@ BUILD_STEPS = [("working", 0), ("input_required", 1), ("working", 0), ("complete
 
 
 async def test_a_listen_on_tasks_that_have_not_changed_since_they_started_is_acked_from_the_index(
-    stack_factory: Callable[[], Stack],
-    monkeypatch: pytest.MonkeyPatch,
+    open_app: OpenApp,
     temporal_client: Client,
-    http: httpx.AsyncClient,
     gate: Path,
 ) -> None:
-    stack, _ = await feed_stack(stack_factory, monkeypatch, temporal_client, continue_after=10_000)
-    gateway = TemporalTaskGateway(temporal_client, task_queue=stack.task_queue)
-    mcp = TaskCalls(HttpMcp(stack.url, http))
-    building = [
-        (await mcp.start("build_then_approve", {"gate": str(gate)}, capabilities=ELICIT))["taskId"] for _ in range(6)
-    ]
-    # Announced at the start: indexed while still working, before any transition.
-    await until_indexed(gateway, building, None)
-    for task_id in building:
-        memo = (await gateway.observe(task_id, None)).memo
-        assert (memo[Memo.STATUS], memo[Memo.FEED_SEQ]) == ("working", 0), "no transition yet"
-        entry = (await gateway.indexed([UNKEYED.workflow_id(task_id, None)]))[UNKEYED.workflow_id(task_id, None)]
-        assert entry == (0, "working", memo[Memo.CREATED_AT] + memo[Memo.TTL_MS])
-
-    hub = FeedWatchHub(gateway)
-    listen = TaskListen(cast("Any", None), gateway, hub)
-    async with hub.running():
-        # Honored from the indexes (no read before the ack), as a task that has changed is.
-        assert await listen._honored(building, None) == dict.fromkeys(building)  # pyright: ignore[reportPrivateUsage]
-
-    listener = Listener()  # asserts the ack names every one of them
-    async with anyio.create_task_group() as group:
-        group.start_soon(listener.run, stack.url, http, building)
-        await listener.until(lambda: len(listener.seen) == len(building))
+    front, _ = await feed_front(open_app, temporal_client, continue_after=10_000)
+    gateway = TemporalTaskGateway(temporal_client, task_queue=front.gateway.task_queue)
+    async with front.http() as http:
+        mcp = front.calls(http)
+        building = [
+            (await mcp.start("build_then_approve", {"gate": str(gate)}, capabilities=ELICIT))["taskId"]
+            for _ in range(6)
+        ]
+        # Announced at the start: indexed while still working, before any transition.
+        await until_indexed(gateway, building, None)
         for task_id in building:
-            assert without_envelope(listener.seen[task_id][0]) == without_envelope((await mcp.get(task_id)).result)
-        (gate / "built").write_text("1")
-        await listener.until(lambda: all(listener.statuses(t)[-1:] == [("input_required", 1)] for t in building))
+            memo = (await gateway.observe(task_id, None)).memo
+            assert (memo[Memo.STATUS], memo[Memo.FEED_SEQ]) == ("working", 0), "no transition yet"
+            entry = (await gateway.indexed([UNKEYED.workflow_id(task_id, None)]))[UNKEYED.workflow_id(task_id, None)]
+            assert entry == (0, "working", memo[Memo.CREATED_AT] + memo[Memo.TTL_MS])
+
+        hub = FeedWatchHub(gateway)
+        listen = TaskListen(cast("Any", None), gateway, hub)
+        async with hub.running():
+            # Honored from the indexes (no read before the ack), as a task that has changed is.
+            assert await listen._honored(building, None) == dict.fromkeys(building)  # pyright: ignore[reportPrivateUsage]
+
+        listener = Listener()  # asserts the ack names every one of them
+        async with anyio.create_task_group() as group:
+            group.start_soon(listener.run, front.url, http, building)
+            await listener.until(lambda: len(listener.seen) == len(building))
+            for task_id in building:
+                assert without_envelope(listener.seen[task_id][0]) == without_envelope((await mcp.get(task_id)).result)
+            (gate / "built").write_text("1")
+            await listener.until(lambda: all(listener.statuses(t)[-1:] == [("input_required", 1)] for t in building))
+            for task_id in building:
+                await mcp.update(task_id, {"ship": {"action": "accept", "content": {"approve": True}}})
+            await listener.until(lambda: all(listener.statuses(t)[-1:] == [("completed", 0)] for t in building))
+            group.cancel_scope.cancel()
         for task_id in building:
-            await mcp.update(task_id, {"ship": {"action": "accept", "content": {"approve": True}}})
-        await listener.until(lambda: all(listener.statuses(t)[-1:] == [("completed", 0)] for t in building))
-        group.cancel_scope.cancel()
-    for task_id in building:
-        notes = listener.seen[task_id]
-        assert listener.statuses(task_id) == BUILD_STEPS
-        # One `working` before the question: the announcement made no notification of its own.
-        assert [n["status"] for n in notes] == [s for s, _ in BUILD_STEPS], notes
-        assert notes[-1].get("result"), notes[-1]
-    await until_out_of_index(gateway, building, None)
+            notes = listener.seen[task_id]
+            assert listener.statuses(task_id) == BUILD_STEPS
+            # One `working` before the question: the announcement made no notification of its own.
+            assert [n["status"] for n in notes] == [s for s, _ in BUILD_STEPS], notes
+            assert notes[-1].get("result"), notes[-1]
+        await until_out_of_index(gateway, building, None)
 
 
 async def test_a_task_whose_shard_does_not_exist_stops_publishing_at_its_announcement_and_runs_on(
-    stack: Stack, workdir: Path, temporal: str, temporal_client: Client
+    temporal_client: Client,
 ) -> None:
-    queue = f"no-shards-{uuid.uuid4()}"
-    worker = start_worker(workdir, temporal, queue)
-    try:
+    queue = new_task_queue("no-shards")
+    async with app_worker(temporal_client, fresh_app(FIXTURE_APP), task_queue=queue):
         gateway = TemporalTaskGateway(temporal_client, task_queue=queue)
         gateway.feed_tasks = True  # its tasks publish, but no shard was started
         task_id = await parked(gateway, None)
@@ -331,5 +327,3 @@ async def test_a_task_whose_shard_does_not_exist_stops_publishing_at_its_announc
             EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED,
             EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_FAILED,
         ]
-    finally:
-        worker.kill()

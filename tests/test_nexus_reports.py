@@ -5,8 +5,10 @@ workflow, the reply service, and a stand-in for the other team's handler
 workflow behind an endpoint of its own), so each check takes a second or two.
 The reports are signals, as the reply service delivers them, sent the way any
 Temporal client could: the task workflow's own handler is what must refuse a
-forged nonce or an out-of-date sequence. The end-to-end path across two
-namespaces is test_nexus_tools.py's.
+forged nonce, an out-of-date sequence or a caller that is not the handler (by its
+namespace and workflow ID both). A forger that goes through the reply service
+itself is stamped there with its real caller, whatever its report claims. The
+end-to-end path across two namespaces is test_nexus_tools.py's.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from mcp_tasks_temporal.temporal.sandbox import workflow_runner
 from mcp_tasks_temporal.temporal.workflows.nexus_question import NexusQuestionWorkflow
 from mcp_tasks_temporal.temporal.workflows.nexus_tool import NexusToolWorkflow
 from tests.direct_signals import signal_handled
+from tests.nexus_hostile import ForgedReport, Forgery
 from tests.nexus_report_handler import FINISH_SIGNAL, OPERATION, SERVICE, ReportingHandler, ReportingService
 from tests.polling import pauses
 
@@ -64,7 +67,7 @@ async def side(temporal_client: Client) -> AsyncIterator[Side]:
     worker = Worker(
         temporal_client,
         task_queue=queue,
-        workflows=[NexusToolWorkflow, NexusQuestionWorkflow, ReportingHandler],
+        workflows=[NexusToolWorkflow, NexusQuestionWorkflow, ReportingHandler, ForgedReport],
         nexus_service_handlers=[ReportingService(), ReplyService()],
         workflow_runner=workflow_runner(),
     )
@@ -201,3 +204,36 @@ async def test_a_cancelled_task_without_a_ttl_ends_cancelled_with_its_handler(si
     assert (await task.describe()).status == WorkflowExecutionStatus.CANCELED
     # The task ends only once the handler side acknowledged: its workflow is closed already.
     assert (await handler.describe()).status == WorkflowExecutionStatus.CANCELED
+
+
+async def test_a_report_naming_the_handlers_workflow_id_in_another_namespace_never_becomes_the_status_line(
+    side: Side,
+) -> None:
+    """The handler is its namespace and workflow ID together: another namespace may hold a workflow of that ID."""
+    task, handler = await start_task(side)
+    nonce = await nonce_of(handler)
+    await report(task, handler, nonce=nonce, sequence=1, text="genuine")
+    assert await status_line(task) == "genuine"
+    elsewhere = Caller(f"not-{side.client.namespace}", handler.id, "any-run")
+    forged = StatusReport(task.id, nonce, 2, "from a namesake in another namespace", elsewhere)
+    await signal_handled(task, STATUS_SIGNAL, forged, timeout=WAIT_S)
+    assert await status_line(task) == "genuine"
+    await task.cancel()
+
+
+async def test_a_report_through_the_reply_service_is_stamped_with_its_real_caller_whatever_it_claims(
+    side: Side,
+) -> None:
+    """A workflow that holds the nonce but is not the handler claims the handler's identity in the report's body."""
+    task, handler = await start_task(side)
+    nonce = await nonce_of(handler)
+    await report(task, handler, nonce=nonce, sequence=1, text="genuine")
+    claimed = Caller(side.client.namespace, handler.id, "any-run")
+    forgery = Forgery(side.endpoint, task.id, nonce, claimed, sequence=2, text="forged through the reply service")
+    with anyio.fail_after(WAIT_S):
+        await side.client.execute_workflow(
+            ForgedReport.run, forgery, id=f"forger-{uuid.uuid4()}", task_queue=side.worker.task_queue
+        )
+    await until(lambda: reports_handled(task, 2), what="the forged report to reach the task workflow")
+    assert await status_line(task) == "genuine"
+    await task.cancel()

@@ -2,7 +2,7 @@
 
 No workflow code runs on the way out, so nothing recorded why; such a task
 must read `failed`, never `cancelled` (which means the client asked), on
-`tasks/get` and on the listen stream alike.
+`tasks/get` and on the listen stream alike. Through the in-process front and its workers.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from temporalio.client import (
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
 from mcp_tasks_temporal.temporal.contract import ToolTaskInput
 from mcp_tasks_temporal.temporal.ids import UNKEYED, new_task_id
-from tests.conftest import Stack
+from tests.front_app import InProcessFront
 from tests.test_push import collect_until_terminal, http_listen, listen_message
-from tests.wire import TaskCalls, envelope
+from tests.wire import TERMINAL, TaskCalls, envelope
 
 pytestmark = pytest.mark.anyio
 
@@ -57,14 +57,17 @@ class _DeadlineOutbound(OutboundInterceptor):
         return await super().start_workflow(dataclasses.replace(input, execution_timeout=self.deadline))
 
 
-async def watch_until_stopped(stack: Stack, http: httpx.AsyncClient, task_id: str, stop: Any) -> list[dict[str, Any]]:
+async def watch_until_stopped(
+    front: InProcessFront, http: httpx.AsyncClient, task_id: str, stop: Any
+) -> list[dict[str, Any]]:
     """Listen to the task, run `stop` once its first view arrived, and return the task notifications.
 
-    Not right after the ack: a front may send a task's first view a little later, read then.
+    Not right after the ack: a front may send a task's first view a little later, read then. A first
+    view that is already the last (a deadline that ran out first) ends the watch.
     """
     seen: list[dict[str, Any]] = []
     with anyio.fail_after(WAIT):
-        async with http_listen(stack.url, http, listen_message([task_id])) as frames:
+        async with http_listen(front.url, http, listen_message([task_id])) as frames:
             ack = await anext(frames)
             assert ack["params"]["notifications"]["taskIds"] == [task_id]
             async for frame in frames:
@@ -72,7 +75,8 @@ async def watch_until_stopped(stack: Stack, http: httpx.AsyncClient, task_id: st
                 if frame.get("method") == "notifications/tasks":
                     break
             await stop()
-            await collect_until_terminal(frames, task_id, seen)
+            if seen[-1]["params"]["status"] not in TERMINAL:
+                await collect_until_terminal(frames, task_id, seen)
     return [frame["params"] for frame in seen if frame.get("method") == "notifications/tasks"]
 
 
@@ -88,8 +92,9 @@ def without_envelope(task: dict[str, Any]) -> dict[str, Any]:
 
 
 async def test_a_terminated_task_reads_failed_on_get_and_push_and_its_tool_stops(
-    stack: Stack, mcp: TaskCalls, http: httpx.AsyncClient, temporal_client: Client, gate: Path
+    front: InProcessFront, front_mcp: TaskCalls, front_http: httpx.AsyncClient, temporal_client: Client, gate: Path
 ) -> None:
+    mcp = front_mcp
     task_id = (await mcp.start("gated", {"gate": str(gate)}))["taskId"]
     await mcp.wait_for(task_id, lambda t: t.get("statusMessage") is not None, timeout=WAIT)
     handle = temporal_client.get_workflow_handle(UNKEYED.workflow_id(task_id, None))
@@ -97,7 +102,7 @@ async def test_a_terminated_task_reads_failed_on_get_and_push_and_its_tool_stops
     async def terminate() -> None:
         await handle.terminate(reason="stopped by an operator")
 
-    notes = await watch_until_stopped(stack, http, task_id, terminate)
+    notes = await watch_until_stopped(front, front_http, task_id, terminate)
     assert (await handle.describe()).status == WorkflowExecutionStatus.TERMINATED
     assert notes[0]["status"] == "working"
     assert_failed_by_the_service(notes[-1])
@@ -111,12 +116,18 @@ async def test_a_terminated_task_reads_failed_on_get_and_push_and_its_tool_stops
 
 
 async def test_a_task_past_its_run_deadline_reads_failed_on_get_and_push(
-    stack: Stack, mcp: TaskCalls, http: httpx.AsyncClient, temporal_client: Client, gate: Path
+    front: InProcessFront,
+    front_mcp: TaskCalls,
+    front_http: httpx.AsyncClient,
+    app_queue: str,
+    temporal_client: Client,
+    gate: Path,
 ) -> None:
-    deadline = timedelta(seconds=4)
+    # Real time: the tool's activity runs throughout, so the run's clock cannot skip. Short, then.
+    deadline = timedelta(seconds=1.5)
     config = temporal_client.config()
     config["interceptors"] = [_RunDeadline(deadline)]
-    gateway = TemporalTaskGateway(Client(**config), task_queue=stack.task_queue)
+    gateway = TemporalTaskGateway(Client(**config), task_queue=app_queue)
     task = ToolTaskInput(
         task_id=new_task_id(),
         tool="gated",
@@ -132,9 +143,9 @@ async def test_a_task_past_its_run_deadline_reads_failed_on_get_and_push(
     async def run_out() -> None:
         pass  # the deadline ends the run by itself
 
-    notes = await watch_until_stopped(stack, http, task.task_id, run_out)
+    notes = await watch_until_stopped(front, front_http, task.task_id, run_out)
     assert (await handle.describe()).status == WorkflowExecutionStatus.TIMED_OUT
     assert_failed_by_the_service(notes[-1])
-    got = (await mcp.get(task.task_id)).result
+    got = (await front_mcp.get(task.task_id)).result
     assert_failed_by_the_service(got)
     assert without_envelope(notes[-1]) == without_envelope(got)

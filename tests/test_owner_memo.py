@@ -1,4 +1,4 @@
-"""The owner key in each task's memo: written at creation, checked on every read."""
+"""The owner key in each task's memo: written at creation, checked on every read (through in-process fronts)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import hmac
 import os
 import stat
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -29,22 +28,21 @@ from mcp_tasks_temporal.temporal.ids import (
     OwnerSecretError,
     legacy_owner_key,
 )
-from tests.conftest import Stack
-from tests.processes import child_env, start_front
-from tests.test_auth import BearerMcp
+from tests.bearer import BearerMcp, token_auth
+from tests.conftest import OpenFront
 from tests.wire import TaskCalls, envelope
 
 pytestmark = pytest.mark.anyio
 
 
-async def test_every_task_records_its_owner_key_in_the_memo(mcp: TaskCalls, temporal_client: Client) -> None:
-    created = await mcp.start("double", {"x": 1})
+async def test_every_task_records_its_owner_key_in_the_memo(front_mcp: TaskCalls, temporal_client: Client) -> None:
+    created = await front_mcp.start("double", {"x": 1})
     description = await temporal_client.get_workflow_handle(UNKEYED.workflow_id(created["taskId"], None)).describe()
     assert (await description.memo())[Memo.OWNER] == ANONYMOUS_OWNER
 
 
 async def test_a_workflow_under_a_task_id_whose_memo_names_another_owner_is_not_a_task(
-    mcp: TaskCalls, temporal_client: Client
+    front_mcp: TaskCalls, temporal_client: Client
 ) -> None:
     task_id = str(uuid.uuid4())
     task = ToolTaskInput(
@@ -65,7 +63,7 @@ async def test_a_workflow_under_a_task_id_whose_memo_names_another_owner_is_not_
         memo={Memo.TASK_ID: task_id, Memo.OWNER: UNKEYED.owner_key("mallory"), Memo.STATUS: "working"},
     )
     try:
-        for reply in (await mcp.get(task_id), await mcp.cancel(task_id)):
+        for reply in (await front_mcp.get(task_id), await front_mcp.cancel(task_id)):
             assert reply.error["code"] == -32602
         assert (await handle.describe()).status == WorkflowExecutionStatus.RUNNING, "the refused cancel did nothing"
     finally:
@@ -119,50 +117,47 @@ def test_owner_keys_are_keyed_hashes_every_component_computes_alike(monkeypatch:
 
 
 async def test_a_keyed_front_finds_tasks_stored_under_legacy_keys_only_in_the_migration_window(
-    stack_factory: Callable[[], Stack], tmp_path: Path, http: httpx.AsyncClient, temporal_client: Client
+    open_front: OpenFront, temporal_client: Client
 ) -> None:
     alice, bob = (f"{who}-{uuid.uuid4().hex[:8]}@example.com" for who in ("alice", "bob"))
-    tokens = tmp_path / "tokens"
-    tokens.write_text(f"token-alice {alice}\ntoken-bob {bob}\n")
-    stack = stack_factory()
-    stack.add_worker()
-    flags = ["--tokens", str(tokens)]
+    auth = token_auth({"token-alice": alice, "token-bob": bob})
+    # As `$MCP_TASKS_OWNER_SECRET` and `$MCP_TASKS_LEGACY_OWNER_KEYS` set them up: unset, set, set in the window.
+    before = await open_front(auth=auth, owner_keying=OwnerKeying.of(None))
+    keyed = await open_front(auth=auth, owner_keying=OwnerKeying.of(SECRET))
+    migrating = await open_front(auth=auth, owner_keying=OwnerKeying.of(SECRET, "1"))
+    async with before.http() as before_http, keyed.http() as keyed_http, migrating.http() as migrating_http:
 
-    def front(env: dict[str, str]) -> str:
-        process, url = start_front(stack.workdir, stack.temporal, stack.task_queue, extra=flags, env=env)
-        stack.fronts.append((process, url))
-        return url
+        def as_alice(http: httpx.AsyncClient) -> TaskCalls:
+            return TaskCalls(BearerMcp(before.url, http, "token-alice"))
 
-    unkeyed_env = {name: value for name, value in child_env().items() if name != OWNER_SECRET_ENV}
-    before = front(unkeyed_env)
-    keyed = front({**unkeyed_env, OWNER_SECRET_ENV: SECRET})
-    migrating = front({**unkeyed_env, OWNER_SECRET_ENV: SECRET, LEGACY_OWNERS_ENV: "1"})
+        # A task stored before the secret was set, under the unkeyed key.
+        old = (await as_alice(before_http).start("double", {"x": 1}))["taskId"]
+        principal = principal_of(alice)
+        stored = await temporal_client.get_workflow_handle(f"mcp-task/{legacy_owner_key(principal)}/{old}").describe()
+        assert (await stored.memo())[Memo.OWNER] == legacy_owner_key(principal)
 
-    # A task stored before the secret was set, under the unkeyed key.
-    old = (await TaskCalls(BearerMcp(before, http, "token-alice")).start("double", {"x": 1}))["taskId"]
-    principal = principal_of(alice)
-    stored = await temporal_client.get_workflow_handle(f"mcp-task/{legacy_owner_key(principal)}/{old}").describe()
-    assert (await stored.memo())[Memo.OWNER] == legacy_owner_key(principal)
+        assert (await as_alice(keyed_http).get(old)).error["code"] == -32602
+        done = await as_alice(migrating_http).wait_for(old)
+        assert done["status"] == "completed", done
+        # The window opens no door between principals.
+        assert (await TaskCalls(BearerMcp(migrating.url, migrating_http, "token-bob")).get(old)).error["code"] == -32602
 
-    assert (await TaskCalls(BearerMcp(keyed, http, "token-alice")).get(old)).error["code"] == -32602
-    done = await TaskCalls(BearerMcp(migrating, http, "token-alice")).wait_for(old, timeout=60)
-    assert done["status"] == "completed", done
-    # The window opens no door between principals.
-    assert (await TaskCalls(BearerMcp(migrating, http, "token-bob")).get(old)).error["code"] == -32602
-
-    # A new task goes under the keyed hash, which nobody without the secret can compute from her name.
-    new = (await TaskCalls(BearerMcp(keyed, http, "token-alice")).start("double", {"x": 2}))["taskId"]
-    key = hmac.new(SECRET.encode(), b"mcp-tasks-temporal/owner\x00" + principal.encode(), hashlib.sha256)
-    stored = await temporal_client.get_workflow_handle(f"mcp-task/{key.hexdigest()[:32]}/{new}").describe()
-    assert (await stored.memo())[Memo.OWNER] == key.hexdigest()[:32]
-    done = await TaskCalls(BearerMcp(migrating, http, "token-alice")).wait_for(new, timeout=60)
-    assert done["status"] == "completed", done
+        # A new task goes under the keyed hash, which nobody without the secret can compute from her name.
+        new = (await as_alice(keyed_http).start("double", {"x": 2}))["taskId"]
+        key = hmac.new(SECRET.encode(), b"mcp-tasks-temporal/owner\x00" + principal.encode(), hashlib.sha256)
+        stored = await temporal_client.get_workflow_handle(f"mcp-task/{key.hexdigest()[:32]}/{new}").describe()
+        assert (await stored.memo())[Memo.OWNER] == key.hexdigest()[:32]
+        done = await as_alice(migrating_http).wait_for(new)
+        assert done["status"] == "completed", done
 
 
 def test_dev_keeps_one_owner_secret_per_state_directory_readable_by_its_owner_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv(OWNER_SECRET_ENV, raising=False)
+    # Set, then removed, through monkeypatch: it then restores the variable as it was before the test, unset
+    # included, whatever `use_dev_owner_secret` writes meanwhile (a secret left set would key later commands).
+    monkeypatch.setenv(OWNER_SECRET_ENV, "")
+    monkeypatch.delenv(OWNER_SECRET_ENV)
     fresh = tmp_path / "fresh"
     keyed = use_dev_owner_secret(DevSettings(state_dir=fresh))
     drawn = os.environ[OWNER_SECRET_ENV]  # for the worker `dev` starts

@@ -1,32 +1,33 @@
-"""Plain calls (no tasks extension) served by a task: cancel, disconnect and progress, on real fronts.
+"""Plain calls (no tasks extension) served by a task: cancel, disconnect and progress.
 
 A plain call's client never learns its task's ID, so the task lives as long as the
 call: `notifications/cancelled` (posted to any front) or a closed stream cancels it,
 and its status lines come back as `notifications/progress`. A task created as a task
-is the client's to cancel, never a disconnect's.
+is the client's to cancel, never a disconnect's. Through in-process fronts and workers;
+the stdio server is a process of its own.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
-import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp_tasks_temporal.temporal.ids import is_task_id, plain_call_task_id
-from tests.conftest import Stack, module_stack
-from tests.legacy_wire import legacy_headers
-from tests.processes import CLI, REPO_ROOT, child_env, start_front, start_worker
+from tests.bearer import bearer, token_auth
+from tests.conftest import OpenFront
+from tests.front_app import InProcessFront
+from tests.legacy_wire import LegacyMcp, legacy_headers
+from tests.processes import CLI, REPO_ROOT, child_env
 from tests.test_push import http_listen, listen_message
 from tests.wire import TERMINAL, HttpMcp, TaskCalls, base_headers, envelope, request_message, sse_frames
 
@@ -40,24 +41,22 @@ PIPELINE = ["checkout", "compile", "test", "deploy"]
 
 
 @pytest.fixture(scope="module")
-def plain(workdir: Path, temporal: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    """A worker and two fronts of the plain-calls app, with Alice's and Bob's tokens."""
-    tokens = tmp_path_factory.mktemp("plain-tokens") / "tokens"
-    tokens.write_text(f"{ALICE} alice@example.com\n{BOB} bob@example.com\n")
-    with module_stack(workdir, temporal, "plain") as stack:
-        stack.workers.append(start_worker(workdir, temporal, stack.task_queue, app=APP))
-        for _ in range(2):
-            stack.fronts.append(
-                start_front(workdir, temporal, stack.task_queue, app=APP, extra=["--tokens", str(tokens)])
-            )
-        yield stack
+def app_spec() -> str:
+    return APP
+
+
+@pytest.fixture(scope="module")
+def front_settings() -> dict[str, Any]:
+    """Alice's and Bob's tokens."""
+    return {"auth": token_auth({ALICE: "alice@example.com", BOB: "bob@example.com"})}
 
 
 @pytest.fixture
-def gate(tmp_path: Path) -> Path:
-    folder = tmp_path / f"gate-{uuid.uuid4().hex[:8]}"
-    folder.mkdir()
-    return folder
+async def second_front(open_front: OpenFront) -> AsyncIterator[httpx.AsyncClient]:
+    """An httpx client of another front of the app (the same settings, its own push and held calls)."""
+    other = await open_front()
+    async with other.http() as http:
+        yield http
 
 
 async def until_file(path: Path, *, timeout: float = WAIT) -> None:
@@ -69,32 +68,31 @@ async def until_file(path: Path, *, timeout: float = WAIT) -> None:
 class Session:
     """A 2025-11-25 host without the tasks capability (agno, google-adk, mcp 1.x): plain calls only."""
 
-    def __init__(self, http: httpx.AsyncClient, url: str, token: str) -> None:
+    def __init__(self, http: httpx.AsyncClient, url: str, headers: dict[str, str]) -> None:
         self.http = http
         self.url = url
-        self.headers = {**legacy_headers(), "authorization": f"Bearer {token}"}
+        self.headers = headers
         self.ids = itertools.count(1)
 
-    async def initialize(self) -> Session:
-        params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "host", "version": "1"}}
-        reply = await self.http.post(
-            self.url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}, headers=self.headers
-        )
-        self.headers["mcp-session-id"] = reply.headers["mcp-session-id"]
-        return self
+    @classmethod
+    async def open(cls, http: httpx.AsyncClient, url: str, token: str) -> Session:
+        host = await LegacyMcp(url, http, headers=bearer(token)).handshake()
+        return cls(http, url, {**legacy_headers(), **host.extra_headers})
 
     def as_principal(self, token: str) -> Session:
         """The same session ID presented with another principal's token."""
-        other = Session(self.http, self.url, token)
-        other.headers["mcp-session-id"] = self.headers["mcp-session-id"]
-        return other
+        return Session(self.http, self.url, {**self.headers, **bearer(token)})
+
+    def through(self, http: httpx.AsyncClient) -> Session:
+        """The same session, its requests sent through `http` (another front's client)."""
+        return Session(http, self.url, self.headers)
 
     def message(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         return {"jsonrpc": "2.0", "id": next(self.ids), "method": method, "params": params}
 
-    async def notify(self, method: str, params: dict[str, Any], *, url: str | None = None) -> int:
+    async def notify(self, method: str, params: dict[str, Any]) -> int:
         body = {"jsonrpc": "2.0", "method": method, "params": params}
-        return (await self.http.post(url or self.url, json=body, headers=self.headers)).status_code
+        return (await self.http.post(self.url, json=body, headers=self.headers)).status_code
 
     async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         return await self.post(self.message(method, params))
@@ -117,8 +115,8 @@ async def streamed(
 
 
 @pytest.fixture
-async def alice(http: httpx.AsyncClient, plain: Stack) -> Session:
-    return await Session(http, plain.url, ALICE).initialize()
+async def alice(front: InProcessFront, front_http: httpx.AsyncClient) -> Session:
+    return await Session.open(front_http, front.url, ALICE)
 
 
 def modern_call(name: str, arguments: dict[str, Any], *, meta: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -128,7 +126,7 @@ def modern_call(name: str, arguments: dict[str, Any], *, meta: dict[str, Any] | 
 
 
 def modern_headers(name: str) -> dict[str, str]:
-    return {**base_headers("tools/call", name), "authorization": f"Bearer {ALICE}"}
+    return {**base_headers("tools/call", name), **bearer(ALICE)}
 
 
 async def outcome(frames: AsyncIterator[dict[str, Any]]) -> dict[str, Any]:
@@ -151,26 +149,32 @@ async def test_a_plain_calls_task_id_is_named_by_its_session_and_request() -> No
 
 @pytest.mark.parametrize("to_second_front", [False, True], ids=["same front", "second front"])
 async def test_notifications_cancelled_cancels_the_plain_calls_task_on_any_front(
-    alice: Session, plain: Stack, gate: Path, to_second_front: bool
+    alice: Session, second_front: httpx.AsyncClient, gate: Path, to_second_front: bool
 ) -> None:
     call = alice.message("tools/call", {"name": "stepped", "arguments": {"gate": str(gate)}})
     async with streamed(alice.http, alice.url, call, alice.headers) as frames:
         await until_file(gate / "started")
-        target = plain.fronts[1][1] if to_second_front else plain.url
-        assert await alice.notify("notifications/cancelled", {"requestId": call["id"]}, url=target) == 202
+        # The cancel finds the task by the ID its session and request name: a task under another ID would
+        # outlive the cancel silently, so that is checked at once rather than by waiting for the tool to stop.
+        task_id = plain_call_task_id(alice.headers["mcp-session-id"], call["id"])
+        assert (await alice.request("tasks/get", {"taskId": task_id}))["result"]["status"] == "working"
+        target = alice.through(second_front) if to_second_front else alice
+        assert await target.notify("notifications/cancelled", {"requestId": call["id"]}) == 202
         await until_file(gate / "cancelled")
         assert "error" in await outcome(frames)
 
 
-async def test_another_principals_cancel_does_nothing(alice: Session, plain: Stack, gate: Path) -> None:
+async def test_another_principals_cancel_does_nothing(
+    alice: Session, second_front: httpx.AsyncClient, gate: Path
+) -> None:
     call = alice.message(
         "tools/call", {"name": "stepped", "arguments": {"gate": str(gate)}, "_meta": {"progressToken": "p"}}
     )
     bob = alice.as_principal(BOB)
     async with streamed(alice.http, alice.url, call, alice.headers) as frames:
         await until_file(gate / "started")
-        for url in (plain.url, plain.fronts[1][1]):
-            assert await bob.notify("notifications/cancelled", {"requestId": call["id"]}, url=url) == 202
+        for through in (bob, bob.through(second_front)):
+            assert await through.notify("notifications/cancelled", {"requestId": call["id"]}) == 202
         # Bob's cancel took milliseconds if it took; the next step's status line takes a heartbeat and a read.
         (gate / "next-1").write_text("1")
         with anyio.fail_after(WAIT):
@@ -235,10 +239,14 @@ async def final_status(session: Session, task_id: str) -> str:
 
 
 async def test_a_task_created_as_a_task_survives_its_client_going_away(
-    alice: Session, plain: Stack, gate: Path, http: httpx.AsyncClient
+    alice: Session, front: InProcessFront, gate: Path
 ) -> None:
-    modern = TaskCalls(HttpMcp(plain.url, http))
-    http.headers["authorization"] = f"Bearer {ALICE}"
+    async with front.http(headers=bearer(ALICE)) as http:
+        await _survives_its_client_going_away(alice, front.url, http, gate)
+
+
+async def _survives_its_client_going_away(alice: Session, url: str, http: httpx.AsyncClient, gate: Path) -> None:
+    modern = TaskCalls(HttpMcp(url, http))
     # The folders first: a tool that starts before its folder exists fails and waits out a retry's backoff.
     (gate / "modern").mkdir()
     (gate / "legacy").mkdir()
@@ -251,7 +259,7 @@ async def test_a_task_created_as_a_task_survives_its_client_going_away(
     await until_file(gate / "modern" / "started")
     await until_file(gate / "legacy" / "started")
     # The clients walk away from the streams they were following the tasks on.
-    async with http_listen(plain.url, http, listen_message([created["taskId"]])) as frames:
+    async with http_listen(url, http, listen_message([created["taskId"]])) as frames:
         with anyio.fail_after(WAIT):
             async for frame in frames:
                 if frame.get("method") == "notifications/tasks":
@@ -324,15 +332,17 @@ async def test_no_progress_without_a_token(alice: Session, gate: Path) -> None:
     assert frames_seen[0]["result"]["content"][0]["text"] == "1 steps"
 
 
-async def test_the_mcp_client_gets_progress_and_its_cancel_stops_the_workflow(plain: Stack, gate: Path) -> None:
+async def test_the_mcp_client_gets_progress_and_its_cancel_stops_the_workflow(
+    front: InProcessFront, gate: Path
+) -> None:
     """The mcp 2.3 `Client` without the tasks extension: a progress callback, then a call it gives up on."""
     seen: list[str | None] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         seen.append(message)
 
-    http = httpx2.AsyncClient(headers={"authorization": f"Bearer {ALICE}"}, timeout=30)
-    async with http, Client(streamable_http_client(plain.url, http_client=http)) as client:
+    http = front.http2(headers=bearer(ALICE))
+    async with http, Client(streamable_http_client(front.url, http_client=http)) as client:
         assert client.protocol_version == "2026-07-28"
         (gate / "done").mkdir()
         arguments = {"ref": "v2", "effects": str(gate / "done")}
@@ -352,10 +362,15 @@ async def test_the_mcp_client_gets_progress_and_its_cancel_stops_the_workflow(pl
         await until_file(gate / "cancelled-hang")
 
 
-async def test_notifications_cancelled_on_stdio_cancels_a_plain_workflow_tool_call(plain: Stack, gate: Path) -> None:
-    """On stdio the notification reaches the connection that carries the call (2026-07-28 keeps it there)."""
-    command = [*CLI, "serve", "--transport", "stdio", "--temporal", plain.temporal]
-    command += ["--task-queue", plain.task_queue, "--app", APP]
+async def test_notifications_cancelled_on_stdio_cancels_a_plain_workflow_tool_call(
+    temporal: str, app_queue: str, gate: Path
+) -> None:
+    """On stdio the notification reaches the connection that carries the call (2026-07-28 keeps it there).
+
+    The stdio server is a process of its own; the workers run in the test process.
+    """
+    command = [*CLI, "serve", "--transport", "stdio", "--temporal", temporal]
+    command += ["--task-queue", app_queue, "--app", APP]
     with (gate / "stdio-front.log").open("wb") as stderr_log:
         process = await anyio.open_process(command, cwd=REPO_ROOT, env=child_env(), stderr=stderr_log)
         try:

@@ -5,20 +5,20 @@ the call (`input_required` + a sealed `requestState`) when its revision and
 capabilities allow; its retry with the answers may reach any front. A client that
 cannot answer is refused before the first step when the tool declared what it asks,
 and otherwise its task is cancelled at the question, with the reason as its status.
-Over two real front servers sharing `--request-state-key`, a real worker and Temporal.
+Over two in-process fronts sharing a request-state key, with the app's workers in the test process.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
-import httpx2
 import mcp_types as types
 import pytest
 from mcp import Client
@@ -26,12 +26,15 @@ from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from temporalio.client import Client as TemporalClient
+from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
+from temporalio.testing import TimeSkipper
 
 from mcp_tasks_temporal.ops.app_loading import DEMO_APP
-from mcp_tasks_temporal.temporal.connection import connect_temporal
-from tests.conftest import Stack, module_stack
-from tests.legacy_wire import LegacyMcp, legacy_headers
-from tests.processes import start_front, start_worker
+from tests.bearer import bearer, token_auth
+from tests.clock import ManualClock
+from tests.conftest import OpenApp, OpenFront
+from tests.front_app import FRONT_URL, InProcessFront
+from tests.legacy_wire import LegacyMcp
 from tests.wire import TASKS_EXTENSION, HttpMcp, Reply
 from tests.workflow_fixture_app import STEPS
 
@@ -44,19 +47,33 @@ YES = {"action": "accept", "content": {"approve": True}}
 MISSING_CAPABILITY = -32021
 INVALID_PARAMS = -32602
 WAIT = 30
+_STATUSES = {"Canceled": WorkflowExecutionStatus.CANCELED, "TimedOut": WorkflowExecutionStatus.TIMED_OUT}
 
 
 @pytest.fixture(scope="module")
-def fronts(workdir: Path, temporal: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    """One worker and two fronts sharing a request-state key and bearer tokens for two principals."""
-    tokens = tmp_path_factory.mktemp("plain") / "tokens"
-    tokens.write_text(f"{ALICE} alice@example.com\n{BOB} bob@example.com\n")
-    extra = ["--request-state-key", "p" * 43, "--tokens", str(tokens)]
-    with module_stack(workdir, temporal, "plain") as stack:
-        stack.workers.append(start_worker(workdir, temporal, stack.task_queue, app=WF_APP))
-        for _ in range(2):
-            stack.fronts.append(start_front(workdir, temporal, stack.task_queue, app=WF_APP, extra=extra))
-        yield stack
+def app_spec() -> str:
+    return WF_APP
+
+
+@pytest.fixture(scope="module")
+def front_settings() -> dict[str, Any]:
+    """A request-state key every front shares, and bearer tokens for two principals."""
+    principals = {ALICE: "alice@example.com", BOB: "bob@example.com"}
+    return {"auth": token_auth(principals), "request_state_keys": ("p" * 43,)}
+
+
+@pytest.fixture
+async def http(front_http: httpx.AsyncClient) -> httpx.AsyncClient:
+    """The module's front: every call below goes to it unless it names the second one."""
+    return front_http
+
+
+@pytest.fixture
+async def second_front(open_front: OpenFront) -> AsyncIterator[httpx.AsyncClient]:
+    """An httpx client of a second front sharing the first one's key."""
+    other = await open_front()
+    async with other.http() as http:
+        yield http
 
 
 @pytest.fixture
@@ -66,12 +83,7 @@ def effects(tmp_path: Path) -> Path:
     return folder
 
 
-def bearer(token: str) -> dict[str, str]:
-    return {"authorization": f"Bearer {token}"}
-
-
 async def call(
-    url: str,
     http: httpx.AsyncClient,
     params: dict[str, Any],
     *,
@@ -79,7 +91,7 @@ async def call(
     capabilities: dict[str, Any] | None = None,
 ) -> Reply:
     """A plain 2026-07-28 `tools/call` (no tasks extension)."""
-    return await HttpMcp(url, http).request(
+    return await HttpMcp(FRONT_URL, http).request(
         "tools/call", params, tasks=False, capabilities=capabilities, headers=bearer(token)
     )
 
@@ -96,7 +108,7 @@ def steps_run(effects: Path) -> list[str]:
 
 
 async def test_the_sdk_client_without_the_tasks_extension_answers_the_pipelines_question_itself(
-    fronts: Stack, effects: Path
+    front: InProcessFront, effects: Path
 ) -> None:
     asked: list[str] = []
 
@@ -104,8 +116,8 @@ async def test_the_sdk_client_without_the_tasks_extension_answers_the_pipelines_
         asked.append(params.message)
         return types.ElicitResult(action="accept", content={"approve": True})
 
-    async with httpx2.AsyncClient(headers=bearer(ALICE), timeout=WAIT) as http:
-        transport = streamable_http_client(fronts.url, http_client=http)
+    async with front.http2(headers=bearer(ALICE), timeout=WAIT) as http:
+        transport = streamable_http_client(front.url, http_client=http)
         async with Client(transport, elicitation_callback=approve) as client:
             with anyio.fail_after(WAIT):
                 result = await client.call_tool("release", pipeline(effects))
@@ -118,18 +130,11 @@ async def test_the_sdk_client_without_the_tasks_extension_answers_the_pipelines_
     assert steps_run(effects) == ["ran-checkout", "ran-compile", "ran-deploy", "ran-test"]
 
 
-@pytest.fixture(scope="module")
-def demo(workdir: Path, temporal: str) -> Iterator[Stack]:
-    """The demo app `dev` serves, on a worker and a front of its own (no tokens)."""
-    with module_stack(workdir, temporal, "plain-demo") as stack:
-        stack.workers.append(start_worker(workdir, temporal, stack.task_queue, app=DEMO_APP))
-        stack.fronts.append(start_front(workdir, temporal, stack.task_queue, app=DEMO_APP))
-        yield stack
-
-
 async def test_the_sdk_client_answers_the_demos_build_pipeline_and_a_client_without_elicitation_is_refused(
-    demo: Stack,
+    open_app: OpenApp,
 ) -> None:
+    """The demo app `dev` serves, on workers and a front of its own (no tokens)."""
+    demo = await open_app(DEMO_APP)
     asked: list[str] = []
 
     async def approve(context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
@@ -137,97 +142,94 @@ async def test_the_sdk_client_answers_the_demos_build_pipeline_and_a_client_with
         return types.ElicitResult(action="accept", content={"approve": True})
 
     arguments = {"ref": "v9", "step_seconds": 0}
-    async with Client(demo.url, elicitation_callback=approve) as client:
-        with anyio.fail_after(WAIT):
-            result = await client.call_tool("build_pipeline", arguments)
-    assert result.is_error is False
-    assert asked == ["Publish v9?"]
-    async with Client(demo.url) as client:
-        with pytest.raises(MCPError) as refused:
-            await client.call_tool("build_pipeline", arguments)
+    async with demo.http2() as http:
+        transport = streamable_http_client(demo.url, http_client=http)
+        async with Client(transport, elicitation_callback=approve) as client:
+            with anyio.fail_after(WAIT):
+                result = await client.call_tool("build_pipeline", arguments)
+        assert result.is_error is False
+        assert asked == ["Publish v9?"]
+        async with Client(streamable_http_client(demo.url, http_client=http)) as client:
+            with pytest.raises(MCPError) as refused:
+                await client.call_tool("build_pipeline", arguments)
     assert refused.value.error.code == MISSING_CAPABILITY
     assert refused.value.error.data["requiredCapabilities"] == {"elicitation": {}}
 
 
 async def test_the_retry_with_the_answer_goes_on_at_another_front(
-    fronts: Stack, http: httpx.AsyncClient, effects: Path
+    http: httpx.AsyncClient, second_front: httpx.AsyncClient, effects: Path
 ) -> None:
-    first_front, second_front = (url for _, url in fronts.fronts)
     params = {"name": "release", "arguments": pipeline(effects)}
-    asking = (await call(first_front, http, params, capabilities=ELICIT)).result
+    asking = (await call(http, params, capabilities=ELICIT)).result
     assert asking["resultType"] == "input_required"
     assert list(asking["inputRequests"]) == ["approve"]
     assert asking["inputRequests"]["approve"]["method"] == "elicitation/create"
     assert steps_run(effects) == ["ran-checkout", "ran-compile", "ran-test"], "the steps before the question ran"
     assert TASKS_EXTENSION not in asking["requestState"], "the state is sealed, not readable"
     retry = {**params, "inputResponses": {"approve": YES}, "requestState": asking["requestState"]}
-    done = (await call(second_front, http, retry, capabilities=ELICIT)).result
+    done = (await call(second_front, retry, capabilities=ELICIT)).result
     assert done.get("resultType", "complete") == "complete"
     assert done["structuredContent"]["deployed"] is True
     assert steps_run(effects) == ["ran-checkout", "ran-compile", "ran-deploy", "ran-test"]
 
 
 async def test_a_declined_question_ends_the_call_with_the_tools_own_answer(
-    fronts: Stack, http: httpx.AsyncClient, effects: Path
+    http: httpx.AsyncClient, effects: Path
 ) -> None:
     params = {"name": "release", "arguments": pipeline(effects)}
-    asking = (await call(fronts.url, http, params, capabilities=ELICIT)).result
+    asking = (await call(http, params, capabilities=ELICIT)).result
     retry = {**params, "inputResponses": {"approve": {"action": "decline"}}, "requestState": asking["requestState"]}
-    done = (await call(fronts.url, http, retry, capabilities=ELICIT)).result
+    done = (await call(http, retry, capabilities=ELICIT)).result
     assert done["structuredContent"] == {"ref": "v2", "steps": ["checkout", "compile", "test"], "deployed": False}
 
 
-async def test_questions_answered_one_at_a_time_come_back_until_all_are_answered(
-    fronts: Stack, http: httpx.AsyncClient
-) -> None:
+async def test_questions_answered_one_at_a_time_come_back_until_all_are_answered(http: httpx.AsyncClient) -> None:
     params = {"name": "questions", "arguments": {"kinds": ["elicitation"]}}
-    asking = (await call(fronts.url, http, params, capabilities=ELICIT)).result
+    asking = (await call(http, params, capabilities=ELICIT)).result
     assert set(asking["inputRequests"]) == {"approve", "reviewer"}
     first = {**params, "inputResponses": {"approve": YES}, "requestState": asking["requestState"]}
-    still = (await call(fronts.url, http, first, capabilities=ELICIT)).result
+    still = (await call(http, first, capabilities=ELICIT)).result
     assert still["resultType"] == "input_required"
     assert set(still["inputRequests"]) == {"reviewer"}, "an answered question is never asked again"
     second = {**params, "inputResponses": {"reviewer": {"action": "decline"}}, "requestState": still["requestState"]}
-    done = (await call(fronts.url, http, second, capabilities=ELICIT)).result
+    done = (await call(http, second, capabilities=ELICIT)).result
     assert done["structuredContent"] == {"approve": YES, "reviewer": {"action": "decline"}}
 
 
 async def test_a_tampered_or_foreign_request_state_is_refused_and_the_owner_still_answers(
-    fronts: Stack, http: httpx.AsyncClient, effects: Path
+    http: httpx.AsyncClient, effects: Path
 ) -> None:
     params = {"name": "release", "arguments": pipeline(effects)}
-    state = (await call(fronts.url, http, params, capabilities=ELICIT)).result["requestState"]
+    state = (await call(http, params, capabilities=ELICIT)).result["requestState"]
     answers = {"inputResponses": {"approve": YES}}
     tampered = state[:-4] + ("AAAA" if not state.endswith("AAAA") else "BBBB")
-    refused = await call(fronts.url, http, {**params, **answers, "requestState": tampered}, capabilities=ELICIT)
+    refused = await call(http, {**params, **answers, "requestState": tampered}, capabilities=ELICIT)
     assert refused.error["code"] == INVALID_PARAMS
-    stolen = await call(fronts.url, http, {**params, **answers, "requestState": state}, token=BOB, capabilities=ELICIT)
+    stolen = await call(http, {**params, **answers, "requestState": state}, token=BOB, capabilities=ELICIT)
     assert stolen.error["code"] == INVALID_PARAMS
     other_arguments = {"name": "release", "arguments": pipeline(effects, ref="v3"), **answers, "requestState": state}
-    assert (await call(fronts.url, http, other_arguments, capabilities=ELICIT)).error["code"] == INVALID_PARAMS
+    assert (await call(http, other_arguments, capabilities=ELICIT)).error["code"] == INVALID_PARAMS
     assert "ran-deploy" not in steps_run(effects), "no refused retry reached the workflow"
-    done = (await call(fronts.url, http, {**params, **answers, "requestState": state}, capabilities=ELICIT)).result
+    done = (await call(http, {**params, **answers, "requestState": state}, capabilities=ELICIT)).result
     assert done["structuredContent"]["deployed"] is True
 
 
-async def test_an_invalid_answer_is_refused_and_the_question_stays_open(
-    fronts: Stack, http: httpx.AsyncClient, effects: Path
-) -> None:
+async def test_an_invalid_answer_is_refused_and_the_question_stays_open(http: httpx.AsyncClient, effects: Path) -> None:
     params = {"name": "release", "arguments": pipeline(effects)}
-    state = (await call(fronts.url, http, params, capabilities=ELICIT)).result["requestState"]
+    state = (await call(http, params, capabilities=ELICIT)).result["requestState"]
     wrong = {**params, "inputResponses": {"approve": {"action": "maybe"}}, "requestState": state}
-    assert (await call(fronts.url, http, wrong, capabilities=ELICIT)).error["code"] == INVALID_PARAMS
+    assert (await call(http, wrong, capabilities=ELICIT)).error["code"] == INVALID_PARAMS
     right = {**params, "inputResponses": {"approve": YES}, "requestState": state}
-    assert (await call(fronts.url, http, right, capabilities=ELICIT)).result["structuredContent"]["deployed"] is True
+    assert (await call(http, right, capabilities=ELICIT)).result["structuredContent"]["deployed"] is True
 
 
 # -- refused before any step --------------------------------------------------------------------
 
 
 async def test_a_plain_2026_client_without_elicitation_is_refused_before_any_step(
-    fronts: Stack, http: httpx.AsyncClient, effects: Path
+    http: httpx.AsyncClient, effects: Path
 ) -> None:
-    reply = await call(fronts.url, http, {"name": "release_asking", "arguments": pipeline(effects)})
+    reply = await call(http, {"name": "release_asking", "arguments": pipeline(effects)})
     error = reply.error
     assert error["code"] == MISSING_CAPABILITY, reply.body
     assert error["data"]["requiredCapabilities"] == {"elicitation": {}}
@@ -237,24 +239,10 @@ async def test_a_plain_2026_client_without_elicitation_is_refused_before_any_ste
 
 @pytest.mark.parametrize("tool", ["release_asking", "release"])
 async def test_a_2025_client_without_elicitation_is_told_only_elicitation(
-    fronts: Stack, http: httpx.AsyncClient, effects: Path, tool: str
+    http: httpx.AsyncClient, effects: Path, tool: str
 ) -> None:
     """Refused before any step by a tool that declares it asks; at the question by one that does not."""
-    host = LegacyMcp(fronts.url, http, headers=bearer(ALICE))
-    initialize: dict[str, Any] = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {"sampling": {}},
-            "clientInfo": {"name": "host-without-elicitation", "version": "1"},
-        },
-    }
-    headers = {**legacy_headers(), **bearer(ALICE)}
-    session = (await http.post(fronts.url, json=initialize, headers=headers)).headers.get("mcp-session-id")
-    assert session is not None
-    host.extra_headers["mcp-session-id"] = session
+    host = await LegacyMcp(FRONT_URL, http, headers=bearer(ALICE)).handshake({"sampling": {}})
     reply = await host.request("tools/call", {"name": tool, "arguments": pipeline(effects)})
     error = reply.error
     assert error["code"] == MISSING_CAPABILITY, reply.body
@@ -266,50 +254,65 @@ async def test_a_2025_client_without_elicitation_is_told_only_elicitation(
 
 
 async def test_an_undeclared_question_to_a_client_that_cannot_answer_cancels_the_task_with_the_reason(
-    fronts: Stack, http: httpx.AsyncClient, effects: Path, temporal: str
+    http: httpx.AsyncClient, effects: Path, app_client: TemporalClient, app_queue: str
 ) -> None:
-    reply = await call(fronts.url, http, {"name": "release", "arguments": pipeline(effects)})
+    reply = await call(http, {"name": "release", "arguments": pipeline(effects)})
     error = reply.error
     assert error["code"] == MISSING_CAPABILITY, reply.body
     assert error["data"]["requiredCapabilities"] == {"elicitation": {}}
     assert steps_run(effects) == ["ran-checkout", "ran-compile", "ran-test"]
-    task = await _closed_run_of(await connect_temporal(temporal), fronts.task_queue, "Canceled", str(effects))
+    task = await _closed_run_of(app_client, app_queue, "Canceled", str(effects))
     assert "elicitation" in task["statusMessage"]
 
 
 async def test_an_unanswered_question_expires_with_the_task_and_a_late_retry_is_told_so(
-    fronts: Stack, http: httpx.AsyncClient, temporal: str
+    open_front: OpenFront, app_client: TemporalClient, app_queue: str, time_skipper: TimeSkipper
 ) -> None:
+    clock = ManualClock()
+    front = await open_front(clock=clock)
     marker = f"expiry-{uuid.uuid4()}"  # an ignored kind, to find this test's run
     params = {"name": "questions_short_lived", "arguments": {"kinds": ["elicitation", marker]}}
-    asking = (await call(fronts.url, http, params, capabilities=ELICIT)).result
-    assert asking["resultType"] == "input_required"
-    await _closed_run_of(await connect_temporal(temporal), fronts.task_queue, "TimedOut", marker)
-    answers = {"approve": YES, "reviewer": {"action": "decline"}}
-    late = await call(fronts.url, http, {**params, "inputResponses": answers, "requestState": asking["requestState"]})
-    assert late.error["code"] == INVALID_PARAMS
+    async with front.http() as http:
+        asking = (await call(http, params, capabilities=ELICIT)).result
+        assert asking["resultType"] == "input_required"
+        # Its TTL of 3 s, moved on rather than waited for: on the run's clock, and on the front's.
+        await time_skipper.fast_forward(await _run_of(app_client, app_queue, marker), timedelta(seconds=4))
+        await _closed_run_of(app_client, app_queue, "TimedOut", marker)
+        clock.advance(timedelta(seconds=4))
+        answers = {"approve": YES, "reviewer": {"action": "decline"}}
+        late = await call(http, {**params, "inputResponses": answers, "requestState": asking["requestState"]})
+    assert late.error["code"] == INVALID_PARAMS, late.body
     assert late.error.get("data") != {"reason": "invalid_request_state"}, "the state is good; the task has expired"
 
 
-async def _closed_run_of(client: TemporalClient, task_queue: str, status: str, marker: str) -> dict[str, Any]:
-    """The memo of the closed run whose arguments hold `marker` (a test's own effects folder or tag)."""
-    query = f'TaskQueue = "{task_queue}" AND ExecutionStatus = "{status}"'
+async def _run_of(client: TemporalClient, task_queue: str, marker: str) -> WorkflowHandle[Any, Any]:
+    """The run whose arguments hold `marker` (a test's own effects folder or tag), once visibility lists it."""
     with anyio.fail_after(WAIT):
         while True:
-            async for execution in client.list_workflows(query):
-                handle = client.get_workflow_handle(execution.id)
+            async for execution in client.list_workflows(f'TaskQueue = "{task_queue}"'):
+                handle = client.get_workflow_handle(execution.id, run_id=execution.run_id)
                 history = await handle.fetch_history()
                 started = history.events[0].workflow_execution_started_event_attributes
                 if marker.encode() in started.input.payloads[0].data:
-                    return dict(await execution.memo())
+                    return handle
             await anyio.sleep(0.2)
 
 
+async def _closed_run_of(client: TemporalClient, task_queue: str, status: str, marker: str) -> dict[str, Any]:
+    """The memo of the run whose arguments hold `marker`, once closed; it must have closed as `status`."""
+    handle = await _run_of(client, task_queue, marker)
+    with anyio.fail_after(WAIT):
+        while (description := await handle.describe()).close_time is None:
+            await anyio.sleep(0.1)
+    assert description.status == _STATUSES[status], f"the run closed {description.status}, not {status}"
+    return dict(await description.memo())
+
+
 async def test_a_question_the_client_lacks_one_capability_for_cancels_the_task_and_names_it(
-    fronts: Stack, http: httpx.AsyncClient
+    http: httpx.AsyncClient,
 ) -> None:
     questions = {"name": "questions", "arguments": {"kinds": ["elicitation", "sampling"]}}
-    error = (await call(fronts.url, http, questions, capabilities=ELICIT)).error
+    error = (await call(http, questions, capabilities=ELICIT)).error
     assert error["code"] == MISSING_CAPABILITY
     assert error["data"]["requiredCapabilities"] == {"sampling": {}}
 
@@ -322,9 +325,9 @@ NONE: dict[str, Any] = {}
     [(False, NONE, False), (False, ELICIT, True), (True, NONE, False), (True, ELICIT, True)],
 )
 async def test_a_workflow_asks_only_a_client_that_can_answer(
-    fronts: Stack, http: httpx.AsyncClient, tasks: bool, capabilities: dict[str, Any], asks: bool
+    http: httpx.AsyncClient, tasks: bool, capabilities: dict[str, Any], asks: bool
 ) -> None:
-    reply = await HttpMcp(fronts.url, http).request(
+    reply = await HttpMcp(FRONT_URL, http).request(
         "tools/call",
         {"name": "maybe_ask", "arguments": {}},
         tasks=tasks,
@@ -333,7 +336,7 @@ async def test_a_workflow_asks_only_a_client_that_can_answer(
     )
     result = reply.result
     if tasks:
-        task = await _task_when_settled(fronts.url, http, result["taskId"])
+        task = await _task_when_settled(http, result["taskId"])
         assert (task["status"] == "input_required") is asks, task
         if not asks:
             assert task["result"]["content"][0]["text"] == "decided alone"
@@ -343,8 +346,8 @@ async def test_a_workflow_asks_only_a_client_that_can_answer(
         assert result["content"][0]["text"] == "decided alone"
 
 
-async def _task_when_settled(url: str, http: httpx.AsyncClient, task_id: str) -> dict[str, Any]:
-    client = HttpMcp(url, http)
+async def _task_when_settled(http: httpx.AsyncClient, task_id: str) -> dict[str, Any]:
+    client = HttpMcp(FRONT_URL, http)
     with anyio.fail_after(WAIT):
         while True:
             task = (await client.request("tasks/get", {"taskId": task_id}, headers=bearer(ALICE))).result
@@ -357,14 +360,16 @@ async def _task_when_settled(url: str, http: httpx.AsyncClient, task_id: str) ->
 
 
 @asynccontextmanager
-async def sdk_client(url: str, **callbacks: Any) -> AsyncGenerator[Client]:
+async def sdk_client(front: InProcessFront, **callbacks: Any) -> AsyncGenerator[Client]:
     """The mcp 2.3 `Client` as an agent framework uses it: no tasks extension, Alice's bearer token."""
-    async with httpx2.AsyncClient(headers=bearer(ALICE), timeout=WAIT) as http:
-        async with Client(streamable_http_client(url, http_client=http), **callbacks) as client:
+    async with front.http2(headers=bearer(ALICE), timeout=WAIT) as http:
+        async with Client(streamable_http_client(front.url, http_client=http), **callbacks) as client:
             yield client
 
 
-async def test_a_plain_call_of_a_task_tool_reports_its_status_lines_and_asks_inside_the_call(fronts: Stack) -> None:
+async def test_a_plain_call_of_a_task_tool_reports_its_status_lines_and_asks_inside_the_call(
+    front: InProcessFront,
+) -> None:
     tag = f"v-{uuid.uuid4().hex[:8]}"
     asked: list[str] = []
     updates: list[tuple[float, str | None]] = []
@@ -376,7 +381,7 @@ async def test_a_plain_call_of_a_task_tool_reports_its_status_lines_and_asks_ins
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         updates.append((progress, message))
 
-    async with sdk_client(fronts.url, elicitation_callback=approve) as client:
+    async with sdk_client(front, elicitation_callback=approve) as client:
         with anyio.fail_after(WAIT):
             result = await client.call_tool("steps_then_ask", {"tag": tag}, progress_callback=on_progress)
     assert result.is_error is False
@@ -387,22 +392,24 @@ async def test_a_plain_call_of_a_task_tool_reports_its_status_lines_and_asks_ins
 
 
 async def test_a_plain_client_without_elicitation_gets_the_task_tools_question_refused_and_its_task_cancelled(
-    fronts: Stack, temporal: str
+    front: InProcessFront, app_client: TemporalClient, app_queue: str
 ) -> None:
     tag = f"refused-{uuid.uuid4().hex[:8]}"
-    async with sdk_client(fronts.url) as client:
+    async with sdk_client(front) as client:
         with anyio.fail_after(WAIT), pytest.raises(MCPError) as refused:
             await client.call_tool("steps_then_ask", {"tag": tag, "step_seconds": 0})
     assert refused.value.error.code == MISSING_CAPABILITY
     data = refused.value.error.data
     assert data["requiredCapabilities"] == {"elicitation": {}}
     assert data["alternativeCapabilities"] == {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}}
-    task = await _closed_run_of(await connect_temporal(temporal), fronts.task_queue, "Canceled", tag)
+    task = await _closed_run_of(app_client, app_queue, "Canceled", tag)
     assert task["status"] == "cancelled"
     assert "elicitation" in task["statusMessage"]
 
 
-async def test_a_plain_client_leaving_a_task_tools_call_cancels_its_task(fronts: Stack, temporal: str) -> None:
+async def test_a_plain_client_leaving_a_task_tools_call_cancels_its_task(
+    front: InProcessFront, app_client: TemporalClient, app_queue: str
+) -> None:
     tag = f"left-{uuid.uuid4().hex[:8]}"
     first_line = anyio.Event()
 
@@ -412,13 +419,13 @@ async def test_a_plain_client_leaving_a_task_tools_call_cancels_its_task(fronts:
     async def call_and_wait(client: Client) -> None:
         await client.call_tool("steps_then_ask", {"tag": tag, "step_seconds": 600}, progress_callback=on_progress)
 
-    async with sdk_client(fronts.url, elicitation_callback=_never_asked) as client:
+    async with sdk_client(front, elicitation_callback=_never_asked) as client:
         with anyio.fail_after(WAIT):
             async with anyio.create_task_group() as group:
                 group.start_soon(call_and_wait, client)
                 await first_line.wait()  # the tool is running: its first status line came
                 group.cancel_scope.cancel()
-    await _closed_run_of(await connect_temporal(temporal), fronts.task_queue, "Canceled", tag)
+    await _closed_run_of(app_client, app_queue, "Canceled", tag)
 
 
 async def _never_asked(context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:

@@ -1,7 +1,7 @@
 """`McpTasksPlugin` on a team's own worker: their workflow and our tasks on one queue, replayed as they ran;
 nothing of the team's worker changed; the app's own plugins (a sub-agent's) given after it; settings that
 disagree with a running front's, and a namespace without the tasks' search attributes, refused before the
-worker polls.
+worker polls. The team's workers and the fronts of its apps run in the test process.
 """
 
 from __future__ import annotations
@@ -9,13 +9,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 from pydantic_ai.durable_exec.temporal import AgentPlugin, PydanticAIPayloadConverter
 from temporalio.api.enums.v1 import TaskQueueType
@@ -29,27 +28,33 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from mcp_tasks_temporal import McpTasksPlugin
 from mcp_tasks_temporal.contrib.pydantic_ai.sub_agent import (
-    AGENT_MODEL_ENV,
     AgentModel,
     agent_model_activity,
     configure_model,
 )
 from mcp_tasks_temporal.ops.dev.embedded_temporal import temporal_cli
+from mcp_tasks_temporal.ops.dev.nexus_endpoints import ensure_namespace
 from mcp_tasks_temporal.temporal.codec import AesGcmCodec, new_key, parse_keys
 from mcp_tasks_temporal.temporal.ids import UNKEYED
 from mcp_tasks_temporal.temporal.payload_storage import StorageSettings, open_storage
 from mcp_tasks_temporal.temporal.plugin import plugin_interceptors
 from mcp_tasks_temporal.temporal.sandbox import passthrough_modules
 from mcp_tasks_temporal.temporal.search_attributes import NAMES, SearchAttributesMissing, missing_on
-from mcp_tasks_temporal.temporal.shared_settings import SettingsDisagreement
+from mcp_tasks_temporal.temporal.shared_settings import (
+    SettingsDisagreement,
+    SharedSettings,
+    announce_settings,
+    running_settings,
+)
 from mcp_tasks_temporal.temporal.task_interceptor import TaskInterceptor
 from mcp_tasks_temporal.temporal.workflows import PinnedToolTaskWorkflow, ToolTaskWorkflow
 from mcp_tasks_temporal.temporal.workflows.task_feed import TaskFeedWorkflow
 from mcp_tasks_temporal.testing.scripted_model import Reply, ScriptedModel, scripted_model
 from tests import team_agent_app
-from tests.processes import start_front, start_temporal
+from tests.app_workers import new_task_queue
+from tests.front_app import InProcessFront, client_for_app, fresh_app, in_process_front
 from tests.team_worker_app import Tally, TeamReport, app, count_words, tasks
-from tests.wire import HttpMcp, TaskCalls
+from tests.wire import TaskCalls
 
 pytestmark = pytest.mark.anyio
 
@@ -65,10 +70,10 @@ def queue() -> str:
 
 
 @pytest.fixture(scope="module")
-def front(workdir: Path, temporal: str, queue: str) -> Iterator[str]:
-    process, url = start_front(workdir, temporal, queue, app=TEAM_APP)
-    yield url
-    process.stop()
+async def team_front(app_client: Client, queue: str) -> AsyncIterator[InProcessFront]:
+    """A front of the team's app on its queue; the team's own worker runs the tasks."""
+    async with in_process_front(fresh_app(TEAM_APP), app_client, task_queue=queue) as served:
+        yield served
 
 
 @pytest.fixture
@@ -86,9 +91,9 @@ async def team_worker(temporal_client: Client, queue: str) -> AsyncIterator[Work
 
 
 @pytest.fixture
-async def mcp(front: str) -> AsyncIterator[TaskCalls]:
-    async with httpx.AsyncClient(timeout=30) as http:
-        yield TaskCalls(HttpMcp(front, http))
+async def mcp(team_front: InProcessFront) -> AsyncIterator[TaskCalls]:
+    async with team_front.http() as http:
+        yield team_front.calls(http)
 
 
 def _config(worker: Worker) -> dict[str, Any]:
@@ -271,11 +276,6 @@ async def test_on_a_client_the_plugin_sets_the_converter_and_reaches_its_workers
 # -- the app's own plugins: a sub-agent on the team's worker -----------------------------------
 
 
-def _agent_env(model: ScriptedModel) -> dict[str, str]:
-    """What a process running the sub-agent is configured with: the scripted model's endpoint and name."""
-    return {"OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "scripted-key", AGENT_MODEL_ENV: MODEL_NAME}
-
-
 @pytest.fixture(scope="module")
 async def model() -> AsyncIterator[ScriptedModel]:
     async with scripted_model([]) as server:
@@ -288,11 +288,12 @@ def agent_queue() -> str:
 
 
 @pytest.fixture(scope="module")
-def agent_front(workdir: Path, temporal: str, agent_queue: str, model: ScriptedModel) -> Iterator[str]:
-    # The front checks at call time that a model is configured; the worker's activities call it.
-    process, url = start_front(workdir, temporal, agent_queue, app=AGENT_APP, env=_agent_env(model))
-    yield url
-    process.stop()
+async def agent_front(app_client: Client, agent_queue: str) -> AsyncIterator[InProcessFront]:
+    """A front of the team's agent app, with pydantic-ai's converter as `serve` connects for it."""
+    agent_app = fresh_app(AGENT_APP)
+    client = await client_for_app(app_client, agent_app)
+    async with in_process_front(agent_app, client, task_queue=agent_queue) as served:
+        yield served
 
 
 def _with_the_apps_plugins() -> list[Any]:
@@ -350,15 +351,21 @@ async def test_the_apps_plugins_missing_or_before_the_plugin_are_named_in_a_warn
     assert named and "plugins=[McpTasksPlugin(tasks, app), *tasks.plugins]" in named[0], caplog.text
 
 
+# The sub-agent's first activation imports pydantic-ai into a fresh sandbox; on a loaded machine that can pass the
+# worker's 2 s deadlock bound, and the worker retries the workflow task (the test still proves the run). The
+# interrupt the SDK raises into the stalled thread then lands in a weakref callback, where pytest sees it as
+# unraisable.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 async def test_a_sub_agent_runs_on_a_team_worker_given_the_plugin_and_the_apps_plugins(
-    temporal_client: Client, agent_front: str, agent_queue: str, model: ScriptedModel, http: httpx.AsyncClient
+    temporal_client: Client, agent_front: InProcessFront, agent_queue: str, model: ScriptedModel
 ) -> None:
     model.reset([Reply(content="Three little words.")])
-    mcp = TaskCalls(HttpMcp(agent_front, http))
     worker = _agent_worker(temporal_client, agent_queue, _with_the_apps_plugins())
+    # This process's: the front checks at call time that a model is configured, the worker's activities call it.
     configure_model(AgentModel(MODEL_NAME, base_url=model.base_url, api_key="scripted-key"))
     try:
-        async with worker:
+        async with worker, agent_front.http() as http:
+            mcp = agent_front.calls(http)
             created = await mcp.start("summarise", {"text": "three little words"})
             done = await mcp.wait_for(created["taskId"], timeout=30)
     finally:
@@ -383,27 +390,41 @@ async def _pollers(client: Client, queue: str) -> int:
     return count
 
 
-async def _refused(worker: Worker) -> BaseException:
-    """What ended `worker` before it polled: `async with` ends by itself, raising it."""
+async def _refused(worker: Worker, client: Client, queue: str) -> BaseException:
+    """What ended `worker` before it polled; fails as soon as the worker ends without a refusal, or polls."""
+
+    async def never_polls() -> None:
+        while not await _pollers(client, queue):
+            await anyio.sleep(0.2)
+        raise AssertionError(f"the worker polls {queue}: it was not refused")
+
+    refusal: BaseException | None = None
     with anyio.fail_after(REFUSED_WITHIN_S):
-        try:
-            async with worker:
-                await anyio.Event().wait()  # the refusal ends the block
-        except (SettingsDisagreement, SearchAttributesMissing) as refusal:
-            return refusal
-    raise AssertionError("the worker was not refused")
+        async with anyio.create_task_group() as group:
+            group.start_soon(never_polls)
+            try:
+                await worker.run()
+            except (SettingsDisagreement, SearchAttributesMissing) as refused:
+                refusal = refused
+            group.cancel_scope.cancel()
+    if refusal is None:
+        raise AssertionError("the worker ended without a refusal")
+    return refusal
 
 
 @pytest.fixture
-def sealed_front(workdir: Path, temporal: str, tmp_path: Path) -> Iterator[tuple[str, Path, str]]:
-    """A front of the team app on a queue of its own, with payload storage and a codec key: (queue, dir, key)."""
-    queue = f"team-settings-{uuid.uuid4()}"
-    key, key_file, payloads = new_key(), tmp_path / "codec-key", tmp_path / "payloads"
-    key_file.write_text(key + "\n")
-    extra = ["--payload-storage", "local", "--payload-dir", str(payloads), "--codec-key-file", str(key_file)]
-    process, _ = start_front(workdir, temporal, queue, app=TEAM_APP, extra=extra)
-    yield queue, payloads, key
-    process.stop()
+async def sealed_front(temporal_client: Client, tmp_path: Path) -> AsyncIterator[tuple[str, Path, str]]:
+    """What a front of the team app, with payload storage and a codec key, holds out to the processes of its queue
+    (`serve` does it with `announce_settings`): (queue, payload dir, key)."""
+    queue = new_task_queue("team-settings")
+    key, payloads = new_key(), tmp_path / "payloads"
+    storage = StorageSettings(kind="local", directory=payloads)
+    front = SharedSettings.of("serve", storage, AesGcmCodec(parse_keys(key)), None)
+    async with announce_settings(temporal_client, queue, front):
+        with anyio.fail_after(REFUSED_WITHIN_S):
+            while not await running_settings(temporal_client, queue):
+                await anyio.sleep(0.1)
+        yield queue, payloads, key
 
 
 async def test_a_team_worker_whose_settings_disagree_with_a_running_front_is_refused_before_it_polls(
@@ -417,7 +438,7 @@ async def test_a_team_worker_whose_settings_disagree_with_a_running_front_is_ref
         activities=[count_words],
         plugins=[McpTasksPlugin(tasks, app)],
     )
-    line = str(await _refused(refused))
+    line = str(await _refused(refused, temporal_client, queue))
     assert "\n" not in line and "payload storage" in line and "serve pid" in line, line
     assert "this worker has none" in line and str(payloads.resolve()) in line, line
     assert await _pollers(temporal_client, queue) == 0
@@ -434,16 +455,18 @@ async def test_a_team_worker_whose_settings_disagree_with_a_running_front_is_ref
     assert report == "report: 2 words"
 
 
-@pytest.fixture(scope="module")
-def bare_temporal(workdir: Path) -> Iterator[str]:
-    """A Temporal whose namespace has none of the tasks' search attributes."""
-    server, address = start_temporal(workdir, search_attributes=False)
-    yield address
-    server.stop()
+@pytest.fixture
+async def bare_namespace(temporal_client: Client) -> Client:
+    """A client of a namespace of the session's Temporal that has none of the tasks' search attributes."""
+    namespace = f"bare-{uuid.uuid4().hex[:12]}"
+    await ensure_namespace(temporal_client, namespace)
+    client = await Client.connect(temporal_client.service_client.config.target_host, namespace=namespace)
+    assert await missing_on(client, namespace=namespace) == list(NAMES)
+    return client
 
 
-async def test_a_team_may_run_its_worker_without_the_search_attributes(bare_temporal: str) -> None:
-    client = await Client.connect(bare_temporal, namespace="default")
+async def test_a_team_may_run_its_worker_without_the_search_attributes(bare_namespace: Client) -> None:
+    client = bare_namespace
     queue = f"team-bare-{uuid.uuid4()}"
     plugin = McpTasksPlugin(tasks, app, check_search_attributes=False)
     async with Worker(client, task_queue=queue, workflows=[TeamReport], activities=[count_words], plugins=[plugin]):
@@ -465,9 +488,9 @@ class _Counting(SimplePlugin):
         await super().run_worker(worker, next)
 
 
-async def test_a_worker_of_another_queue_with_nothing_of_the_apps_is_not_checked(bare_temporal: str) -> None:
+async def test_a_worker_of_another_queue_with_nothing_of_the_apps_is_not_checked(bare_namespace: Client) -> None:
     """No task workflow runs on it: a namespace without the attributes is no reason to refuse it."""
-    client = await Client.connect(bare_temporal)
+    client = bare_namespace
     counting = _Counting()
     plugins = [McpTasksPlugin(tasks, app, task_queue="mcp-tasks/elsewhere"), counting]
     queue = f"team-other-{uuid.uuid4()}"
@@ -480,15 +503,15 @@ async def test_a_worker_of_another_queue_with_nothing_of_the_apps_is_not_checked
 
 
 async def test_a_team_worker_on_a_namespace_without_the_search_attributes_is_refused_with_the_command(
-    bare_temporal: str,
+    bare_namespace: Client,
 ) -> None:
-    client = await Client.connect(bare_temporal)
+    client = bare_namespace
     queue = f"team-bare-{uuid.uuid4()}"
 
     def worker(plugin: McpTasksPlugin) -> Worker:
         return Worker(client, task_queue=queue, workflows=[TeamReport], activities=[count_words], plugins=[plugin])
 
-    refusal = await _refused(worker(McpTasksPlugin(tasks, app)))
+    refusal = await _refused(worker(McpTasksPlugin(tasks, app)), client, queue)
     line = str(refusal)
     assert isinstance(refusal, SearchAttributesMissing) and "\n" not in line, line
     assert all(name in line for name in NAMES), line

@@ -23,6 +23,7 @@ ROOT_EXPORTS = [
     "FrontSettings",
     "FailingWorkflowPolicy",
     "McpTasksPlugin",
+    "OwnerKeying",
     "TaskPolicy",
     "TasksExtension",
     "ToolTaskOptions",

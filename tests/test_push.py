@@ -1,4 +1,8 @@
-"""Push: `subscriptions/listen` with `taskIds` delivers every task change, over HTTP and stdio."""
+"""Push: `subscriptions/listen` with `taskIds` delivers every task change, over HTTP and stdio.
+
+The HTTP tests drive the in-process front; a subscriber on another front server (a process of its own) and
+the stdio server are the end-to-end ones, over a real socket and real pipes.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import httpx
 import pytest
 
 from tests.conftest import Stack
+from tests.front_app import InProcessFront
 from tests.processes import REPO_ROOT, child_env
 from tests.wire import TERMINAL, HttpMcp, StdioMcp, TaskCalls, base_headers, envelope, sse_frames
 
@@ -73,12 +78,14 @@ async def collect_until_terminal(
 
 
 async def test_listen_acks_known_tasks_then_pushes_every_change_in_order(
-    stack: Stack, mcp: TaskCalls, http: httpx.AsyncClient
+    front: InProcessFront, front_mcp: TaskCalls, front_http: httpx.AsyncClient
 ) -> None:
+    mcp = front_mcp
     created = await mcp.start("pick_variant", capabilities=ELICIT)
     task_id = created["taskId"]
     seen: list[dict[str, Any]] = []
-    async with http_listen(stack.url, http, listen_message([task_id, UNKNOWN], toolsListChanged=True)) as frames:
+    message = listen_message([task_id, UNKNOWN], toolsListChanged=True)
+    async with http_listen(front.url, front_http, message) as frames:
         first = await anext(frames)
         assert first["method"] == "notifications/subscriptions/acknowledged"
         assert first["params"]["notifications"]["taskIds"] == [task_id]
@@ -107,11 +114,11 @@ async def test_listen_acks_known_tasks_then_pushes_every_change_in_order(
 
 
 async def test_listen_for_tasks_without_the_extension_is_refused(
-    stack: Stack, mcp: TaskCalls, http: httpx.AsyncClient
+    front: InProcessFront, front_mcp: TaskCalls, front_http: httpx.AsyncClient
 ) -> None:
-    created = await mcp.start("double", {"x": 1})
+    created = await front_mcp.start("double", {"x": 1})
     with anyio.fail_after(REFUSAL_TIMEOUT):  # a listen served by mistake would stream forever
-        reply = await HttpMcp(stack.url, http).post(
+        reply = await HttpMcp(front.url, front_http).post(
             listen_message([created["taskId"]], tasks=False), base_headers("subscriptions/listen")
         )
     assert reply.status == 400
@@ -121,6 +128,7 @@ async def test_listen_for_tasks_without_the_extension_is_refused(
 async def test_push_reaches_a_subscriber_on_another_front(
     stack: Stack, mcp: TaskCalls, http: httpx.AsyncClient, gate: Path
 ) -> None:
+    """End to end: front processes of their own, a real socket, uvicorn's streaming."""
     other_front = stack.add_front()
     created = await mcp.start("gated", {"gate": str(gate)})
     notes: list[dict[str, Any]] = []
@@ -141,18 +149,11 @@ async def test_push_reaches_a_subscriber_on_another_front(
     assert notes[-1]["status"] == "completed"
 
 
-async def test_push_over_stdio(stack: Stack, mcp: TaskCalls) -> None:
-    command = [
-        sys.executable,
-        "-m",
-        "mcp_tasks_temporal",
-        "serve",
-        "--transport",
-        "stdio",
-        "--temporal",
-        stack.temporal,
-    ]
-    command += ["--task-queue", stack.task_queue, "--app", "tests.fixture_app:app"]
+async def test_push_over_stdio(temporal: str, app_queue: str, front_mcp: TaskCalls) -> None:
+    """The stdio server is a process of its own; the workers and the front that answers are in-process."""
+    mcp = front_mcp
+    command = [sys.executable, "-m", "mcp_tasks_temporal", "serve", "--transport", "stdio", "--temporal", temporal]
+    command += ["--task-queue", app_queue, "--app", "tests.fixture_app:app"]
     async with await anyio.open_process(command, cwd=REPO_ROOT, env=child_env()) as process:
         stdio = StdioMcp(process)
         calls = TaskCalls(stdio)
@@ -189,10 +190,12 @@ async def test_push_over_stdio(stack: Stack, mcp: TaskCalls) -> None:
 
 
 async def test_core_events_keep_flowing_on_a_task_listen(
-    stack: Stack, mcp: TaskCalls, http: httpx.AsyncClient, gate: Path
+    front: InProcessFront, front_mcp: TaskCalls, front_http: httpx.AsyncClient, gate: Path
 ) -> None:
+    mcp = front_mcp
     created = await mcp.start("gated", {"gate": str(gate)})
-    async with http_listen(stack.url, http, listen_message([created["taskId"]], toolsListChanged=True)) as frames:
+    message = listen_message([created["taskId"]], toolsListChanged=True)
+    async with http_listen(front.url, front_http, message) as frames:
         assert (await anext(frames))["method"] == "notifications/subscriptions/acknowledged"
         with anyio.fail_after(20):
             assert (await mcp.call_tool("announce", tasks=False)).result["content"][0]["text"] == "announced"

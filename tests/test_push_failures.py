@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 from temporalio.client import Client
 from temporalio.service import RetryConfig
@@ -16,13 +15,17 @@ from temporalio.service import RetryConfig
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
 from mcp_tasks_temporal.front.push.backoff import Backoff, GaveUpError
 from mcp_tasks_temporal.front.push.task_watch import TaskWatchHub
+from mcp_tasks_temporal.temporal.connection import data_converter
 from mcp_tasks_temporal.temporal.contract import ToolTaskInput
 from mcp_tasks_temporal.temporal.ids import new_task_id
-from tests.processes import start_front, start_temporal, start_worker
+from tests.conftest import OpenFront
+from tests.tcp_cut import CuttableRelay
 from tests.test_push import http_listen, listen_message
-from tests.wire import HttpMcp, TaskCalls, envelope
 
 pytestmark = pytest.mark.anyio
+
+WATCH_LOGGER = "mcp_tasks_temporal.front.push.task_watch"
+QUICK_RETRY = RetryConfig(max_retries=1, max_elapsed_time_millis=1000)
 
 
 def test_backoff_doubles_up_to_its_cap_with_a_little_jitter() -> None:
@@ -48,78 +51,69 @@ async def test_backoff_logs_once_per_streak_and_gives_up(caplog: pytest.LogCaptu
 
 
 async def test_a_watcher_whose_temporal_goes_away_ends_its_subscribers_with_a_reason(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    temporal_relay: CuttableRelay, caplog: pytest.LogCaptureFixture
 ) -> None:
-    server, address = start_temporal(tmp_path, db_path=tmp_path / "temporal.db")
-    try:
-        # One quick retry inside the SDK, so the watcher's own backoff is what the test sees.
-        client = await Client.connect(address, retry_config=RetryConfig(max_retries=1, max_elapsed_time_millis=1000))
-        gateway = TemporalTaskGateway(client, task_queue=f"no-worker-{new_task_id()}")
-        task = ToolTaskInput(
-            task_id=new_task_id(),
-            tool="gated",
-            arguments={},
-            meta=envelope(),
-            created_at_ms=int(time.time() * 1000),
-            ttl_ms=600_000,
-            poll_interval_ms=250,
-        )
-        await gateway.create(task, None)
-        hub = TaskWatchHub(gateway, retry_initial_s=0.2, retry_cap_s=0.5, give_up_after_s=3)
-        seen: list[dict[str, Any]] = []
-        lost = anyio.Event()
-        reasons: list[str] = []
+    # One quick retry inside the SDK, so the watcher's own backoff is what the test sees.
+    client = await Client.connect(temporal_relay.address, retry_config=QUICK_RETRY)
+    gateway = TemporalTaskGateway(client, task_queue=f"no-worker-{new_task_id()}")
+    task = ToolTaskInput(
+        task_id=new_task_id(),
+        tool="gated",
+        arguments={},
+        meta={},
+        created_at_ms=int(time.time() * 1000),
+        ttl_ms=600_000,
+        poll_interval_ms=250,
+    )
+    await gateway.create(task, None)
+    hub = TaskWatchHub(gateway, retry_initial_s=0.2, retry_cap_s=0.5, give_up_after_s=1)
+    seen: list[dict[str, Any]] = []
+    lost = anyio.Event()
+    reasons: list[str] = []
 
-        def on_lost(_task_id: str, reason: str) -> None:
-            reasons.append(reason)
-            lost.set()
+    def on_lost(_task_id: str, reason: str) -> None:
+        reasons.append(reason)
+        lost.set()
 
-        with caplog.at_level(logging.WARNING, logger="mcp_tasks_temporal.front.push.task_watch"):
-            async with hub.running():
-                unsubscribe = hub.subscribe(task.task_id, None, seen.append, on_lost=on_lost)
-                with anyio.fail_after(30):
-                    while not seen:
-                        await anyio.sleep(0.05)
-                server.kill()
-                with anyio.fail_after(30):
-                    await lost.wait()
-                unsubscribe()
-        assert seen[0]["status"] == "working"
-        assert reasons and "kept failing" in reasons[0], reasons
-        messages = [r.getMessage() for r in caplog.records]
-        assert sum("is failing" in m for m in messages) == 1, messages
-        assert any(m.startswith(f"stopped watching task {task.task_id}") for m in messages), messages
-        assert not any(r.exc_info for r in caplog.records), "one line, no traceback"
-    finally:
-        server.kill()
+    with caplog.at_level(logging.WARNING, logger=WATCH_LOGGER):
+        async with hub.running():
+            unsubscribe = hub.subscribe(task.task_id, None, seen.append, on_lost=on_lost)
+            with anyio.fail_after(30):
+                while not seen:
+                    await anyio.sleep(0.05)
+            with temporal_relay.cut(), anyio.fail_after(30):  # Temporal goes away for good, as far as it knows
+                await lost.wait()
+            unsubscribe()
+    assert seen[0]["status"] == "working"
+    assert reasons and "kept failing" in reasons[0], reasons
+    messages = [r.getMessage() for r in caplog.records]
+    assert sum("is failing" in m for m in messages) == 1, messages
+    assert any(m.startswith(f"stopped watching task {task.task_id}") for m in messages), messages
+    assert not any(r.exc_info for r in caplog.records), "one line, no traceback"
 
 
 async def test_a_listen_whose_task_cannot_be_followed_ends_with_an_error_naming_it(
-    tmp_path: Path, http: httpx.AsyncClient, gate: Path
+    open_front: OpenFront, temporal_relay: CuttableRelay, gate: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Temporal goes away under a front that pushes: the stream ends with -32603 and the task's ID, not silence."""
-    server, address = start_temporal(tmp_path, db_path=tmp_path / "temporal.db")
-    queue = f"push-failures-{new_task_id()}"
-    worker = start_worker(tmp_path, address, queue)
-    front, url = start_front(tmp_path, address, queue, env={"MCP_TASKS_PUSH_GIVE_UP_S": "2"})
-    try:
-        task_id = (await TaskCalls(HttpMcp(url, http)).start("gated", {"gate": str(gate)}))["taskId"]
-        async with http_listen(url, http, listen_message([task_id]), timeout=30) as frames:
-            ack = await anext(frames)
-            assert ack["params"]["notifications"]["taskIds"] == [task_id]
-            assert (await anext(frames))["params"]["status"] == "working"
-            worker.kill()
-            server.kill()
-            ending = await anext(frames)
-            while "error" not in ending:  # a change that raced the kill
-                ending = await anext(frames)
-        assert ending["id"] == 77 and ending["error"]["code"] == -32603, ending
-        assert ending["error"]["data"] == {"taskIds": [task_id]}
-        log = front.log()
-        # Whichever read the kill hits first (the history or the status line), the watcher stops once, saying so.
-        assert log.count(f"stopped watching task {task_id}:") == 1, log
-        assert "Traceback" not in log
-    finally:
-        front.stop()
-        worker.kill()
-        server.kill()
+    # The SDK's own retries quick too (they last ten seconds by default): the front's give-up is what is tested.
+    client = await Client.connect(temporal_relay.address, data_converter=data_converter(), retry_config=QUICK_RETRY)
+    front = await open_front(client=client, push_give_up_s=0.5)
+    async with front.http() as http:
+        task_id = (await front.calls(http).start("gated", {"gate": str(gate)}))["taskId"]
+        with caplog.at_level(logging.INFO, logger=WATCH_LOGGER):
+            async with http_listen(front.url, http, listen_message([task_id]), timeout=30) as frames:
+                ack = await anext(frames)
+                assert ack["params"]["notifications"]["taskIds"] == [task_id]
+                assert (await anext(frames))["params"]["status"] == "working"
+                with temporal_relay.cut():
+                    ending = await anext(frames)
+                    while "error" not in ending:  # a change that raced the cut
+                        ending = await anext(frames)
+    (gate / "release").write_text("1")
+    assert ending["id"] == 77 and ending["error"]["code"] == -32603, ending
+    assert ending["error"]["data"] == {"taskIds": [task_id]}
+    messages = [record.getMessage() for record in caplog.records]
+    # Whichever read the cut hits first (the history or the status line), the watcher stops once, saying so.
+    assert sum(m.startswith(f"stopped watching task {task_id}:") for m in messages) == 1, messages
+    assert not any(record.exc_info for record in caplog.records), "one line, no traceback"

@@ -1,11 +1,16 @@
 """Push through the task feed (`MCP_TASKS_PUSH=feed`): every transition of every watched task, in order,
-from a few long polls per front, across a front restart and the feed's continue-as-new."""
+from a few long polls per front, across a front restart and the feed's continue-as-new.
+
+The fronts and workers run in the test process (a front restart is one front closed and another
+opened); a Temporal that goes away is a dev server of the test's own, killed.
+"""
 
 from __future__ import annotations
 
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +34,12 @@ from mcp_tasks_temporal.temporal.feed_contract import (
     feed_workflow_id,
 )
 from mcp_tasks_temporal.temporal.ids import UNKEYED, new_task_id
-from tests.conftest import Stack
-from tests.processes import start_temporal, start_worker
+from tests.app_workers import app_worker, new_task_queue
+from tests.conftest import OpenApp, OpenFront
+from tests.front_app import FIXTURE_APP, InProcessFront, fresh_app, in_process_front
+from tests.processes import Process, start_temporal
 from tests.test_push import ELICIT, listen_message
-from tests.wire import HttpMcp, TaskCalls, base_headers, envelope, sse_frames
+from tests.wire import TaskCalls, base_headers, envelope, sse_frames
 
 pytestmark = pytest.mark.anyio
 
@@ -127,41 +134,44 @@ async def answer_all(mcp: TaskCalls, task_ids: list[str]) -> None:
             group.start_soon(one, task_id)
 
 
-async def feed_stack(
-    stack_factory: Callable[[], Stack], monkeypatch: pytest.MonkeyPatch, client: Client, *, continue_after: int
-) -> tuple[Stack, list[str]]:
-    """A private stack whose front follows the feed; the shards started first, to continue as new early."""
-    monkeypatch.setenv("MCP_TASKS_PUSH", "feed")
-    stack = stack_factory()
+async def start_shards(client: Client, queue: str, *, continue_after: int) -> list[str]:
+    """The feed's shards of `queue`, started before any front does, to continue as new early; their first runs."""
     first_runs: list[str] = []
     for shard in range(FEED_SHARDS):
         handle = await client.start_workflow(
             TASK_FEED_WORKFLOW,
             TaskFeedInput(shard=shard, continue_after_events=continue_after),
-            id=feed_workflow_id(stack.task_queue, shard),
-            task_queue=stack.task_queue,
+            id=feed_workflow_id(queue, shard),
+            task_queue=queue,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         )
         first_runs.append(handle.result_run_id or "")
-    stack.add_worker()
-    stack.add_front()
-    return stack, first_runs
+    return first_runs
+
+
+async def feed_front(open_app: OpenApp, client: Client, *, continue_after: int) -> tuple[InProcessFront, list[str]]:
+    """The fixture app's workers and a front that follows the feed, on a queue of their own (`start_shards`)."""
+    queue = new_task_queue("feed")
+    first_runs = await start_shards(client, queue, continue_after=continue_after)
+    return await open_app(FIXTURE_APP, task_queue=queue, push="feed"), first_runs
 
 
 async def test_every_transition_of_every_task_arrives_in_order_from_the_feed(
-    stack_factory: Callable[[], Stack],
-    monkeypatch: pytest.MonkeyPatch,
-    temporal_client: Client,
-    http: httpx.AsyncClient,
+    open_app: OpenApp, temporal_client: Client
 ) -> None:
-    stack, _ = await feed_stack(stack_factory, monkeypatch, temporal_client, continue_after=10_000)
-    mcp = TaskCalls(HttpMcp(stack.url, http))
+    front, _ = await feed_front(open_app, temporal_client, continue_after=10_000)
+    async with front.http() as http:
+        await _every_transition_in_order(front, http, temporal_client)
+
+
+async def _every_transition_in_order(front: InProcessFront, http: httpx.AsyncClient, temporal_client: Client) -> None:
+    mcp = front.calls(http)
     ids = await park(mcp, TASKS)
     memo = (await temporal_client.get_workflow_handle(UNKEYED.workflow_id(ids[0], None)).describe()).memo
     assert isinstance((await memo())[Memo.FEED_SEQ], int), "a task a feed-mode front starts publishes to the feed"
     listener = Listener()
     async with anyio.create_task_group() as group:
-        group.start_soon(listener.run, stack.url, http, ids)
+        group.start_soon(listener.run, front.url, http, ids)
         await listener.until(lambda: len(listener.seen) == TASKS)
         await answer_all(mcp, ids)
         await listener.until(lambda: all(listener.statuses(t)[-1:] == [("completed", 0)] for t in ids))
@@ -170,38 +180,58 @@ async def test_every_transition_of_every_task_arrives_in_order_from_the_feed(
     published = 0
     for shard in range(FEED_SHARDS):
         published += await WorkflowStreamClient.create(
-            temporal_client, feed_workflow_id(stack.task_queue, shard)
+            temporal_client, feed_workflow_id(front.gateway.task_queue, shard)
         ).get_offset()
     assert published >= 4 * TASKS, "each task's transitions went through the feed"
 
 
 async def test_a_subscriber_loses_nothing_across_a_front_restart_and_the_feeds_continue_as_new(
-    stack_factory: Callable[[], Stack],
-    monkeypatch: pytest.MonkeyPatch,
-    temporal_client: Client,
-    http: httpx.AsyncClient,
+    app_client: Client, temporal_client: Client
 ) -> None:
-    stack, first_runs = await feed_stack(stack_factory, monkeypatch, temporal_client, continue_after=40)
-    mcp = TaskCalls(HttpMcp(stack.url, http))
+    queue = new_task_queue("feed-restart")
+    first_runs = await start_shards(temporal_client, queue, continue_after=40)
+    async with app_worker(app_client, fresh_app(FIXTURE_APP), task_queue=queue):
+        async with in_process_front(fresh_app(FIXTURE_APP), app_client, task_queue=queue, push="feed") as front:
+            async with front.http() as http:
+                ids, before, after = await _half_answered_under_a_first_front(front, http)
+        # The first front is gone; a new one serves the same tasks.
+        async with (
+            in_process_front(fresh_app(FIXTURE_APP), app_client, task_queue=queue, push="feed") as front,
+            front.http() as http,
+        ):
+            await _the_rest_under_a_second_front(front, http, ids, before, after)
+    continued = 0
+    for shard, first_run in enumerate(first_runs):
+        current = await temporal_client.get_workflow_handle(feed_workflow_id(queue, shard)).describe()
+        continued += current.run_id != first_run
+    assert continued >= FEED_SHARDS // 2, "the shards continued as new while the tasks changed"
+
+
+async def _half_answered_under_a_first_front(
+    front: InProcessFront, http: httpx.AsyncClient
+) -> tuple[list[str], list[str], list[str]]:
+    mcp = front.calls(http)
     ids = await park(mcp, TASKS)
     before, after = ids[: TASKS // 2], ids[TASKS // 2 :]
-
     first = Listener()
     async with anyio.create_task_group() as group:
-        group.start_soon(first.run, stack.url, http, ids)
+        group.start_soon(first.run, front.url, http, ids)
         await first.until(lambda: len(first.seen) == TASKS)
         await answer_all(mcp, before)
         await first.until(lambda: all(first.statuses(t)[-1:] == [("completed", 0)] for t in before))
         group.cancel_scope.cancel()
     assert {t: first.statuses(t) for t in before} == dict.fromkeys(before, EVERY_TRANSITION)
     assert {t: first.statuses(t) for t in after} == dict.fromkeys(after, EVERY_TRANSITION[:1])
+    return ids, before, after
 
-    stack.fronts[0][0].kill()
-    url = stack.add_front()
-    mcp = TaskCalls(HttpMcp(url, http))
+
+async def _the_rest_under_a_second_front(
+    front: InProcessFront, http: httpx.AsyncClient, ids: list[str], before: list[str], after: list[str]
+) -> None:
+    mcp = front.calls(http)
     second = Listener()
     async with anyio.create_task_group() as group:
-        group.start_soon(second.run, url, http, ids)
+        group.start_soon(second.run, front.url, http, ids)
         await second.until(lambda: len(second.seen) == TASKS)
         await answer_all(mcp, after)
         await second.until(lambda: all(second.statuses(t)[-1:] == [("completed", 0)] for t in ids))
@@ -210,27 +240,22 @@ async def test_a_subscriber_loses_nothing_across_a_front_restart_and_the_feeds_c
     assert {t: second.statuses(t) for t in before} == {t: [("completed", 0)] for t in before}
     assert {t: second.statuses(t) for t in after} == dict.fromkeys(after, EVERY_TRANSITION)
 
-    continued = 0
-    for shard, first_run in enumerate(first_runs):
-        current = await temporal_client.get_workflow_handle(feed_workflow_id(stack.task_queue, shard)).describe()
-        continued += current.run_id != first_run
-    assert continued >= FEED_SHARDS // 2, "the shards continued as new while the tasks changed"
+
+async def test_status_lines_reach_a_feed_subscriber_from_the_worker(open_app: OpenApp, temporal_client: Client) -> None:
+    front, _ = await feed_front(open_app, temporal_client, continue_after=10_000)
+    async with front.http() as http:
+        await _status_lines_from_the_worker(front, http)
 
 
-async def test_status_lines_reach_a_feed_subscriber_from_the_worker(
-    stack_factory: Callable[[], Stack],
-    monkeypatch: pytest.MonkeyPatch,
-    temporal_client: Client,
-    http: httpx.AsyncClient,
-) -> None:
-    stack, _ = await feed_stack(stack_factory, monkeypatch, temporal_client, continue_after=10_000)
-    mcp = TaskCalls(HttpMcp(stack.url, http))
-    created = await mcp.start("numbered_steps", {"steps": 6, "pause": 0.5}, capabilities=ELICIT)
+async def _status_lines_from_the_worker(front: InProcessFront, http: httpx.AsyncClient) -> None:
+    mcp = front.calls(http)
+    # Six lines 0.3 s apart: several heartbeats' worth (a second each), under two seconds in all.
+    created = await mcp.start("numbered_steps", {"steps": 6, "pause": 0.3}, capabilities=ELICIT)
     task_id = created["taskId"]
     waiting = await mcp.wait_for(task_id, ["input_required"])
     listener = Listener()
     async with anyio.create_task_group() as group:
-        group.start_soon(listener.run, stack.url, http, [task_id])
+        group.start_soon(listener.run, front.url, http, [task_id])
         await listener.until(lambda: bool(listener.seen))
         [key] = waiting["inputRequests"]
         await mcp.update(task_id, {key: {"action": "accept", "content": {"approve": True}}})
@@ -247,25 +272,25 @@ async def test_status_lines_reach_a_feed_subscriber_from_the_worker(
 
 
 async def test_a_feed_front_follows_a_task_a_poll_front_created_through_its_history(
-    stack_factory: Callable[[], Stack],
-    monkeypatch: pytest.MonkeyPatch,
-    temporal_client: Client,
-    http: httpx.AsyncClient,
+    open_app: OpenApp, open_front: OpenFront, temporal_client: Client
 ) -> None:
-    monkeypatch.setenv("MCP_TASKS_PUSH", "poll")
-    stack = stack_factory()
-    stack.add_worker()
-    poll_front = stack.add_front()
-    monkeypatch.setenv("MCP_TASKS_PUSH", "feed")
-    feed_front = stack.add_front()
-    [task_id] = await park(TaskCalls(HttpMcp(poll_front, http)), 1)
+    poll_front = await open_app(FIXTURE_APP, push="poll")
+    feed_front = await open_front(task_queue=poll_front.gateway.task_queue, push="feed")
+    async with poll_front.http() as poll_http, feed_front.http() as http:
+        await _followed_through_its_history(poll_front.calls(poll_http), feed_front, http, temporal_client)
+
+
+async def _followed_through_its_history(
+    poll_mcp: TaskCalls, feed_front: InProcessFront, http: httpx.AsyncClient, temporal_client: Client
+) -> None:
+    [task_id] = await park(poll_mcp, 1)
     memo = await (await temporal_client.get_workflow_handle(UNKEYED.workflow_id(task_id, None)).describe()).memo()
     assert Memo.FEED_SEQ not in memo, "a poll-mode front's tasks do not publish"
     listener = Listener()
     async with anyio.create_task_group() as group:
-        group.start_soon(listener.run, feed_front, http, [task_id])
+        group.start_soon(listener.run, feed_front.url, http, [task_id])
         await listener.until(lambda: bool(listener.seen))
-        await answer_all(TaskCalls(HttpMcp(feed_front, http)), [task_id])
+        await answer_all(feed_front.calls(http), [task_id])
         await listener.until(lambda: listener.statuses(task_id)[-1:] == [("completed", 0)])
         group.cancel_scope.cancel()
     assert listener.statuses(task_id) == EVERY_TRANSITION
@@ -288,67 +313,68 @@ async def connect_when_up(address: str) -> Client:
 
 async def test_a_feed_watcher_whose_temporal_goes_away_ends_its_subscribers_with_a_reason(tmp_path: Path) -> None:
     server, address = start_temporal(tmp_path, db_path=tmp_path / "temporal.db")
-    worker = None
     try:
         client = await connect_when_up(address)
         queue = f"feed-outage-{uuid.uuid4()}"
-        worker = start_worker(tmp_path, address, queue)
-        gateway = TemporalTaskGateway(client, task_queue=queue)
-        gateway.feed_tasks = True
-        hub = FeedWatchHub(gateway, give_up_after_s=3)
-        seen: list[dict[str, Any]] = []
-        lost = anyio.Event()
-        reasons: list[str] = []
-
-        def on_lost(_task_id: str, reason: str) -> None:
-            reasons.append(reason)
-            lost.set()
-
-        async with hub.running():
-            task = ToolTaskInput(
-                task_id=new_task_id(),
-                tool="pick_variant",
-                arguments={},
-                meta=envelope(capabilities=ELICIT),
-                created_at_ms=int(time.time() * 1000),
-                ttl_ms=600_000,
-                poll_interval_ms=250,
-            )
-            await gateway.create(task, None)
-            with anyio.fail_after(60):
-                while (read := await gateway.observe(task.task_id, None)).memo.get(Memo.FEED_SEQ) is None:
-                    await anyio.sleep(0.1)
-            unsubscribe = hub.subscribe(task.task_id, None, seen.append, seen=read, on_lost=on_lost)
-            with anyio.fail_after(30):
-                while not seen:
-                    await anyio.sleep(0.05)
-            server.kill()
-            with anyio.fail_after(90):
-                await lost.wait()
-            unsubscribe()
-        assert reasons and "kept failing" in reasons[0], reasons
+        async with app_worker(client, fresh_app(FIXTURE_APP), task_queue=queue):
+            await _subscribers_told_when_temporal_goes(client, queue, server)
     finally:
-        if worker is not None:
-            worker.kill()
         server.kill()
 
 
+async def _subscribers_told_when_temporal_goes(client: Client, queue: str, server: Process) -> None:
+    gateway = TemporalTaskGateway(client, task_queue=queue)
+    gateway.feed_tasks = True
+    hub = FeedWatchHub(gateway, give_up_after_s=3)
+    seen: list[dict[str, Any]] = []
+    lost = anyio.Event()
+    reasons: list[str] = []
+
+    def on_lost(_task_id: str, reason: str) -> None:
+        reasons.append(reason)
+        lost.set()
+
+    async with hub.running():
+        task = ToolTaskInput(
+            task_id=new_task_id(),
+            tool="pick_variant",
+            arguments={},
+            meta=envelope(capabilities=ELICIT),
+            created_at_ms=int(time.time() * 1000),
+            ttl_ms=600_000,
+            poll_interval_ms=250,
+        )
+        await gateway.create(task, None)
+        with anyio.fail_after(60):
+            while (read := await gateway.observe(task.task_id, None)).memo.get(Memo.FEED_SEQ) is None:
+                await anyio.sleep(0.1)
+        unsubscribe = hub.subscribe(task.task_id, None, seen.append, seen=read, on_lost=on_lost)
+        with anyio.fail_after(30):
+            while not seen:
+                await anyio.sleep(0.05)
+        server.kill()
+        with anyio.fail_after(90):
+            await lost.wait()
+        unsubscribe()
+    assert reasons and "kept failing" in reasons[0], reasons
+
+
 async def test_a_feed_front_starts_before_any_worker_and_its_listens_miss_nothing(
-    stack_factory: Callable[[], Stack], monkeypatch: pytest.MonkeyPatch, http: httpx.AsyncClient
+    open_front: OpenFront, app_client: Client
 ) -> None:
     # The shards' offsets are queries only a worker answers: the front must not wait for one to serve.
-    monkeypatch.setenv("MCP_TASKS_PUSH", "feed")
-    stack = stack_factory()
-    url = stack.add_front()
-    mcp = TaskCalls(HttpMcp(url, http))
-    created = await mcp.start("pick_variant", capabilities=ELICIT)
-    listener = Listener()
-    async with anyio.create_task_group() as group:
-        group.start_soon(listener.run, url, http, [created["taskId"]])
-        await listener.until(lambda: bool(listener.seen), timeout=30)
-        stack.add_worker()
-        await listener.until(lambda: listener.statuses(created["taskId"])[-1:] == [("input_required", 2)])
-        await answer_all(mcp, [created["taskId"]])
-        await listener.until(lambda: listener.statuses(created["taskId"])[-1:] == [("completed", 0)])
-        group.cancel_scope.cancel()
+    queue = new_task_queue("feed-first")
+    front = await open_front(task_queue=queue, push="feed")
+    async with front.http() as http, AsyncExitStack() as worker:
+        mcp = front.calls(http)
+        created = await mcp.start("pick_variant", capabilities=ELICIT)
+        listener = Listener()
+        async with anyio.create_task_group() as group:
+            group.start_soon(listener.run, front.url, http, [created["taskId"]])
+            await listener.until(lambda: bool(listener.seen), timeout=30)
+            await worker.enter_async_context(app_worker(app_client, fresh_app(FIXTURE_APP), task_queue=queue))
+            await listener.until(lambda: listener.statuses(created["taskId"])[-1:] == [("input_required", 2)])
+            await answer_all(mcp, [created["taskId"]])
+            await listener.until(lambda: listener.statuses(created["taskId"])[-1:] == [("completed", 0)])
+            group.cancel_scope.cancel()
     assert listener.statuses(created["taskId"]) == [("working", 0), *EVERY_TRANSITION]

@@ -1,10 +1,10 @@
 """A rolling deploy under worker versioning: tasks begun on build A end on A while new tasks run on build B.
 
-Real processes on the session's dev server: worker A (release 1) makes itself
-current; a task of a pinned tool and a workflow tool wait for answers on it;
-worker B (release 2) starts and an operator makes it current (`admin
-set-current`). New tasks then run on B, the waiting tasks are answered after the
-deploy and finish with release 1's code, `admin tasks` shows each task's build,
+Workers and the front in the test process, on the session's dev server, as `worker` and `serve`
+run them: worker A (release 1) is made current, as `--make-current` does; a task of a pinned tool
+and a workflow tool wait for answers on it; worker B (release 2) starts and an operator makes it
+current (`admin set-current`, run in this process). New tasks then run on B, the waiting tasks are
+answered after the deploy and finish with release 1's code, `admin tasks` shows each task's build,
 and A holds no open task once they are done, so it can stop.
 """
 
@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 from temporalio import workflow
 from temporalio.client import Client
@@ -28,13 +26,15 @@ from temporalio.common import VersioningBehavior
 from mcp_tasks_temporal import TasksExtension
 from mcp_tasks_temporal.ops.cli import Invocation, parse
 from mcp_tasks_temporal.ops.deployment_admin import build_line
-from mcp_tasks_temporal.temporal.deployment import VERSION_SEARCH_ATTRIBUTE, Deployment
+from mcp_tasks_temporal.temporal.connection import connect_temporal
+from mcp_tasks_temporal.temporal.deployment import VERSION_SEARCH_ATTRIBUTE, Deployment, set_current
 from mcp_tasks_temporal.temporal.ids import UNKEYED
-from tests.processes import Process, start_front, start_worker
+from tests.app_workers import app_worker, new_task_queue
+from tests.front_app import InProcessFront, fresh_app, in_process_front
 from tests.rolling_workflows import ReleaseGateV1, ReleaseGateV2
-from tests.wire import HttpMcp, TaskCalls
+from tests.wire import TaskCalls
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = pytest.mark.anyio
 
 ELICIT: dict[str, Any] = {"elicitation": {}}
 SHIP = {"action": "accept", "content": {"ship": True}}
@@ -42,51 +42,41 @@ SHIP = {"action": "accept", "content": {"ship": True}}
 
 @dataclass
 class Rollout:
-    workdir: Path
     temporal: str
     task_queue: str
     deployment: str
-    front: str
-    worker_a: Process
-    processes: list[Process]
+    front: InProcessFront
+    workers: AsyncExitStack
 
     def build(self, build_id: str) -> str:
         return f"{self.deployment}:{build_id}"
 
-    def start_worker(self, release: str, build_id: str, *, make_current: bool = False) -> Process:
-        flags = ["--deployment-name", self.deployment, "--build-id", build_id]
-        worker = start_worker(
-            self.workdir,
-            self.temporal,
-            self.task_queue,
-            app=f"tests.rolling_app:v{release}",
-            extra=[*flags, *(["--make-current"] if make_current else [])],
+    async def start_worker(self, release: str, build_id: str, *, make_current: bool = False) -> AsyncExitStack:
+        """A worker of `tests.rolling_app:v{release}` as build `build_id`, until the rollout ends or it is closed."""
+        # A client of its own: two workers of one task queue may not share one.
+        client = await connect_temporal(self.temporal)
+        version = Deployment(self.deployment, build_id)
+        worker = AsyncExitStack()
+        await worker.enter_async_context(
+            app_worker(
+                client, fresh_app(f"tests.rolling_app:v{release}"), task_queue=self.task_queue, deployment=version
+            )
         )
-        self.processes.append(worker)
+        self.workers.push_async_callback(worker.aclose)
+        if make_current:
+            await set_current(client, version)
         return worker
 
 
-@pytest.fixture(scope="module")
-def rollout(workdir: Path, temporal: str) -> Iterator[Rollout]:
-    task_queue = f"rolling-{uuid.uuid4()}"
-    deployment = f"rolling-{uuid.uuid4().hex[:8]}"
-    processes: list[Process] = []
-    with ThreadPoolExecutor(2) as pool:
-        # The front is the newer release: it knows every tool, whichever build runs it.
-        front_job = pool.submit(start_front, workdir, temporal, task_queue, app="tests.rolling_app:v2")
-        flags = ["--deployment-name", deployment, "--build-id", "a", "--make-current"]
-        worker_job = pool.submit(start_worker, workdir, temporal, task_queue, app="tests.rolling_app:v1", extra=flags)
-        front_process, url = front_job.result()
-        processes.append(front_process)
-        worker_a = worker_job.result()
-        processes.append(worker_a)
-    made = Rollout(workdir, temporal, task_queue, deployment, url, worker_a, processes)
-    try:
-        yield made
-    finally:
-        for process in processes:
-            print(f"--- {process.name}\n{process.log()[-3000:]}")  # shown when a test failed
-            process.stop()
+@pytest.fixture
+async def rollout(temporal: str, app_client: Client) -> AsyncIterator[Rollout]:
+    # The front is the newer release: it knows every tool, whichever build runs it.
+    queue, deployment = new_task_queue("rolling"), f"rolling-{uuid.uuid4().hex[:8]}"
+    async with (
+        in_process_front(fresh_app("tests.rolling_app:v2"), app_client, task_queue=queue) as front,
+        AsyncExitStack() as workers,
+    ):
+        yield Rollout(temporal, queue, deployment, front, workers)
 
 
 async def _operator(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
@@ -113,15 +103,16 @@ async def _build_of(client: Client, task_id: str) -> str | None:
 async def test_tasks_begun_on_build_a_end_on_a_while_new_ones_run_on_b(
     rollout: Rollout, temporal_client: Client, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    async with httpx.AsyncClient(timeout=30) as http:
-        mcp = TaskCalls(HttpMcp(rollout.front, http))
+    worker_a = await rollout.start_worker("1", "a", make_current=True)
+    async with rollout.front.http() as http:
+        mcp = rollout.front.calls(http)
         pinned_tool = await _waiting(mcp, "ask")
         workflow_tool = await _waiting(mcp, "gate")
         moving_tool = await _waiting(mcp, "ask_moving")
         for task_id in (pinned_tool, workflow_tool, moving_tool):
             assert await _build_of(temporal_client, task_id) == rollout.build("a")
 
-        rollout.start_worker("2", "b")
+        await rollout.start_worker("2", "b")
         # B polls, but A is still current until the operator says otherwise.
         before_switch = await _waiting(mcp, "ask")
         assert await _build_of(temporal_client, before_switch) == rollout.build("a")
@@ -191,8 +182,7 @@ async def test_tasks_begun_on_build_a_end_on_a_while_new_ones_run_on_b(
     with anyio.fail_after(30):
         while (await temporal_client.count_workflows(query)).count:
             await anyio.sleep(0.2)
-    rollout.worker_a.stop()
-    assert rollout.worker_a.popen.returncode == 0, rollout.worker_a.log()
+    await worker_a.aclose()  # stops as it ran: without an error
 
 
 # -- how tools declare their versioning (no processes) ---------------------------------------

@@ -1,8 +1,8 @@
 """`set_status` from inside a task's activity reaches the task's status line, on both kinds of task.
 
 A workflow tool's activity signals its workflow (through the worker's
-interceptor, in-process here); a tool task's activity heartbeats its line (the
-shared stack). Either line lost fails within seconds, not at a long bound.
+interceptor); a tool task's activity heartbeats its line (the in-process front and
+its workers). Either line lost fails within seconds, not at a long bound.
 """
 
 from __future__ import annotations
@@ -50,18 +50,18 @@ async def test_a_workflow_tools_activity_sets_the_tasks_status_line(temporal_cli
     assert memo.get(Memo.STATUS_MESSAGE) == ACTIVITY_LINE, memo
 
 
-async def test_a_tool_tasks_status_line_shows_while_it_runs(mcp: TaskCalls, gate: Path) -> None:
-    created = await mcp.start("gated", {"gate": str(gate)})
+async def test_a_tool_tasks_status_line_shows_while_it_runs(front_mcp: TaskCalls, gate: Path) -> None:
+    created = await front_mcp.start("gated", {"gate": str(gate)})
     try:
         with anyio.fail_after(WAIT_S):
             while not (gate / "started").exists():
                 await anyio.sleep(0.05)
         # The tool set its line right after it started: the next heartbeat (at most a second later) carries it.
-        seen = await mcp.wait_for(
+        seen = await front_mcp.wait_for(
             created["taskId"], lambda task: task.get("statusMessage") == "waiting for the release file", timeout=5
         )
         assert seen["status"] == "working"
     finally:
         (gate / "release").write_text("1")
-    done = await mcp.wait_for(created["taskId"], timeout=WAIT_S)
+    done = await front_mcp.wait_for(created["taskId"], timeout=WAIT_S)
     assert done["status"] == "completed", done

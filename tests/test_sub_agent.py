@@ -1,5 +1,6 @@
-"""The demo's `review_code` sub-agent end to end: a real Temporal dev server, worker and front server,
-and a scripted OpenAI-compatible model server on 127.0.0.1 that the worker's model requests go to.
+"""The demo's `review_code` sub-agent end to end: the demo's front and workers in the test process on the
+session's Temporal, and a scripted OpenAI-compatible model server on 127.0.0.1 (also in this process) that
+the workers' model requests go to. A worker killed between turns is a `worker` process.
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHistory
 from temporalio.worker import Replayer
 
+from mcp_tasks_temporal.contrib.pydantic_ai import AgentModel, configure_model
 from mcp_tasks_temporal.contrib.pydantic_ai.sub_agent import AGENT_MODEL_ENV, worker_plugins
 from mcp_tasks_temporal.demo.review import ReviewCode
 from mcp_tasks_temporal.demo.review_files import REVIEW_ROOT_ENV
@@ -26,9 +27,11 @@ from mcp_tasks_temporal.ops.app_loading import DEMO_APP
 from mcp_tasks_temporal.temporal.connection import connect_temporal
 from mcp_tasks_temporal.temporal.ids import UNKEYED
 from mcp_tasks_temporal.testing.scripted_model import ScriptedModel, calls, scripted_model
-from tests.conftest import Stack
-from tests.processes import start_front, start_worker
-from tests.wire import HttpMcp, TaskCalls
+from tests.app_workers import new_task_queue
+from tests.conftest import OpenFront
+from tests.front_app import DEMO_SERVER, client_for_app, fresh_app
+from tests.processes import Process, start_worker
+from tests.wire import TaskCalls
 
 pytestmark = [pytest.mark.anyio]
 
@@ -98,7 +101,7 @@ async def model() -> AsyncIterator[ScriptedModel]:
 
 @contextmanager
 def _agent_env(model: ScriptedModel, review_root: Path) -> Generator[None]:
-    """The environment a worker or front server of the demo starts with: the scripted model, the review root."""
+    """The environment a `worker` process of the demo starts with: the scripted model, the review root."""
     with pytest.MonkeyPatch.context() as env:
         env.setenv("OPENAI_BASE_URL", model.base_url)
         env.setenv("OPENAI_API_KEY", "scripted-key")
@@ -108,25 +111,32 @@ def _agent_env(model: ScriptedModel, review_root: Path) -> Generator[None]:
 
 
 @pytest.fixture(scope="module")
-def agent_stack(workdir: Path, temporal: str, model: ScriptedModel, review_root: Path) -> Iterator[Stack]:
-    """Worker and front server of the demo app, configured for the scripted model."""
-    with _agent_env(model, review_root):
-        stack = Stack(workdir, temporal, task_queue=f"agent-{review_root.name}")
-        try:
-            stack.workers.append(start_worker(workdir, temporal, stack.task_queue, app=DEMO_APP))
-            # The tests here follow tasks: every task-capable call is answered with its task, however quick.
-            tasks_only = ["--max-inline-budget-ms", "0"]
-            stack.fronts.append(start_front(workdir, temporal, stack.task_queue, app=DEMO_APP, extra=tasks_only))
-        except BaseException:
-            stack.stop()
-            raise
-    yield stack
-    stack.stop()
+def app_spec() -> str:
+    """The demo's app, at the module that builds it (`fresh_app` runs it again for each front and worker)."""
+    return DEMO_SERVER
 
 
-@pytest.fixture
-def mcp(agent_stack: Stack, http: httpx.AsyncClient) -> TaskCalls:
-    return TaskCalls(HttpMcp(agent_stack.url, http))
+@pytest.fixture(scope="module")
+def front_settings() -> dict[str, Any]:
+    """The tests here follow tasks: every task-capable call is answered with its task, however quick its tool."""
+    return {"max_inline_budget_ms": 0}
+
+
+@pytest.fixture(scope="module")
+async def app_client(temporal: str, app_spec: str) -> Client:
+    """The client of the module's front and workers, with the client side of the demo's plugins (pydantic-ai's)."""
+    return await client_for_app(await connect_temporal(temporal), fresh_app(app_spec))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def agent_model(model: ScriptedModel, review_root: Path) -> Iterator[AgentModel]:
+    """The sub-agents' model and review root in this process, as `--agent-model` and the environment set them up."""
+    configured = AgentModel(MODEL_NAME, base_url=model.base_url, api_key="scripted-key")
+    configure_model(configured)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv(REVIEW_ROOT_ENV, str(review_root))
+        yield configured
+    configure_model(None)
 
 
 async def _history_of(client: Client, task_id: str) -> list[Any]:
@@ -163,7 +173,7 @@ def _tool_results(request: dict[str, Any]) -> list[str]:
     return [message["content"] for message in request["messages"] if message["role"] == "tool"]
 
 
-async def test_review_finds_the_planted_duplicate(mcp: TaskCalls, model: ScriptedModel, temporal: str) -> None:
+async def test_review_finds_the_planted_duplicate(front_mcp: TaskCalls, model: ScriptedModel, temporal: str) -> None:
     model.reset(
         [
             calls(("list_files", {})),
@@ -172,8 +182,8 @@ async def test_review_finds_the_planted_duplicate(mcp: TaskCalls, model: Scripte
             calls(("final_result", FINDINGS)),
         ]
     )
-    created = await mcp.start("review_code", {"path": "shop", "rules": ["No duplicated blocks."]})
-    done = await mcp.wait_for(created["taskId"], timeout=30)
+    created = await front_mcp.start("review_code", {"path": "shop", "rules": ["No duplicated blocks."]})
+    done = await front_mcp.wait_for(created["taskId"], timeout=30)
 
     assert done["status"] == "completed", done
     result = done["result"]["structuredContent"]
@@ -197,8 +207,23 @@ async def test_review_finds_the_planted_duplicate(mcp: TaskCalls, model: Scripte
 
 
 async def test_worker_killed_between_turns_repeats_no_model_request_and_no_tool(
-    mcp: TaskCalls, model: ScriptedModel, agent_stack: Stack, workdir: Path, temporal: str, review_root: Path
+    open_front: OpenFront, model: ScriptedModel, workdir: Path, temporal: str, review_root: Path
 ) -> None:
+    # A `worker` process, killed; the front in this process, on the worker's own task queue.
+    queue = new_task_queue("agent-kill")
+    with _agent_env(model, review_root):
+        worker = start_worker(workdir, temporal, queue, app=DEMO_APP)
+    try:
+        front = await open_front(task_queue=queue)
+        async with front.http() as http:
+            worker = await _kill_between_turns(front.calls(http), model, worker, workdir, temporal, review_root, queue)
+    finally:
+        worker.stop()
+
+
+async def _kill_between_turns(
+    mcp: TaskCalls, model: ScriptedModel, worker: Process, workdir: Path, temporal: str, review_root: Path, queue: str
+) -> Process:
     question = "Is src/invoices.py generated code that the rules exempt?"
     model.reset(
         [
@@ -215,9 +240,9 @@ async def test_worker_killed_between_turns_repeats_no_model_request_and_no_tool(
     assert asked["method"] == "elicitation/create" and asked["params"]["message"] == question
     assert waiting["statusMessage"] == "turn 3: waiting for an answer"
 
-    agent_stack.workers[0].kill()
+    worker.kill()
     with _agent_env(model, review_root):
-        agent_stack.workers[0] = start_worker(workdir, temporal, agent_stack.task_queue, app=DEMO_APP)
+        worker = start_worker(workdir, temporal, queue, app=DEMO_APP)
     answer = {"action": "accept", "content": {"answer": "No, it is hand-written."}}
     assert (await mcp.update(created["taskId"], {"question_1": answer})).result["resultType"] == "complete"
     done = await mcp.wait_for(created["taskId"], timeout=30)
@@ -242,6 +267,7 @@ async def test_worker_killed_between_turns_repeats_no_model_request_and_no_tool(
     if os.environ.get("MCP_TASKS_WRITE_HISTORIES"):
         HISTORIES.mkdir(exist_ok=True)
         (HISTORIES / "review_code_question_and_crash.json").write_text(history.to_json())
+    return worker
 
 
 def _replayer() -> Replayer:
@@ -253,22 +279,24 @@ async def test_committed_sub_agent_histories_still_replay(path: Path) -> None:
     await _replayer().replay_workflow(WorkflowHistory.from_json(f"history/{path.stem}", path.read_text()))
 
 
-async def test_a_client_that_cannot_be_asked_leaves_the_agent_to_decide(mcp: TaskCalls, model: ScriptedModel) -> None:
+async def test_a_client_that_cannot_be_asked_leaves_the_agent_to_decide(
+    front_mcp: TaskCalls, model: ScriptedModel
+) -> None:
     model.reset([calls(("ask_user", {"question": "Which rules apply?"})), calls(("final_result", FINDINGS))])
-    created = await mcp.start("review_code", {"path": "shop"})  # no elicitation capability declared
-    done = await mcp.wait_for(created["taskId"], timeout=30)
+    created = await front_mcp.start("review_code", {"path": "shop"})  # no elicitation capability declared
+    done = await front_mcp.wait_for(created["taskId"], timeout=30)
     assert done["status"] == "completed" and done["result"]["structuredContent"]["complete"] is True
     told = _tool_results(model.requests[1])[0]
     assert told.startswith("Nobody can answer questions in this session") and "best judgement" in told
 
 
-async def test_cancel_during_a_turn_ends_cancelled_at_once(mcp: TaskCalls, model: ScriptedModel) -> None:
+async def test_cancel_during_a_turn_ends_cancelled_at_once(front_mcp: TaskCalls, model: ScriptedModel) -> None:
     model.reset([calls(("list_files", {})), calls(("find_duplicates", {})), calls(("final_result", FINDINGS))])
     model.hold(2)
-    created = await mcp.start("review_code", {"path": "shop"})
+    created = await front_mcp.start("review_code", {"path": "shop"})
     await model.arrived(2, bound_s=120)
-    assert (await mcp.cancel(created["taskId"])).result["resultType"] == "complete"
-    cancelled = await mcp.wait_for(created["taskId"], timeout=30)
+    assert (await front_mcp.cancel(created["taskId"])).result["resultType"] == "complete"
+    cancelled = await front_mcp.wait_for(created["taskId"], timeout=30)
     assert cancelled["status"] == "cancelled"
     assert len(model.requests) == 2  # the turn in flight was never answered, and none followed
     model.release(2)
@@ -279,7 +307,7 @@ async def test_cancel_during_a_turn_ends_cancelled_at_once(mcp: TaskCalls, model
     [({"max_turns": 2}, 2, "request_limit of 2"), ({"max_tokens": 1_000}, 2, "total_tokens_limit of 1000")],
 )
 async def test_an_exhausted_budget_ends_with_a_clear_result(
-    mcp: TaskCalls, model: ScriptedModel, budget: dict[str, int], requests: int, limit: str
+    front_mcp: TaskCalls, model: ScriptedModel, budget: dict[str, int], requests: int, limit: str
 ) -> None:
     model.reset(
         [
@@ -288,8 +316,8 @@ async def test_an_exhausted_budget_ends_with_a_clear_result(
             calls(("final_result", FINDINGS)),
         ]
     )
-    created = await mcp.start("review_code", {"path": "shop", **budget})
-    done = await mcp.wait_for(created["taskId"], timeout=30)
+    created = await front_mcp.start("review_code", {"path": "shop", **budget})
+    done = await front_mcp.wait_for(created["taskId"], timeout=30)
     assert done["status"] == "completed" and not done["result"].get("isError"), done
     result = done["result"]["structuredContent"]
     assert result["complete"] is False and result["findings"] == []
@@ -297,43 +325,41 @@ async def test_an_exhausted_budget_ends_with_a_clear_result(
     assert result["turns"] == requests == len(model.requests)
 
 
-async def test_a_path_outside_the_review_root_is_a_tool_error(mcp: TaskCalls, model: ScriptedModel) -> None:
+async def test_a_path_outside_the_review_root_is_a_tool_error(front_mcp: TaskCalls, model: ScriptedModel) -> None:
     model.reset([])
-    created = await mcp.start("review_code", {"path": "../.."})
-    done = await mcp.wait_for(created["taskId"], timeout=30)
+    created = await front_mcp.start("review_code", {"path": "../.."})
+    done = await front_mcp.wait_for(created["taskId"], timeout=30)
     assert done["status"] == "completed" and done["result"]["isError"] is True
     assert "outside the review root" in done["result"]["content"][0]["text"]
     assert model.requests == []
 
 
-async def test_the_demos_other_tasks_run_on_the_same_worker(mcp: TaskCalls) -> None:
+async def test_the_demos_other_tasks_run_on_the_same_worker(front_mcp: TaskCalls) -> None:
     """pydantic-ai's plugin changes the worker's sandbox and converter for every workflow, not only the agent's."""
-    pipeline = await mcp.start("build_pipeline", {"ref": "v2", "step_seconds": 0}, capabilities={"elicitation": {}})
-    await mcp.wait_for(pipeline["taskId"], {"input_required"}, timeout=30)
-    await mcp.update(pipeline["taskId"], {"approve": {"action": "accept", "content": {"approve": True}}})
-    logs = await mcp.start("search_logs", {"pattern": "release", "seconds_per_file": 0})
-    built = await mcp.wait_for(pipeline["taskId"], timeout=30)
-    searched = await mcp.wait_for(logs["taskId"], timeout=30)
+    pipeline = await front_mcp.start(
+        "build_pipeline", {"ref": "v2", "step_seconds": 0}, capabilities={"elicitation": {}}
+    )
+    await front_mcp.wait_for(pipeline["taskId"], {"input_required"}, timeout=30)
+    await front_mcp.update(pipeline["taskId"], {"approve": {"action": "accept", "content": {"approve": True}}})
+    logs = await front_mcp.start("search_logs", {"pattern": "release", "seconds_per_file": 0})
+    built = await front_mcp.wait_for(pipeline["taskId"], timeout=30)
+    searched = await front_mcp.wait_for(logs["taskId"], timeout=30)
     assert built["status"] == "completed" and "v2" in built["result"]["content"][0]["text"], built
     assert searched["status"] == "completed" and searched["result"]["structuredContent"]["result"], searched
 
 
-async def test_without_a_model_the_call_says_so_at_once(
-    workdir: Path, temporal: str, http: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delenv(AGENT_MODEL_ENV, raising=False)
-    front, url = start_front(workdir, temporal, "agent-no-model", app=DEMO_APP)
+async def test_without_a_model_the_call_says_so_at_once(front_mcp: TaskCalls, agent_model: AgentModel) -> None:
+    configure_model(None)  # this process's, as a front started without --agent-model
     try:
-        mcp = TaskCalls(HttpMcp(url, http))
-        listed = (await mcp.client.request("tools/list", {})).result["tools"]
+        listed = (await front_mcp.client.request("tools/list", {})).result["tools"]
         review = next(tool for tool in listed if tool["name"] == "review_code")
         assert set(review["inputSchema"]["properties"]) == {"path", "rules", "max_turns", "max_tokens"}
         assert review["inputSchema"]["required"] == ["path"]
         for tasks in (True, False):
             with anyio.fail_after(10):
-                reply = await mcp.call_tool("review_code", {"path": "shop"}, tasks=tasks)
+                reply = await front_mcp.call_tool("review_code", {"path": "shop"}, tasks=tasks)
             assert reply.result["isError"] is True, reply.body
             assert reply.result.get("resultType", "complete") == "complete"
             assert "--agent-model" in reply.result["content"][0]["text"]
     finally:
-        front.stop()
+        configure_model(agent_model)

@@ -1,25 +1,22 @@
 """Tools that declare what they ask (`asks=`): a client that cannot answer is refused at `tools/call`.
 
 The refusal is -32021 with the capabilities it lacks, before any step runs: no
-task, no activity, no workflow. Over real front servers and workers.
+task, no activity, no workflow. Through the in-process front and its workers.
 """
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from mcp_tasks_temporal import TasksExtension
 from mcp_tasks_temporal.front.extension import ToolTaskOptions
 from mcp_tasks_temporal.temporal.capabilities import undeclared_asks
-from tests.conftest import Stack
-from tests.processes import start_front, start_worker
-from tests.wire import HttpMcp, TaskCalls
+from tests.conftest import OpenApp
+from tests.wire import TaskCalls
 from tests.workflow_fixture_workflows import QuestionsWorkflow
 
 MISSING_CAPABILITY = -32021
@@ -62,9 +59,9 @@ def test_asks_takes_only_known_capabilities(asks: Any) -> None:
 @pytest.mark.anyio
 @pytest.mark.parametrize("tasks", [True, False])
 async def test_a_tool_that_asks_is_refused_to_a_client_without_elicitation_before_it_runs(
-    mcp: TaskCalls, gate: Path, tasks: bool
+    front_mcp: TaskCalls, gate: Path, tasks: bool
 ) -> None:
-    reply = await mcp.call_tool("approve_step", {"gate": str(gate)}, tasks=tasks, capabilities={"sampling": {}})
+    reply = await front_mcp.call_tool("approve_step", {"gate": str(gate)}, tasks=tasks, capabilities={"sampling": {}})
     error = reply.error
     assert error["code"] == MISSING_CAPABILITY, reply.body
     assert error["data"]["requiredCapabilities"] == {"elicitation": {}}
@@ -72,11 +69,11 @@ async def test_a_tool_that_asks_is_refused_to_a_client_without_elicitation_befor
 
 
 @pytest.mark.anyio
-async def test_a_tool_that_asks_runs_for_a_client_that_declared_elicitation(mcp: TaskCalls, gate: Path) -> None:
-    created = await mcp.start("approve_step", {"gate": str(gate)}, capabilities={"elicitation": {}})
-    task = await mcp.wait_for(created["taskId"], {"input_required"})
-    await mcp.update(created["taskId"], dict.fromkeys(task["inputRequests"], YES))
-    done = await mcp.wait_for(created["taskId"])
+async def test_a_tool_that_asks_runs_for_a_client_that_declared_elicitation(front_mcp: TaskCalls, gate: Path) -> None:
+    created = await front_mcp.start("approve_step", {"gate": str(gate)}, capabilities={"elicitation": {}})
+    task = await front_mcp.wait_for(created["taskId"], {"input_required"})
+    await front_mcp.update(created["taskId"], dict.fromkeys(task["inputRequests"], YES))
+    done = await front_mcp.wait_for(created["taskId"])
     assert done["status"] == "completed", done
     assert done["result"]["content"][0]["text"] == "approved"
     assert (gate / "work-runs").read_text() == "1"
@@ -85,36 +82,29 @@ async def test_a_tool_that_asks_runs_for_a_client_that_declared_elicitation(mcp:
 # -- workflow tools --------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def wf_stack(workdir: Path, temporal: str) -> Iterator[Stack]:
-    shared = Stack(workdir, temporal, task_queue=f"asks-{uuid.uuid4()}")
-    try:
-        shared.workers.append(start_worker(workdir, temporal, shared.task_queue, app=WF_APP))
-        shared.fronts.append(start_front(workdir, temporal, shared.task_queue, app=WF_APP))
-        yield shared
-    finally:
-        shared.stop()
+@pytest.fixture
+async def workflows(open_app: OpenApp) -> AsyncIterator[TaskCalls]:
+    """The task operations on a front of the workflow fixture app, its workers running."""
+    front = await open_app(WF_APP)
+    async with front.http() as http:
+        yield front.calls(http)
 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("tasks", [True, False])
 async def test_a_workflow_tool_that_asks_is_refused_to_a_client_without_what_it_asks(
-    wf_stack: Stack, http: httpx.AsyncClient, tasks: bool
+    workflows: TaskCalls, tasks: bool
 ) -> None:
-    wf = TaskCalls(HttpMcp(wf_stack.url, http))
-    reply = await wf.call_tool("declared_questions", {}, tasks=tasks, capabilities={"elicitation": {}})
+    reply = await workflows.call_tool("declared_questions", {}, tasks=tasks, capabilities={"elicitation": {}})
     error = reply.error
     assert error["code"] == MISSING_CAPABILITY, reply.body
     assert error["data"]["requiredCapabilities"] == {"sampling": {}}
 
 
 @pytest.mark.anyio
-async def test_a_workflow_tool_that_asks_runs_for_a_client_that_declared_it(
-    wf_stack: Stack, http: httpx.AsyncClient
-) -> None:
-    wf = TaskCalls(HttpMcp(wf_stack.url, http))
-    created = await wf.start("declared_questions", {}, capabilities={"elicitation": {}, "sampling": {}})
-    task = await wf.wait_for(created["taskId"], {"input_required"})
+async def test_a_workflow_tool_that_asks_runs_for_a_client_that_declared_it(workflows: TaskCalls) -> None:
+    created = await workflows.start("declared_questions", {}, capabilities={"elicitation": {}, "sampling": {}})
+    task = await workflows.wait_for(created["taskId"], {"input_required"})
     assert set(task["inputRequests"]) == {"approve", "reviewer"}
-    await wf.cancel(created["taskId"])
-    assert (await wf.wait_for(created["taskId"]))["status"] == "cancelled"
+    await workflows.cancel(created["taskId"])
+    assert (await workflows.wait_for(created["taskId"], {"cancelled"}))["status"] == "cancelled"

@@ -11,7 +11,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ from mcp_tasks_temporal.temporal.contract import (
 )
 from mcp_tasks_temporal.temporal.sandbox import workflow_runner
 from mcp_tasks_temporal.temporal.workflows import ToolTaskWorkflow
+from tests.histories.record import memo_status
 from tests.polling import pauses
 
 pytestmark = pytest.mark.anyio
@@ -46,6 +47,7 @@ pytestmark = pytest.mark.anyio
 HISTORIES = Path(__file__).parent / "histories"
 QUESTION = {"method": "elicitation/create", "params": {"message": "Name?", "requestedSchema": {"type": "object"}}}
 RUN_TIMEOUT = 30
+STATE_BOUND_S = 10
 """Bound on waiting for a run to close: a run stuck on a bug fails its test instead of hanging the suite."""
 
 
@@ -101,18 +103,6 @@ async def start(client: Client, worker: Worker, task: ToolTaskInput) -> Workflow
     )
 
 
-async def memo_status(
-    handle: WorkflowHandle[Any, Any], wanted: str, *, until: Callable[[dict[str, Any]], bool] = lambda memo: True
-) -> dict[str, Any]:
-    wait = pauses()
-    with anyio.fail_after(10):
-        while True:
-            memo = dict(await (await handle.describe()).memo())
-            if memo.get(Memo.STATUS) == wanted and until(memo):
-                return memo
-            await anyio.sleep(next(wait))
-
-
 async def outcome(handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
     """The run's result, waited for with a bound."""
     with anyio.fail_after(RUN_TIMEOUT):
@@ -125,7 +115,7 @@ async def test_completed_run_returns_the_tool_result_and_mirrors_state(temporal_
     handle = await start(temporal_client, worker, task_input(created_at_ms=created_at_ms))
     result = await outcome(handle)
     assert result["resultType"] == "complete"
-    memo = await memo_status(handle, "completed")
+    memo = await memo_status(handle, "completed", STATE_BOUND_S)
     description = await handle.describe()
     assert description.close_time is not None
     started_ms, closed_ms = (int(t.timestamp() * 1000) for t in (description.start_time, description.close_time))
@@ -139,7 +129,7 @@ async def test_question_waits_for_the_signal_then_the_next_round_gets_answer_and
     temporal_client: Client, worker: Worker
 ) -> None:
     handle = await start(temporal_client, worker, task_input(behaviour="ask"))
-    memo = await memo_status(handle, "input_required")
+    memo = await memo_status(handle, "input_required", STATE_BOUND_S)
     # The client answers under the key the tool asked under.
     assert memo[Memo.INPUT_REQUESTS] == {"name": QUESTION}
     assert (await handle.query(STATE_QUERY))["inputRequests"] == {"name": QUESTION}
@@ -158,12 +148,14 @@ async def test_question_waits_for_the_signal_then_the_next_round_gets_answer_and
 async def test_an_answer_to_a_question_not_yet_asked_is_ignored(temporal_client: Client, worker: Worker) -> None:
     # Straight to the workflow: the front server drops such keys before they could reach it.
     handle = await start(temporal_client, worker, task_input(behaviour="ask_twice"))
-    await memo_status(handle, "input_required")
+    await memo_status(handle, "input_required", STATE_BOUND_S)
     await handle.signal(INPUT_SIGNAL, {"r1/name": {"action": "accept", "content": {"name": "Too early"}}})
     state = await handle.query(STATE_QUERY)  # taken in or not yet, it must not touch what is outstanding
     assert state["status"] == "input_required" and state["inputRequests"] == {"name": QUESTION}
     await handle.signal(INPUT_SIGNAL, {"name": {"action": "accept", "content": {"name": "First"}}})
-    memo = await memo_status(handle, "input_required", until=lambda m: "r1/name" in (m[Memo.INPUT_REQUESTS] or {}))
+    memo = await memo_status(
+        handle, "input_required", STATE_BOUND_S, until=lambda m: "r1/name" in (m[Memo.INPUT_REQUESTS] or {})
+    )
     # The tool's key again, so the second round's namespace keeps it unique; its early answer is forgotten.
     assert memo[Memo.INPUT_REQUESTS] == {"r1/name": QUESTION}
     await handle.signal(INPUT_SIGNAL, {"r1/name": {"action": "accept", "content": {"name": "Second"}}})
@@ -180,7 +172,7 @@ async def test_json_rpc_error_closes_the_run_failed_with_the_error(temporal_clie
     with pytest.raises(WorkflowFailureError) as failure:
         await outcome(handle)
     assert isinstance(failure.value.cause, ApplicationError) and failure.value.cause.type == JSONRPC_ERROR
-    memo = await memo_status(handle, "failed")
+    memo = await memo_status(handle, "failed", STATE_BOUND_S)
     assert memo[Memo.ERROR] == {"code": -32050, "message": "nope"}
 
 
@@ -204,12 +196,12 @@ async def test_cancel_of_a_running_tool_closes_the_run_cancelled(temporal_client
         while (await handle.describe()).status == WorkflowExecutionStatus.RUNNING:
             await anyio.sleep(next(wait))
     assert (await handle.describe()).status == WorkflowExecutionStatus.CANCELED
-    assert (await memo_status(handle, "cancelled"))[Memo.STATUS] == "cancelled"
+    assert (await memo_status(handle, "cancelled", STATE_BOUND_S))[Memo.STATUS] == "cancelled"
 
 
 async def test_fresh_history_replays_deterministically(temporal_client: Client, worker: Worker) -> None:
     handle = await start(temporal_client, worker, task_input(behaviour="ask"))
-    await memo_status(handle, "input_required")
+    await memo_status(handle, "input_required", STATE_BOUND_S)
     await handle.signal(INPUT_SIGNAL, {"name": {"action": "accept", "content": {"name": "Lu"}}})
     await outcome(handle)
     history = await handle.fetch_history()

@@ -27,7 +27,12 @@ from temporalio.worker import Replayer, Worker
 from mcp_tasks_temporal import TasksExtension
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, WorkflowTask
 from mcp_tasks_temporal.temporal.connection import connect_temporal
-from mcp_tasks_temporal.temporal.contract import CLIENT_CAPABILITIES_META_KEY, EXTENSION_ID, PLAIN_CALL_META_KEY
+from mcp_tasks_temporal.temporal.contract import (
+    CLIENT_CAPABILITIES_META_KEY,
+    EXTENSION_ID,
+    PLAIN_CALL_META_KEY,
+    TERMINAL_STATUSES,
+)
 from mcp_tasks_temporal.temporal.sandbox import workflow_runner
 from mcp_tasks_temporal.temporal.tool_results import call_tool_result, failure_outcome
 from mcp_tasks_temporal.temporal.workflow_api import task_error
@@ -78,9 +83,12 @@ def workflow_task(workflow_name: str, args: list[Any], *, ttl_ms: int | None = 6
 
 
 async def until_status(gateway: TemporalTaskGateway, task_id: str, wanted: set[str]) -> dict[str, Any]:
+    """The task once its status is one of `wanted`; fails at once if it ends otherwise (an end never changes)."""
     wait = pauses()
     with anyio.fail_after(30):
         while (task := await gateway.get(task_id, None))["status"] not in wanted:
+            if task["status"] in TERMINAL_STATUSES:
+                raise AssertionError(f"task {task_id} ended {task['status']} before reaching {sorted(wanted)}: {task}")
             await anyio.sleep(next(wait))
     return task
 

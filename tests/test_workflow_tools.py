@@ -1,8 +1,9 @@
-"""Workflow tools: the user's own workflows as MCP tasks, through a real front server and worker over HTTP.
+"""Workflow tools: the user's own workflows as MCP tasks, through the front and its workers.
 
-The fixture workflows (`tests/workflow_fixture_workflows.py`) run sandboxed in
-a `worker` process, exactly as a user's would; their activities leave a line
-in a file per run, so a test counts what ran, also across a kill -9.
+The fixture workflows (`tests/workflow_fixture_workflows.py`) run sandboxed on workers in the test
+process, as `worker` runs them, behind the in-process front; their activities leave a line in a file
+per run, so a test counts what ran. A kill -9 of a `worker` process, the stdio transport and `dev`
+are about processes, and run as processes.
 """
 
 from __future__ import annotations
@@ -22,11 +23,16 @@ import httpx
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 
+from mcp_tasks_temporal import BearerAuth
+from mcp_tasks_temporal.front.http.auth import StaticTokenVerifier
 from mcp_tasks_temporal.temporal.connection import connect_temporal
 from mcp_tasks_temporal.temporal.contract import CLIENT_CAPABILITIES_META_KEY, WORKFLOW_KIND, Memo
 from mcp_tasks_temporal.temporal.ids import UNKEYED
-from tests.conftest import Stack
+from tests.app_workers import app_worker, new_task_queue
+from tests.clock import ManualClock
+from tests.conftest import OpenFront, Stack
 from tests.direct_signals import signal_answers
+from tests.front_app import InProcessFront, fresh_app
 from tests.processes import CLI, REPO_ROOT, Process, child_env, free_port, start_front, start_worker, wait_until
 from tests.test_auth import ALICE, BOB, BearerMcp
 from tests.test_push import http_listen, listen_message
@@ -42,11 +48,11 @@ YES = {"action": "accept", "content": {"approve": True}}
 PIPELINE = ["checkout", "compile", "test", "deploy"]
 
 
-def start_stack(stack: Stack, *, worker: bool = True, front_extra: list[str] | None = None) -> Stack:
+def start_stack(stack: Stack) -> Stack:
+    """A `worker` and a front process of the app, for the tests that kill the worker."""
     try:
-        if worker:
-            stack.workers.append(start_worker(stack.workdir, stack.temporal, stack.task_queue, app=APP))
-        stack.fronts.append(start_front(stack.workdir, stack.temporal, stack.task_queue, app=APP, extra=front_extra))
+        stack.workers.append(start_worker(stack.workdir, stack.temporal, stack.task_queue, app=APP))
+        stack.fronts.append(start_front(stack.workdir, stack.temporal, stack.task_queue, app=APP))
     except BaseException:
         stack.stop()  # a worker that started must not outlive a front that did not
         raise
@@ -67,15 +73,9 @@ def own_queue() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def wf_stack(workdir: Path, temporal: str, own_queue: str) -> Iterator[Stack]:
-    shared = start_stack(Stack(workdir, temporal, task_queue=f"wf-{uuid.uuid4()}"))
-    yield shared
-    shared.stop()
-
-
-@pytest.fixture
-def wf(wf_stack: Stack, http: httpx.AsyncClient) -> TaskCalls:
-    return TaskCalls(HttpMcp(wf_stack.url, http))
+def app_spec(own_queue: str) -> str:
+    """The workflow fixture app, loaded once its second queue is in the environment."""
+    return APP
 
 
 @pytest.fixture
@@ -103,8 +103,8 @@ def release(effects: Path, step: str) -> None:
 # -- tools/list and results ------------------------------------------------------------------
 
 
-async def test_tools_list_shows_workflow_tools_with_schemas_from_the_run_method(wf: TaskCalls) -> None:
-    tools = {tool["name"]: tool for tool in (await wf.client.request("tools/list", {})).result["tools"]}
+async def test_tools_list_shows_workflow_tools_with_schemas_from_the_run_method(front_mcp: TaskCalls) -> None:
+    tools = {tool["name"]: tool for tool in (await front_mcp.client.request("tools/list", {})).result["tools"]}
     greet = tools["greet"]
     assert greet["description"].startswith("Greets someone")
     assert set(greet["inputSchema"]["properties"]) == {"name", "punctuation"}
@@ -118,35 +118,35 @@ async def test_tools_list_shows_workflow_tools_with_schemas_from_the_run_method(
     assert tools["loop"]["outputSchema"]["type"] == "object"
 
 
-async def test_unchanged_workflow_runs_as_a_task_and_its_result_is_mapped(wf: TaskCalls) -> None:
-    created = await wf.start("greet", {"name": "Ada"})
+async def test_unchanged_workflow_runs_as_a_task_and_its_result_is_mapped(front_mcp: TaskCalls) -> None:
+    created = await front_mcp.start("greet", {"name": "Ada"})
     assert created["status"] == "working" and created["pollIntervalMs"] == 200
-    task = await wf.wait_for(created["taskId"])
+    task = await front_mcp.wait_for(created["taskId"])
     assert task["status"] == "completed", task
     assert task["result"]["content"] == [{"type": "text", "text": "Hello, Ada!"}]
     assert task["result"]["isError"] is False and "structuredContent" not in task["result"]
 
 
-async def test_client_without_the_extension_gets_the_result_synchronously(wf: TaskCalls) -> None:
-    reply = await wf.call_tool("greet", {"name": "Bo", "punctuation": "?"}, tasks=False)
+async def test_client_without_the_extension_gets_the_result_synchronously(front_mcp: TaskCalls) -> None:
+    reply = await front_mcp.call_tool("greet", {"name": "Bo", "punctuation": "?"}, tasks=False)
     assert reply.result["content"] == [{"type": "text", "text": "Hello, Bo?"}]
-    structured = await wf.call_tool("loop", {"round": 1, "until": 2}, tasks=False)
+    structured = await front_mcp.call_tool("loop", {"round": 1, "until": 2}, tasks=False)
     assert structured.result["structuredContent"] == {"rounds": 2, "continued": True, "answer": None}
     assert json.loads(structured.result["content"][0]["text"]) == structured.result["structuredContent"]
 
 
-async def test_bad_arguments_get_the_synchronous_answer_and_no_task(wf: TaskCalls) -> None:
+async def test_bad_arguments_get_the_synchronous_answer_and_no_task(front_mcp: TaskCalls) -> None:
     for tasks in (True, False):
-        reply = await wf.call_tool("greet", {"punctuation": "!"}, tasks=tasks)
+        reply = await front_mcp.call_tool("greet", {"punctuation": "!"}, tasks=tasks)
         assert reply.result["isError"] is True, reply.body
         assert reply.result.get("resultType", "complete") == "complete"
         assert "name" in reply.result["content"][0]["text"]
 
 
-async def test_required_policy_refuses_a_client_without_the_extension(wf: TaskCalls) -> None:
-    refused = await wf.call_tool("nothing", {}, tasks=False)
+async def test_required_policy_refuses_a_client_without_the_extension(front_mcp: TaskCalls) -> None:
+    refused = await front_mcp.call_tool("nothing", {}, tasks=False)
     assert refused.error["code"] == -32021
-    task = await wf.wait_for((await wf.start("nothing", {}))["taskId"])
+    task = await front_mcp.wait_for((await front_mcp.start("nothing", {}))["taskId"])
     assert task["status"] == "completed" and task["result"]["content"] == []
     assert "statusMessage" not in task, "a completed task shows no step"
 
@@ -155,71 +155,71 @@ async def test_required_policy_refuses_a_client_without_the_extension(wf: TaskCa
 
 
 async def test_pipeline_reports_each_step_asks_before_deploying_and_returns_its_model(
-    wf: TaskCalls, effects: Path
+    front_mcp: TaskCalls, effects: Path
 ) -> None:
-    created = await wf.start(
+    created = await front_mcp.start(
         "release",
         {"ref": "v1.4", "effects": str(effects), "approve_before": "deploy"},
         capabilities=ELICIT,
     )
     task_id = created["taskId"]
-    asking = await wf.wait_for(task_id, {"input_required"})
+    asking = await front_mcp.wait_for(task_id, {"input_required"})
     assert asking["inputRequests"] == {"approve": APPROVE}
     assert asking["statusMessage"] == "test (3/4)"
-    invalid = await wf.update(task_id, {"approve": {"action": "maybe"}})
+    invalid = await front_mcp.update(task_id, {"approve": {"action": "maybe"}})
     assert invalid.error["code"] == -32602
-    assert "error" not in (await wf.update(task_id, {"approve": YES, "unknown": {"x": 1}})).body
-    done = await wf.wait_for(task_id)
+    assert "error" not in (await front_mcp.update(task_id, {"approve": YES, "unknown": {"x": 1}})).body
+    done = await front_mcp.wait_for(task_id)
     assert done["status"] == "completed", done
     assert done["result"]["structuredContent"] == {"ref": "v1.4", "steps": PIPELINE, "deployed": True}
     assert "statusMessage" not in done
     assert [runs(effects, step) for step in PIPELINE] == [1, 1, 1, 1]
 
 
-async def test_declined_approval_means_not_deployed(wf: TaskCalls, effects: Path) -> None:
+async def test_declined_approval_means_not_deployed(front_mcp: TaskCalls, effects: Path) -> None:
     task_id = (
-        await wf.start(
+        await front_mcp.start(
             "release", {"ref": "v2", "effects": str(effects), "approve_before": "deploy"}, capabilities=ELICIT
         )
     )["taskId"]
-    await wf.wait_for(task_id, {"input_required"})
-    await wf.update(task_id, {"approve": {"action": "decline"}})
-    done = await wf.wait_for(task_id)
+    await front_mcp.wait_for(task_id, {"input_required"})
+    await front_mcp.update(task_id, {"approve": {"action": "decline"}})
+    done = await front_mcp.wait_for(task_id)
     assert done["result"]["structuredContent"]["deployed"] is False
     assert runs(effects, "deploy") == 0
 
 
 async def test_an_approval_signalled_to_temporal_before_the_question_deploys_nothing(
-    wf: TaskCalls, effects: Path, temporal_client: Client
+    front_mcp: TaskCalls, effects: Path, temporal_client: Client
 ) -> None:
     request = {"ref": "v3", "effects": str(effects), "gate_step": "test", "approve_before": "deploy"}
-    task_id = (await wf.start("release", request, capabilities=ELICIT))["taskId"]
+    task_id = (await front_mcp.start("release", request, capabilities=ELICIT))["taskId"]
     await until_file(effects / "ran-test")  # held in its third step, before it asks
     handle = temporal_client.get_workflow_handle(UNKEYED.workflow_id(task_id, None))
     await signal_answers(handle, {"approve": YES, "never-asked": YES})
     release(effects, "test")
-    asked = await wf.wait_for(task_id, lambda t: t["status"] != "working")
+    asked = await front_mcp.wait_for(task_id, lambda t: t["status"] != "working")
     assert asked["status"] == "input_required", asked
     assert asked["inputRequests"] == {"approve": APPROVE}
     assert asked["statusMessage"] == "test (3/4)", "the pipeline went on past its question"
     assert runs(effects, "deploy") == 0
-    await wf.update(task_id, {"approve": {"action": "decline"}})
-    done = await wf.wait_for(task_id)
+    await front_mcp.update(task_id, {"approve": {"action": "decline"}})
+    done = await front_mcp.wait_for(task_id)
     assert done["result"]["structuredContent"] == {"ref": "v3", "steps": PIPELINE[:3], "deployed": False}
     assert runs(effects, "deploy") == 0
 
 
-async def test_several_questions_answered_one_at_a_time(wf: TaskCalls) -> None:
+async def test_several_questions_answered_one_at_a_time(front_mcp: TaskCalls) -> None:
     caps: dict[str, Any] = {"elicitation": {}, "sampling": {}}
-    task_id = (await wf.start("questions", {"kinds": ["elicitation", "sampling"]}, capabilities=caps))["taskId"]
-    asking = await wf.wait_for(task_id, {"input_required"})
+    task_id = (await front_mcp.start("questions", {"kinds": ["elicitation", "sampling"]}, capabilities=caps))["taskId"]
+    asking = await front_mcp.wait_for(task_id, {"input_required"})
     assert set(asking["inputRequests"]) == {"approve", "reviewer", "summary"}
-    await wf.update(task_id, {"reviewer": {"action": "accept", "content": {}}})
-    partial = (await wf.get(task_id)).result
+    await front_mcp.update(task_id, {"reviewer": {"action": "accept", "content": {}}})
+    partial = (await front_mcp.get(task_id)).result
     assert partial["status"] == "input_required" and set(partial["inputRequests"]) == {"approve", "summary"}
     sampled = {"role": "assistant", "content": {"type": "text", "text": "fine"}, "model": "m"}
-    await wf.update(task_id, {"approve": YES, "summary": sampled, "reviewer": {"action": "decline"}})
-    done = await wf.wait_for(task_id)
+    await front_mcp.update(task_id, {"approve": YES, "summary": sampled, "reviewer": {"action": "decline"}})
+    done = await front_mcp.wait_for(task_id)
     assert "statusMessage" not in done
     assert done["result"]["structuredContent"] == {
         "approve": YES,
@@ -228,23 +228,23 @@ async def test_several_questions_answered_one_at_a_time(wf: TaskCalls) -> None:
     }
 
 
-async def test_question_the_client_cannot_answer_fails_the_task_with_32021(wf: TaskCalls) -> None:
-    task_id = (await wf.start("questions", {"kinds": ["sampling"]}, capabilities=ELICIT))["taskId"]
-    done = await wf.wait_for(task_id)
+async def test_question_the_client_cannot_answer_fails_the_task_with_32021(front_mcp: TaskCalls) -> None:
+    task_id = (await front_mcp.start("questions", {"kinds": ["sampling"]}, capabilities=ELICIT))["taskId"]
+    done = await front_mcp.wait_for(task_id)
     assert done["status"] == "failed"
     assert done["error"]["code"] == -32021
     assert done["error"]["data"] == {"requiredCapabilities": {"sampling": {}}}
 
 
 async def test_a_workflow_tool_on_its_own_queue_runs_on_the_worker_for_that_queue(
-    wf: TaskCalls, own_queue: str, temporal_client: Client
+    front_mcp: TaskCalls, own_queue: str, temporal_client: Client
 ) -> None:
-    task_id = (await wf.start("wait_days", {"days": 0}, capabilities=ELICIT))["taskId"]
+    task_id = (await front_mcp.start("wait_days", {"days": 0}, capabilities=ELICIT))["taskId"]
     description = await temporal_client.get_workflow_handle(UNKEYED.workflow_id(task_id, None)).describe()
     assert description.task_queue == own_queue
-    await wf.wait_for(task_id, {"input_required"})
-    await wf.update(task_id, {"go": YES})
-    done = await wf.wait_for(task_id)
+    await front_mcp.wait_for(task_id, {"input_required"})
+    await front_mcp.update(task_id, {"go": YES})
+    done = await front_mcp.wait_for(task_id)
     assert done["result"]["structuredContent"] == {"result": ["waited", "accept"]}
 
 
@@ -264,8 +264,8 @@ async def test_a_workflow_tool_on_its_own_queue_runs_on_the_worker_for_that_queu
         ),
     ],
 )
-async def test_failure_mapping(wf: TaskCalls, mode: str, status: str, expected: Any) -> None:
-    done = await wf.wait_for((await wf.start("fail", {"mode": mode}))["taskId"])
+async def test_failure_mapping(front_mcp: TaskCalls, mode: str, status: str, expected: Any) -> None:
+    done = await front_mcp.wait_for((await front_mcp.start("fail", {"mode": mode}))["taskId"])
     assert done["status"] == status, done
     if status == "completed":
         assert done["result"]["isError"] is True
@@ -274,30 +274,30 @@ async def test_failure_mapping(wf: TaskCalls, mode: str, status: str, expected: 
         assert done["error"] == expected
 
 
-async def test_failures_of_a_synchronous_call(wf: TaskCalls) -> None:
-    tool_error = await wf.call_tool("fail", {"mode": "application-error"}, tasks=False)
+async def test_failures_of_a_synchronous_call(front_mcp: TaskCalls) -> None:
+    tool_error = await front_mcp.call_tool("fail", {"mode": "application-error"}, tasks=False)
     assert tool_error.result["isError"] is True
-    json_rpc = await wf.call_tool("fail", {"mode": "task-error"}, tasks=False)
+    json_rpc = await front_mcp.call_tool("fail", {"mode": "task-error"}, tasks=False)
     assert json_rpc.error["code"] == -32050
 
 
-async def test_cancel_mid_step_reaches_the_running_activity(wf: TaskCalls, effects: Path) -> None:
-    task_id = (await wf.start("fail", {"mode": "hang", "effects": str(effects)}))["taskId"]
+async def test_cancel_mid_step_reaches_the_running_activity(front_mcp: TaskCalls, effects: Path) -> None:
+    task_id = (await front_mcp.start("fail", {"mode": "hang", "effects": str(effects)}))["taskId"]
     await until_file(effects / "ran-hang")
-    assert (await wf.get(task_id)).result["statusMessage"] == "hanging"
-    assert "error" not in (await wf.cancel(task_id)).body
-    done = await wf.wait_for(task_id)
+    assert (await front_mcp.get(task_id)).result["statusMessage"] == "hanging"
+    assert "error" not in (await front_mcp.cancel(task_id)).body
+    done = await front_mcp.wait_for(task_id)
     assert done["status"] == "cancelled"
     await until_file(effects / "cancelled-hang")
 
 
 async def test_terminated_and_timed_out_workflows_fail_with_32603(
-    wf: TaskCalls, wf_stack: Stack, effects: Path, temporal_client: Client
+    front_mcp: TaskCalls, app_queue: str, effects: Path, temporal_client: Client
 ) -> None:
-    task_id = (await wf.start("fail", {"mode": "hang", "effects": str(effects)}))["taskId"]
+    task_id = (await front_mcp.start("fail", {"mode": "hang", "effects": str(effects)}))["taskId"]
     await until_file(effects / "ran-hang")
     await temporal_client.get_workflow_handle(UNKEYED.workflow_id(task_id, None)).terminate("operator")
-    done = await wf.wait_for(task_id)
+    done = await front_mcp.wait_for(task_id)
     assert done["status"] == "failed" and done["error"]["code"] == -32603
 
     # An operator-set execution timeout (the task's own TTL is unlimited here).
@@ -307,7 +307,7 @@ async def test_terminated_and_timed_out_workflows_fail_with_32603(
         "FailingWorkflow",
         {"mode": "hang", "effects": str(effects)},
         id=UNKEYED.workflow_id(timed_out, None),
-        task_queue=wf_stack.task_queue,
+        task_queue=app_queue,
         execution_timeout=timedelta(seconds=1),
         memo={
             Memo.TASK_ID: timed_out,
@@ -324,19 +324,26 @@ async def test_terminated_and_timed_out_workflows_fail_with_32603(
     with anyio.fail_after(30):
         while (await handle.describe()).status == WorkflowExecutionStatus.RUNNING:
             await anyio.sleep(0.1)
-    done = await wf.wait_for(timed_out)
+    done = await front_mcp.wait_for(timed_out)
     assert done["status"] == "failed" and done["error"]["code"] == -32603
 
 
 async def test_ttl_expires_the_task_and_temporal_stops_the_workflow(
-    wf: TaskCalls, effects: Path, temporal_client: Client
+    open_front: OpenFront, effects: Path, temporal_client: Client
 ) -> None:
-    created = await wf.start("short_lived", {"mode": "hang", "effects": str(effects)})
-    assert created["ttlMs"] == 2000
-    with anyio.fail_after(30):
-        while "result" in (reply := await wf.get(created["taskId"])).body:
-            await anyio.sleep(0.2)
-    assert reply.error["code"] == -32602
+    clock = ManualClock()
+    front = await open_front(clock=clock)
+    async with front.http() as http:
+        mcp = front.calls(http)
+        created = await mcp.start("short_lived", {"mode": "hang", "effects": str(effects)})
+        ttl = timedelta(milliseconds=created["ttlMs"])
+        assert ttl == timedelta(seconds=2)
+        await until_file(effects / "ran-hang")
+        clock.advance(ttl - timedelta(milliseconds=1))
+        assert (await mcp.get(created["taskId"])).result["status"] == "working", "gone before its TTL ran out"
+        clock.advance(timedelta(milliseconds=1))
+        assert (await mcp.get(created["taskId"])).error["code"] == -32602
+    # The workflow's own execution timeout (Temporal's clock, two seconds of it) stops the work.
     handle = temporal_client.get_workflow_handle(UNKEYED.workflow_id(created["taskId"], None))
     with anyio.fail_after(30):
         while (await handle.describe()).status == WorkflowExecutionStatus.RUNNING:
@@ -347,13 +354,15 @@ async def test_ttl_expires_the_task_and_temporal_stops_the_workflow(
 # -- continue-as-new, push -------------------------------------------------------------------
 
 
-async def test_continue_as_new_is_one_task_that_ends_with_the_last_run(wf: TaskCalls) -> None:
-    task_id = (await wf.start("loop", {"round": 1, "until": 3, "ask_at_end": True}, capabilities=ELICIT))["taskId"]
-    asking = await wf.wait_for(task_id, {"input_required"})
+async def test_continue_as_new_is_one_task_that_ends_with_the_last_run(front_mcp: TaskCalls) -> None:
+    task_id = (await front_mcp.start("loop", {"round": 1, "until": 3, "ask_at_end": True}, capabilities=ELICIT))[
+        "taskId"
+    ]
+    asking = await front_mcp.wait_for(task_id, {"input_required"})
     assert asking["statusMessage"] == "round 3 of 3"
     assert asking["inputRequests"] == {"confirm-3": APPROVE}
-    await wf.update(task_id, {"confirm-3": YES})
-    done = await wf.wait_for(task_id)
+    await front_mcp.update(task_id, {"confirm-3": YES})
+    done = await front_mcp.wait_for(task_id)
     assert done["result"]["structuredContent"] == {"rounds": 3, "continued": True, "answer": YES}
 
 
@@ -372,12 +381,12 @@ async def collect(frames: AsyncIterator[dict[str, Any]], task_id: str, into: lis
 
 
 async def test_push_carries_each_status_in_order_across_continue_as_new(
-    wf: TaskCalls, wf_stack: Stack, http: httpx.AsyncClient, effects: Path
+    front_mcp: TaskCalls, front: InProcessFront, front_http: httpx.AsyncClient, effects: Path
 ) -> None:
-    task_id = (await wf.start("loop", {"round": 1, "until": 3, "effects": str(effects)}))["taskId"]
+    task_id = (await front_mcp.start("loop", {"round": 1, "until": 3, "effects": str(effects)}))["taskId"]
     await until_file(effects / "ran-round-1")
     seen: list[dict[str, Any]] = []
-    async with http_listen(wf_stack.url, http, listen_message([task_id])) as frames:
+    async with http_listen(front.url, front_http, listen_message([task_id])) as frames:
         assert (await anext(frames))["method"] == "notifications/subscriptions/acknowledged"
         with anyio.fail_after(30):
             async with anyio.create_task_group() as group:
@@ -394,34 +403,38 @@ async def test_push_carries_each_status_in_order_across_continue_as_new(
         "round 3 of 3",
     ]
     assert seen[-1]["status"] == "completed"
-    assert task_fields(seen[-1]) == task_fields((await wf.get(task_id)).result)
+    assert task_fields(seen[-1]) == task_fields((await front_mcp.get(task_id)).result)
 
 
 async def test_push_shows_a_mapped_failure_as_tasks_get_does(
-    wf: TaskCalls, wf_stack: Stack, http: httpx.AsyncClient
+    front_mcp: TaskCalls, front: InProcessFront, front_http: httpx.AsyncClient
 ) -> None:
     caps: dict[str, Any] = {"elicitation": {}}
-    task_id = (await wf.start("questions", {"kinds": ["elicitation"]}, capabilities=caps))["taskId"]
-    await wf.wait_for(task_id, {"input_required"})
+    task_id = (await front_mcp.start("questions", {"kinds": ["elicitation"]}, capabilities=caps))["taskId"]
+    await front_mcp.wait_for(task_id, {"input_required"})
     seen: list[dict[str, Any]] = []
-    async with http_listen(wf_stack.url, http, listen_message([task_id])) as frames:
+    async with http_listen(front.url, front_http, listen_message([task_id])) as frames:
         with anyio.fail_after(30):
             async with anyio.create_task_group() as group:
                 group.start_soon(collect, frames, task_id, seen)
-                await wf.update(task_id, {"approve": YES, "reviewer": YES})
+                await front_mcp.update(task_id, {"approve": YES, "reviewer": YES})
     assert seen[-1]["status"] == "completed"
-    assert task_fields(seen[-1]) == task_fields((await wf.get(task_id)).result)
+    assert task_fields(seen[-1]) == task_fields((await front_mcp.get(task_id)).result)
 
 
 # -- isolation, no worker --------------------------------------------------------------------
 
 
-async def test_isolation_between_two_principals(
-    stack_factory: Any, tokens_file: Path, http: httpx.AsyncClient, effects: Path, own_queue: str
-) -> None:
-    secured: Stack = start_stack(stack_factory(), front_extra=["--tokens", str(tokens_file)])
-    alice = TaskCalls(BearerMcp(secured.url, http, ALICE))
-    bob = TaskCalls(BearerMcp(secured.url, http, BOB))
+async def test_isolation_between_two_principals(open_front: OpenFront, effects: Path) -> None:
+    tokens = StaticTokenVerifier({ALICE: "alice@example.com", BOB: "bob@example.com"})
+    secured = await open_front(auth=BearerAuth(tokens))
+    async with secured.http() as http:
+        await _each_sees_only_their_own(
+            TaskCalls(BearerMcp(secured.url, http, ALICE)), TaskCalls(BearerMcp(secured.url, http, BOB)), effects
+        )
+
+
+async def _each_sees_only_their_own(alice: TaskCalls, bob: TaskCalls, effects: Path) -> None:
     task_id = (
         await alice.start(
             "release", {"ref": "a", "effects": str(effects), "approve_before": "deploy"}, capabilities=ELICIT
@@ -436,14 +449,17 @@ async def test_isolation_between_two_principals(
     assert (await alice.wait_for(task_id))["status"] == "completed"
 
 
-async def test_tasks_get_works_with_no_worker_running(stack_factory: Any, http: httpx.AsyncClient) -> None:
-    frontonly: Stack = start_stack(stack_factory(), worker=False)
-    calls = TaskCalls(HttpMcp(frontonly.url, http))
-    task_id = (await calls.start("greet", {"name": "Nobody"}))["taskId"]
-    task = (await calls.get(task_id)).result
-    assert task["status"] == "working"
-    frontonly.workers.append(start_worker(frontonly.workdir, frontonly.temporal, frontonly.task_queue, app=APP))
-    assert (await calls.wait_for(task_id))["result"]["content"][0]["text"] == "Hello, Nobody!"
+async def test_tasks_get_works_with_no_worker_running(open_front: OpenFront, temporal_client: Client) -> None:
+    queue = new_task_queue("wf-no-worker")
+    frontonly = await open_front(task_queue=queue)
+    async with frontonly.http() as http:
+        calls = frontonly.calls(http)
+        task_id = (await calls.start("greet", {"name": "Nobody"}))["taskId"]
+        task = (await calls.get(task_id)).result
+        assert task["status"] == "working"
+        # Its own client: the module's workers hold the app's second queue on theirs.
+        async with app_worker(temporal_client, fresh_app(APP), task_queue=queue):
+            assert (await calls.wait_for(task_id))["result"]["content"][0]["text"] == "Hello, Nobody!"
 
 
 # -- durability -------------------------------------------------------------------------------
@@ -487,19 +503,13 @@ async def test_question_answered_after_a_worker_restart(
     assert [runs(effects, step) for step in PIPELINE] == [1, 1, 1, 1]
 
 
-@pytest.fixture
-def tokens_file(tmp_path: Path) -> Path:
-    path = tmp_path / "tokens"
-    path.write_text(f"{ALICE} alice@example.com\n{BOB} bob@example.com\n")
-    return path
-
-
 # -- stdio ------------------------------------------------------------------------------------
 
 
-async def test_workflow_tools_over_stdio(wf_stack: Stack, tmp_path: Path) -> None:
-    command = [*CLI, "serve", "--transport", "stdio", "--temporal", wf_stack.temporal]
-    command += ["--task-queue", wf_stack.task_queue, "--app", APP]
+async def test_workflow_tools_over_stdio(temporal: str, app_queue: str, tmp_path: Path) -> None:
+    # A `serve --transport stdio` process; the module's workers in the test process run its tasks.
+    command = [*CLI, "serve", "--transport", "stdio", "--temporal", temporal]
+    command += ["--task-queue", app_queue, "--app", APP]
     with (tmp_path / "stdio-front.log").open("wb") as stderr_log:
         process = await anyio.open_process(command, cwd=REPO_ROOT, env=child_env(), stderr=stderr_log)
         try:

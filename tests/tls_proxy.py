@@ -120,6 +120,7 @@ class TlsTerminator:
     client_ca: Path | None = None
     headers: list[tuple[str, str]] = field(default_factory=list[tuple[str, str]])
     port: int = 0
+    _writers: set[asyncio.StreamWriter] = field(default_factory=set[asyncio.StreamWriter])
 
     def _context(self) -> ssl.SSLContext:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -131,12 +132,16 @@ class TlsTerminator:
         return context
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        # Closed when the proxy stops at the latest: a client in this process (not a child that exits first)
+        # may still hold its connection then.
+        self._writers.add(writer)
         host, port = self.upstream.rsplit(":", 1)
         try:
             up_reader, up_writer = await asyncio.open_connection(host, int(port))
         except OSError:
             writer.close()
             return
+        self._writers.add(up_writer)
         await asyncio.gather(self._pipe(reader, up_writer, watch=True), self._pipe(up_reader, writer, watch=False))
 
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, watch: bool) -> None:
@@ -176,6 +181,9 @@ class TlsTerminator:
                 for task in connections:
                     task.cancel()
                 await asyncio.gather(*connections, return_exceptions=True)
+                for writer in self._writers:
+                    with suppress(OSError, ssl.SSLError, RuntimeError):
+                        writer.close()
 
         def run() -> None:
             with suppress(asyncio.CancelledError):

@@ -15,7 +15,7 @@ from typing import Any, Final, Protocol
 
 import anyio
 import httpx
-from anyio.abc import Process
+from anyio.abc import ByteReceiveStream, ByteSendStream
 from anyio.streams.text import TextReceiveStream
 
 PROTOCOL_VERSION: Final = "2026-07-28"
@@ -122,7 +122,11 @@ class TaskCalls:
     async def wait_for(
         self, task_id: str, until: Callable[[dict[str, Any]], bool] | Iterable[str] = TERMINAL, *, timeout: float = 30
     ) -> dict[str, Any]:
-        """Poll `tasks/get` (honouring `pollIntervalMs`) until `until` holds; bounded by `timeout`."""
+        """Poll `tasks/get` (honouring `pollIntervalMs`) until `until` holds; bounded by `timeout`.
+
+        A task that reaches a terminal status `until` does not accept fails the wait at once: it will
+        never change again, so waiting out the bound would only hide the wrong end for longer.
+        """
         wanted = set[str]() if callable(until) else set(until)
 
         def check(task: dict[str, Any]) -> bool:
@@ -133,6 +137,8 @@ class TaskCalls:
                 task = (await self.get(task_id)).result
                 if check(task):
                     return task
+                if task["status"] in TERMINAL:
+                    raise AssertionError(f"the task ended {task['status']} before the awaited state: {task}")
                 await anyio.sleep(task.get("pollIntervalMs", 250) / 1000)
 
 
@@ -210,10 +216,19 @@ async def sse_frames(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
             yield frame
 
 
-class StdioMcp:
-    """Newline-delimited JSON-RPC to a `serve --transport stdio` child process."""
+class StdioPipes(Protocol):
+    """The client's ends of a stdio server's pipes: a child process (`anyio.abc.Process`), or `tests.stdio_front`'s."""
 
-    def __init__(self, process: Process) -> None:
+    @property
+    def stdin(self) -> ByteSendStream | None: ...
+    @property
+    def stdout(self) -> ByteReceiveStream | None: ...
+
+
+class StdioMcp:
+    """Newline-delimited JSON-RPC to a stdio server: a `serve --transport stdio` child, or one in this process."""
+
+    def __init__(self, process: StdioPipes) -> None:
         self.process = process
         self._ids = itertools.count(1)
         assert process.stdout is not None
@@ -230,18 +245,29 @@ class StdioMcp:
         headers: Mapping[str, str | None] | None = None,
     ) -> Reply:
         assert headers is None, "stdio has no headers"
-        request_id = next(self._ids)
-        message = request_message(request_id, method, params, tasks=tasks, capabilities=capabilities)
-        assert self.process.stdin is not None
+        message = request_message(next(self._ids), method, params, tasks=tasks, capabilities=capabilities)
+        return await self.post(message)
+
+    async def post(self, message: Mapping[str, Any]) -> Reply:
+        """Send a JSON-RPC request as it is (a handshake revision's has no `_meta`); its reply, bounded."""
         with anyio.fail_after(REPLY_TIMEOUT):
-            await self.process.stdin.send((json.dumps(message) + "\n").encode())
+            await self.send(message)
             while True:
                 frame = json.loads(await self.read_line())
-                if frame.get("id") == request_id:
+                if frame.get("id") == message["id"] and ("result" in frame or "error" in frame):
                     return Reply(None, frame)
 
+    async def send(self, message: Mapping[str, Any]) -> None:
+        """Write one message (a notification, a request whose reply a test reads itself) to the server."""
+        assert self.process.stdin is not None
+        await self.process.stdin.send((json.dumps(message) + "\n").encode())
+
+    def next_id(self) -> int:
+        """A request ID this client has not used."""
+        return next(self._ids)
+
     async def read_line(self) -> str:
-        """The next raw line from the child, for tests that read frames no request waits for."""
+        """The next raw line from the server, for tests that read frames no request waits for."""
         while "\n" not in self._buffer:
             self._buffer += await self._lines.receive()
         line, self._buffer = self._buffer.split("\n", 1)

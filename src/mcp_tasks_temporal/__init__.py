@@ -20,6 +20,7 @@ _EXPORTS = {
     "FrontSettings": "mcp_tasks_temporal.front.settings",
     "FailingWorkflowPolicy": "mcp_tasks_temporal.temporal.failing_policy",
     "McpTasksPlugin": "mcp_tasks_temporal.temporal.plugin",
+    "OwnerKeying": "mcp_tasks_temporal.temporal.ids",
     "TasksExtension": "mcp_tasks_temporal.front.extension",
     "TaskPolicy": "mcp_tasks_temporal.temporal.tool_registry",
     "ToolTaskOptions": "mcp_tasks_temporal.temporal.tool_registry",
@@ -38,6 +39,7 @@ __all__ = [
     "FrontSettings",
     "FailingWorkflowPolicy",
     "McpTasksPlugin",
+    "OwnerKeying",
     "TaskPolicy",
     "TasksExtension",
     "ToolTaskOptions",
@@ -57,6 +59,7 @@ if TYPE_CHECKING:
     from mcp_tasks_temporal.front.settings import FrontSettings
     from mcp_tasks_temporal.temporal.contract import ActivityPolicy
     from mcp_tasks_temporal.temporal.failing_policy import FailingWorkflowPolicy
+    from mcp_tasks_temporal.temporal.ids import OwnerKeying
     from mcp_tasks_temporal.temporal.nexus_handler import start_task_workflow
     from mcp_tasks_temporal.temporal.plugin import McpTasksPlugin
     from mcp_tasks_temporal.temporal.task_context import idempotency_key, request_input, request_inputs, set_status

@@ -27,6 +27,7 @@ from typing import Any
 import anyio
 from temporalio import activity
 from temporalio.api.common.v1 import Payload
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import (
     Client,
     WithStartWorkflowOperation,
@@ -48,6 +49,7 @@ from mcp_tasks_temporal.temporal.contract import (
     JSONRPC_ERROR,
     RUN_TOOL_ACTIVITY,
     SETTLED_UPDATE,
+    TERMINAL_STATUSES,
     TOOL_TASK_WORKFLOW,
     ActivityPolicy,
     Memo,
@@ -129,14 +131,44 @@ def published_transitions(sent: PublishInput, converter: PayloadConverter) -> li
     ]
 
 
-async def memo_status(handle: WorkflowHandle[Any, Any], wanted: str, bound_s: float = STEP_BOUND_S) -> dict[str, Any]:
-    """The task's memo once it shows `wanted` (the memo is Temporal's state: no event tells this process)."""
+async def published_items(client: Client, handle: WorkflowHandle[Any, Any]) -> list[dict[str, Any]]:
+    """The transitions a task signalled to its feed shard, in order, read from the task's own history."""
+    converter = client.data_converter.payload_converter
+    items: list[dict[str, Any]] = []
+    async for event in handle.fetch_history_events():
+        if event.event_type != EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED:
+            continue
+        attributes = event.signal_external_workflow_execution_initiated_event_attributes
+        if attributes.signal_name != STREAM_PUBLISH_SIGNAL:
+            continue
+        (sent,) = converter.from_payloads(list(attributes.input.payloads), [PublishInput])
+        items.extend(published_transitions(sent, converter))
+    return items
+
+
+async def memo_status(
+    handle: WorkflowHandle[Any, Any],
+    wanted: str,
+    bound_s: float = STEP_BOUND_S,
+    *,
+    until: Callable[[dict[str, Any]], bool] = lambda memo: True,
+) -> dict[str, Any]:
+    """The task's memo once it shows `wanted` and `until` holds (the memo is Temporal's state: no event tells this
+    process).
+
+    Fails at once when the run has closed, or the memo shows another terminal status, without it: neither
+    changes again, so waiting out the bound would only report the wrong end later.
+    """
     wait = pauses()
     with anyio.fail_after(bound_s):
         while True:
-            memo = dict(await (await handle.describe()).memo())
-            if memo.get(Memo.STATUS) == wanted:
+            described = await handle.describe()
+            memo = dict(await described.memo())
+            status = memo.get(Memo.STATUS)
+            if status == wanted and until(memo):
                 return memo
+            if described.status != WorkflowExecutionStatus.RUNNING or status in TERMINAL_STATUSES:
+                raise AssertionError(f"the task ended {status} ({described.status}) before showing {wanted}: {memo}")
             await anyio.sleep(next(wait))
 
 

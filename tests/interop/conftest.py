@@ -1,18 +1,22 @@
-"""Live stacks for the interop suite: the tool fixture app (`stack`), the workflow fixture app and the demo.
+"""The servers of the interop suite: the tool fixture app, the workflow fixture app and the demo.
 
-Each client is driven against real front servers and workers, as its users run it.
+The Python clients run in the test process against fronts served over real HTTP from this process
+(`front_url`, `wf_url`, `demo_url`), their tasks on workers in this process. The Node and mcp 1.x
+clients are processes of their own, against front and worker processes (`stack`, `wf_stack`, `demo_stack`).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from temporalio.client import Client
 
 from mcp_tasks_temporal.ops.app_loading import DEMO_APP
 from tests.conftest import Stack
+from tests.front_app import DEMO_SERVER, in_process_app
 from tests.interop.mcp1_venv import Mcp1Clients, mcp1_clients
 from tests.interop.node import NodeClients, node_clients
 from tests.processes import start_front, start_worker
@@ -58,6 +62,20 @@ def demo_stack(workdir: Path, temporal: str) -> Iterator[Stack]:
         yield shared
     finally:
         shared.stop()
+
+
+@pytest.fixture(scope="module")
+async def wf_url(app_client: Client) -> AsyncIterator[str]:
+    """The workflow fixture app in this process, its front on a loopback port: its URL."""
+    async with in_process_app(app_client, WORKFLOW_APP) as front, front.listening() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+async def demo_url(app_client: Client) -> AsyncIterator[str]:
+    """The demo `dev` serves (`build_pipeline`, `search_logs`), in this process, its front on a loopback port."""
+    async with in_process_app(app_client, DEMO_SERVER) as front, front.listening() as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

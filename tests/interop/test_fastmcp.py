@@ -1,4 +1,4 @@
-"""FastMCP 4's `Client` with fastmcp-tasks, as its users run it, against live front servers.
+"""FastMCP 4's `Client` with fastmcp-tasks, as its users run it, against fronts over real HTTP (in this process).
 
 Importing `fastmcp_tasks` is what gives every FastMCP `Client` task support: a task
 tool's result arrives through `call_tool` as if it were synchronous, and
@@ -19,7 +19,6 @@ from fastmcp_tasks import ToolTask
 from fastmcp_tasks import call_tool_task as _call_tool_task  # pyright: ignore[reportUnknownVariableType]
 from mcp.shared.exceptions import MCPError
 
-from tests.conftest import Stack
 from tests.interop.conftest import YES
 
 pytestmark = pytest.mark.anyio
@@ -39,15 +38,15 @@ async def approve(message: str, response_type: Any, params: Any, context: Any) -
     return YES
 
 
-async def test_a_plain_call_of_a_task_tool_returns_its_result(stack: Stack) -> None:
-    async with Client(stack.url) as client:
+async def test_a_plain_call_of_a_task_tool_returns_its_result(front_url: str) -> None:
+    async with Client(front_url) as client:
         assert text(await client.call_tool("echo", {"text": "plain"})) == "plain"
         result = await client.call_tool("double", {"x": 21})
     assert result.structured_content == {"value": 42}
 
 
-async def test_an_explicit_task_is_driven_through_its_handle(stack: Stack) -> None:
-    async with Client(stack.url) as client:
+async def test_an_explicit_task_is_driven_through_its_handle(front_url: str) -> None:
+    async with Client(front_url) as client:
         task = await call_tool_task(client, "needs_task", {"x": 5})
         assert task.task_id
         result = await task.result()
@@ -55,17 +54,17 @@ async def test_an_explicit_task_is_driven_through_its_handle(stack: Stack) -> No
     assert text(result) == "15"
 
 
-async def test_a_question_is_answered_through_the_elicitation_handler(stack: Stack, gate: Path) -> None:
+async def test_a_question_is_answered_through_the_elicitation_handler(front_url: str, gate: Path) -> None:
     questions.clear()
-    async with Client(stack.url, elicitation_handler=approve) as client:
+    async with Client(front_url, elicitation_handler=approve) as client:
         result = await client.call_tool("approve_step", {"gate": str(gate)})
     assert text(result) == "approved"
     assert questions == ["Go on?"]
     assert (gate / "work-runs").read_text() == "1"
 
 
-async def test_a_client_without_an_elicitation_handler_is_refused_a_tool_that_asks(stack: Stack, gate: Path) -> None:
-    async with Client(stack.url) as client:
+async def test_a_client_without_an_elicitation_handler_is_refused_a_tool_that_asks(front_url: str, gate: Path) -> None:
+    async with Client(front_url) as client:
         with pytest.raises(MCPError) as refused:
             await client.call_tool("approve_step", {"gate": str(gate)})
     assert refused.value.code == -32021
@@ -73,8 +72,8 @@ async def test_a_client_without_an_elicitation_handler_is_refused_a_tool_that_as
     assert not (gate / "work-runs").exists()
 
 
-async def test_cancel_stops_the_task(stack: Stack, gate: Path) -> None:
-    async with Client(stack.url) as client:
+async def test_cancel_stops_the_task(front_url: str, gate: Path) -> None:
+    async with Client(front_url) as client:
         task = await call_tool_task(client, "gated", {"gate": str(gate)})
         with anyio.fail_after(30):
             while not (gate / "started").exists():
@@ -86,17 +85,17 @@ async def test_cancel_stops_the_task(stack: Stack, gate: Path) -> None:
             await task.result()
 
 
-async def test_a_failing_tool_raises_tool_error(stack: Stack) -> None:
-    async with Client(stack.url) as client:
+async def test_a_failing_tool_raises_tool_error(front_url: str) -> None:
+    async with Client(front_url) as client:
         with pytest.raises(ToolError, match="tool_error"):  # the SDK hides the exception text, task or not
             await client.call_tool("tool_error", {"reason": "bad input"})
         with pytest.raises(ToolError, match="backend refused"):
             await client.call_tool("protocol_error", {})
 
 
-async def test_a_workflow_tool_with_questions(wf_stack: Stack) -> None:
+async def test_a_workflow_tool_with_questions(wf_url: str) -> None:
     questions.clear()
-    async with Client(wf_stack.url, elicitation_handler=approve) as client:
+    async with Client(wf_url, elicitation_handler=approve) as client:
         result = await client.call_tool("questions", {})
     assert sorted(questions) == ["Deploy?", "Reviewer?"]
     assert result.structured_content is not None

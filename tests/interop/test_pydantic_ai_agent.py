@@ -3,8 +3,8 @@
 The models are scripted OpenAI-compatible servers (no model, no network). The first
 test drives the fixture app's task tools; the second is the demo's main agent
 delegating to its `review_code` sub-agent across the protocol: an `Agent` whose
-toolset points at a live `mcp-tasks-temporal dev` serving the demo app calls
-`review_code`, the sub-agent (its own scripted model, on the dev's worker) asks a
+toolset points at a front of the demo app (in this process, over real HTTP) calls
+`review_code`, the sub-agent (its own scripted model, on the demo's worker) asks a
 question, the main agent's elicitation handler answers it, and the review comes
 back to the main agent's model as the tool's result.
 """
@@ -12,8 +12,7 @@ back to the main agent's model as the tool's result.
 from __future__ import annotations
 
 import json
-import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +23,13 @@ from pydantic_ai import Agent
 from pydantic_ai.mcp import MCPToolset
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
+from temporalio.client import Client
 
-from mcp_tasks_temporal.contrib.pydantic_ai.sub_agent import AGENT_MODEL_ENV
+from mcp_tasks_temporal.contrib.pydantic_ai import AgentModel, configure_model
 from mcp_tasks_temporal.demo.review_files import REVIEW_ROOT_ENV
 from mcp_tasks_temporal.testing.scripted_model import Reply, ScriptedModel, calls, scripted_model
-from tests.conftest import Stack
+from tests.front_app import DEMO_SERVER, in_process_app
 from tests.interop.conftest import YES
-from tests.processes import CLI, START_TIMEOUT_S, Process, free_port, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -55,7 +54,7 @@ def main_agent(model_url: str, http: httpx2.AsyncClient, toolset: MCPToolset) ->
     return Agent(OpenAIChatModel("scripted", provider=provider), toolsets=[toolset])
 
 
-async def test_an_agent_drives_task_tools_and_answers_their_question(stack: Stack, gate: Path) -> None:
+async def test_an_agent_drives_task_tools_and_answers_their_question(front_url: str, gate: Path) -> None:
     questions: list[str] = []
 
     async def approve(message: str, response_type: Any, params: Any, context: Any) -> dict[str, Any]:
@@ -68,7 +67,7 @@ async def test_an_agent_drives_task_tools_and_answers_their_question(stack: Stac
         Reply(content="Tripled to 15; the step was approved."),
     ]
     async with scripted_model(script) as server, httpx2.AsyncClient() as http:
-        agent = main_agent(server.base_url, http, MCPToolset(stack.url, elicitation_handler=approve))
+        agent = main_agent(server.base_url, http, MCPToolset(front_url, elicitation_handler=approve))
         result = await agent.run(f"Triple 5, then run the approval step in {gate}.")
         sent = list(server.requests)
     assert result.output == "Tripled to 15; the step was approved."
@@ -101,38 +100,22 @@ def review_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def demo_dev(
-    tmp_path_factory: pytest.TempPathFactory, sub_agent_model: ScriptedModel, review_root: Path
-) -> Iterator[str]:
-    """`mcp-tasks-temporal dev` with its built-in demo, its sub-agents on the scripted model; its MCP URL."""
-    home = tmp_path_factory.mktemp("demo-dev")
-    port = free_port()
-    command = [*CLI, "dev", "--in-process-worker", "--state-dir", str(home / "state"), "--port", str(port)]
-    command += ["--temporal-port", str(free_port()), "--ui-port", "0"]
-    env = {
-        "OPENAI_BASE_URL": sub_agent_model.base_url,
-        "OPENAI_API_KEY": "scripted-key",
-        AGENT_MODEL_ENV: SUB_AGENT_MODEL,
-        REVIEW_ROOT_ENV: str(review_root),
-    }
-    dev = Process("demo-dev", command, home / "dev.log", env=env).start()
+async def demo_with_sub_agents(
+    app_client: Client, sub_agent_model: ScriptedModel, review_root: Path
+) -> AsyncIterator[str]:
+    """The demo served here, its sub-agents on the scripted model (as `--agent-model` sets it up): its MCP URL."""
+    configure_model(AgentModel(SUB_AGENT_MODEL, base_url=sub_agent_model.base_url, api_key="scripted-key"))
     try:
-        wait_until(lambda: "Press Ctrl-C to stop." in dev.log() or not dev.alive, timeout=START_TIMEOUT_S, what="dev")
-        assert dev.alive, dev.log()
-        # The banner is printed just before the HTTP server binds.
-        wait_until(lambda: _listening(port), timeout=START_TIMEOUT_S, what="dev's MCP endpoint")
-        yield f"http://127.0.0.1:{port}/mcp"
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv(REVIEW_ROOT_ENV, str(review_root))
+            async with in_process_app(app_client, DEMO_SERVER) as front, front.listening() as url:
+                yield url
     finally:
-        dev.stop()
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as probe:
-        return probe.connect_ex(("127.0.0.1", port)) == 0
+        configure_model(None)
 
 
 async def test_the_main_agent_delegates_a_review_to_the_sub_agent_and_answers_its_question(
-    demo_dev: str, sub_agent_model: ScriptedModel
+    demo_with_sub_agents: str, sub_agent_model: ScriptedModel
 ) -> None:
     question = "Is invoices.py generated code that the rules exempt?"
     answer = "No, it is hand-written."
@@ -157,7 +140,9 @@ async def test_the_main_agent_delegates_a_review_to_the_sub_agent_and_answers_it
 
     async with scripted_model([calls(("review_code", {"path": "shop"}))]) as main_model, httpx2.AsyncClient() as http:
         main_model.hold(2)
-        agent = main_agent(main_model.base_url, http, MCPToolset(demo_dev, elicitation_handler=answer_for_the_user))
+        agent = main_agent(
+            main_model.base_url, http, MCPToolset(demo_with_sub_agents, elicitation_handler=answer_for_the_user)
+        )
         outcome: dict[str, Any] = {}
         review: dict[str, Any] = {}
 

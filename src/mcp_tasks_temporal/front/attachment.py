@@ -74,6 +74,8 @@ def attach_front(
     calls = ToolCalls(registry, serving)
     for options in registry.workflow_tools.values():
         _add_workflow_tool(server, options, calls.run_workflow_synchronously)
+        if options.task_queue is not None:
+            gateway.queue_watch.watch_workflow_tools(options.task_queue, [options.name])
     server.middleware.append(RejectLoneSurrogates())
     server.middleware.append(TaskListen(server, gateway, hub))
     server.middleware.append(LegacyTasks(registry, calls, gateway, hub, session_keys))

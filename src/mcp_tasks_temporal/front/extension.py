@@ -100,12 +100,15 @@ class TasksExtension(TaskToolRegistry, Extension):
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[None]:
-        """Run the push watchers of an attached front server; leaving stops them.
+        """Run the push watchers of an attached front server, and its watch for workers; leaving stops them.
 
         Whoever serves the app enters it around the transport (`mcp_endpoint`'s lifespan
-        does, and `serve` around stdio), so a stopping server stops its watchers.
+        does, and `serve` around stdio), so a stopping server stops its watchers. While it
+        runs, the front checks that a worker polls each queue it starts tasks on and holds its
+        settings out to the processes of its queue (`TemporalTaskGateway.serving`).
         """
-        async with self._attached().hub.running():
+        front = self._attached()
+        async with front.gateway.serving(), front.hub.running():
             yield
 
     @property

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Final, Protocol, Self
 
+import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
@@ -61,10 +62,15 @@ class _MessageSink(Protocol):
     ) -> bool | None: ...
 
 
-async def run_stdio(app: MCPServer[Any]) -> None:
-    """`app.run_stdio_async()`, with its -32022 errors naming every served revision."""
+async def run_stdio(
+    app: MCPServer[Any], stdin: anyio.AsyncFile[str] | None = None, stdout: anyio.AsyncFile[str] | None = None
+) -> None:
+    """`app.run_stdio_async()`, with its -32022 errors naming every served revision.
+
+    On the process's own stdin and stdout, unless other text streams are given (a pipe's ends).
+    """
     lowlevel = lowlevel_server(app)
-    async with stdio_server() as (read_stream, write_stream):
+    async with stdio_server(stdin, stdout) as (read_stream, write_stream):
         options = lowlevel.create_initialization_options()
         await lowlevel.run(read_stream, ServedVersionsWriteStream(write_stream), options)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 
 from mcp_tasks_temporal.front.app_lookup import default_task_queue, tasks_extension
@@ -15,11 +16,19 @@ if TYPE_CHECKING:
     from temporalio.client import Client
 
 
-async def serve_stdio(app: MCPServer[Any], client: Client, settings: FrontSettings | None = None) -> None:
+async def serve_stdio(
+    app: MCPServer[Any],
+    client: Client,
+    settings: FrontSettings | None = None,
+    *,
+    stdin: anyio.AsyncFile[str] | None = None,
+    stdout: anyio.AsyncFile[str] | None = None,
+) -> None:
     """Attach `app` to Temporal through `client` and serve it on stdin/stdout until the client leaves.
 
     The HTTP-only parts of `mcp_endpoint` (body limits, handshake echo, bearer
     authentication) have nothing to do on a pipe: the connection is the session.
+    `stdin` and `stdout` are the process's own unless other text streams are given (a pipe's ends).
     """
     settings = settings or FrontSettings()
     gateway = TemporalTaskGateway.for_front(client, settings, task_queue=settings.task_queue or default_task_queue(app))
@@ -27,4 +36,4 @@ async def serve_stdio(app: MCPServer[Any], client: Client, settings: FrontSettin
     extension = tasks_extension(app)
     extension.attach(gateway, app, settings)
     async with extension.running():
-        await run_stdio(app)
+        await run_stdio(app, stdin, stdout)

@@ -46,7 +46,13 @@ from mcp_tasks_temporal.ops.dev.worker_process import (
 )
 from mcp_tasks_temporal.ops.settings import environment
 from mcp_tasks_temporal.ops.settings.fields import DEFAULT_UI_ORIGINS
-from mcp_tasks_temporal.ops.settings.processes import CodecServerSettings, DevSettings, ServeSettings, WorkerSettings
+from mcp_tasks_temporal.ops.settings.processes import (
+    ALLOW_UNKEYED_OWNER_KEYS_ENV,
+    CodecServerSettings,
+    DevSettings,
+    ServeSettings,
+    WorkerSettings,
+)
 from mcp_tasks_temporal.sdk_compat import forget_captured_signals
 from mcp_tasks_temporal.temporal.app_plugins import app_client_plugins
 from mcp_tasks_temporal.temporal.connection import (
@@ -60,6 +66,7 @@ from mcp_tasks_temporal.temporal.ids import OWNER_SECRET_ENV
 from mcp_tasks_temporal.temporal.metrics import install_metrics, metrics_runtime
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits, namespace_blob_limit
 from mcp_tasks_temporal.temporal.payload_storage import open_storage
+from mcp_tasks_temporal.temporal.queue_fronts import fronts_watched
 from mcp_tasks_temporal.temporal.search_attributes import check_namespace, require_on
 from mcp_tasks_temporal.temporal.shared_settings import SharedSettings, announce_settings, check_shared_settings
 from mcp_tasks_temporal.temporal.tracing import setup_tracing, tracing_plugins
@@ -140,16 +147,31 @@ class _HttpServer(uvicorn.Server):
 
 
 def bearer_auth(args: FrontProcessSettings) -> BearerAuth | None:
-    """The front's bearer auth, if asked for; a bad key set or token file stops the start, on one line."""
+    """The front's bearer auth, if asked for; a bad key set or token file stops the start, on one line.
+
+    Raises:
+        ValueError: `serve` with authentication and without the owner secret: whoever sees workflow IDs
+            could tell whose tasks they are. `dev` goes on (a state directory from before it drew a
+            secret keeps its tasks' unkeyed keys), as `serve` does with `$MCP_TASKS_ALLOW_UNKEYED_OWNER_KEYS`,
+            and `mcp_endpoint` says so in a warning.
+    """
     auth = _verified_bearer(args)
-    if auth is not None and args.owner_keying().secret is None:
-        # Only once the setup is known good: a start that fails says that one line and nothing else.
-        logger.warning(
-            "$%s is not set: owner keys are unkeyed hashes, and whoever sees workflow IDs can test guessed principals"
-            " against them (docs/operations.md, 'Owner keys')",
-            OWNER_SECRET_ENV,
-        )
+    if auth is None or args.owner_keying().secret is not None or not isinstance(args, ServeSettings):
+        return auth
+    if not args.allow_unkeyed_owner_keys:
+        raise ValueError(owner_secret_required("--tokens" if args.tokens is not None else "--jwt-jwks"))
     return auth
+
+
+def owner_secret_required(flag: str) -> str:
+    """Why `serve` with `flag` refuses to start without the owner secret, and how to make one."""
+    return (
+        f"{flag} needs ${OWNER_SECRET_ENV}: without it owner keys are unkeyed hashes, and whoever sees workflow IDs"
+        " can test guessed principals against them; create one with"
+        " `python3 -c 'import secrets; print(secrets.token_urlsafe(32))'` and give every front, worker, admin and"
+        " audit of the deployment the same value (tasks created without it: docs/operations.md, 'Owner keys';"
+        f" ${ALLOW_UNKEYED_OWNER_KEYS_ENV}=1 serves them unkeyed anyway)"
+    )
 
 
 def _verified_bearer(args: FrontProcessSettings) -> BearerAuth | None:
@@ -185,7 +207,16 @@ def _http_server(
     app: MCPServer[Any], args: FrontProcessSettings, client: Client, settings: FrontSettings, auth: BearerAuth | None
 ) -> _HttpServer:
     """`app`'s MCP endpoint (`mcp_endpoint`, which attaches it) under uvicorn, its lifespan run around its requests."""
-    endpoint = mcp_endpoint(app, client, settings=settings, auth=auth, host=args.host)
+    # `serve` refused unkeyed owner keys with auth already, unless told (`bearer_auth`); `dev` keeps a state
+    # directory's. Either way the endpoint's warning says what it means.
+    endpoint = mcp_endpoint(
+        app,
+        client,
+        settings=settings,
+        auth=auth,
+        host=args.host,
+        allow_unkeyed_owner_keys=isinstance(args, DevSettings) or args.allow_unkeyed_owner_keys,
+    )
     return _HttpServer(uvicorn.Config(endpoint, host=args.host, port=args.port, log_level="warning", lifespan="on"))
 
 
@@ -238,12 +269,17 @@ async def _agree_on_settings(
     those that start later, for as long as `stack` (temporal/shared_settings.py).
 
     `owner`: `dev`, whose Temporal is its own, compares with nobody; the processes it starts compare with it.
+    A front (`serve`) compares its owner keying too, and holds its settings out while it serves: its
+    endpoint does (`mcp_endpoint`, `serve_stdio`), as any front of the library's does.
     """
-    deployment = None if isinstance(args, ServeSettings) else (args.deployment_name or "")
-    mine = SharedSettings.of(role, args.storage(), args.payload_codec(), deployment)
+    front = isinstance(args, ServeSettings)
+    deployment = None if front else (args.deployment_name or "")
+    owner_keys = args.owner_keying().fingerprint() if front else None
+    mine = SharedSettings.of(role, args.storage(), args.payload_codec(), deployment, owner_keys=owner_keys, front=front)
     if not owner:
         await check_shared_settings(client, args.task_queue, mine)
-    await stack.enter_async_context(announce_settings(client, args.task_queue, mine))
+    if not front:
+        await stack.enter_async_context(announce_settings(client, args.task_queue, mine))
 
 
 async def _payload_limits(client: Client, args: ServerSettings) -> PayloadLimits:
@@ -518,6 +554,8 @@ async def open_worker(stack: AsyncExitStack, app: MCPServer[Any], args: WorkerSe
     await require_on(client, address=address, namespace=client.namespace)
     await _agree_on_settings(stack, client, args, "worker")
     await _run_worker(stack, client, app, args, make_current=args.make_current)
+    # A worker's log says while no front uses its queue (the fronts' logs say the converse).
+    await stack.enter_async_context(fronts_watched(client, args.task_queue))
     return client
 
 

@@ -31,6 +31,8 @@ OWNER_SECRET_ENV: Final = "MCP_TASKS_OWNER_SECRET"
 LEGACY_OWNERS_ENV: Final = "MCP_TASKS_LEGACY_OWNER_KEYS"
 MIN_SECRET_CHARS: Final = 16
 _OWNER_LABEL: Final = b"mcp-tasks-temporal/owner\x00"
+_FINGERPRINT_LABEL: Final = b"mcp-tasks-temporal/owner-keying-fingerprint\x00"
+UNKEYED_FINGERPRINT: Final = "unkeyed"
 
 
 class OwnerSecretError(ValueError):
@@ -64,6 +66,17 @@ class OwnerKeying:
         if self.secret is None:
             return legacy_owner_key(principal)
         return hmac.new(self.secret, _OWNER_LABEL + principal.encode(), hashlib.sha256).hexdigest()[:32]
+
+    def fingerprint(self) -> str:
+        """Which secret keys the owner keys, as processes compare it: `unkeyed`, or 16 hex digits.
+
+        An HMAC of a fixed label under the secret, so two processes learn whether they share it and
+        nothing else; like any owner key, it lets whoever sees it test guessed secrets, which is why
+        a secret is random and long (`MIN_SECRET_CHARS`).
+        """
+        if self.secret is None:
+            return UNKEYED_FINGERPRINT
+        return hmac.new(self.secret, _FINGERPRINT_LABEL, hashlib.sha256).hexdigest()[:16]
 
     def owner_keys(self, principal: str | None) -> list[str]:
         """The keys a principal's tasks may be stored under: the current one, then the legacy one while it is read."""

@@ -67,6 +67,7 @@ from mcp_tasks_temporal.temporal.failure_watch import watch_failing_workflows
 from mcp_tasks_temporal.temporal.nexus_reply import ReplyService
 from mcp_tasks_temporal.temporal.nexus_tools import NexusToolOptions
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits
+from mcp_tasks_temporal.temporal.queue_fronts import fronts_watched
 from mcp_tasks_temporal.temporal.sandbox import passthrough_modules
 from mcp_tasks_temporal.temporal.search_attributes import require_on
 from mcp_tasks_temporal.temporal.shared_settings import SharedSettings, announce_settings, check_shared_settings
@@ -237,6 +238,9 @@ class McpTasksPlugin(SimplePlugin):
             if tool_activities is not None:
                 # Entered once per worker that runs the app's tools, as once per front.
                 tool_activities.lifespan_state = await stack.enter_async_context(ToolActivities.lifespan(self.app))
+            if self.check_settings and self._serves_tool_tasks(queue):
+                # Once per app, from the worker of the fronts' queue: its log says while no front uses it.
+                await stack.enter_async_context(fronts_watched(client, self._fronts_queue(queue)))
             await next(worker)
 
     # -- the parameters' functions ------------------------------------------------------

@@ -16,6 +16,11 @@ have passed. A deliberate change of storage or versioning needs nothing more tha
 processes that hold the old setting; key rotation rolls as it always did (a key added, moved
 first, the old one dropped: each step agrees with the one before).
 
+Fronts hold out which secret keys their owner keys (a fingerprint that says nothing of the
+secret): a front under another secret, or none, would see only the tasks created through itself.
+And whether a process is a front at all, so a worker learns whether any front uses its queue
+(`fronts_running`).
+
 Two processes that start within a second of each other with settings that disagree may both
 start; the check is a safeguard at start, not a lock.
 """
@@ -29,9 +34,9 @@ import socket
 import time
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from datetime import timedelta
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import anyio
 from temporalio.api.enums.v1 import TaskQueueKind, TaskQueueType
@@ -42,6 +47,7 @@ from temporalio.converter import DataConverter, ExternalStorage, PayloadCodec
 from temporalio.service import RPCError, RPCStatusCode
 
 from mcp_tasks_temporal.temporal.codec import AesGcmCodec
+from mcp_tasks_temporal.temporal.ids import OWNER_SECRET_ENV, UNKEYED_FINGERPRINT
 from mcp_tasks_temporal.temporal.payload_storage import ReadFailuresNamed, StorageSettings
 
 logger = logging.getLogger(__name__)
@@ -75,10 +81,21 @@ class SharedSettings:
     """The worker deployment a worker registers in ("" unversioned); None from a front, which does not know."""
     writer: str = ""
     """Who holds them, as a disagreement names it: `worker pid 4242 on build-7`."""
+    owner_keys: str | None = None
+    """Which secret keys a front's owner keys (`OwnerKeying.fingerprint()`); None from a worker, which keys none."""
+    front: bool = False
+    """The process serves MCP clients on this queue (`serve`, `dev`, an `mcp_endpoint`)."""
 
     @classmethod
     def of(
-        cls, role: str, storage: StorageSettings, codec: PayloadCodec | None, deployment: str | None
+        cls,
+        role: str,
+        storage: StorageSettings,
+        codec: PayloadCodec | None,
+        deployment: str | None,
+        *,
+        owner_keys: str | None = None,
+        front: bool = False,
     ) -> SharedSettings:
         return cls(
             storage=_storage_text(storage),
@@ -86,11 +103,21 @@ class SharedSettings:
             codec=_codec_ids(codec),
             deployment=deployment,
             writer=_writer(role),
+            owner_keys=owner_keys,
+            front=front,
         )
 
     @classmethod
-    def of_converter(cls, role: str, converter: DataConverter, deployment: str | None) -> SharedSettings:
-        """The settings a client's converter reads and writes with (a worker built on `McpTasksPlugin`)."""
+    def of_converter(
+        cls,
+        role: str,
+        converter: DataConverter,
+        deployment: str | None,
+        *,
+        owner_keys: str | None = None,
+        front: bool = False,
+    ) -> SharedSettings:
+        """The settings a client's converter reads and writes with (a worker built on `McpTasksPlugin`, a front)."""
         storage = converter.external_storage
         return cls(
             storage=_external_storage_text(storage),
@@ -98,6 +125,8 @@ class SharedSettings:
             codec=_codec_ids(converter.payload_codec),
             deployment=deployment,
             writer=_writer(role),
+            owner_keys=owner_keys,
+            front=front,
         )
 
     def card(self) -> str:
@@ -113,8 +142,11 @@ class SharedSettings:
             return None
         if not isinstance(value, dict) or value.pop(_CARD, None) != 1:  # pyright: ignore[reportUnknownMemberType]
             return None
+        # A field a later version added is left out, so processes of two versions still compare what both hold.
+        known = {field.name for field in fields(cls)}
+        held = cast("dict[str, Any]", value)
         try:
-            return cls(**value)  # pyright: ignore[reportUnknownArgumentType]
+            return cls(**{name: item for name, item in held.items() if name in known})
         except TypeError:
             return None
 
@@ -256,7 +288,27 @@ def disagreement(mine: SharedSettings, theirs: SharedSettings) -> str | None:
             f"tool-task versioning: {this} runs {_deployment_text(mine.deployment)}, "
             f"{theirs.writer} runs {_deployment_text(theirs.deployment)}"
         )
+    if mine.owner_keys is not None and theirs.owner_keys is not None and mine.owner_keys != theirs.owner_keys:
+        return _owner_keys_text(this, mine.owner_keys, theirs.writer, theirs.owner_keys)
     return None
+
+
+def _owner_keys_text(this: str, mine: str, writer: str, theirs: str) -> str:
+    split = "each would see only the tasks created through itself"
+    if mine == UNKEYED_FINGERPRINT:
+        return (
+            f"owner keys: {this} has no ${OWNER_SECRET_ENV} (unkeyed owner keys), {writer} keys them under one: "
+            f"{split}; give this one the same ${OWNER_SECRET_ENV}"
+        )
+    if theirs == UNKEYED_FINGERPRINT:
+        return (
+            f"owner keys: {this} keys them under ${OWNER_SECRET_ENV}, {writer} has none (unkeyed owner keys): "
+            f"{split}; give every front the same ${OWNER_SECRET_ENV}"
+        )
+    return (
+        f"owner keys: {this} and {writer} key them under different ${OWNER_SECRET_ENV} values (fingerprints "
+        f"{mine} and {theirs}): {split}; give every front the same ${OWNER_SECRET_ENV}"
+    )
 
 
 def _storage_text(storage: StorageSettings) -> str:

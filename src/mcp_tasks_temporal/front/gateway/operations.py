@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
@@ -41,6 +42,7 @@ from mcp_tasks_temporal.front.errors import (
 )
 from mcp_tasks_temporal.front.gateway.closed_tasks import ClosedTaskCache
 from mcp_tasks_temporal.front.gateway.failing_workflows import FailingWorkflows, WorkflowTaskFailure
+from mcp_tasks_temporal.front.gateway.queue_watch import QueueWatch, waiting_for_a_worker
 from mcp_tasks_temporal.front.gateway.reads import (
     ListedTask,
     OwnedPage,
@@ -82,6 +84,7 @@ from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits, namespace_
 from mcp_tasks_temporal.temporal.payload_storage import StoredPayloadError
 from mcp_tasks_temporal.temporal.result_text import expand
 from mcp_tasks_temporal.temporal.search_attributes import start_attributes
+from mcp_tasks_temporal.temporal.shared_settings import SharedSettings, announce_settings
 from mcp_tasks_temporal.temporal.tool_results import call_tool_result, failure_outcome
 from mcp_tasks_temporal.temporal.web_ui import web_ui_link
 
@@ -146,6 +149,8 @@ class TemporalTaskGateway(WatcherReads):
         self.fairness = fairness or FairnessPolicy(keying=owner_keying)
         """Each task's priority: its tool's, and its principal's fairness key and weight."""
         self.failing_workflows = FailingWorkflows()
+        self.queue_watch = QueueWatch(client, task_queue)
+        """Whether a worker polls each queue this front starts tasks on (`serving`)."""
 
     @classmethod
     def for_front(cls, client: Client, settings: FrontSettings, *, task_queue: str) -> TemporalTaskGateway:
@@ -170,8 +175,36 @@ class TemporalTaskGateway(WatcherReads):
         return RequestMetrics(self.metrics)
 
     async def unready_reason(self) -> str | None:
-        """Why this front cannot serve tasks now (Temporal or the namespace unreachable), or `None` when it can."""
-        return await unready_reason(self.client)
+        """Why this front cannot serve tasks now, or `None` when it can.
+
+        Temporal or the namespace unreachable, or a queue it starts tasks on that no worker polls
+        (as the last background check found it: `serving`).
+        """
+        return await unready_reason(self.client) or self.queue_watch.unready_reason()
+
+    @asynccontextmanager
+    async def serving(self) -> AsyncGenerator[None]:
+        """While a front serves: its queues checked for workers, and it held out to the processes of its queue.
+
+        The queues are checked once before the block starts (a front that starts with no worker says so at
+        once) and every `queue_watch.CHECK_EVERY_S` after. The front's settings go out as the other processes'
+        do (`temporal/shared_settings.py`): a worker learns a front uses its queue, and a process that starts
+        later compares its own with them, the owner keying among them.
+        """
+        held = SharedSettings.of_converter(
+            "front", self.client.data_converter, None, owner_keys=self.owner_keying.fingerprint(), front=True
+        )
+        await self.queue_watch.check()
+        async with announce_settings(self.client, self.task_queue, held), anyio.create_task_group() as group:
+            group.start_soon(self.queue_watch.run)
+            try:
+                yield
+            finally:
+                group.cancel_scope.cancel()
+
+    def no_worker(self, task_queue: str) -> str | None:
+        """The `statusMessage` of a waiting task on `task_queue` while no worker polls it, else `None`."""
+        return waiting_for_a_worker(task_queue) if self.queue_watch.unpolled(task_queue) else None
 
     async def read_namespace_limits(self) -> None:
         """Take the namespace's own payload limit, as its server reports it, over Temporal's default."""
@@ -190,7 +223,13 @@ class TemporalTaskGateway(WatcherReads):
         # first workflow task in the start's answer, one matching round trip fewer; elsewhere a no-op.
         await self.client.start_workflow(start.workflow, start.task, **start.options, request_eager_start=True)
         self.metrics.task_created(task.tool)
-        return created_task(task.task_id, task.created_at_ms, task.ttl_ms, task.poll_interval_ms)
+        return created_task(
+            task.task_id,
+            task.created_at_ms,
+            task.ttl_ms,
+            task.poll_interval_ms,
+            status_message=self.no_worker(self.task_queue),
+        )
 
     async def create_settled(
         self,
@@ -249,6 +288,7 @@ class TemporalTaskGateway(WatcherReads):
             task.poll_interval_ms,
             status=status,
             last_updated_at_ms=last_updated_ms,
+            status_message=self.no_worker(self.task_queue) if status == "working" else None,
         )
         return Settled(task=created)
 
@@ -335,13 +375,20 @@ class TemporalTaskGateway(WatcherReads):
             history_length=0,
             memo=memo,
             pending_activities=(),
+            task_queue=task.task_queue or self.task_queue,
         )
 
     async def create_workflow_task(self, task: WorkflowTask, principal: str | None) -> dict[str, Any]:
         """Start a workflow tool's task; returns its `CreateTaskResult` fields once Temporal has persisted it."""
-        await self.start_workflow_task(task, principal)
+        started = await self.start_workflow_task(task, principal)
         self.metrics.task_created(task.tool)
-        return created_task(task.task_id, task.created_at_ms, task.ttl_ms, task.poll_interval_ms)
+        return created_task(
+            task.task_id,
+            task.created_at_ms,
+            task.ttl_ms,
+            task.poll_interval_ms,
+            status_message=self.no_worker(started.task_queue),
+        )
 
     async def get(self, task_id: str, principal: str | None) -> dict[str, Any]:
         """The task's `DetailedTask`, as `tasks/get` returns it."""
@@ -561,7 +608,22 @@ class TemporalTaskGateway(WatcherReads):
             result = await self._handle(observed).result()
         closed_at = observed.close_time_ms
         error = await self.ended_with(observed)
-        return task_view(task_id, memo, status, heartbeat=heartbeat, result=result, error=error, closed_at_ms=closed_at)
+        return task_view(
+            task_id,
+            memo,
+            status,
+            heartbeat=heartbeat,
+            result=result,
+            error=error,
+            closed_at_ms=closed_at,
+            no_worker=self._no_worker_for(observed),
+        )
+
+    def _no_worker_for(self, observed: Snapshot) -> str | None:
+        """Why a running task waits, when no worker polls the queue its workflow runs on."""
+        if not observed.running or not observed.task_queue:
+            return None
+        return self.no_worker(observed.task_queue)
 
     async def _workflow_task_view(self, task_id: str, observed: Snapshot) -> dict[str, Any]:
         """A workflow tool's task: its status lives in the memo, its outcome in the close event.
@@ -574,7 +636,8 @@ class TemporalTaskGateway(WatcherReads):
         closed_at = observed.close_time_ms
         if status not in (WorkflowExecutionStatus.COMPLETED, WorkflowExecutionStatus.FAILED):
             error = await self.ended_with(observed)
-            return task_view(task_id, observed.memo, status, error=error, closed_at_ms=closed_at)
+            no_worker = self._no_worker_for(observed)
+            return task_view(task_id, observed.memo, status, error=error, closed_at_ms=closed_at, no_worker=no_worker)
         try:
             value = await self._handle(observed).result()
         except WorkflowFailureError as failure:

@@ -136,6 +136,8 @@ class Snapshot:
     """Past its first attempt when the workflow code keeps failing (front/failing_workflows.py)."""
     listed: bool = False
     """Read from visibility (`listed`), not `describe`: possibly behind the task, and without its activities."""
+    task_queue: str = ""
+    """The queue its workflow runs on, as `describe` shows it ("" where not read)."""
 
     @property
     def running(self) -> bool:
@@ -176,6 +178,7 @@ async def snapshot(client: Client, workflow_id: str) -> Snapshot:
         pending_activities=response.pending_activities,
         close_time_ms=info.close_time.ToMilliseconds() if info.HasField("close_time") else None,
         pending_workflow_task=response.pending_workflow_task if response.HasField("pending_workflow_task") else None,
+        task_queue=response.execution_config.task_queue.name,
     )
 
 

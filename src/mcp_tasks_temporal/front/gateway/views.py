@@ -89,6 +89,7 @@ def created_task(
     *,
     status: str = "working",
     last_updated_at_ms: int | None = None,
+    status_message: str | None = None,
 ) -> dict[str, Any]:
     """The fields of a `CreateTaskResult`: the task as it started, or as it was when its call was answered (a
     question asked within the budget: `input_required`, whose questions a `tasks/get` then reads)."""
@@ -99,6 +100,7 @@ def created_task(
         last_updated_at_ms=last_updated_at_ms or created_at_ms,
         ttl_ms=ttl_ms,
         poll_interval_ms=poll_interval_ms,
+        status_message=status_message,
     )
     # A CreateTaskResult carries the task's state, never its questions, result or error.
     for field in ("inputRequests", "result", "error"):
@@ -116,6 +118,7 @@ def task_view(
     error: dict[str, Any] | None = None,
     closed_at_ms: int | None = None,
     failing: str | None = None,
+    no_worker: str | None = None,
 ) -> dict[str, Any]:
     """The `DetailedTask` of a workflow, from its memo, its Temporal status and what only a read can add.
 
@@ -125,6 +128,8 @@ def task_view(
     a completed one has no status line left: the last one described a step.
     A result whose text the worker stored once is shown whole again here, so
     every reader (get, push, 2025-11-25 tasks/result) sees what the tool returned.
+    `failing` and `no_worker` say why a working task makes no progress, over its last
+    status line (which a worker that is gone can no longer change).
     """
     result = expand(result) if result is not None else None
     created_at_ms = int(memo.get(Memo.CREATED_AT) or 0)
@@ -145,6 +150,8 @@ def task_view(
         if memo_status == "working" and heartbeat is not None:
             fields["status_message"] = heartbeat[0]
             fields["last_updated_at_ms"] = max(fields["last_updated_at_ms"], heartbeat[1])
+        if memo_status == "working" and no_worker is not None:
+            fields["status_message"] = no_worker
         if failing is not None:
             fields["status_message"] = failing
         return _task(

@@ -21,6 +21,7 @@ authentication: an orchestrator has no token.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -52,6 +53,16 @@ if TYPE_CHECKING:
 
 __all__ = ["BearerAuth", "FrontSettings", "mcp_endpoint"]
 
+logger = logging.getLogger(__name__)
+
+UNKEYED_WITH_AUTH = (
+    "bearer authentication needs keyed owner keys: unkeyed, whoever sees workflow IDs can test guessed principals"
+    " against them; give FrontSettings(owner_keying=OwnerKeying.of(secret)) the secret every front, worker and"
+    " operator command of the deployment shares ($MCP_TASKS_OWNER_SECRET for the commands; make one with"
+    " `python3 -c 'import secrets; print(secrets.token_urlsafe(32))'`), or pass allow_unkeyed_owner_keys=True"
+    " to accept unkeyed ones"
+)
+
 
 @dataclass(frozen=True)
 class BearerAuth:
@@ -78,6 +89,7 @@ def mcp_endpoint(
     host: str | None = None,
     transport_security: TransportSecuritySettings | None = None,
     probes: bool = True,
+    allow_unkeyed_owner_keys: bool = False,
 ) -> Starlette:
     """The ASGI app of `app`'s MCP endpoint, its tasks kept in Temporal through `client`.
 
@@ -97,13 +109,26 @@ def mcp_endpoint(
             refuse other Host and Origin headers (DNS rebinding protection), as for any `MCPServer`. `None`,
             for a service that answers under its own names: no such check unless `transport_security` asks.
         transport_security: The SDK's Host and Origin checks, as `MCPServer.streamable_http_app` takes them.
-        probes: Serve `/healthz` (the process answers) and `/readyz` (Temporal and the namespace answer).
+        probes: Serve `/healthz` (the process answers) and `/readyz` (Temporal and the namespace answer, and a
+            worker polls each task queue the front starts tasks on).
+        allow_unkeyed_owner_keys: Serve `auth` with unkeyed owner keys (`settings.owner_keying` without a
+            secret) anyway, with a warning: whoever sees workflow IDs can then test guessed principals
+            against them. For a deployment whose tasks were all created that way; see `OwnerKeying`.
 
     Raises:
-        ValueError: `app` has no `TasksExtension`, or a workflow tool's name is taken.
+        ValueError: `app` has no `TasksExtension`, a workflow tool's name is taken, or `auth` is given with
+            unkeyed owner keys and without `allow_unkeyed_owner_keys`.
         RuntimeError: The extension is already attached.
     """
     settings = settings or FrontSettings()
+    if auth is not None and settings.owner_keying.secret is None:
+        if not allow_unkeyed_owner_keys:
+            raise ValueError(UNKEYED_WITH_AUTH)
+        logger.warning(
+            "bearer authentication with unkeyed owner keys (allow_unkeyed_owner_keys=True): whoever sees workflow"
+            " IDs can test guessed principals against them; key them with a secret every process of the deployment"
+            " shares (docs/operations.md, 'Owner keys')"
+        )
     extension = tasks_extension(app)
     gateway = TemporalTaskGateway.for_front(client, settings, task_queue=settings.task_queue or default_task_queue(app))
     front = extension.attach(gateway, app, settings)

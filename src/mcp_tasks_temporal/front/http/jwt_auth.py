@@ -3,13 +3,16 @@
 Tasks bind to the principal the token names (`sub`, or another claim such as
 `email`), qualified by the issuer, so two identity providers can never share a
 principal. Only asymmetric algorithms are accepted: the JWKS is public, and an
-HMAC "key" taken from it would let anyone sign.
+HMAC "key" taken from it would let anyone sign. `exp`, `nbf` and `iat` must be
+NumericDates (RFC 7519: JSON numbers): PyJWT converts with `int()`, so without
+this check a string `exp` would be taken and a boolean `nbf` ignored.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -20,6 +23,9 @@ import jwt
 from mcp.server.auth.provider import AccessToken
 
 logger = logging.getLogger(__name__)
+
+TIME_CLAIMS: Final = ("exp", "nbf", "iat")
+"""The claims RFC 7519 defines as NumericDate: a JSON number of seconds since the epoch."""
 
 ASYMMETRIC_ALGORITHMS: Final = (
     *("RS256", "RS384", "RS512", "PS256", "PS384", "PS512"),
@@ -142,6 +148,10 @@ class JwtVerifier:
             # The reason only: the token itself is a credential.
             logger.info("JWT refused: %s", type(err).__name__)
             return None
+        malformed = not_numeric_dates(claims)
+        if malformed:
+            logger.info("JWT refused: claim %s is not a NumericDate (a JSON number)", ", ".join(malformed))
+            return None
         principal = claims.get(settings.principal_claim)
         if not isinstance(principal, str) or not principal:
             logger.info("JWT refused: claim %r is not a non-empty string", settings.principal_claim)
@@ -154,6 +164,20 @@ class JwtVerifier:
             expires_at=int(claims["exp"]),
             claims={"iss": claims["iss"]},
         )
+
+
+def not_numeric_dates(claims: Mapping[str, Any]) -> list[str]:
+    """The time claims present in `claims` that are not finite JSON numbers (a string, a boolean, an object)."""
+    return [name for name in TIME_CLAIMS if name in claims and not _is_numeric_date(claims[name])]
+
+
+def _is_numeric_date(value: object) -> bool:
+    if isinstance(value, bool):
+        return False  # an `int` to Python, not a number to JSON
+    if isinstance(value, int):
+        return True
+    # Python's JSON parser takes `NaN` and `Infinity`, and `1e999` overflows to infinity.
+    return isinstance(value, float) and math.isfinite(value)
 
 
 def _scopes(claims: dict[str, Any]) -> list[str]:

@@ -13,7 +13,8 @@ request sees the task move on and carries on there.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Final, cast
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import principal_components
@@ -29,14 +30,16 @@ logger = logging.getLogger(__name__)
 
 _MARKER = ANSWER_ID_PREFIX.encode()
 
+MAX_REPLY_NESTING: Final = 100
+"""How deep a reply's JSON may nest. Far deeper than any answer to a question, and far within what every
+process reads back once the task has put the answer in records of its own: the pydantic converter writes 255
+levels but reads 201. Any other request's body is parsed by the SDK's own parser, which stops at the same 201."""
+
 
 async def deliver_reply(gateway: TemporalTaskGateway, task_id: str, key: str, reply: dict[str, Any]) -> int:
     """Hand a client's reply to question `key` to its task, as the POSTing principal; the HTTP status to answer."""
-    # What cannot be stored (not valid Unicode, nested past what a payload converter takes) is refused here.
-    try:
-        if lone_surrogate_at(reply) is not None:
-            return 400
-    except RecursionError:
+    # What cannot be stored (nested past what a payload converter takes back, not valid Unicode) is refused here.
+    if nested_deeper_than(reply, MAX_REPLY_NESTING) or lone_surrogate_at(reply) is not None:
         return 400
     token = get_access_token()
     principal = None if token is None else compact_json(principal_components(token))
@@ -54,6 +57,20 @@ async def deliver_reply(gateway: TemporalTaskGateway, task_id: str, key: str, re
         logger.exception("task %s: could not deliver the reply to question %r", task_id, key)
         return 503
     return 202
+
+
+def nested_deeper_than(value: Any, limit: int) -> bool:
+    """Whether `value` nests lists and objects more than `limit` deep; read without recursion, however deep it is."""
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if not isinstance(item, dict | list):
+            continue
+        if depth > limit:
+            return True
+        children = cast("Iterable[Any]", item.values() if isinstance(item, dict) else item)  # pyright: ignore[reportUnknownMemberType]
+        pending.extend((child, depth + 1) for child in children)
+    return False
 
 
 def may_be_a_reply(body: bytes) -> bool:

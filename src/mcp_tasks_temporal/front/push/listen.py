@@ -253,6 +253,7 @@ class TaskListen:
             for unsubscribe in unsubscribes:
                 unsubscribe()
             send.close()
+            receive.close()  # a listen ended before its reading loop (a task lost in a first view) left it open
         # A middleware that answers by itself owns the whole envelope.
         stamp = server_info_stamp(self._server)
         return {"resultType": "complete", "_meta": {**meta, SERVER_INFO_META_KEY: stamp}}

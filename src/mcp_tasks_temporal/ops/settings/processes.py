@@ -35,6 +35,7 @@ from mcp_tasks_temporal.ops.settings.model import Env, Flag, Settings
 from mcp_tasks_temporal.temporal.contract import DEFAULT_NAMESPACE
 
 STOP_WITH_PARENT_ENV = "MCP_TASKS_STOP_WITH_PARENT"
+ALLOW_UNKEYED_OWNER_KEYS_ENV = "MCP_TASKS_ALLOW_UNKEYED_OWNER_KEYS"
 
 
 def _upper(value: Any) -> Any:
@@ -128,6 +129,8 @@ class ServeSettings(
     """`serve`: the MCP front server, against a Temporal cluster."""
 
     transport: Annotated[Literal["http", "stdio"], Flag("how clients reach the server", metavar="http|stdio")] = "http"
+    allow_unkeyed_owner_keys: Annotated[bool, Env(ALLOW_UNKEYED_OWNER_KEYS_ENV)] = False
+    """Serve `--tokens` or `--jwt-jwks` without `$MCP_TASKS_OWNER_SECRET`, owner keys unkeyed: a deliberate risk."""
 
 
 class WorkerSettings(
