@@ -1,6 +1,7 @@
 """`McpTasksPlugin` on a team's own worker: their workflow and our tasks on one queue, replayed as they ran;
-nothing of the team's worker changed; the app's own plugins (a sub-agent's) given after it (its start-up checks:
-test_plugin_start_up). The team's workers and the fronts of its apps run in the test process.
+nothing of the team's worker changed; the app's own plugins (a sub-agent's) given after it. Its start-up checks,
+which refuse a worker before it polls, are tested in test_plugin_start_up. The team's workers and the fronts of its
+apps run in the test process.
 """
 
 from __future__ import annotations
