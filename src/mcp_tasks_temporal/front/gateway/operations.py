@@ -180,7 +180,11 @@ class TemporalTaskGateway(WatcherReads):
         Temporal or the namespace unreachable, or a queue it starts tasks on that no worker polls
         (as the last background check found it: `serving`).
         """
-        return await unready_reason(self.client) or self.queue_watch.unready_reason()
+        unreachable = await unready_reason(self.client)
+        if unreachable is not None:
+            return unreachable
+        await self.queue_watch.recheck_unpolled()
+        return self.queue_watch.unready_reason()
 
     @asynccontextmanager
     async def serving(self) -> AsyncGenerator[None]:
@@ -202,9 +206,13 @@ class TemporalTaskGateway(WatcherReads):
             finally:
                 group.cancel_scope.cancel()
 
-    def no_worker(self, task_queue: str) -> str | None:
-        """The `statusMessage` of a waiting task on `task_queue` while no worker polls it, else `None`."""
-        return waiting_for_a_worker(task_queue) if self.queue_watch.unpolled(task_queue) else None
+    def no_worker(self, task_queue: str, *, worked_at_ms: float | None = None) -> str | None:
+        """The `statusMessage` of a waiting task on `task_queue` while no worker polls it, else `None`.
+
+        `worked_at_ms`: when a worker last moved the task (a status line, a memo write), if one has.
+        """
+        unpolled = self.queue_watch.unpolled(task_queue, worked_at_ms=worked_at_ms)
+        return waiting_for_a_worker(task_queue) if unpolled else None
 
     async def read_namespace_limits(self) -> None:
         """Take the namespace's own payload limit, as its server reports it, over Temporal's default."""
@@ -616,14 +624,19 @@ class TemporalTaskGateway(WatcherReads):
             result=result,
             error=error,
             closed_at_ms=closed_at,
-            no_worker=self._no_worker_for(observed),
+            no_worker=self._no_worker_for(observed, heartbeat[1] if heartbeat is not None else None),
         )
 
-    def _no_worker_for(self, observed: Snapshot) -> str | None:
+    def _no_worker_for(self, observed: Snapshot, status_line_at_ms: float | None = None) -> str | None:
         """Why a running task waits, when no worker polls the queue its workflow runs on."""
         if not observed.running or not observed.task_queue:
             return None
-        return self.no_worker(observed.task_queue)
+        memo = observed.memo
+        created, updated = memo.get(Memo.CREATED_AT), memo.get(Memo.LAST_UPDATED_AT)
+        # The front writes both at the start; a later update is the workflow's, so a worker ran it then.
+        memo_worked = float(updated) if updated is not None and updated != created else None
+        worked = max((t for t in (memo_worked, status_line_at_ms) if t is not None), default=None)
+        return self.no_worker(observed.task_queue, worked_at_ms=worked)
 
     async def _workflow_task_view(self, task_id: str, observed: Snapshot) -> dict[str, Any]:
         """A workflow tool's task: its status lives in the memo, its outcome in the close event.
