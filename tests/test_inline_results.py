@@ -20,6 +20,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from mcp_tasks_temporal.client import TaskHandle, TasksClient, TasksClientExtension
+from mcp_tasks_temporal.front.gateway.queue_watch import waiting_for_a_worker
 from mcp_tasks_temporal.temporal.workflows.tool_task import SETTLED_RESULT_MAX_CHARS
 from tests.app_workers import new_task_queue
 from tests.conftest import OpenFront
@@ -154,11 +155,14 @@ async def test_a_call_left_before_its_answer_cancels_its_task(
 async def test_with_no_worker_the_call_is_answered_with_its_task_once_the_budget_passes(
     open_front: OpenFront, app_client: Client
 ) -> None:
-    idle = await open_front(task_queue=new_task_queue("no-worker"))
+    queue = new_task_queue("no-worker")
+    idle = await open_front(task_queue=queue)
     async with idle.http() as http:
         mcp = idle.calls(http)
         created = await mcp.start("double", {"x": 5})
         try:
+            # It says why it waits, as a task created with a budget of 0 does.
+            assert (created["status"], created.get("statusMessage")) == ("working", waiting_for_a_worker(queue))
             task: dict[str, Any] = (await mcp.get(created["taskId"])).result
             assert task["status"] == "working"
         finally:
