@@ -38,9 +38,6 @@ session's front and worker processes), `mcp` (its task operations), `stack_facto
 
 from __future__ import annotations
 
-import os
-import sys
-import tempfile
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from contextlib import AsyncExitStack, contextmanager
@@ -88,26 +85,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture(scope="session", autouse=True)
-def fork_server() -> Iterator[None]:
-    """Warm starts for the session's `python -m mcp_tasks_temporal` children (tests/forkserver.py), from the first
-    test that starts one on.
-
-    `MCP_TASKS_TEST_FORK_SERVER=0` starts every child the ordinary way instead.
-    """
-    if sys.platform != "linux" or os.environ.get("MCP_TASKS_TEST_FORK_SERVER") == "0":
-        yield None
-        return
-    # A short folder of its own: a Unix socket's path has a hundred-odd bytes at most.
-    with tempfile.TemporaryDirectory(prefix="mcp-fork-") as folder:
-        processes.FORK_SERVER_FOLDER = Path(folder)
-        try:
-            yield None
-        finally:
-            processes.FORK_SERVER_FOLDER = None
-            processes.stop_fork_server()
 
 
 @pytest.fixture(scope="session")
