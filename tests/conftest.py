@@ -63,15 +63,14 @@ pytest_plugins = ["tests.process_audit"]
 
 LONGEST_FILES_FIRST = (
     "test_push_feed_durability.py",
-    "test_readme.py",
     "test_dev.py",
     "test_audit.py",
-    "test_failing_workflows.py",
-    "test_workflow_tools.py",
+    "test_readme.py",
+    "test_push_feed.py",
     "test_scale_out.py",
-    "test_client.py",
-    "test_nexus_tools.py",
-    "test_mcp1.py",
+    "test_workflow_tools.py",
+    "test_failing_workflows.py",
+    "test_client_cli.py",
 )
 """Files of a minute or more on CI's machine, longest first (`--durations`). CI's xdist workers take whole files
 in collection order: a long file handed out last would run alone at the end while the other workers sit idle."""
