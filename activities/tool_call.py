@@ -249,10 +249,14 @@ class ToolActivities:
         return wire
 
     async def _keep_alive(self, reporter: StatusReporter) -> None:
-        """Heartbeat while the tool runs: liveness for Temporal, and the only way a cancel reaches the tool."""
+        """Heartbeat while the tool runs: liveness for Temporal, and the only way a cancel reaches the tool.
+
+        Not at once: a tool that ends within the period costs no heartbeat at all, and a status line is
+        sent when the tool sets it (`StatusReporter.set`), so a cancel still reaches a tool within a period.
+        """
         while True:
-            reporter.heartbeat()
             await anyio.sleep(self._keepalive_s)
+            reporter.heartbeat()
 
 
 @asynccontextmanager

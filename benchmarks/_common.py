@@ -299,11 +299,18 @@ class Stack:
 
 @asynccontextmanager
 async def product_stack(
-    prefix: str, *, task_queue: str = "bench", app: str = CONFORMANCE_APP, metrics: bool = False
+    prefix: str,
+    *,
+    task_queue: str = "bench",
+    app: str = CONFORMANCE_APP,
+    metrics: bool = False,
+    max_inline_budget_ms: int | None = 0,
 ) -> AsyncGenerator[Stack]:
     """Dev server + `mcp-tasks-temporal worker` + `mcp-tasks-temporal serve`, all on 127.0.0.1.
 
     With `metrics`, the worker and the front each serve their Prometheus endpoint (`--metrics-port`).
+    `max_inline_budget_ms` caps how long the front waits for a tool before it answers with the task: 0 (every
+    call a task, what most benchmarks measure) unless given; `None` leaves each tool its own budget.
     """
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         state_dir = Path(tmp)
@@ -317,9 +324,9 @@ async def product_stack(
             worker = await start_child("worker", [*cli, "worker", *common, *_metrics_args(worker_metrics)], state_dir)
             stack.push_async_callback(worker.stop)
             front_port = free_port()
-            front = await start_child(
-                "front", [*cli, "serve", *common, "--port", str(front_port), *_metrics_args(front_metrics)], state_dir
-            )
+            capped = ["--max-inline-budget-ms", str(max_inline_budget_ms)] if max_inline_budget_ms is not None else []
+            serve = [*cli, "serve", *common, "--port", str(front_port), *capped, *_metrics_args(front_metrics)]
+            front = await start_child("front", serve, state_dir)
             stack.push_async_callback(front.stop)
             url = f"http://{HOST}:{front_port}/mcp"
             await _until_ready(worker, front, url)

@@ -75,6 +75,7 @@ async def dev(flags: list[str]) -> AsyncGenerator[str]:
         port = free_port()
         command = [sys.executable, "-m", "mcp_tasks_temporal", "dev", "--app", CONFORMANCE_APP, *flags]
         command += ["--port", str(port), "--temporal-port", str(free_port()), "--ui-port", "0", "--state-dir", tmp]
+        command += ["--max-inline-budget-ms", "0"]  # tasks, however quick their tools
         child = await start_child("dev", command, Path(tmp))
         try:
             with anyio.fail_after(90):

@@ -130,6 +130,7 @@ async def start_worker(workdir: Path, temporal: str, task_queue: str) -> Child:
 
 async def start_front(workdir: Path, temporal: str, task_queue: str, port: int, http: httpx.AsyncClient) -> Child:
     args = ["serve", "--temporal", temporal, "--task-queue", task_queue, "--app", APP, "--port", str(port)]
+    args += ["--max-inline-budget-ms", "0"]  # tasks, however quick their tools
     front = spawn("front", args, workdir)
     url = f"http://127.0.0.1:{port}/mcp"
 

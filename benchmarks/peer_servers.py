@@ -83,12 +83,15 @@ class TaskServer(Server):
     done: str = ""
     poll_interval_ms: int | None = None
     pending: list[str] = field(default_factory=list[str])
+    task_tool: str = "slow_compute"
+    """What it creates tasks with: on ours `slow_compute_as_task`, whose every call is a task at once (a quick
+    `slow_compute` call is answered with its result there)."""
 
     def advice(self) -> str:
         return f"pollIntervalMs {self.poll_interval_ms}" if self.poll_interval_ms else "none"
 
     async def start(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        result = (await self.mcp.call_tool("slow_compute", dict(arguments))).result
+        result = (await self.mcp.call_tool(self.task_tool, dict(arguments))).result
         if result.get("resultType") != "task":
             raise RuntimeError(f"{self.name}: expected a CreateTaskResult, got {result}")
         return result

@@ -59,6 +59,8 @@ from .peer_servers import (
 from .throughput import Calls, Op
 
 OURS_APP: Final = "benchmarks.ours_app:app"
+AS_TASK: Final = "slow_compute_as_task"
+"""Ours' tasks of `slow_compute` for the create rows: declared `inline_budget_ms=0`, as a long tool is."""
 DEFAULT_SAMPLES = 200
 QUICK_SAMPLES = 20
 SMOKE_SAMPLES = 3
@@ -221,11 +223,14 @@ async def run(
 ) -> Results:
     with tempfile.TemporaryDirectory(prefix="bench-peers-") as tmp:
         async with AsyncExitStack() as stack:
-            product = await stack.enter_async_context(product_stack("bench-peers-temporal-", app=OURS_APP))
+            # The app's own budgets, as a user's front serves them: a quick `slow_compute` is answered in the call.
+            ours_stack = product_stack("bench-peers-temporal-", app=OURS_APP, max_inline_budget_ms=None)
+            product = await stack.enter_async_context(ours_stack)
             http = await stack.enter_async_context(http_client())
             calls = Calls(TaskCalls(HttpMcp(product.url, http)), product)
+            calls.tool = AS_TASK
             await calls.learn_task_settings()
-            ours = TaskServer("ours", calls.mcp, held=2, task_queue=product.task_queue)
+            ours = TaskServer("ours", calls.mcp, held=2, task_queue=product.task_queue, task_tool=AS_TASK)
             servers: list[Server] = [ours]
             started = await stack.enter_async_context(
                 peers(Path(tmp), product.temporal_address, may_install=may_install)

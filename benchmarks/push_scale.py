@@ -203,6 +203,7 @@ async def start_front(stack: Stack, mode: str, name: str) -> Front:
     port, metrics_port = free_port(), free_port()
     common = ["--temporal", stack.temporal_address, "--task-queue", stack.task_queue]
     common += ["--app", "mcp_tasks_temporal.testing.conformance:app", "--port", str(port)]
+    common += ["--max-inline-budget-ms", "0"]  # tasks, however quick their tools
     common += ["--metrics-port", str(metrics_port)]
     previous = os.environ.get("MCP_TASKS_PUSH")
     os.environ["MCP_TASKS_PUSH"] = mode

@@ -12,11 +12,14 @@ about once a second), the idle rate over the same time is subtracted, and the di
 Each task's history gives the workflow tasks, activity tasks, memo and search-attribute upserts and events
 by type.
 
-Cases (the conformance fixture's `slow_compute`):
+Cases (the conformance fixture's `slow_compute`, served by `benchmarks/ours_app.py` with the extension's
+defaults, and its twin `slow_compute_as_task`, declared `inline_budget_ms=0`):
 
-- task, 0 s: `tools/call` answered with a task; this process waits for the workflow to close with its own
-  Temporal client (the dev server column counts that wait), then one `tasks/get` returns the result;
+- task, 0 s: `tools/call` of the twin, answered with a task; this process waits for the workflow to close with
+  its own Temporal client (the dev server column counts that wait), then one `tasks/get` returns the result;
 - task, 50 ms: the same with `seconds=0.05`, which sets one status line (a heartbeat) first;
+- in the call, 0 s and 50 ms: `tools/call` of `slow_compute`, which the front answers with the result, its
+  tool having ended within the default budget (the runs' histories found through visibility);
 - plain call, 0 s: the same tool called without the tasks extension, which the front holds open until the result;
 - `tasks/get` of a working task, and a repeated `tasks/get` of a completed one: per read, the front's RPCs
   only (the working task's own heartbeats go on meanwhile).
@@ -31,6 +34,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Final
 
 import anyio
@@ -63,6 +67,9 @@ SETTLE_S = 2.5
 """Before each read of the counters: the dev server reports its own about once a second."""
 SMOKE_SETTLE_S = 1.2
 WARMUP = 3
+APP: Final = "benchmarks.ours_app:app"
+AS_TASK: Final = "slow_compute_as_task"
+"""`slow_compute` declared `inline_budget_ms=0`: every call answered with its task."""
 LONG_TOOL: Final = {"seconds": 3600, "label": "working"}
 RESULT_TIMEOUT_S = 60.0
 _LINE: Final = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)$")
@@ -131,6 +138,7 @@ class Probe:
     own_metrics: str
     client: Client
     """This process's Temporal client, counted by `own_metrics`."""
+    units: int
     settle_s: float = SETTLE_S
 
     async def snapshot(self) -> Snapshot:
@@ -156,9 +164,9 @@ class Snapshot:
 
     def counters(self) -> dict[str, Tally]:
         return {
-            "front": _rpcs(self.front),
-            "worker": _rpcs(self.worker),
-            "benchmark": _rpcs(self.own),
+            "front": rpcs_by_operation(self.front),
+            "worker": rpcs_by_operation(self.worker),
+            "benchmark": rpcs_by_operation(self.own),
             "dev server": Tally(self.server),
             "worker tasks": _worker_tasks(self.worker),
         }
@@ -176,7 +184,8 @@ class Counts:
     """History events by type, per task."""
 
 
-def _rpcs(series: Series) -> Tally:
+def rpcs_by_operation(series: Series) -> Tally:
+    """Temporal RPCs by operation, from one process's SDK counters; long polls apart."""
     counts = by_label(series, ["temporal_request_total"], "operation")
     for operation, value in by_label(series, ["temporal_long_request_total"], "operation").items():
         counts[f"{operation} (long poll)"] += value
@@ -233,12 +242,14 @@ class Case:
     teardown: Callable[[], Awaitable[None]] | None = None
     front_only: bool = False
     """Reads: only the front's RPCs are the read's (a working task heartbeats meanwhile)."""
+    runs: Callable[[datetime], Awaitable[list[str]]] | None = None
+    """The workflow IDs of the units started since then, for a case whose unit does not learn its task's ID."""
     counts: Counts | None = None
 
 
-async def history(client: Client, task_id: str) -> Tally:
+async def history(client: Client, workflow_id: str) -> Tally:
     events: Tally = Tally()
-    async for event in client.get_workflow_handle(UNKEYED.workflow_id(task_id, None)).fetch_history_events():
+    async for event in client.get_workflow_handle(workflow_id).fetch_history_events():
         events[EventType.Name(event.event_type).removeprefix("EVENT_TYPE_")] += 1
     return events
 
@@ -250,8 +261,11 @@ async def measure(probe: Probe, case: Case, units: int, idle: dict[str, Tally]) 
         for _ in range(WARMUP):
             await case.run_one()
         before = await probe.snapshot()
+        started = datetime.now(UTC)
         tasks = [await case.run_one() for _ in range(units)]
         after = await probe.snapshot()
+        if case.runs is not None:
+            tasks = await case.runs(started)
     finally:
         if case.teardown is not None:
             await case.teardown()
@@ -260,25 +274,43 @@ async def measure(probe: Probe, case: Case, units: int, idle: dict[str, Tally]) 
         case.counts.rpcs = {"front": case.counts.rpcs["front"]}
         case.counts.worker = Tally()
     read = [task for task in tasks if task is not None]
-    for task in read:
-        case.counts.events.add(await history(probe.client, task))
+    for workflow_id in read:
+        case.counts.events.add(await history(probe.client, workflow_id))
     for key in case.counts.events:
-        case.counts.events[key] /= len(read)
+        case.counts.events[key] /= max(len(read), 1)
     print(f"  {case.name}: {units} {case.unit}s; load {load_average()}", flush=True)
 
 
 def cases(probe: Probe, mcp: TaskCalls) -> list[Case]:
     async def task(seconds: float) -> str:
-        created = (await mcp.call_tool("slow_compute", {"seconds": seconds, "label": "trips"})).result
+        created = (await mcp.call_tool(AS_TASK, {"seconds": seconds, "label": "trips"})).result
         if created.get("resultType") != "task":
             raise RuntimeError(f"expected a task, got {created}")
         task_id = str(created["taskId"])
+        workflow_id = UNKEYED.workflow_id(task_id, None)
         with anyio.fail_after(RESULT_TIMEOUT_S):
-            await probe.client.get_workflow_handle(UNKEYED.workflow_id(task_id, None)).result()
+            await probe.client.get_workflow_handle(workflow_id).result()
         done = (await mcp.get(task_id)).result
         if done.get("status") != "completed" or "result" not in done:
             raise RuntimeError(f"expected the completed task with its result, got {done}")
-        return task_id
+        return workflow_id
+
+    async def in_the_call(seconds: float) -> str | None:
+        result = (await mcp.call_tool("slow_compute", {"seconds": seconds, "label": "trips"})).result
+        if result.get("resultType") != "complete" or "content" not in result:
+            raise RuntimeError(f"expected the tool's result in the call, got {result}")
+        return None
+
+    async def runs_since(started: datetime) -> list[str]:
+        """The runs of `slow_compute` started since then, once visibility shows them all."""
+        since = started.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        query = f"McpTool = 'slow_compute' AND StartTime >= '{since}' AND ExecutionStatus = 'Completed'"
+        with anyio.fail_after(RESULT_TIMEOUT_S):
+            while True:
+                found = [execution.id async for execution in probe.client.list_workflows(query)]
+                if len(found) >= probe.units:
+                    return found
+                await anyio.sleep(0.5)
 
     async def plain(seconds: float) -> str | None:
         result = (await mcp.call_tool("slow_compute", {"seconds": seconds, "label": "trips"}, tasks=False)).result
@@ -289,7 +321,7 @@ def cases(probe: Probe, mcp: TaskCalls) -> list[Case]:
     state: dict[str, str] = {}
 
     async def start_working() -> None:
-        state["working"] = str((await mcp.call_tool("slow_compute", LONG_TOOL)).result["taskId"])
+        state["working"] = str((await mcp.call_tool(AS_TASK, LONG_TOOL)).result["taskId"])
         await mcp.wait_for(state["working"], lambda t: t["status"] == "working" and "statusMessage" in t)
 
     async def stop_working() -> None:
@@ -302,7 +334,8 @@ def cases(probe: Probe, mcp: TaskCalls) -> list[Case]:
         return None
 
     async def complete_one() -> None:
-        state["done"] = await task(0)
+        state["done"] = (await mcp.call_tool(AS_TASK, {"seconds": 0, "label": "trips"})).result["taskId"]
+        await mcp.wait_for(state["done"])
 
     async def get_completed() -> None:
         task_view = (await mcp.get(state["done"])).result
@@ -316,6 +349,8 @@ def cases(probe: Probe, mcp: TaskCalls) -> list[Case]:
     return [
         Case("task, 0 s tool", "task", lambda: task(0)),
         Case("task, 50 ms tool, 1 status line", "task", lambda: task(0.05)),
+        Case("in the call, 0 s tool", "call", lambda: in_the_call(0), runs=runs_since),
+        Case("in the call, 50 ms tool, 1 status line", "call", lambda: in_the_call(0.05), runs=runs_since),
         Case("plain call, 0 s tool", "call", lambda: plain(0)),
         Case("tasks/get, working", "read", lambda: none(get_working), start_working, stop_working, front_only=True),
         Case("tasks/get, completed, again", "read", lambda: none(get_completed), complete_one, front_only=True),
@@ -355,7 +390,7 @@ def summary(measured: Sequence[Case]) -> str:
     lines: list[str] = []
     for case in measured:
         counts = case.counts
-        if counts is None or case.unit != "task":
+        if counts is None or not counts.events:
             continue
         events = counts.events
         lines.append(
@@ -386,9 +421,10 @@ async def own_client(address: str, namespace: str) -> tuple[Client, str]:
 
 
 async def run(units: int, idle_s: float, settle_s: float = SETTLE_S) -> tuple[list[Case], dict[str, Tally]]:
-    async with product_stack("bench-round-trips-", metrics=True) as stack, http_client(8) as http:
+    stack_of = product_stack("bench-round-trips-", app=APP, metrics=True, max_inline_budget_ms=None)
+    async with stack_of as stack, http_client(8) as http:
         client, own_metrics = await own_client(stack.temporal_address, stack.client.namespace)
-        probe = Probe(stack, http, own_metrics, client, settle_s)
+        probe = Probe(stack, http, own_metrics, client, units, settle_s)
         mcp = TaskCalls(HttpMcp(stack.url, http))
         measured = cases(probe, mcp)
         # Every path once, so first-use costs (the processes' own start-up reads) are not counted.

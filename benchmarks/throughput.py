@@ -120,8 +120,12 @@ class SlowComputeTasks:
 
     mcp: TaskCalls
 
+    tool = "slow_compute"
+    """The tool its tasks run: one whose every call is answered with its task (a front capped at 0, or a tool
+    declared `inline_budget_ms=0`)."""
+
     async def create(self, arguments: dict[str, Any] = SHORT_TOOL) -> str:
-        result = (await self.mcp.call_tool("slow_compute", arguments)).result
+        result = (await self.mcp.call_tool(self.tool, arguments)).result
         if result.get("resultType") != "task":
             raise RuntimeError(f"expected a CreateTaskResult, got {result}")
         return str(result["taskId"])
@@ -145,7 +149,7 @@ class Calls(SlowComputeTasks):
 
     async def learn_task_settings(self) -> None:
         """The ttlMs and pollIntervalMs the front gives `slow_compute` tasks, so raw starts carry the same."""
-        result = (await self.mcp.call_tool("slow_compute", SHORT_TOOL)).result
+        result = (await self.mcp.call_tool(self.tool, SHORT_TOOL)).result
         self.ttl_ms, self.poll_interval_ms = result["ttlMs"], result["pollIntervalMs"]
 
     @property

@@ -12,11 +12,13 @@ from collections.abc import AsyncGenerator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from temporalio.client import Client
 from temporalio.worker import Worker
 
 from mcp_tasks_temporal.front.app_lookup import tasks_extension
+from mcp_tasks_temporal.front.gateway.queue_watch import describe_pollers
 from mcp_tasks_temporal.temporal.deployment import Deployment
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits, namespace_blob_limit
 from mcp_tasks_temporal.temporal.payload_storage import StorageSettings
@@ -74,4 +76,16 @@ async def app_worker(
         )
         for own_queue in own_queues:
             await stack.enter_async_context(own_queue)
+        await until_polled(client, task_queue)
         yield main
+
+
+async def until_polled(client: Client, task_queue: str, *, timeout: float = 30) -> None:
+    """Until Temporal lists a poller of `task_queue`'s workflow tasks: a worker that has begun its first poll.
+
+    A front started before then finds the queue unpolled and says so (readiness, `statusMessage`) until its
+    next check, as a deployment's front would in the second its workers take to start.
+    """
+    with anyio.fail_after(timeout):
+        while not (await describe_pollers(client, task_queue)).polled:
+            await anyio.sleep(0.05)

@@ -26,7 +26,7 @@ class NoPushTasks(TasksExtension):
         return front
 
 
-tasks = NoPushTasks(default_poll_interval_ms=200)
+tasks = NoPushTasks(default_poll_interval_ms=200, default_inline_budget_ms=0)
 app = MCPServer("client-fixture-app", version="0.0.1", extensions=[tasks])
 
 

@@ -17,7 +17,7 @@ from temporalio import activity
 from mcp_tasks_temporal import TasksExtension
 from tests.fairness_workflows import PrioritisedWorkflow
 
-tasks = TasksExtension(default_poll_interval_ms=250)
+tasks = TasksExtension(default_poll_interval_ms=250, default_inline_budget_ms=0)
 app = MCPServer("fairness-app", version="0.0.1", extensions=[tasks])
 
 

@@ -29,7 +29,8 @@ from pydantic import BaseModel
 from mcp_tasks_temporal import ActivityPolicy, TasksExtension, set_status
 from mcp_tasks_temporal.temporal.inputs import request_input, request_inputs
 
-tasks = TasksExtension(default_poll_interval_ms=250)
+# The tests here are about tasks: every task-capable call is answered with its task, however quick its tool.
+tasks = TasksExtension(default_poll_interval_ms=250, default_inline_budget_ms=0)
 app = MCPServer("fixture-app", version="0.0.1", extensions=[tasks])
 
 

@@ -7,6 +7,7 @@ and reads its history.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -43,9 +44,20 @@ async def cancel_requested(handle: WorkflowHandle[Any, Any]) -> bool:
     return EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED in events
 
 
-async def until_cancel_requested(handle: WorkflowHandle[Any, Any], bound_s: float) -> None:
-    """Until the task's run is asked to cancel; `TimeoutError` when that does not happen within `bound_s`."""
+async def until_cancel_requested(
+    handle: WorkflowHandle[Any, Any], bound_s: float, *, settled: Callable[[], bool] = lambda: False
+) -> None:
+    """Until the task's run is asked to cancel; `TimeoutError` when that does not happen within `bound_s`.
+
+    `settled()` says whoever was to ask has done all it will (the front stopped following the call): a run not
+    asked by then never will be, and that fails at once, not at the bound.
+    """
     wait = pauses()
     with anyio.fail_after(bound_s):
-        while not await cancel_requested(handle):
+        while True:
+            done = settled()
+            if await cancel_requested(handle):
+                return
+            if done:
+                raise AssertionError("the task's run was not asked to cancel, and nothing is left to ask")
             await anyio.sleep(next(wait))

@@ -18,7 +18,7 @@ from temporalio.common import RetryPolicy
 
 from mcp_tasks_temporal import ActivityPolicy, TasksExtension, idempotency_key
 
-tasks = TasksExtension(default_poll_interval_ms=250)
+tasks = TasksExtension(default_poll_interval_ms=250, default_inline_budget_ms=0)
 app = MCPServer("idempotency-app", extensions=[tasks])
 
 # A crashed worker's attempt is retried once its heartbeats are missed: seconds, not the default 30.

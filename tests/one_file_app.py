@@ -70,7 +70,7 @@ class OneFile:
         return f"{loud}!"
 
 
-tasks = TasksExtension(default_poll_interval_ms=200)
+tasks = TasksExtension(default_poll_interval_ms=200, default_inline_budget_ms=0)
 app = MCPServer("one-file-app", version="0.0.1", extensions=[tasks])
 tasks.workflow_tool(OneFile, name="shout", activities=[shout])
 

@@ -17,7 +17,7 @@ from mcp_tasks_temporal import TasksExtension, set_status
 from tests.workflow_fixture_activities import refuse, run_step
 from tests.workflow_fixture_workflows import FailingWorkflow, PipelineWorkflow
 
-tasks = TasksExtension(default_poll_interval_ms=200)
+tasks = TasksExtension(default_poll_interval_ms=200, default_inline_budget_ms=0)
 app = MCPServer("plain-calls-app", version="0.0.1", extensions=[tasks])
 
 tasks.workflow_tool(PipelineWorkflow, name="release", activities=[run_step])

@@ -18,7 +18,7 @@ NAME = "rolling-app"
 
 
 def _release(version: str, *, with_new_tool: bool) -> MCPServer:
-    tasks = TasksExtension(default_poll_interval_ms=250)
+    tasks = TasksExtension(default_poll_interval_ms=250, default_inline_budget_ms=0)
     app = MCPServer(NAME, version=version, extensions=[tasks])
 
     @tasks.tool(policy="optional")

@@ -18,7 +18,7 @@ from temporalio import activity
 
 from mcp_tasks_temporal import TasksExtension, set_status
 
-tasks = TasksExtension(default_poll_interval_ms=250)
+tasks = TasksExtension(default_poll_interval_ms=250, default_inline_budget_ms=0)
 app = MCPServer("scale-app", version="0.0.1", extensions=[tasks])
 
 

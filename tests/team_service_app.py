@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from mcp_tasks_temporal import TasksExtension, set_status
 from tests.team_worker_app import Tally, tally_step
 
-tasks = TasksExtension(default_poll_interval_ms=100)
+tasks = TasksExtension(default_poll_interval_ms=100, default_inline_budget_ms=0)
 app = MCPServer("team-service-app", version="0.0.1", extensions=[tasks])
 tasks.workflow_tool(Tally, name="tally", activities=[tally_step])
 

@@ -58,7 +58,7 @@ async def lifespan(_: MCPServer[Any]) -> AsyncGenerator[dict[str, str]]:
     yield {"greeting": "hello from the lifespan"}
 
 
-tasks = TasksExtension(default_poll_interval_ms=100)
+tasks = TasksExtension(default_poll_interval_ms=100, default_inline_budget_ms=0)
 app = MCPServer("team-worker-app", version="0.0.1", extensions=[tasks], lifespan=lifespan)
 tasks.workflow_tool(Tally, name="tally", activities=[tally_step])
 

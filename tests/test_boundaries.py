@@ -9,10 +9,13 @@ import (type-only and function-level ones included) closes a cycle.
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
+import logging
 import subprocess
 import sys
 import textwrap
+from collections.abc import Generator
 from pathlib import Path
 
 import grimp
@@ -41,9 +44,34 @@ def _sources() -> list[Path]:
     return sorted({path.resolve() for path in PACKAGE.rglob("*.py")})
 
 
+@contextlib.contextmanager
+def loggers_left_as_they_were() -> Generator[None]:
+    """Undo a `logging.config.dictConfig` run inside the block: it disables every logger that existed before it,
+    and the tests that follow in this process would no longer see this project's log lines (`caplog`)."""
+    manager = logging.Logger.manager
+    before = {
+        name: (logger.disabled, logger.level, list(logger.handlers), logger.propagate)
+        for name, logger in manager.loggerDict.items()
+        if isinstance(logger, logging.Logger)
+    }
+    try:
+        yield
+    finally:
+        for name, logger in list(manager.loggerDict.items()):
+            if not isinstance(logger, logging.Logger):
+                continue
+            if name in before:
+                logger.disabled, logger.level, handlers, logger.propagate = before[name]
+                logger.handlers[:] = handlers
+            else:
+                logger.handlers.clear()
+                logger.propagate = True
+
+
 def test_the_import_contracts_hold(capsys: pytest.CaptureFixture[str]) -> None:
     # `lint-imports --no-cache`, run here: it reads pyproject.toml and builds the graph from the sources.
-    status = lint_imports(config_filename=str(REPO_ROOT / "pyproject.toml"), no_cache=True, no_logo=True)
+    with loggers_left_as_they_were():
+        status = lint_imports(config_filename=str(REPO_ROOT / "pyproject.toml"), no_cache=True, no_logo=True)
     report = capsys.readouterr()
     assert status == 0, report.out[-6000:] + report.err[-2000:]
 

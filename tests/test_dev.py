@@ -421,6 +421,10 @@ def test_the_first_ctrl_c_stops_dev_at_any_point_of_its_start(tmp_path: Path, ph
     env = child_env()
     pid, terminal = pty.fork()
     if pid == 0:  # the child: `dev` on the pty, as a user's shell starts it
+        # A shell starts a command with every signal unblocked and at its default; this worker process may
+        # have blocked or ignored some (an exec keeps both), and then the Ctrl-C would never arrive.
+        signal.pthread_sigmask(signal.SIG_SETMASK, set())
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.chdir(REPO_ROOT)
         os.execve(command[0], command, env)
     output = bytearray()

@@ -172,13 +172,15 @@ async def test_readyz_follows_temporal_while_healthz_stays_up(workdir: Path, htt
     temporal_process, address = start_temporal(workdir)
     front = None
     try:
-        front, url = start_front(workdir, address, f"probe-{uuid.uuid4()}")
+        queue = f"probe-{uuid.uuid4()}"
+        front, url = start_front(workdir, address, queue)
         base = url.removesuffix("/mcp")
+        # No worker polls this front's queue: Temporal answers, and readiness names what is missing.
         ready = await http.get(f"{base}/readyz")
-        assert (ready.status_code, ready.json()["status"]) == (200, "ready")
+        assert ready.status_code == 503 and f"no worker polls task queue {queue}" in ready.json()["reason"]
         temporal_process.stop()
         with anyio.fail_after(30):
-            while (ready := await http.get(f"{base}/readyz")).status_code == 200:
+            while (ready := await http.get(f"{base}/readyz")).json()["reason"] != "Temporal unreachable":
                 await anyio.sleep(0.2)
         assert (ready.status_code, ready.json()) == (503, {"status": "unready", "reason": "Temporal unreachable"})
         assert (await http.get(f"{base}/healthz")).status_code == 200

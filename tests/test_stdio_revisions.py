@@ -18,6 +18,7 @@ import anyio
 import pytest
 from temporalio.client import Client
 
+from mcp_tasks_temporal.front.calls import plain_calls
 from mcp_tasks_temporal.front.calls.held_calls import CANCEL_BOUND_S
 from mcp_tasks_temporal.temporal.contract import MISSING_CAPABILITY_CODE
 from tests.front_app import fresh_app
@@ -35,6 +36,33 @@ WAIT_S = 10
 @pytest.fixture(scope="module")
 def app_spec() -> str:
     return "tests.workflow_fixture_app:app"
+
+
+class FollowedCalls:
+    """How many plain calls the front has stopped following: a call it stopped following has had its cancel."""
+
+    def __init__(self) -> None:
+        self.ended = 0
+
+    def settled(self) -> bool:
+        return self.ended > 0
+
+
+@pytest.fixture
+def followed_calls(monkeypatch: pytest.MonkeyPatch) -> FollowedCalls:
+    """Counts each end of the front's `follow_call`, which makes the cancel of a call that ends without its result
+    before it returns: a task not asked to cancel by then never will be."""
+    seen = FollowedCalls()
+    follow = plain_calls.follow_call
+
+    async def counted(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        try:
+            return await follow(*args, **kwargs)
+        finally:
+            seen.ended += 1
+
+    monkeypatch.setattr(plain_calls, "follow_call", counted)
+    return seen
 
 
 @pytest.fixture
@@ -75,7 +103,7 @@ async def test_a_2025_plain_call_whose_workflow_asks_gets_the_refusal_of_its_own
 
 
 async def test_notifications_cancelled_stops_a_2025_plain_workflow_tool_call(
-    stdio: StdioMcp, app_client: Client, app_queue: str, tmp_path: Path
+    stdio: StdioMcp, followed_calls: FollowedCalls, app_client: Client, app_queue: str, tmp_path: Path
 ) -> None:
     effects = tmp_path / f"effects-{uuid.uuid4().hex[:8]}"
     effects.mkdir()
@@ -86,7 +114,7 @@ async def test_notifications_cancelled_stops_a_2025_plain_workflow_tool_call(
     task = await the_running_task(app_client, app_queue, "fail")
     await stdio.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": call["id"]}})
     # Requests are taken in the order they come: once the ping is answered, the cancel has reached the call,
-    # and the front cancels its task within its own bound for that, or never.
+    # and the front cancels its task within its own bound for that, before it stops following the call.
     assert (await stdio.post({"jsonrpc": "2.0", "id": stdio.next_id(), "method": "ping"})).result == {}
-    await until_cancel_requested(task, CANCEL_BOUND_S)
+    await until_cancel_requested(task, CANCEL_BOUND_S, settled=followed_calls.settled)
     await until_file(effects / "cancelled-hang", WAIT_S)

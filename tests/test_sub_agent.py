@@ -117,6 +117,12 @@ def app_spec() -> str:
 
 
 @pytest.fixture(scope="module")
+def front_settings() -> dict[str, Any]:
+    """The tests here follow tasks: every task-capable call is answered with its task, however quick its tool."""
+    return {"max_inline_budget_ms": 0}
+
+
+@pytest.fixture(scope="module")
 async def app_client(temporal: str, app_spec: str) -> Client:
     """The client of the module's front and workers, with the client side of the demo's plugins (pydantic-ai's)."""
     return await client_for_app(await connect_temporal(temporal), fresh_app(app_spec))

@@ -47,8 +47,10 @@ async def worker_of(client: Client, spec: str) -> AsyncGenerator[None]:
 
 @asynccontextmanager
 async def front_of(client: Client, spec: str) -> AsyncGenerator[TaskCalls]:
-    """The task operations on a front of `spec` on its app's default queue."""
-    async with in_process_front(fresh_app(spec), client, task_queue=None) as front, front.http() as http:
+    """The task operations on a front of `spec` on its app's default queue, answering every call with its task
+    (however quick its tool: the tests follow the tasks)."""
+    front_of_tasks = in_process_front(fresh_app(spec), client, task_queue=None, max_inline_budget_ms=0)
+    async with front_of_tasks as front, front.http() as http:
         yield front.calls(http)
 
 

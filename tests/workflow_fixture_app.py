@@ -23,7 +23,7 @@ from tests.workflow_fixture_workflows import (
 
 OWN_QUEUE_ENV = "WF_FIXTURE_OWN_QUEUE"
 
-tasks = TasksExtension(default_poll_interval_ms=200)
+tasks = TasksExtension(default_poll_interval_ms=200, default_inline_budget_ms=0)
 app = MCPServer("workflow-fixture-app", version="0.0.1", extensions=[tasks])
 
 tasks.workflow_tool(GreetingWorkflow, name="greet")

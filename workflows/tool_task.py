@@ -12,6 +12,7 @@ front server reads with `describe` even while no worker is polling; the
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -28,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
         PINNED_TOOL_TASK_WORKFLOW,
         REQUEST_INPUT_UPDATE,
         RUN_TOOL_ACTIVITY,
+        SETTLED_UPDATE,
         STATE_QUERY,
         TASK_EXPIRED,
         TOOL_TASK_WORKFLOW,
@@ -40,7 +42,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from mcp_tasks_temporal.temporal.feed_publisher import FeedOutbox
     from mcp_tasks_temporal.temporal.result_text import expand
-    from mcp_tasks_temporal.temporal.search_attributes import upsert_status
+    from mcp_tasks_temporal.temporal.search_attributes import carries_status, upsert_status
 
 
 # Patch IDs: each guards a change to the commands the workflow issues, so histories
@@ -52,8 +54,12 @@ FEED_PATCH = "publish-transitions-to-the-task-feed"
 FEED_DEADLINE_PATCH = "feed-transitions-carry-the-deadline"
 FEED_ANNOUNCE_PATCH = "announce-tasks-to-the-task-feed"
 DRAIN_THROUGH_CANCEL_PATCH = "feed-drain-outlives-a-late-cancel"
+COMPLETION_ONCE_PATCH = "completion-written-once"
 
 _TOOL_WAIT_MAX_S = 60.0
+SETTLED_RESULT_MAX_CHARS = 64 * 1024
+"""A result up to this size (as JSON) goes back in the `settled` update too; a larger one is read from the
+close event alone, so a history holds a large result once."""
 
 
 class _TaskExpired(Exception):
@@ -189,6 +195,23 @@ class ToolTaskWorkflow:
         await workflow.wait_condition(lambda: all(tk in self._answers for tk in task_keys))
         return {key: self._answers[tk] for tk, key in task_keys.items()}
 
+    @workflow.update(name=SETTLED_UPDATE, unfinished_policy=HandlerUnfinishedPolicy.ABANDON)
+    async def settled(self) -> dict[str, Any]:
+        """The task once its tool has ended or asked something: what the creating call may answer with.
+
+        A front sends it with the start (update-with-start) and waits for it within the tool's budget,
+        a bound it keeps itself: Temporal's timers are not precise below a second. A front that stopped
+        waiting leaves the update to end with the run, unread.
+        """
+        await workflow.wait_condition(lambda: self._status != "working")
+        answer: dict[str, Any] = {"status": self._status, "lastUpdatedAt": self._last_updated_ms}
+        if self._status == "completed" and self._result is not None:
+            if len(json.dumps(self._result, separators=(",", ":"))) <= SETTLED_RESULT_MAX_CHARS:
+                answer["result"] = self._result
+        elif self._status == "failed":
+            answer["error"] = self._error
+        return answer
+
     def _midway_key(self, key: str) -> str:
         known = self._asked.get(key)
         if known is None:
@@ -249,7 +272,7 @@ class ToolTaskWorkflow:
                 raise self._fail(err) from None
             if outcome.get("resultType") != "input_required":
                 self._result = outcome
-                self._transition("completed")
+                self._complete()
                 return outcome
             if workflow.cancellation_reason() is not None:
                 # The round finished although a cancel arrived: a cancel the activity swallowed
@@ -284,6 +307,21 @@ class ToolTaskWorkflow:
             self._error = {"code": INTERNAL_ERROR_CODE, "message": "Tool execution failed"}
         self._transition("failed", status_message=f"Tool execution failed: {self._error.get('message', '')}")
         return ApplicationError(str(self._error.get("message")), self._error, type=JSONRPC_ERROR, non_retryable=True)
+
+    def _complete(self) -> None:
+        """The tool's result is in: the run closes with it next, in this workflow task.
+
+        The close event carries the status and the result, and every reader takes a closed task's from
+        there (`tasks/get`, push, `admin`), as it takes `ExecutionStatus` over `McpStatus`: the memo's and
+        the attribute's `completed` said it twice more. A run that publishes to the task feed still posts
+        the transition, numbered in its memo; one without `McpStatus` had only the memo to save and keeps
+        it, as the patch's marker would cost more than that. Histories from before the patch replay so.
+        """
+        if self._feed is None and carries_status() and workflow.patched(COMPLETION_ONCE_PATCH):
+            self._status = "completed"
+            self._last_updated_ms = int(workflow.now().timestamp() * 1000)
+            return
+        self._transition("completed")
 
     def _transition(self, status: str, *, status_message: str | None = None) -> None:
         self._status = status

@@ -28,7 +28,14 @@ import anyio
 from temporalio import activity
 from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle, WorkflowHistory
+from temporalio.client import (
+    Client,
+    WithStartWorkflowOperation,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowHistory,
+)
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.contrib.workflow_streams import PublishEntry, PublishInput, WorkflowStreamClient
 from temporalio.converter import PayloadConverter
@@ -41,6 +48,7 @@ from mcp_tasks_temporal.temporal.contract import (
     INPUT_SIGNAL,
     JSONRPC_ERROR,
     RUN_TOOL_ACTIVITY,
+    SETTLED_UPDATE,
     TERMINAL_STATUSES,
     TOOL_TASK_WORKFLOW,
     ActivityPolicy,
@@ -206,9 +214,14 @@ PATHS: dict[str, tuple[str, int | None, Drive]] = {
     "feed_cancel": ("hang", 60_000, _cancel_while_running),
     "feed_rounds_with_deadline": ("multi_round", 60_000, lambda h: _answer_each_round(h, 2)),
     "feed_announced_rounds": ("multi_round", 60_000, lambda h: _answer_each_round(h, 2)),
+    "settled_completed": ("complete", 60_000, _nothing),
+    "settled_input_rounds": ("multi_round", 60_000, lambda h: _answer_each_round(h, 2)),
 }
 FEED_PATHS = frozenset({"feed_input_rounds", "feed_cancel", "feed_rounds_with_deadline", "feed_announced_rounds"})
 """Paths of a task that publishes its transitions to the task feed (a front in feed mode started it)."""
+SETTLED_PATHS = frozenset({"settled_completed", "settled_input_rounds"})
+"""Paths of a task started with its `settled` update (update-with-start), as a front that may answer the call
+with the tool's result starts it: the update returns at the result, or at the first question."""
 
 
 async def start_task(
@@ -220,9 +233,10 @@ async def start_task(
     ttl_ms: int | None = 60_000,
     arguments: dict[str, Any] | None = None,
     feed: bool = False,
+    settled: bool = False,
 ) -> WorkflowHandle[Any, Any]:
     """Start a tool task as a front would, with the memo and search attributes it starts with (and its feed's
-    shards first, for a task that publishes to them)."""
+    shards first, for a task that publishes to them); `settled`: with its `settled` update, waited for."""
     task = ToolTaskInput(
         task_id=str(uuid.uuid4()),
         tool=tool,
@@ -237,15 +251,24 @@ async def start_task(
     )
     if feed:
         await start_feed(client, task_queue)
-    return await client.start_workflow(
-        TOOL_TASK_WORKFLOW,
-        task,
-        id=f"{id_prefix}/{task.task_id}",
-        task_queue=task_queue,
-        task_timeout=WORKFLOW_TASK_TIMEOUT,
-        memo={Memo.TASK_ID: task.task_id, Memo.TOOL: tool, Memo.OWNER: task.owner, Memo.STATUS: "working"},
-        search_attributes=start_attributes(tool=tool, owner=task.owner or ""),
+    options: dict[str, Any] = {
+        "id": f"{id_prefix}/{task.task_id}",
+        "task_queue": task_queue,
+        "task_timeout": WORKFLOW_TASK_TIMEOUT,
+        "memo": {Memo.TASK_ID: task.task_id, Memo.TOOL: tool, Memo.OWNER: task.owner, Memo.STATUS: "working"},
+        "search_attributes": start_attributes(tool=tool, owner=task.owner or ""),
+    }
+    if not settled:
+        return await client.start_workflow(TOOL_TASK_WORKFLOW, task, **options)
+    operation: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
+        TOOL_TASK_WORKFLOW, task, id_conflict_policy=WorkflowIDConflictPolicy.FAIL, **options
     )
+    with anyio.fail_after(STEP_BOUND_S):
+        answer: dict[str, Any] = await client.execute_update_with_start_workflow(  # pyright: ignore[reportUnknownMemberType]
+            SETTLED_UPDATE, start_workflow_operation=operation, result_type=dict[str, Any]
+        )
+    assert answer["status"] in ("completed", "input_required"), answer
+    return await operation.workflow_handle()
 
 
 async def record(client: Client, name: str, task_queue: str) -> WorkflowHistory:
@@ -259,6 +282,7 @@ async def record(client: Client, name: str, task_queue: str) -> WorkflowHistory:
         ttl_ms=ttl_ms,
         arguments={"path": name},
         feed=name in FEED_PATHS,
+        settled=name in SETTLED_PATHS,
     )
     await drive(handle)
     # The result's long poll returns when the run closes, whichever way it does.

@@ -65,7 +65,13 @@ def attach_front(
     server.middleware.insert(0, gateway.request_metrics())
     server.middleware.append(AdvertiseServedVersions())
     hub = push_hub(gateway, settings.push, give_up_after_s=settings.push_give_up_s)
-    calls = ToolCalls(registry, Serving(server=server, gateway=gateway, plain=PlainCalls(gateway, hub)))
+    serving = Serving(
+        server=server,
+        gateway=gateway,
+        plain=PlainCalls(gateway, hub),
+        max_inline_budget_ms=settings.max_inline_budget_ms,
+    )
+    calls = ToolCalls(registry, serving)
     for options in registry.workflow_tools.values():
         _add_workflow_tool(server, options, calls.run_workflow_synchronously)
         if options.task_queue is not None:

@@ -62,6 +62,9 @@ class FrontSettings:
     """The Temporal Web UI's address: `tasks/get` then links the task's page in its `_meta`."""
     payload_storage: StorageSettings | None = None
     """Where large payloads go, as the workers store them: how large an argument or answer may be."""
+    max_inline_budget_ms: int | None = None
+    """The longest this front holds a task-capable call for its tool's outcome (each tool's `inline_budget_ms`,
+    capped); `None`: the app's own budgets; `0`: every task-capable call is answered with its task at once."""
 
     def __post_init__(self) -> None:
         if self.push not in PUSH_MODES:
@@ -70,6 +73,8 @@ class FrontSettings:
             raise ValueError(f"push_give_up_s must be a positive number of seconds, not {self.push_give_up_s}")
         if self.max_body_bytes <= 0:
             raise ValueError(f"max_body_bytes must be positive, not {self.max_body_bytes}")
+        if self.max_inline_budget_ms is not None and self.max_inline_budget_ms < 0:
+            raise ValueError(f"max_inline_budget_ms must be 0 or more, not {self.max_inline_budget_ms}")
         if self.closed_task_cache < 0:
             raise ValueError(f"closed_task_cache must be 0 or more, not {self.closed_task_cache}")
         if isinstance(self.request_state_keys, str):  # pyright: ignore[reportUnnecessaryIsInstance]

@@ -134,6 +134,7 @@ def front_settings(args: FrontProcessSettings, *, search_attributes: bool, web_u
         search_attributes=search_attributes,
         web_ui=web_ui,
         payload_storage=args.storage(),
+        max_inline_budget_ms=args.max_inline_budget_ms,
     )
 
 

@@ -28,6 +28,8 @@ RUN_TOOL_ACTIVITY: Final = "mcp_tasks.run_tool"
 STATE_QUERY: Final = "mcp_tasks.state"
 INPUT_SIGNAL: Final = "mcp_tasks.provide_input"
 REQUEST_INPUT_UPDATE: Final = "mcp_tasks.request_input"
+SETTLED_UPDATE: Final = "mcp_tasks.settled"
+"""Sent with the start by a front that answers the call itself when the tool is quick (update-with-start)."""
 
 TASK_QUEUE_PREFIX: Final = "mcp-tasks"
 """Task queues default to `mcp-tasks/<app name>`: apps sharing a namespace never take each other's tasks."""

@@ -78,7 +78,9 @@ class FrontMetrics:
         meter = meter or MetricMeter.noop
         self._requests = meter.create_counter("mcp_requests", "MCP requests handled, by method and outcome")
         self._errors = meter.create_counter("mcp_errors", "JSON-RPC errors answered, by method and code")
-        self._tasks_created = meter.create_counter("mcp_task_creations", "Tasks created, by tool")
+        self._tasks_created = meter.create_counter(
+            "mcp_task_creations", "Tasks created, by tool and by what answered the call (the task, or the result)"
+        )
         self._subscribers = meter.create_gauge("mcp_push_subscribers", "Open task subscriptions on this front server")
         self._subscriber_count = 0
 
@@ -93,8 +95,9 @@ class FrontMetrics:
     def error(self, method: str, code: int) -> None:
         self._errors.add(1, {"method": _method_label(method), "code": str(code)})
 
-    def task_created(self, tool: str) -> None:
-        self._tasks_created.add(1, {"tool": tool})
+    def task_created(self, tool: str, *, answered: str = "task") -> None:
+        """`answered`: `task` (a `CreateTaskResult`) or `result` (the tool's result, the run's within its budget)."""
+        self._tasks_created.add(1, {"tool": tool, "answered": answered})
 
     def subscribers_changed(self, delta: int) -> None:
         self._subscriber_count = max(0, self._subscriber_count + delta)

@@ -45,13 +45,18 @@ def query_literal(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def carries_status() -> bool:
+    """From workflow code: whether this run was started with `McpStatus`, so it may keep it current."""
+    return workflow.info().typed_search_attributes.get(MCP_STATUS) is not None
+
+
 def upsert_status(status: str) -> None:
     """From workflow code: keep `McpStatus` at `status`, in the runs that may carry it.
 
     Only a run started with the attribute may upsert it (the namespace has it registered),
     and histories recorded before the upsert existed replay without it.
     """
-    if workflow.info().typed_search_attributes.get(MCP_STATUS) is not None and workflow.patched(STATUS_PATCH):
+    if carries_status() and workflow.patched(STATUS_PATCH):
         workflow.upsert_search_attributes([MCP_STATUS.value_set(status)])  # pyright: ignore[reportUnknownMemberType]
 
 

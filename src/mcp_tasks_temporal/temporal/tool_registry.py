@@ -27,6 +27,9 @@ from mcp_tasks_temporal.temporal.nexus_tools import NexusToolOptions
 from mcp_tasks_temporal.temporal.workflow_tools import WorkflowToolOptions
 
 DAY_MS: Final = 24 * 3600 * 1000
+DEFAULT_INLINE_BUDGET_MS: Final = 1000
+"""How long a front holds a task-capable call for its tool's outcome before it answers with the task:
+measured in docs/performance.md ("Results in the call")."""
 
 Asks = Literal["elicitation", "sampling", "roots"]
 """A client capability a tool's questions need (`elicitation/create`, `sampling/createMessage`, `roots/list`)."""
@@ -82,6 +85,10 @@ class ToolTaskOptions:
     failing_workflow: FailingWorkflowPolicy | None | _Inherit = INHERIT
     """When a task whose workflow task keeps failing is ended `failed` (`failing_policy`);
     `None` keeps retrying until fixed code runs, Temporal's default."""
+    inline_budget_ms: int | _Inherit = INHERIT
+    """How long a task-capable call waits for the tool: one that ends within it is answered with its
+    `CallToolResult`, as a synchronous call would be (its task stays in Temporal's history); past it, or
+    at the tool's first question, the call is answered with the task. `0`: always the task at once."""
 
     def __post_init__(self) -> None:
         check_asks(self.asks)
@@ -95,6 +102,8 @@ class ToolTaskOptions:
             raise ValueError("poll_interval_ms must be positive")
         if self.progress_timeout is not None and self.progress_timeout <= 0:
             raise ValueError("progress_timeout must be a positive number of seconds, or None")
+        if isinstance(self.inline_budget_ms, int) and self.inline_budget_ms < 0:
+            raise ValueError("inline_budget_ms must be 0 (always a task) or more")
 
 
 @dataclass
@@ -103,6 +112,8 @@ class TaskToolRegistry:
 
     default_ttl_ms: int | None = DAY_MS
     default_poll_interval_ms: int = 1000
+    default_inline_budget_ms: int = DEFAULT_INLINE_BUDGET_MS
+    """The tools' `inline_budget_ms` unless they say otherwise; `0` answers every task-capable call with its task."""
     default_activity: ActivityPolicy = field(default_factory=ActivityPolicy)
     default_failing_workflow: FailingWorkflowPolicy | None = None
     """The tools' `failing_workflow` unless they say otherwise; `None` keeps a failing workflow
@@ -134,6 +145,7 @@ class TaskToolRegistry:
         versioning: Versioning = "auto-upgrade",
         priority: int | None = None,
         failing_workflow: FailingWorkflowPolicy | None | _Inherit = INHERIT,
+        inline_budget_ms: int | _Inherit = INHERIT,
     ) -> Callable[[_Fn], _Fn]:
         """Decorator: run this tool as a task. Stack it on either side of `@mcp.tool()`.
 
@@ -141,6 +153,8 @@ class TaskToolRegistry:
         `versioning` says how a running task meets a deploy (see `ToolTaskOptions.versioning`).
         `priority` (1 highest .. 5 lowest) orders its tasks against other tools' when workers are busy.
         `failing_workflow` ends its tasks `failed` when their workflow keeps failing (`FailingWorkflowPolicy`).
+        `inline_budget_ms` is how long a task-capable call waits for the tool before it gets the task
+        (`ToolTaskOptions.inline_budget_ms`); `0` for a tool whose callers must always get a task.
         """
         options = ToolTaskOptions(
             policy=policy,
@@ -153,6 +167,7 @@ class TaskToolRegistry:
             versioning=versioning,
             priority=priority,
             failing_workflow=failing_workflow,
+            inline_budget_ms=inline_budget_ms,
         )
 
         def decorate(target: _Fn) -> _Fn:
@@ -180,6 +195,9 @@ class TaskToolRegistry:
             if isinstance(options.poll_interval_ms, _Inherit)
             else options.poll_interval_ms,
             activity=activity,
+            inline_budget_ms=self.default_inline_budget_ms
+            if isinstance(options.inline_budget_ms, _Inherit)
+            else options.inline_budget_ms,
         )
 
     @property

@@ -42,14 +42,17 @@ async def slow_compute(seconds: float = 1, label: str = "job") -> str:
     return f"{label} finished after {seconds:g}s"
 
 
-@tasks.tool(policy="required")
+# The suite wants a task of each tool below however quick it is (`inline_budget_ms=0`); `slow_compute` and the
+# tools that ask keep the default budget: a 0 s `slow_compute` is answered in the call, which the suite allows
+# (`tasks-immediate-result-shortcut`), and one of a second or more, or a question, with the task.
+@tasks.tool(policy="required", inline_budget_ms=0)
 @app.tool()
 async def failing_job() -> str:
     """A tool error: the task completes with `isError: true`."""
     raise RuntimeError("the job failed")
 
 
-@tasks.tool(policy="optional")
+@tasks.tool(policy="optional", inline_budget_ms=0)
 @app.tool()
 async def protocol_error_job() -> str:
     """A JSON-RPC error: the task ends `failed`."""
@@ -103,7 +106,7 @@ def ask_user_name() -> Elicit[UserName]:
     return Elicit("What is your name?", UserName)
 
 
-@tasks.tool(policy="required", resolve_inputs_first=True)
+@tasks.tool(policy="required", resolve_inputs_first=True, inline_budget_ms=0)
 @app.tool()
 async def test_tool_with_task(user_name: Annotated[UserName, Resolve(ask_user_name)]) -> str:
     """Ask for a name before the task exists, then greet in the task."""

@@ -1,6 +1,7 @@
 """How a front answers `tools/call` for the app's task tools and workflow tools.
 
-A client that declared the extension gets a `CreateTaskResult`; a plain call of a
+A client that declared the extension gets a `CreateTaskResult`, or the tool's result when its tool
+ended within its budget (`settled_calls`); a plain call of a
 task tool is a task nobody is told about, held open as the call (`plain_calls`); a
 workflow tool's plain call starts its workflow and answers with its result. The
 tool's policy, the questions it declared and the app's call checks are applied
@@ -29,6 +30,7 @@ from mcp_types import (
 from pydantic import ValidationError
 
 from mcp_tasks_temporal.front.calls.plain_calls import PlainCalls, plain_call_envelope, task_of
+from mcp_tasks_temporal.front.calls.settled_calls import answer_within, budget_of
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, WorkflowTask, temporal_errors
 from mcp_tasks_temporal.front.request_capabilities import (
     declared_capabilities,
@@ -65,6 +67,8 @@ class Serving:
     server: MCPServer[Any]
     gateway: TemporalTaskGateway
     plain: PlainCalls
+    max_inline_budget_ms: int | None = None
+    """The front's cap on each tool's `inline_budget_ms` (`FrontSettings.max_inline_budget_ms`)."""
 
 
 class ToolCalls:
@@ -120,6 +124,19 @@ class ToolCalls:
             answered_now = await self._resolve_before_task(params, ctx)
             if answered_now is not None:
                 return answered_now
+        serving = self._attached()
+        budget_ms = budget_of(options.inline_budget_ms, serving.max_inline_budget_ms)
+        if budget_ms > 0:
+            task = self._tool_task(options, params, ctx, envelope_of(ctx))
+            with temporal_errors():
+                return await answer_within(
+                    serving.gateway,
+                    task,
+                    authenticated_principal(ctx),
+                    budget_ms=budget_ms,
+                    pinned=options.versioning == "pinned",
+                    priority=options.priority,
+                )
         created = await self._create_tool_task(options, params, ctx, envelope_of(ctx))
         return {"resultType": "task", **created}
 
@@ -169,9 +186,21 @@ class ToolCalls:
         ctx: ServerRequestContext[Any, Any],
         envelope: dict[str, Any],
     ) -> dict[str, Any]:
+        task = self._tool_task(options, params, ctx, envelope)
+        with temporal_errors():
+            return await self._attached().gateway.create(
+                task, authenticated_principal(ctx), pinned=options.versioning == "pinned", priority=options.priority
+            )
+
+    def _tool_task(
+        self,
+        options: ToolTaskOptions,
+        params: CallToolRequestParams,
+        ctx: ServerRequestContext[Any, Any],
+        envelope: dict[str, Any],
+    ) -> ToolTaskInput:
+        """The input of the task a call of a task tool starts."""
         gateway = self._attached().gateway
-        principal = authenticated_principal(ctx)
-        created_at_ms = gateway.now_ms()
         # `options_for` resolved every inherited setting.
         assert options.ttl_ms is None or isinstance(options.ttl_ms, int)
         assert isinstance(options.poll_interval_ms, int)
@@ -181,8 +210,8 @@ class ToolCalls:
             tool=params.name,
             arguments=dict(params.arguments or {}),
             meta=envelope,
-            created_at_ms=created_at_ms,
-            owner=gateway.owner_keying.owner_key(principal),
+            created_at_ms=gateway.now_ms(),
+            owner=gateway.owner_keying.owner_key(authenticated_principal(ctx)),
             ttl_ms=options.ttl_ms,
             poll_interval_ms=options.poll_interval_ms,
             activity=options.activity,
@@ -191,10 +220,7 @@ class ToolCalls:
             request_state=params.request_state,
         )
         tag_task(task.task_id)
-        with temporal_errors():
-            return await gateway.create(
-                task, principal, pinned=options.versioning == "pinned", priority=options.priority
-            )
+        return task
 
     def _check_asks(self, tool_name: str, ctx: ServerRequestContext[Any, Any]) -> None:
         """-32021 for a client that cannot answer what the tool declared it asks, naming what its revision needs."""

@@ -10,7 +10,7 @@ cause), `closed_tasks` and `failing_workflows` (what a front remembers of both).
 """
 
 from mcp_tasks_temporal.front.gateway.history import Change, HistoryChange, RunClosed
-from mcp_tasks_temporal.front.gateway.operations import TemporalTaskGateway
+from mcp_tasks_temporal.front.gateway.operations import Settled, TemporalTaskGateway
 from mcp_tasks_temporal.front.gateway.reads import (
     FeedItem,
     ListedTask,
@@ -36,6 +36,7 @@ __all__ = [
     "OwnedPage",
     "OwnedTask",
     "RunClosed",
+    "Settled",
     "Snapshot",
     "TemporalCallFailed",
     "TemporalTaskGateway",

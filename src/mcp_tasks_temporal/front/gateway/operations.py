@@ -11,21 +11,26 @@ or evicted runs, so it is the tool for operators, not the hot path
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
 import anyio
 from temporalio.client import (
     Client,
+    WithStartWorkflowOperation,
     WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 from temporalio.common import AutoUpgradeVersioningOverride, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.runtime import Runtime
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -62,6 +67,7 @@ from mcp_tasks_temporal.temporal.codec import CodecError
 from mcp_tasks_temporal.temporal.contract import (
     INPUT_SIGNAL,
     PINNED_TOOL_TASK_WORKFLOW,
+    SETTLED_UPDATE,
     TERMINAL_STATUSES,
     TOOL_TASK_WORKFLOW,
     WEB_UI_META,
@@ -76,14 +82,34 @@ from mcp_tasks_temporal.temporal.inputs import response_problem
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics, RequestMetrics
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits, namespace_blob_limit
 from mcp_tasks_temporal.temporal.payload_storage import StoredPayloadError
+from mcp_tasks_temporal.temporal.result_text import expand
 from mcp_tasks_temporal.temporal.search_attributes import start_attributes
 from mcp_tasks_temporal.temporal.shared_settings import SharedSettings, announce_settings
 from mcp_tasks_temporal.temporal.tool_results import call_tool_result, failure_outcome
 from mcp_tasks_temporal.temporal.web_ui import web_ui_link
 
-__all__ = ["TemporalTaskGateway"]
+__all__ = ["Settled", "TemporalTaskGateway"]
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Settled:
+    """How a task's call is answered (`create_settled`): with exactly one of these."""
+
+    result: dict[str, Any] | None = None
+    """The tool's `CallToolResult` (wire form), as a synchronous call returns it."""
+    error: dict[str, Any] | None = None
+    """The JSON-RPC error the tool ended with, as a synchronous call returns it."""
+    task: dict[str, Any] | None = None
+    """The task's `CreateTaskResult` fields: the tool is still working, or asked something."""
+
+
+@dataclass(frozen=True)
+class _Start:
+    workflow: str
+    task: ToolTaskInput
+    options: dict[str, Any]
 
 
 class TemporalTaskGateway(WatcherReads):
@@ -154,7 +180,11 @@ class TemporalTaskGateway(WatcherReads):
         Temporal or the namespace unreachable, or a queue it starts tasks on that no worker polls
         (as the last background check found it: `serving`).
         """
-        return await unready_reason(self.client) or self.queue_watch.unready_reason()
+        unreachable = await unready_reason(self.client)
+        if unreachable is not None:
+            return unreachable
+        await self.queue_watch.recheck_unpolled()
+        return self.queue_watch.unready_reason()
 
     @asynccontextmanager
     async def serving(self) -> AsyncGenerator[None]:
@@ -176,9 +206,13 @@ class TemporalTaskGateway(WatcherReads):
             finally:
                 group.cancel_scope.cancel()
 
-    def no_worker(self, task_queue: str) -> str | None:
-        """The `statusMessage` of a waiting task on `task_queue` while no worker polls it, else `None`."""
-        return waiting_for_a_worker(task_queue) if self.queue_watch.unpolled(task_queue) else None
+    def no_worker(self, task_queue: str, *, worked_at_ms: float | None = None) -> str | None:
+        """The `statusMessage` of a waiting task on `task_queue` while no worker polls it, else `None`.
+
+        `worked_at_ms`: when a worker last moved the task (a status line, a memo write), if one has.
+        """
+        unpolled = self.queue_watch.unpolled(task_queue, worked_at_ms=worked_at_ms)
+        return waiting_for_a_worker(task_queue) if unpolled else None
 
     async def read_namespace_limits(self) -> None:
         """Take the namespace's own payload limit, as its server reports it, over Temporal's default."""
@@ -192,33 +226,10 @@ class TemporalTaskGateway(WatcherReads):
         `pinned`: under worker versioning the task stays on the build it started on. `priority` is
         the tool's (1 highest .. 5); the run's activities inherit it with the fairness key.
         """
-        self._check_input(task.arguments, "The tool's arguments")
-        if self.feed_tasks:
-            task = replace(task, feed=True)
-        memo = initial_memo(
-            task.task_id,
-            task.tool,
-            self.owner_keying.owner_key(principal),
-            task.created_at_ms,
-            task.ttl_ms,
-            task.poll_interval_ms,
-            anonymous=principal is None,
-        )
-        await self.client.start_workflow(
-            PINNED_TOOL_TASK_WORKFLOW if pinned else TOOL_TASK_WORKFLOW,
-            task,
-            id=self.owner_keying.workflow_id(task.task_id, principal),
-            task_queue=self.task_queue,
-            memo=memo,
-            # One task ID is one run, ever: a closed task's ID must not start a fresh run.
-            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-            id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
-            static_summary=f"MCP task: {task.tool}",
-            search_attributes=start_attributes(tool=task.tool, owner=self.owner_keying.owner_key(principal))
-            if self.search_attributes
-            else None,
-            priority=self.fairness.priority(principal, priority),
-        )
+        start = self._tool_task_start(task, principal, pinned=pinned, priority=priority)
+        # Eager: a worker in this process on the queue (`dev --in-process-worker`, a team's own) takes the
+        # first workflow task in the start's answer, one matching round trip fewer; elsewhere a no-op.
+        await self.client.start_workflow(start.workflow, start.task, **start.options, request_eager_start=True)
         self.metrics.task_created(task.tool)
         return created_task(
             task.task_id,
@@ -227,6 +238,114 @@ class TemporalTaskGateway(WatcherReads):
             task.poll_interval_ms,
             status_message=self.no_worker(self.task_queue),
         )
+
+    async def create_settled(
+        self,
+        task: ToolTaskInput,
+        principal: str | None,
+        *,
+        within_ms: int,
+        pinned: bool = False,
+        priority: int | None = None,
+    ) -> Settled:
+        """Start the task's workflow and wait up to `within_ms` for its tool to end or ask; one Temporal call.
+
+        The start and the run's `settled` update go together (update-with-start), so the answer comes
+        with the outcome: the tool's result or error when it ended in time, else the task, persisted
+        (the start's own answer or a read says so before the task is handed out). A call cancelled
+        meanwhile (the client left) must `abandon` the task: it may have started.
+        """
+        start = self._tool_task_start(task, principal, pinned=pinned, priority=priority)
+        operation: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
+            start.workflow, start.task, **start.options
+        )
+        answer: dict[str, Any] | None = None
+        with anyio.move_on_after(within_ms / 1000):
+            try:
+                answer = await self.client.execute_update_with_start_workflow(  # pyright: ignore[reportUnknownMemberType]
+                    SETTLED_UPDATE, start_workflow_operation=operation, result_type=dict[str, Any]
+                )
+            except WorkflowUpdateFailedError:
+                # Taken, then refused by a worker from before the update (or the run ended under it): the task stands.
+                answer = {"status": "working", "lastUpdatedAt": task.created_at_ms}
+            except WorkflowUpdateRPCTimeoutOrCancelledError:
+                # The SDK's name for its call cancelled by the bound above, or by the request's own end, which
+                # the next await raises again.
+                pass
+        # Settled by now, either way: read, so asyncio does not report a start refused or cut short as never read.
+        with anyio.move_on_after(0), contextlib.suppress(Exception):
+            await operation.workflow_handle()
+        if answer is None:
+            await self._until_started(start)
+            answer = {"status": "working", "lastUpdatedAt": task.created_at_ms}
+        status = str(answer.get("status", "working"))
+        self.metrics.task_created(task.tool, answered="result" if status in ("completed", "failed") else "task")
+        if status == "completed":
+            result = as_object(answer.get("result"))
+            if not result:
+                # Too large to come twice: read from the close event, once.
+                result = as_object(await self.client.get_workflow_handle(start.options["id"]).result())
+            return Settled(result=expand(dict(result)))
+        if status == "failed":
+            return Settled(error=dict(as_object(answer.get("error"))))
+        last_updated_ms = max(int(answer.get("lastUpdatedAt") or 0), task.created_at_ms)
+        created = created_task(
+            task.task_id,
+            task.created_at_ms,
+            task.ttl_ms,
+            task.poll_interval_ms,
+            status=status,
+            last_updated_at_ms=last_updated_ms,
+            status_message=self.no_worker(self.task_queue) if status == "working" else None,
+        )
+        return Settled(task=created)
+
+    async def abandon(self, task: ToolTaskInput, principal: str | None, *, pinned: bool = False) -> None:
+        """Cancel the task of a call `create_settled` was serving when the call ended without its answer.
+
+        Its start may not have been answered, or even taken, yet: starting it again (which Temporal refuses
+        for a task that exists) makes sure there is a run, so the cancel reaches it and no tool goes on
+        for a call nobody waits on.
+        """
+        await self._until_started(self._tool_task_start(task, principal, pinned=pinned, priority=None))
+        await self.cancel(task.task_id, principal)
+
+    async def _until_started(self, start: _Start) -> None:
+        """Return once the task's run exists: started now, or found started."""
+        try:
+            await self.client.start_workflow(start.workflow, start.task, **start.options)
+        except WorkflowAlreadyStartedError:
+            pass
+
+    def _tool_task_start(
+        self, task: ToolTaskInput, principal: str | None, *, pinned: bool, priority: int | None
+    ) -> _Start:
+        """What starts a tool task's run: its workflow type, input and start options, one task one run."""
+        self._check_input(task.arguments, "The tool's arguments")
+        if self.feed_tasks:
+            task = replace(task, feed=True)
+        owner = self.owner_keying.owner_key(principal)
+        memo = initial_memo(
+            task.task_id,
+            task.tool,
+            owner,
+            task.created_at_ms,
+            task.ttl_ms,
+            task.poll_interval_ms,
+            anonymous=principal is None,
+        )
+        options: dict[str, Any] = {
+            "id": self.owner_keying.workflow_id(task.task_id, principal),
+            "task_queue": self.task_queue,
+            "memo": memo,
+            # One task ID is one run, ever: a closed task's ID must not start a fresh run.
+            "id_reuse_policy": WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            "id_conflict_policy": WorkflowIDConflictPolicy.FAIL,
+            "static_summary": f"MCP task: {task.tool}",
+            "search_attributes": start_attributes(tool=task.tool, owner=owner) if self.search_attributes else None,
+            "priority": self.fairness.priority(principal, priority),
+        }
+        return _Start(PINNED_TOOL_TASK_WORKFLOW if pinned else TOOL_TASK_WORKFLOW, task, options)
 
     async def start_workflow_task(self, task: WorkflowTask, principal: str | None) -> Snapshot:
         """Start a workflow tool's task: the user's own workflow, under the task's workflow ID and memo.
@@ -505,14 +624,19 @@ class TemporalTaskGateway(WatcherReads):
             result=result,
             error=error,
             closed_at_ms=closed_at,
-            no_worker=self._no_worker_for(observed),
+            no_worker=self._no_worker_for(observed, heartbeat[1] if heartbeat is not None else None),
         )
 
-    def _no_worker_for(self, observed: Snapshot) -> str | None:
+    def _no_worker_for(self, observed: Snapshot, status_line_at_ms: float | None = None) -> str | None:
         """Why a running task waits, when no worker polls the queue its workflow runs on."""
         if not observed.running or not observed.task_queue:
             return None
-        return self.no_worker(observed.task_queue)
+        memo = observed.memo
+        created, updated = memo.get(Memo.CREATED_AT), memo.get(Memo.LAST_UPDATED_AT)
+        # The front writes both at the start; a later update is the workflow's, so a worker ran it then.
+        memo_worked = float(updated) if updated is not None and updated != created else None
+        worked = max((t for t in (memo_worked, status_line_at_ms) if t is not None), default=None)
+        return self.no_worker(observed.task_queue, worked_at_ms=worked)
 
     async def _workflow_task_view(self, task_id: str, observed: Snapshot) -> dict[str, Any]:
         """A workflow tool's task: its status lives in the memo, its outcome in the close event.

@@ -18,8 +18,11 @@ stopped stays listed, its time frozen, for five minutes. Two signals follow, whi
 
 Workflow tasks only: a worker whose tool slots are all taken stops polling for activities, so the
 activity pollers of a busy queue look like those of one nobody serves; its workflow pollers do not.
-One `DescribeTaskQueue` per queue every `CHECK_EVERY_S`, whatever the requests: a create or a read
-only looks at what the last check found.
+One `DescribeTaskQueue` per queue every `CHECK_EVERY_S` while workers poll, whatever the requests: a
+create or a read only looks at what the last check found. A queue found unpolled is checked again every
+`RECHECK_UNPOLLED_S`, and before a readiness answer, so a worker that starts is seen within a second: a
+front and its workers started together must not read as broken for a whole period. A task a worker
+moved after the last check (its status line or memo is newer) is never said to wait for one.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ from temporalio.service import RPCError
 logger = logging.getLogger(__name__)
 
 CHECK_EVERY_S: Final = 10.0
+RECHECK_UNPOLLED_S: Final = 1.0
+"""While a queue is unpolled (or its check failed), how often it is checked again."""
 LIVE_POLL_S: Final = 70.0
 """A worker waiting for tasks begins a poll at least once a minute (Temporal's long poll), with margin."""
 STALLED_BACKLOG_S: Final = 10.0
@@ -127,6 +132,9 @@ class QueueWatch:
         self._warned_at: dict[str, float] = {}
         self._unknown: set[str] = set()
         """Queues whose last check failed: neither reported nor cleared until one succeeds."""
+        self._checked_at_ms: dict[str, float] = {}
+        """When each queue's last successful check was made (epoch ms)."""
+        self._recheck_at: float = 0.0
 
     def watch_workflow_tools(self, task_queue: str, tools: Iterable[str]) -> None:
         """Watch the queue workflow tools name as their own too."""
@@ -140,9 +148,25 @@ class QueueWatch:
     def queues(self) -> list[str]:
         return list(self._queues)
 
-    def unpolled(self, task_queue: str) -> bool:
-        """Whether the last check found no worker polling `task_queue` (one this front watches)."""
-        return task_queue in self._unpolled_since
+    def unpolled(self, task_queue: str, *, worked_at_ms: float | None = None) -> bool:
+        """Whether the last check found no worker polling `task_queue` (one this front watches).
+
+        `worked_at_ms`: when a worker last moved the task asked about; a check older than that is stale for it.
+        """
+        if task_queue not in self._unpolled_since:
+            return False
+        return worked_at_ms is None or worked_at_ms <= self._checked_at_ms.get(task_queue, 0.0)
+
+    async def recheck_unpolled(self) -> None:
+        """Check again, at most once per `RECHECK_UNPOLLED_S`, the queues last found unpolled or unknown."""
+        stale = [self._queues[name] for name in (*self._unpolled_since, *self._unknown) if name in self._queues]
+        now = time.monotonic()
+        if not stale or now < self._recheck_at:
+            return
+        self._recheck_at = now + RECHECK_UNPOLLED_S
+        async with anyio.create_task_group() as group:
+            for queue in dict.fromkeys(stale):
+                group.start_soon(self._check_one, queue)
 
     def unready_reason(self) -> str | None:
         """Every watched queue no worker polls, with its fix, or `None`."""
@@ -158,10 +182,15 @@ class QueueWatch:
                 group.start_soon(self._check_one, queue)
 
     async def run(self, *, every_s: float = CHECK_EVERY_S) -> None:
-        """Check every `every_s` seconds, until cancelled."""
+        """Check every `every_s` seconds (every `RECHECK_UNPOLLED_S` those found unpolled), until cancelled."""
+        next_full = time.monotonic() + every_s
         while True:
-            await anyio.sleep(every_s)
-            await self.check()
+            await anyio.sleep(RECHECK_UNPOLLED_S if self._unpolled_since or self._unknown else every_s)
+            if time.monotonic() >= next_full:
+                next_full = time.monotonic() + every_s
+                await self.check()
+            else:
+                await self.recheck_unpolled()
 
     async def _check_one(self, queue: WatchedQueue) -> None:
         try:
@@ -177,6 +206,7 @@ class QueueWatch:
             self._unknown.add(queue.name)
             return
         self._unknown.discard(queue.name)
+        self._checked_at_ms[queue.name] = time.time() * 1000
         now = time.monotonic()
         if seen.polled:
             if self._unpolled_since.pop(queue.name, None) is not None:

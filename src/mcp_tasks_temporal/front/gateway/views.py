@@ -82,17 +82,30 @@ def workflow_task_memo(task: WorkflowTask, owner: str, *, anonymous: bool) -> di
 
 
 def created_task(
-    task_id: str, created_at_ms: int, ttl_ms: int | None, poll_interval_ms: int, *, status_message: str | None = None
+    task_id: str,
+    created_at_ms: int,
+    ttl_ms: int | None,
+    poll_interval_ms: int,
+    *,
+    status: str = "working",
+    last_updated_at_ms: int | None = None,
+    status_message: str | None = None,
 ) -> dict[str, Any]:
-    return _task(
+    """The fields of a `CreateTaskResult`: the task as it started, or as it was when its call was answered (a
+    question asked within the budget: `input_required`, whose questions a `tasks/get` then reads)."""
+    task = _task(
         task_id=task_id,
-        status="working",
+        status=status,
         created_at_ms=created_at_ms,
-        last_updated_at_ms=created_at_ms,
+        last_updated_at_ms=last_updated_at_ms or created_at_ms,
         ttl_ms=ttl_ms,
         poll_interval_ms=poll_interval_ms,
         status_message=status_message,
     )
+    # A CreateTaskResult carries the task's state, never its questions, result or error.
+    for field in ("inputRequests", "result", "error"):
+        task.pop(field, None)
+    return task
 
 
 def task_view(

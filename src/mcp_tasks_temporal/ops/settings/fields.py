@@ -133,6 +133,15 @@ class FrontFields(Settings):
     ] = None
     """Only applied when given (`model_fields_set`): an app may set its own default."""
     poll_interval_ms: Annotated[int | None, Flag("suggested client poll interval", metavar="MS")] = None
+    max_inline_budget_ms: Annotated[
+        int | None,
+        Field(ge=0),
+        Flag(
+            "longest a task-capable call waits for its tool before it is answered with the task "
+            "(caps each tool's inline_budget_ms; 0: always the task)",
+            metavar="MS",
+        ),
+    ] = None
     closed_task_cache: Annotated[
         int | None,
         Field(ge=0),
