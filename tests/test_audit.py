@@ -162,8 +162,8 @@ def ms(iso: str) -> int:
 async def test_json_audit_of_two_questions_a_retry_and_a_cancel(
     stack_factory: Any, tmp_path: Path, http: httpx.AsyncClient, temporal: str, gate: Path
 ) -> None:
-    # A lost attempt is retried 3 s after its worker's last heartbeat.
-    principals = PrivatePrincipals.private(stack_factory, tmp_path, http, ["--heartbeat-timeout", "3"])
+    # A lost attempt is retried 2 s after its worker's last heartbeat.
+    principals = PrivatePrincipals.private(stack_factory, tmp_path, http, ["--heartbeat-timeout", "2"])
     mcp, alice = principals.alice, principals.names["alice"]
     created = await mcp.start("survey", {"gate": str(gate)}, capabilities=ELICIT)
     task_id = created["taskId"]
