@@ -38,9 +38,6 @@ session's front and worker processes), `mcp` (its task operations), `stack_facto
 
 from __future__ import annotations
 
-import os
-import sys
-import tempfile
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from contextlib import AsyncExitStack, contextmanager
@@ -66,15 +63,14 @@ pytest_plugins = ["tests.process_audit"]
 
 LONGEST_FILES_FIRST = (
     "test_push_feed_durability.py",
-    "test_readme.py",
     "test_dev.py",
     "test_audit.py",
-    "test_failing_workflows.py",
-    "test_workflow_tools.py",
+    "test_readme.py",
+    "test_push_feed.py",
     "test_scale_out.py",
-    "test_client.py",
-    "test_nexus_tools.py",
-    "test_mcp1.py",
+    "test_workflow_tools.py",
+    "test_failing_workflows.py",
+    "test_client_cli.py",
 )
 """Files of a minute or more on CI's machine, longest first (`--durations`). CI's xdist workers take whole files
 in collection order: a long file handed out last would run alone at the end while the other workers sit idle."""
@@ -88,26 +84,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture(scope="session", autouse=True)
-def fork_server() -> Iterator[None]:
-    """Warm starts for the session's `python -m mcp_tasks_temporal` children (tests/forkserver.py), from the first
-    test that starts one on.
-
-    `MCP_TASKS_TEST_FORK_SERVER=0` starts every child the ordinary way instead.
-    """
-    if sys.platform != "linux" or os.environ.get("MCP_TASKS_TEST_FORK_SERVER") == "0":
-        yield None
-        return
-    # A short folder of its own: a Unix socket's path has a hundred-odd bytes at most.
-    with tempfile.TemporaryDirectory(prefix="mcp-fork-") as folder:
-        processes.FORK_SERVER_FOLDER = Path(folder)
-        try:
-            yield None
-        finally:
-            processes.FORK_SERVER_FOLDER = None
-            processes.stop_fork_server()
 
 
 @pytest.fixture(scope="session")

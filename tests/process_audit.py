@@ -4,7 +4,7 @@ For each test (its setup, call and teardown, so a fixture counts for the test th
 plugin records:
 
 - each process started from the test process: `subprocess.Popen` (and with it `subprocess.run`, asyncio's
-  and anyio's subprocesses), `os.fork`, `os.posix_spawn`, `multiprocessing`, and the fork server's children;
+  and anyio's subprocesses), `os.fork`, `os.posix_spawn` and `multiprocessing`;
 - each connection from the test process to a server in another process: a TCP connection to a loopback
   port no socket of the test process listens on, or to another host, a Unix socket connection to a
   listener the test process does not hold, and a read or write on the pipes of a child it started (stdio),
@@ -176,11 +176,6 @@ def _install_process_hooks() -> None:
         "start",
         lambda self: [f"multiprocessing {getattr(self, 'name', '?')}"],  # pyright: ignore[reportUnknownLambdaType, reportUnknownArgumentType]
     )
-    try:
-        from tests.forkserver import ForkServer
-    except ImportError:  # gone with the fork server
-        return
-    _wrap(ForkServer, "spawn", lambda _self, args, *rest, **kw: ["forkserver:", *_argv(args)])  # pyright: ignore[reportUnknownLambdaType, reportUnknownArgumentType]
 
 
 # -- connections -------------------------------------------------------------------------------------------

@@ -18,7 +18,6 @@ from pathlib import Path
 import httpx
 
 from mcp_tasks_temporal.ops.dev.embedded_temporal import dev_server_command, temporal_cli
-from tests.forkserver import ForkedChild, ForkServer
 from tests.wire import base_headers, request_message
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -27,23 +26,6 @@ FIXTURE_APP = "tests.fixture_app:app"
 # A start is a few seconds on an idle machine; with both cores busy (pytest-xdist, other work) a Python
 # child's imports alone can take ten times that, and a missed start fails every test sharing the stack.
 START_TIMEOUT_S = 60
-FORK_SERVER_FOLDER: Path | None = None
-"""Where the session's fork server lives once a test needs it (tests/forkserver.py); `None`: none is used."""
-_fork_servers: list[ForkServer] = []
-"""The session's fork server, once a test started a `python -m mcp_tasks_temporal` child: a session (or a
-test) that starts none starts no fork server either."""
-
-
-def fork_server() -> ForkServer | None:
-    """Where `python -m mcp_tasks_temporal` children come from: the session's fork server, if it has one."""
-    if not _fork_servers and FORK_SERVER_FOLDER is not None:
-        _fork_servers.append(ForkServer.start(FORK_SERVER_FOLDER, child_env()))
-    return _fork_servers[0] if _fork_servers else None
-
-
-def stop_fork_server() -> None:
-    while _fork_servers:
-        _fork_servers.pop().stop()
 
 
 _PORTS_FROM, _PORTS_TO = 20_000, 32_000
@@ -77,6 +59,9 @@ def child_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
+    # Bytecode is cached: a child that may not write it compiles the project's sources again at every start, and
+    # each sandboxed workflow run compiles its workflow modules again (the sandbox re-imports them per run).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     # Every Temporal dev server the tests start (their own, or `dev`'s) lives for minutes and allocates fast:
     # collecting its Go heap only near 1 GiB, not each time the heap doubles, takes a quarter to a third off its
     # CPU (the feed durability test's server: 125 to 84-96 CPU-seconds), which the two cores give to the tests.
@@ -114,14 +99,10 @@ class Process:
     log_path: Path
     env: dict[str, str] | None = None
     """Added to the test's own environment."""
-    popen: subprocess.Popen[bytes] | ForkedChild = field(init=False)
+    popen: subprocess.Popen[bytes] = field(init=False)
 
     def start(self) -> Process:
         env = {**child_env(), **(self.env or {})}
-        server = fork_server() if self.command[: len(CLI)] == CLI else None
-        if server is not None and self.command[: len(CLI)] == CLI and server.serves(env):
-            self.popen = server.spawn(self.command[len(CLI) :], env=env, cwd=REPO_ROOT, log=self.log_path)
-            return self
         log = self.log_path.open("ab")
         self.popen = subprocess.Popen(
             self.command, cwd=REPO_ROOT, env=env, stdout=log, stderr=log, start_new_session=True

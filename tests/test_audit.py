@@ -33,10 +33,12 @@ from mcp_tasks_temporal.ops.operator_args import EXIT_INCOMPATIBLE, EXIT_USAGE, 
 from mcp_tasks_temporal.ops.operator_connection import operator_runtime, principal_of
 from mcp_tasks_temporal.temporal.ids import UNKEYED
 from mcp_tasks_temporal.temporal.worker import WORKFLOWS
+from tests.bearer import token_auth
 from tests.cli_runs import run_in_process
-from tests.conftest import Stack, module_stack
+from tests.conftest import Stack
 from tests.docs_pipeline import APP as DOCS_APP
 from tests.docs_pipeline import deploy_first, docs_pipeline, without_deploying_status
+from tests.front_app import InProcessFront
 from tests.processes import (
     CLI,
     FIXTURE_APP,
@@ -65,18 +67,25 @@ def fresh_names() -> dict[str, str]:
 
 @dataclass
 class Principals:
-    """Two principals unique to the test, with bearer tokens, on a front server and its worker."""
+    """Two principals unique to the test, with bearer tokens, on a front and its workers."""
 
     names: dict[str, str]
-    stack: Stack
-    worker: Process
     alice: TaskCalls
     bob: TaskCalls
+
+
+@dataclass
+class PrivatePrincipals(Principals):
+    """Two principals on a front server and a worker process of their own, for a test that breaks them."""
+
+    stack: Stack
+    worker: Process
+    url: str
 
     @classmethod
     def private(
         cls, stack_factory: Any, tmp_path: Path, http: httpx.AsyncClient, front_flags: list[str] | None = None
-    ) -> Principals:
+    ) -> PrivatePrincipals:
         """On a front server and worker of their own, for a test that breaks them or needs other flags."""
         names = fresh_names()
         tokens = tmp_path / "tokens"
@@ -84,22 +93,8 @@ class Principals:
         stack: Stack = stack_factory()
         worker = stack.add_worker()
         url = stack.add_front(extra=["--tokens", str(tokens), *(front_flags or [])])
-        return cls(
-            names,
-            stack,
-            worker,
-            TaskCalls(BearerMcp(url, http, "token-alice")),
-            TaskCalls(BearerMcp(url, http, "token-bob")),
-        )
-
-
-@dataclass
-class SharedFront:
-    """One worker and one front for the tests that only call them, with a pool of principal pairs."""
-
-    stack: Stack
-    worker: Process
-    pairs: Iterator[tuple[int, dict[str, str]]]
+        alice, bob = (TaskCalls(BearerMcp(url, http, f"token-{who}")) for who in ("alice", "bob"))
+        return cls(names, alice, bob, stack, worker, url)
 
 
 # More pairs than tests drawing from the pool; each test's names are its own, as with a private front.
@@ -107,27 +102,32 @@ PAIRS = 10
 
 
 @pytest.fixture(scope="module")
-def shared_front(workdir: Path, temporal: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedFront]:
-    pairs = [fresh_names() for _ in range(PAIRS)]
-    tokens = tmp_path_factory.mktemp("audit") / "tokens"
-    tokens.write_text(
-        "".join(f"token-{who}-{i} {name}\n" for i, names in enumerate(pairs) for who, name in names.items())
-    )
-    with module_stack(workdir, temporal, "audit") as stack:
-        worker = stack.add_worker()
-        stack.add_front(extra=["--tokens", str(tokens)])
-        yield SharedFront(stack, worker, iter(enumerate(pairs)))
+def principal_pairs() -> list[dict[str, str]]:
+    return [fresh_names() for _ in range(PAIRS)]
+
+
+@pytest.fixture(scope="module")
+def front_settings(principal_pairs: list[dict[str, str]]) -> dict[str, Any]:
+    """The module's front, in this process, takes a bearer token per principal of the pool."""
+    tokens = {f"token-{who}-{i}": name for i, names in enumerate(principal_pairs) for who, name in names.items()}
+    return {"auth": token_auth(tokens)}
+
+
+@pytest.fixture(scope="module")
+def unused_pairs(principal_pairs: list[dict[str, str]]) -> Iterator[tuple[int, dict[str, str]]]:
+    return iter(enumerate(principal_pairs))
 
 
 @pytest.fixture
-def principals(shared_front: SharedFront, http: httpx.AsyncClient) -> Principals:
-    """Fresh principals on the module's shared front: the names are unique to the test, the processes not."""
-    index, names = next(shared_front.pairs, (None, None))
+def principals(
+    front: InProcessFront, front_http: httpx.AsyncClient, unused_pairs: Iterator[tuple[int, dict[str, str]]]
+) -> Principals:
+    """Fresh principals on the module's front and workers: the names are unique to the test, the front not."""
+    index, names = next(unused_pairs, (None, None))
     if index is None or names is None:
         raise RuntimeError(f"more tests draw principals than PAIRS ({PAIRS}): raise it")
-    url = shared_front.stack.url
-    alice, bob = (TaskCalls(BearerMcp(url, http, f"token-{who}-{index}")) for who in ("alice", "bob"))
-    return Principals(names, shared_front.stack, shared_front.worker, alice, bob)
+    alice, bob = (TaskCalls(BearerMcp(front.url, front_http, f"token-{who}-{index}")) for who in ("alice", "bob"))
+    return Principals(names, alice, bob)
 
 
 async def run_cli(
@@ -162,8 +162,8 @@ def ms(iso: str) -> int:
 async def test_json_audit_of_two_questions_a_retry_and_a_cancel(
     stack_factory: Any, tmp_path: Path, http: httpx.AsyncClient, temporal: str, gate: Path
 ) -> None:
-    # A lost attempt is retried 3 s after its worker's last heartbeat.
-    principals = Principals.private(stack_factory, tmp_path, http, ["--heartbeat-timeout", "3"])
+    # A lost attempt is retried 2 s after its worker's last heartbeat.
+    principals = PrivatePrincipals.private(stack_factory, tmp_path, http, ["--heartbeat-timeout", "2"])
     mcp, alice = principals.alice, principals.names["alice"]
     created = await mcp.start("survey", {"gate": str(gate)}, capabilities=ELICIT)
     task_id = created["taskId"]
@@ -514,7 +514,7 @@ async def test_get_and_watch_link_the_task_in_the_web_ui(
     stack_factory: Any, tmp_path: Path, http: httpx.AsyncClient, temporal: str
 ) -> None:
     ui = "http://ui.example:8233"
-    principals = Principals.private(stack_factory, tmp_path, http, ["--temporal-ui", ui])
+    principals = PrivatePrincipals.private(stack_factory, tmp_path, http, ["--temporal-ui", ui])
     alice = principals.names["alice"]
     task_id = (await principals.alice.start("double", {"x": 3}))["taskId"]
     done: dict[str, Any] = await principals.alice.wait_for(task_id)
@@ -523,7 +523,7 @@ async def test_get_and_watch_link_the_task_in_the_web_ui(
     assert link.startswith(f"{ui}/namespaces/default/workflows/{wid.replace('/', '%2F')}/")
     assert done["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "fixture-app"
 
-    url = principals.stack.url
+    url = principals.url
     client_flags = ["--url", url, "--token", "token-alice", "--journal", str(tmp_path / "journal")]
     shown = await run_cli("get", task_id, *client_flags)
     assert f"temporal web ui {link}" in shown.stdout.decode()

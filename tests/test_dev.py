@@ -187,7 +187,7 @@ async def test_kill_9_of_dev_stops_its_worker_and_temporal_and_a_restart_loses_n
     tmp_path: Path, http: httpx.AsyncClient, gate: Path
 ) -> None:
     state, port, temporal_port = tmp_path / "state", free_port(), free_port()
-    dev = start_dev(tmp_path, state, port, temporal_port, extra=["--heartbeat-timeout", "3"])
+    dev = start_dev(tmp_path, state, port, temporal_port, extra=["--heartbeat-timeout", "2"])
     mcp = TaskCalls(HttpMcp(f"http://127.0.0.1:{port}/mcp", http))
     running = await start_task(mcp, "gated", {"gate": str(gate)})
     await mcp.wait_for(running["taskId"], lambda t: t.get("statusMessage") is not None)
@@ -200,7 +200,7 @@ async def test_kill_9_of_dev_stops_its_worker_and_temporal_and_a_restart_loses_n
     print(f"worker and Temporal gone {time.monotonic() - started:.1f}s after dev was killed")
     assert port_closed(temporal_port)
 
-    dev = start_dev(tmp_path, state, port, temporal_port, extra=["--heartbeat-timeout", "3"])
+    dev = start_dev(tmp_path, state, port, temporal_port, extra=["--heartbeat-timeout", "2"])
     try:
         (gate / "release").write_text("1")
         resumed: dict[str, Any] = await mcp.wait_for(running["taskId"], timeout=30)
@@ -269,7 +269,7 @@ async def test_dev_restarts_a_worker_that_dies_and_its_tasks_carry_on(
     tmp_path: Path, http: httpx.AsyncClient, gate: Path
 ) -> None:
     port = free_port()
-    dev = start_dev(tmp_path, tmp_path / "state", port, free_port(), extra=["--heartbeat-timeout", "3"])
+    dev = start_dev(tmp_path, tmp_path / "state", port, free_port(), extra=["--heartbeat-timeout", "2"])
     mcp = TaskCalls(HttpMcp(f"http://127.0.0.1:{port}/mcp", http))
     try:
         running = await start_task(mcp, "gated", {"gate": str(gate)})

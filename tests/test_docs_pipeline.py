@@ -27,7 +27,7 @@ from tests.wire import TaskCalls
 pytestmark = pytest.mark.anyio
 
 APP = "tests.docs_release_app:app"
-HEARTBEAT_S = 2
+HEARTBEAT_S = 1
 """The silent step's heartbeat timeout: it must outlive several of them, and a kill must cost about one."""
 
 

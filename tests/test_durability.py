@@ -37,7 +37,7 @@ async def test_reads_answer_quickly_with_no_worker_running(stack_factory: Any, h
     private: Stack = stack_factory()
     worker = private.add_worker()
     # A short heartbeat timeout lets the lost attempt be retried soon after the worker comes back.
-    mcp = TaskCalls(HttpMcp(private.add_front(extra=["--heartbeat-timeout", "3"]), http))
+    mcp = TaskCalls(HttpMcp(private.add_front(extra=["--heartbeat-timeout", "2"]), http))
     finished = await mcp.start("double", {"x": 5})
     await mcp.wait_for(finished["taskId"])
     failed = await mcp.start("protocol_error", {})

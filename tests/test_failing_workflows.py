@@ -41,6 +41,8 @@ pytestmark = pytest.mark.anyio
 
 ELICIT: dict[str, Any] = {"elicitation": {}}
 APPROVE = {"action": "accept", "content": {"approve": True}}
+MAX_FAILING_S = 2
+"""The ending worker's bound on how long a task may fail: Temporal's clock, which no test skips, so kept short."""
 VISIBLE_WITHIN_S = 10
 WORKER_LOG = "mcp_tasks_temporal.temporal.failure_watch"
 FRONT_LOG = "mcp_tasks_temporal.front.gateway.operations"
@@ -216,7 +218,9 @@ async def test_a_code_change_under_a_task_is_counted_where_it_fails_and_a_worker
 ) -> None:
     fixed = pipelines.app()
     changed = pipelines.app(deploy_first)
-    changed_ending = pipelines.app(deploy_first, failing_workflow="FailingWorkflowPolicy(max_failing_s=8)")
+    changed_ending = pipelines.app(
+        deploy_first, failing_workflow=f"FailingWorkflowPolicy(max_failing_s={MAX_FAILING_S})"
+    )
     queue = new_task_queue("failing")
     async with front_of(app_client, fixed, queue) as (_, mcp):
         async with worker_of(temporal, fixed, queue):
@@ -237,7 +241,7 @@ async def test_a_code_change_under_a_task_is_counted_where_it_fails_and_a_worker
             task = await mcp.wait_for(task_id, ["failed"], timeout=60)
             failing = task["error"]["data"]["failing"]
             assert task["error"]["code"] == -32603 and failing["kind"] == "nondeterminism", task
-            assert failing["failingSeconds"] >= 8, task
+            assert failing["failingSeconds"] >= MAX_FAILING_S, task
             samples = await scrape(http, metrics_port)
             assert find(samples, "mcp_failing_workflows_ended_total", tool="release", kind="nondeterminism") == 1
             # Another worker reported the series' first failure, and counted it: this one does not again.

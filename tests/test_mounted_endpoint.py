@@ -2,19 +2,17 @@
 
 The service has its own lifespan and its own Temporal client, as docs/operations.md shows: the lifespan
 connects the client, mounts `mcp_endpoint(app, client)` and enters the endpoint's lifespan. uvicorn serves it
-on 127.0.0.1; the app's worker runs as any worker does. Through the mounted endpoint: a task tool's task
-with a question answered by `tasks/update`, a workflow tool's task, a `tasks/cancel`, and a push
-(`subscriptions/listen`, then `notifications/tasks` to the end). Two apps' endpoints in one process share
-nothing, not even their settings.
+on 127.0.0.1 in the test process; the app's workers run there too, as any worker does. Through the mounted
+endpoint: a task tool's task with a question answered by `tasks/update`, a workflow tool's task, a
+`tasks/cancel`, and a push (`subscriptions/listen`, then `notifications/tasks` to the end). Two apps' endpoints
+in one process share nothing, not even their settings.
 """
 
 from __future__ import annotations
 
 import socket
-import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -31,7 +29,6 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from mcp_tasks_temporal import FrontSettings, TasksExtension, mcp_endpoint
-from tests.processes import start_worker
 from tests.team_service_app import app as team_mcp_app
 from tests.test_push import collect_until_terminal, http_listen, listen_message
 from tests.wire import HttpMcp, TaskCalls
@@ -42,15 +39,9 @@ ELICIT: dict[str, Any] = {"elicitation": {}}
 
 
 @pytest.fixture(scope="module")
-def queue() -> str:
-    return f"team-service-{uuid.uuid4()}"
-
-
-@pytest.fixture(scope="module")
-def worker(workdir: Path, temporal: str, queue: str) -> Iterator[None]:
-    process = start_worker(workdir, temporal, queue, app="tests.team_service_app:app")
-    yield
-    process.stop()
+def app_spec() -> str:
+    """The team's app: its workers run in this process, on `app_queue`, as any worker runs it."""
+    return "tests.team_service_app:app"
 
 
 def team_service(temporal: str, queue: str) -> Starlette:
@@ -71,12 +62,12 @@ def team_service(temporal: str, queue: str) -> Starlette:
 
 
 @pytest.fixture(scope="module")
-async def service_url(temporal: str, queue: str, worker: None) -> AsyncIterator[str]:
+async def service_url(temporal: str, app_queue: str) -> AsyncIterator[str]:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     server = uvicorn.Server(
-        uvicorn.Config(team_service(temporal, queue), host="127.0.0.1", port=port, log_level="warning")
+        uvicorn.Config(team_service(temporal, app_queue), host="127.0.0.1", port=port, log_level="warning")
     )
     async with anyio.create_task_group() as group:
         group.start_soon(lambda: server.serve(sockets=[sock]))

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.anyio
 
 APP = "tests.workflow_fixture_app:app"
 ELICIT: dict[str, Any] = {"elicitation": {}}
-ANSWERS = {
+ANSWERS: dict[str, dict[str, Any]] = {
     "approve": {"action": "accept", "content": {"approve": True}},
     "reviewer": {"action": "accept", "content": {}},
 }

@@ -38,8 +38,8 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 SCALE_APP = "tests.scale_app:app"
 TASKS = 100
 IN_FLIGHT = 10
-# A killed worker's attempt counts as lost after 3 s without a heartbeat, then is retried.
-FRONT_FLAGS = ["--heartbeat-timeout", "3"]
+# A killed worker's attempt counts as lost after 2 s without a heartbeat, then is retried.
+FRONT_FLAGS = ["--heartbeat-timeout", "2"]
 MAX_ATTEMPTS = 3  # ActivityPolicy.maximum_attempts, the front's default
 SETTLE_S = 90.0
 SETTLE_AFTER_RESTART_S = 180.0

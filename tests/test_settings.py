@@ -41,7 +41,6 @@ READ_ELSEWHERE = {
     "MCP_TASKS_AGENT_MODEL": "also the sub-agents' model on a worker (contrib/pydantic_ai)",
     "MCP_TASKS_REVIEW_ROOT": "the demo's review tool",
     "MCP_TASKS_README_PORTS": "the README test",
-    "MCP_TASKS_TEST_FORK_SERVER": "the test suite",
     "MCP_TASKS_FUZZ_EXAMPLES": "the test suite",
 }
 """Variables the docs name that no process's settings read."""
