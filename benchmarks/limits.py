@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import secrets
 import sys
 import time
 import uuid
@@ -38,6 +40,7 @@ from typing import Any, Final
 import anyio
 import httpx
 
+from mcp_tasks_temporal.temporal.ids import OWNER_SECRET_ENV
 from tests.wire import Reply, base_headers, request_message, sse_frames
 
 from ._common import (
@@ -224,6 +227,8 @@ async def bodies(front: Child, url: str, results: Results, name: str) -> None:
 
 async def run(count: int) -> Results:
     results = Results()
+    # Fronts with tokens need the deployment's owner secret, and its worker the same one: every child inherits it.
+    os.environ.setdefault(OWNER_SECRET_ENV, secrets.token_urlsafe(32))
     async with product_stack("mcp-tasks-limits-") as stack, http_client(64) as http:
         tokens = stack.state_dir / "tokens"
         tokens.write_text("".join(f"{token} {principal}\n" for token, principal in TOKENS.items()))
