@@ -10,13 +10,17 @@ and each worker, takes an app instance of its own (`fresh_app`), as each process
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
+import inspect
 import os
 import socket
+import sys
 from collections.abc import AsyncGenerator, Callable, Generator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 import anyio
@@ -55,6 +59,11 @@ def fresh_app(spec: str = FIXTURE_APP) -> MCPServer[Any]:
     """
     module_name, _, attr = spec.partition(":")
     original = importlib.import_module(module_name)
+    defining = _defining_module(original, attr)
+    if defining is not original:
+        # A package that re-exports its app from a submodule: running the package again would import the
+        # same instance; the submodule that builds it is the one to run again.
+        return fresh_app(f"{defining.__name__}:{attr}")
     if original.__spec__ is None or original.__spec__.origin is None:
         raise ValueError(f"{module_name} has no source file to load again")
     copy = importlib.util.spec_from_file_location(module_name, original.__spec__.origin)
@@ -64,6 +73,25 @@ def fresh_app(spec: str = FIXTURE_APP) -> MCPServer[Any]:
     app = getattr(module, attr)
     assert isinstance(app, MCPServer), f"{spec} is a {type(app).__name__}"
     return app  # pyright: ignore[reportUnknownVariableType]
+
+
+def _defining_module(package: ModuleType, attr: str) -> ModuleType:
+    """The module among `package` and its loaded submodules whose own code builds `package.attr`."""
+    target = getattr(package, attr)
+    prefix = f"{package.__name__}."
+    for name, module in sorted(sys.modules.items()):
+        if name.startswith(prefix) and getattr(module, attr, None) is target and _builds(module, attr):
+            return module
+    return package
+
+
+def _builds(module: ModuleType, attr: str) -> bool:
+    """Whether `module` assigns `attr` itself (not `from ... import attr`)."""
+    source = inspect.getsource(module)
+    return any(
+        isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == attr for t in node.targets)
+        for node in ast.parse(source).body
+    )
 
 
 @dataclass(frozen=True)
