@@ -3,8 +3,7 @@
     .venv/bin/python -m benchmarks.limits [--samples M] [--quick | --smoke]
 
 One dev server, one worker, and fronts run as `serve` with a token file naming two
-principals, `hostile` and `other` (the front's defaults otherwise, the task feed
-included). Three measurements:
+principals, `hostile` and `other` (the front's defaults otherwise). Three measurements:
 
 - **Reads beside hostile listens.** `other` parks a `confirm_delete` task and reads
   it with `tasks/get`, one request at a time: M samples with nothing else going on,

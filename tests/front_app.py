@@ -199,8 +199,8 @@ async def in_process_front(
     if activity is not None:
         extension.default_activity = activity
     settings.setdefault("search_attributes", True)
-    # As `serve` reads it: `MCP_TASKS_PUSH=poll pytest ...` runs a test's fronts, in-process or not, in poll mode.
-    settings.setdefault("push", os.environ.get("MCP_TASKS_PUSH", "feed"))
+    # As `serve` reads it: `MCP_TASKS_PUSH=feed pytest ...` runs a test's fronts, in-process or not, in feed mode.
+    settings.setdefault("push", os.environ.get("MCP_TASKS_PUSH", "poll"))
     front_settings = FrontSettings(task_queue=task_queue, **settings)
     asgi = mcp_endpoint(
         app,

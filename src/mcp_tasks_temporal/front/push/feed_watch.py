@@ -310,6 +310,7 @@ class FeedWatchHub(TaskWatchHub):
         # lagging visibility is caught up.
         position: FeedPosition | None = None
         ended = False
+        started_missing = False
         backoff = Backoff(f"following task feed shard {shard}", logger, **self._feed_retry)
         while True:
             try:
@@ -319,6 +320,7 @@ class FeedWatchHub(TaskWatchHub):
                     ended = False
                 async for item in self._gateway.shard_history(shard, position):
                     backoff.succeeded()
+                    started_missing = False
                     if isinstance(item, ShardRun):
                         self._following.add(shard)
                         self._on_run(shard, item)
@@ -330,6 +332,11 @@ class FeedWatchHub(TaskWatchHub):
             except TemporalCallFailed as err:
                 if err.lasting:
                     position = None  # the shard is not started yet, or its run is gone: read the latest
+                    if not started_missing:
+                        # Start it (an empty publish) and read it at once: a front that started before any
+                        # worker or publisher must not wait out a backoff before its first notification.
+                        ended = started_missing = True
+                        continue
                 try:
                     await backoff.failed(str(err))
                 except GaveUpError as gave_up:

@@ -1,7 +1,7 @@
 """How a front follows the tasks it pushes: the task feed, or one history long poll per task.
 
-`feed` (the default) follows the feed's shards (a few long polls per front,
-and the tasks this front starts publish to it); `poll` follows each watched
+`feed` follows the feed's shards (a few long polls per front, and the tasks
+this front starts publish to it); `poll` (the default) follows each watched
 task's history. Either mode serves every task: a task not on the feed is
 followed through its history in feed mode too.
 """
