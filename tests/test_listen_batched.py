@@ -8,7 +8,6 @@ it from the feed before the listen or it was published before the front started.
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -22,13 +21,14 @@ from temporalio.client import Client
 from mcp_tasks_temporal.front.gateway import Snapshot, TemporalTaskGateway
 from mcp_tasks_temporal.front.push.feed_watch import FeedWatchHub
 from mcp_tasks_temporal.front.push.task_watch import TaskWatchHub
-from mcp_tasks_temporal.temporal.contract import Memo, ToolTaskInput
+from mcp_tasks_temporal.temporal.contract import Memo
 from mcp_tasks_temporal.temporal.ids import new_task_id
 from tests.app_workers import app_worker, new_task_queue
 from tests.conftest import OpenApp, OpenFront
 from tests.front_app import FIXTURE_APP, InProcessFront, fresh_app
 from tests.test_push import ELICIT, http_listen, listen_message
 from tests.test_push_feed import COLOR, SIZE, Listener, park
+from tests.tool_tasks import tool_task
 from tests.wire import envelope
 
 pytestmark = pytest.mark.anyio
@@ -57,15 +57,7 @@ async def feed_worker(client: Client) -> AsyncGenerator[Feed]:
 
 async def parked(gateway: TemporalTaskGateway, principal: str | None) -> str:
     """A `pick_variant` task of `principal`, once it waits for both its answers."""
-    task = ToolTaskInput(
-        task_id=new_task_id(),
-        tool="pick_variant",
-        arguments={},
-        meta=envelope(capabilities=ELICIT),
-        created_at_ms=int(time.time() * 1000),
-        ttl_ms=600_000,
-        poll_interval_ms=250,
-    )
+    task = tool_task("pick_variant", meta=envelope(capabilities=ELICIT))
     await gateway.create(task, principal)
     with anyio.fail_after(30):
         while len((await gateway.observe(task.task_id, principal)).memo.get(Memo.INPUT_REQUESTS) or {}) < 2:

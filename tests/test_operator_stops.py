@@ -8,7 +8,6 @@ must read `failed`, never `cancelled` (which means the client asked), on
 from __future__ import annotations
 
 import dataclasses
-import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -26,10 +25,10 @@ from temporalio.client import (
 )
 
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
-from mcp_tasks_temporal.temporal.contract import ToolTaskInput
-from mcp_tasks_temporal.temporal.ids import UNKEYED, new_task_id
+from mcp_tasks_temporal.temporal.ids import UNKEYED
 from tests.front_app import InProcessFront
 from tests.test_push import collect_until_terminal, http_listen, listen_message
+from tests.tool_tasks import tool_task
 from tests.wire import TERMINAL, TaskCalls, envelope
 
 pytestmark = pytest.mark.anyio
@@ -128,15 +127,8 @@ async def test_a_task_past_its_run_deadline_reads_failed_on_get_and_push(
     config = temporal_client.config()
     config["interceptors"] = [_RunDeadline(deadline)]
     gateway = TemporalTaskGateway(Client(**config), task_queue=app_queue)
-    task = ToolTaskInput(
-        task_id=new_task_id(),
-        tool="gated",
-        arguments={"gate": str(gate)},
-        meta=envelope(),
-        created_at_ms=int(time.time() * 1000),
-        ttl_ms=600_000,  # far beyond the deadline: the TTL must not be what ends it
-        poll_interval_ms=250,
-    )
+    # Its TTL (600 s) is far beyond the deadline: the TTL must not be what ends it.
+    task = tool_task("gated", {"gate": str(gate)}, meta=envelope())
     await gateway.create(task, None)
     handle = temporal_client.get_workflow_handle(UNKEYED.workflow_id(task.task_id, None))
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +15,11 @@ from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
 from mcp_tasks_temporal.front.push.backoff import Backoff, GaveUpError
 from mcp_tasks_temporal.front.push.task_watch import TaskWatchHub
 from mcp_tasks_temporal.temporal.connection import data_converter
-from mcp_tasks_temporal.temporal.contract import ToolTaskInput
 from mcp_tasks_temporal.temporal.ids import new_task_id
 from tests.conftest import OpenFront
 from tests.tcp_cut import CuttableRelay
 from tests.test_push import http_listen, listen_message
+from tests.tool_tasks import tool_task
 
 pytestmark = pytest.mark.anyio
 
@@ -56,15 +55,7 @@ async def test_a_watcher_whose_temporal_goes_away_ends_its_subscribers_with_a_re
     # One quick retry inside the SDK, so the watcher's own backoff is what the test sees.
     client = await Client.connect(temporal_relay.address, retry_config=QUICK_RETRY)
     gateway = TemporalTaskGateway(client, task_queue=f"no-worker-{new_task_id()}")
-    task = ToolTaskInput(
-        task_id=new_task_id(),
-        tool="gated",
-        arguments={},
-        meta={},
-        created_at_ms=int(time.time() * 1000),
-        ttl_ms=600_000,
-        poll_interval_ms=250,
-    )
+    task = tool_task("gated")
     await gateway.create(task, None)
     hub = TaskWatchHub(gateway, retry_initial_s=0.2, retry_cap_s=0.5, give_up_after_s=1)
     seen: list[dict[str, Any]] = []

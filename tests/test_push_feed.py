@@ -7,7 +7,6 @@ opened); a Temporal that goes away is a dev server of the test's own, killed.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable
 from contextlib import AsyncExitStack
@@ -24,7 +23,7 @@ from temporalio.service import RetryConfig
 
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
 from mcp_tasks_temporal.front.push.feed_watch import FeedWatchHub
-from mcp_tasks_temporal.temporal.contract import Memo, ToolTaskInput
+from mcp_tasks_temporal.temporal.contract import Memo
 from mcp_tasks_temporal.temporal.feed_contract import (
     FEED_SHARDS,
     STREAM_PUBLISH_SIGNAL,
@@ -33,12 +32,13 @@ from mcp_tasks_temporal.temporal.feed_contract import (
     feed_shard,
     feed_workflow_id,
 )
-from mcp_tasks_temporal.temporal.ids import UNKEYED, new_task_id
+from mcp_tasks_temporal.temporal.ids import UNKEYED
 from tests.app_workers import app_worker, new_task_queue
 from tests.conftest import OpenApp, OpenFront
 from tests.front_app import FIXTURE_APP, InProcessFront, fresh_app, in_process_front
 from tests.processes import Process, start_temporal
 from tests.test_push import ELICIT, listen_message
+from tests.tool_tasks import tool_task
 from tests.wire import TaskCalls, base_headers, envelope, sse_frames
 
 pytestmark = pytest.mark.anyio
@@ -335,15 +335,7 @@ async def _subscribers_told_when_temporal_goes(client: Client, queue: str, serve
         lost.set()
 
     async with hub.running():
-        task = ToolTaskInput(
-            task_id=new_task_id(),
-            tool="pick_variant",
-            arguments={},
-            meta=envelope(capabilities=ELICIT),
-            created_at_ms=int(time.time() * 1000),
-            ttl_ms=600_000,
-            poll_interval_ms=250,
-        )
+        task = tool_task("pick_variant", meta=envelope(capabilities=ELICIT))
         await gateway.create(task, None)
         with anyio.fail_after(60):
             while (read := await gateway.observe(task.task_id, None)).memo.get(Memo.FEED_SEQ) is None:
