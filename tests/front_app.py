@@ -15,18 +15,15 @@ import importlib
 import importlib.util
 import inspect
 import os
-import socket
 import sys
-from collections.abc import AsyncGenerator, Callable, Generator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncGenerator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-import anyio
 import httpx
 import httpx2
-import uvicorn
 from mcp.server.mcpserver import MCPServer
 from starlette.types import ASGIApp, Receive, Scope, Send
 from temporalio.client import Client
@@ -39,6 +36,7 @@ from mcp_tasks_temporal.temporal.app_plugins import app_client_plugins
 from mcp_tasks_temporal.temporal.connection import connect_temporal
 from mcp_tasks_temporal.temporal.contract import ActivityPolicy
 from tests.asgi import StreamingASGITransport, StreamingASGITransport2, lifespan
+from tests.loopback import serving
 from tests.wire import HttpMcp, TaskCalls
 
 FIXTURE_APP = "tests.fixture_app:app"
@@ -137,39 +135,8 @@ class InProcessFront:
         async def with_state(scope: Scope, receive: Receive, send: Send) -> None:
             await asgi({**scope, "state": dict(state)} if scope["type"] == "http" else scope, receive, send)
 
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listener.bind(("127.0.0.1", 0))
-        port: int = listener.getsockname()[1]
-        # Listen streams stay open until their client leaves: bound the wait for them at the end.
-        config = uvicorn.Config(with_state, lifespan="off", log_level="warning", timeout_graceful_shutdown=1)
-        server = _TestServer(config)
-        with listener:
-            async with anyio.create_task_group() as group:
-                group.start_soon(server.serve, [listener])
-                with anyio.fail_after(30):
-                    while not server.started:
-                        await anyio.sleep(0.01)
-                try:
-                    yield f"http://127.0.0.1:{port}/mcp"
-                finally:
-                    server.should_exit = True
-
-
-class _TestServer(uvicorn.Server):
-    """uvicorn without its signal handlers: a Ctrl-C stays pytest's."""
-
-    @contextmanager
-    def capture_signals(self) -> Generator[None]:
-        yield
-
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().shutdown(sockets)
-        # A stream its client still held (a listen) is cancelled at the graceful bound, but its connection is
-        # left open: close it here, or its socket is collected later, as a ResourceWarning in another test.
-        for connection in list(self.server_state.connections):
-            transport = getattr(connection, "transport", None)
-            if transport is not None:
-                transport.close()
+        async with serving(with_state, lifespan="off") as port:
+            yield f"http://127.0.0.1:{port}/mcp"
 
 
 @asynccontextmanager

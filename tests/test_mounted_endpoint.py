@@ -10,7 +10,6 @@ in one process share nothing, not even their settings.
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -18,7 +17,6 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-import uvicorn
 from mcp.server.mcpserver import MCPServer
 from mcp_types import INVALID_REQUEST
 from starlette.applications import Starlette
@@ -29,6 +27,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from mcp_tasks_temporal import FrontSettings, TasksExtension, mcp_endpoint
+from tests.loopback import serving
 from tests.team_service_app import app as team_mcp_app
 from tests.test_push import collect_until_terminal, http_listen, listen_message
 from tests.wire import HttpMcp, TaskCalls
@@ -63,20 +62,8 @@ def team_service(temporal: str, queue: str) -> Starlette:
 
 @pytest.fixture(scope="module")
 async def service_url(temporal: str, app_queue: str) -> AsyncIterator[str]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(team_service(temporal, app_queue), host="127.0.0.1", port=port, log_level="warning")
-    )
-    async with anyio.create_task_group() as group:
-        group.start_soon(lambda: server.serve(sockets=[sock]))
-        with anyio.fail_after(30):
-            while not server.started:
-                await anyio.sleep(0.02)
+    async with serving(team_service(temporal, app_queue)) as port:
         yield f"http://127.0.0.1:{port}"
-        server.should_exit = True
-    sock.close()
 
 
 @pytest.fixture

@@ -212,11 +212,18 @@ async def test_forget_captured_signals_keeps_a_stopped_uvicorn_server_from_re_ra
 
     import uvicorn
 
+    from sse_starlette.sse import AppStatus
+
     server = uvicorn.Server(uvicorn.Config(app=lambda *_: None))
-    with server.capture_signals():
-        server.handle_exit(signal.SIGINT, None)
-        sdk_compat.forget_captured_signals(server)
-    # Without the clear, leaving capture_signals() re-raises SIGINT as a KeyboardInterrupt.
+    try:
+        with server.capture_signals():
+            server.handle_exit(signal.SIGINT, None)
+            sdk_compat.forget_captured_signals(server)
+        # Without the clear, leaving capture_signals() re-raises SIGINT as a KeyboardInterrupt.
+    finally:
+        # sse-starlette wraps `handle_exit` and takes it as the whole process stopping: left set, its flag
+        # ends every SSE stream the process serves later, those of the tests that follow in this worker.
+        AppStatus.should_exit = False
 
 
 class _Refuse(SimplePlugin):
