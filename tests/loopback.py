@@ -30,7 +30,8 @@ async def serving(app: ASGIApp, **config: Any) -> AsyncGenerator[int]:
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind(("127.0.0.1", 0))
     port: int = listener.getsockname()[1]
-    server = _LoopbackServer(uvicorn.Config(app, **{"log_level": "warning", "timeout_graceful_shutdown": 1, **config}))
+    options: dict[str, Any] = {"log_level": "warning", "timeout_graceful_shutdown": 1, **config}
+    server = _LoopbackServer(uvicorn.Config(app, **options))
     with listener:
         async with anyio.create_task_group() as group:
             group.start_soon(server.serve, [listener])

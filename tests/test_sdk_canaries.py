@@ -211,7 +211,6 @@ async def test_forget_captured_signals_keeps_a_stopped_uvicorn_server_from_re_ra
     import signal
 
     import uvicorn
-
     from sse_starlette.sse import AppStatus
 
     server = uvicorn.Server(uvicorn.Config(app=lambda *_: None))
