@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 from mcp.server.mcpserver import MCPServer
 from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
 
 from mcp_tasks_temporal.front.app_lookup import tasks_extension
@@ -87,5 +88,11 @@ async def until_polled(client: Client, task_queue: str, *, timeout: float = 30) 
     next check, as a deployment's front would in the second its workers take to start.
     """
     with anyio.fail_after(timeout):
-        while not (await describe_pollers(client, task_queue)).polled:
+        while True:
+            try:
+                if (await describe_pollers(client, task_queue)).polled:
+                    return
+            except RPCError as err:  # a loaded dev server may take longer than one describe's deadline
+                if err.status != RPCStatusCode.CANCELLED and err.status != RPCStatusCode.DEADLINE_EXCEEDED:
+                    raise
             await anyio.sleep(0.05)
