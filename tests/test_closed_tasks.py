@@ -6,15 +6,14 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from mcp_tasks_temporal.front.errors import TaskExpiredError
 from mcp_tasks_temporal.front.gateway.closed_tasks import ClosedTaskCache
+from mcp_tasks_temporal.temporal.connection import connect_temporal
 from tests.clock import ManualClock
 from tests.conftest import OpenFront
-from tests.processes import start_front, start_temporal, start_worker
-from tests.wire import HttpMcp, TaskCalls
+from tests.tcp_cut import CuttableRelay
 
 # -- the cache on its own -------------------------------------------------------
 
@@ -65,29 +64,24 @@ def test_a_disabled_cache_keeps_nothing() -> None:
     assert cache.get("a", now_ms=1) is None
 
 
-# -- on a real front server -----------------------------------------------------
+# -- on a front whose Temporal goes away ----------------------------------------
 
 
 @pytest.mark.anyio
 async def test_a_closed_task_stays_readable_from_the_front_that_saw_it_while_temporal_is_down(
-    workdir: Path, http: httpx.AsyncClient, gate: Path
+    open_front: OpenFront, temporal_relay: CuttableRelay, gate: Path
 ) -> None:
-    temporal, address = start_temporal(workdir)
-    worker = start_worker(workdir, address, "closed-cache")
-    front, url = start_front(workdir, address, "closed-cache")
-    try:
-        mcp = TaskCalls(HttpMcp(url, http))
+    # Only the front reaches Temporal through the relay: cut, Temporal is gone as far as the front can tell.
+    front = await open_front(client=await connect_temporal(temporal_relay.address))
+    async with front.http() as http:
+        mcp = front.calls(http)
         done = await mcp.wait_for((await mcp.start("double", {"x": 21}))["taskId"])
         assert done["status"] == "completed"
         running = (await mcp.start("gated", {"gate": str(gate)}))["taskId"]
-        temporal.stop()
-        again = (await mcp.get(done["taskId"])).result
-        assert again == done, "a closed task never changes, so the front answers from what it saw"
-        assert (await mcp.get(running)).error["code"] == -32603, "an open task still needs Temporal"
-    finally:
-        front.stop()
-        worker.stop()
-        temporal.stop()
+        with temporal_relay.cut():
+            again = (await mcp.get(done["taskId"])).result
+            assert again == done, "a closed task never changes, so the front answers from what it saw"
+            assert (await mcp.get(running)).error["code"] == -32603, "an open task still needs Temporal"
 
 
 @pytest.mark.anyio

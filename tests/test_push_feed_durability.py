@@ -36,7 +36,10 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 TASKS = 1000
 LISTENS = 10
 """Subscribers of 100 tasks each: a listen's backlog is bounded, and a reconnect sends every task's snapshot at once."""
-IN_FLIGHT = 48
+CREATES_IN_FLIGHT = 48
+ANSWERS_IN_FLIGHT = 16
+"""An answer is acknowledged once the task's memo shows it, read every quarter second at most until then: more
+answers in flight than the workers take in at once only queue, each polling `describe` while it waits."""
 CONTINUE_AFTER_EVENTS = 600
 """Far below the default 10,000: each shard continues as new several times in the test."""
 STALL_S = 30.0
@@ -201,12 +204,16 @@ class Ledger:
         return all(self.position.get(t, -1) >= index for t in task_ids)
 
     async def until(self, done: Callable[[], bool], what: str, progress: Callable[[], Any] = lambda: None) -> None:
-        """Until `done`, failing at once on a wrong notification and after `STALL_S` without progress."""
-        last = (self.delivered, self.covered, progress())
+        """Until `done`, failing at once on a wrong notification and after `STALL_S` without progress.
+
+        A task's first snapshot is progress too: tasks that changed before their subscriber's ack move
+        no count of transitions, only their first sighting.
+        """
+        last = (len(self.position), self.delivered, self.covered, progress())
         stalled_since = time.monotonic()
         while not done():
             assert not self.wrong, self.wrong[:10]
-            now = (self.delivered, self.covered, progress())
+            now = (len(self.position), self.delivered, self.covered, progress())
             if now != last:
                 last, stalled_since = now, time.monotonic()
             left = STALL_S - (time.monotonic() - stalled_since)
@@ -263,7 +270,7 @@ class Subscriber:
 
 async def create_tasks(cluster: Cluster, http: httpx.AsyncClient, count: int) -> list[str]:
     ids: list[str] = []
-    limiter = anyio.CapacityLimiter(IN_FLIGHT)
+    limiter = anyio.CapacityLimiter(CREATES_IN_FLIGHT)
 
     async def one() -> None:
         async with limiter:
@@ -309,7 +316,7 @@ class Driver:
         self.ledger.poke()
 
     async def answer_all(self, task_ids: list[str], which: int, value: dict[str, Any]) -> None:
-        limiter = anyio.CapacityLimiter(IN_FLIGHT)
+        limiter = anyio.CapacityLimiter(ANSWERS_IN_FLIGHT)
 
         async def one(task_id: str) -> None:
             async with limiter:
