@@ -122,3 +122,12 @@ async def asks_midway(filename: str) -> str:
         },
     )
     return f"answered {answers}"
+
+
+@tasks.tool(policy="optional", inline_budget_ms=SHORT_BUDGET_MS)
+@app.tool()
+async def counted(gate: str) -> str:
+    """Writes a line to `gate/runs` each time it starts, then waits for `gate/release`: it outlives its budget."""
+    with (Path(gate) / "runs").open("a") as runs:
+        runs.write("run\n")
+    return await _gated(gate)
