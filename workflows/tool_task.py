@@ -45,8 +45,8 @@ with workflow.unsafe.imports_passed_through():
         InputAsk,
         Memo,
         ToolRoundInput,
-        as_object,
         ToolTaskInput,
+        as_object,
         detailed_task,
     )
     from mcp_tasks_temporal.temporal.feed_publisher import FeedOutbox
