@@ -107,3 +107,13 @@ async def test_a_cancel_stops_an_adopted_tool_which_ran_once(front_mcp: TaskCall
     await until_file(gate / "cancelled")
     assert (await front_mcp.wait_for(created["taskId"]))["status"] == "cancelled"
     assert runs(gate) == 1
+
+
+async def test_a_first_attempt_that_hangs_is_retried_as_an_activity_within_the_budget(
+    front_mcp: TaskCalls, app_client: Client, app_queue: str, gate: Path
+) -> None:
+    answer = (await front_mcp.call_tool("silent_once", {"gate": str(gate)})).result
+    assert answer["resultType"] == "complete" and answer["content"][0]["text"] == "answered on a later attempt"
+    assert runs(gate) == 2
+    [workflow_id] = await runs_of(app_client, app_queue, "silent_once", "Completed")
+    assert scheduled_activities(await history(app_client, workflow_id)) == [RUN_TOOL_ACTIVITY]
