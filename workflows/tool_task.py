@@ -89,7 +89,11 @@ class _FirstAttemptFailed(Exception):
         self.cause = cause
 
 
-@workflow.defn(name=TOOL_TASK_WORKFLOW)
+# Outside Temporal's sandbox: the sandbox runs this module again for every new run (its classes, their
+# definitions and type hints), which cost a task's first workflow task most of its time (about 100 of 150 ms
+# on a loaded 2-core machine). The code is the engine's own, deterministic and replayed against every
+# recorded history in the tests; the user's workflow tools stay sandboxed.
+@workflow.defn(name=TOOL_TASK_WORKFLOW, sandboxed=False)
 class ToolTaskWorkflow:
     """Runs one tool call as a durable MCP task."""
 
@@ -481,7 +485,7 @@ def _no_worker_has_tool(err: ActivityError) -> bool:
 # declaration from an unversioned worker: a versioned worker registers these subclasses instead.
 
 
-@workflow.defn(name=TOOL_TASK_WORKFLOW, versioning_behavior=VersioningBehavior.AUTO_UPGRADE)
+@workflow.defn(name=TOOL_TASK_WORKFLOW, versioning_behavior=VersioningBehavior.AUTO_UPGRADE, sandboxed=False)
 class AutoUpgradeToolTaskWorkflow(ToolTaskWorkflow):
     """`ToolTaskWorkflow` on a versioned worker: a task moves to the current build at its next step.
 
@@ -495,7 +499,7 @@ class AutoUpgradeToolTaskWorkflow(ToolTaskWorkflow):
         return await super().run(task)
 
 
-@workflow.defn(name=PINNED_TOOL_TASK_WORKFLOW)
+@workflow.defn(name=PINNED_TOOL_TASK_WORKFLOW, sandboxed=False)
 class PinnedToolTaskWorkflow(ToolTaskWorkflow):
     """`ToolTaskWorkflow` for a tool declared `versioning="pinned"`: the task ends on the build it began on.
 
