@@ -16,6 +16,7 @@ Temporal, so it stays plaintext in the history where the next round reads it.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -46,12 +47,19 @@ from temporalio.exceptions import ApplicationError
 
 from mcp_tasks_temporal.sdk_compat import get_tool, lowlevel_server, task_session
 from mcp_tasks_temporal.temporal.contract import (
+    ADOPT_TOOL_ACTIVITY,
+    ATTEMPT_LOST,
+    HANDED_OFF,
     INTERNAL_ERROR_CODE,
     JSONRPC_ERROR,
+    NOT_RUN,
     PLAIN_CALL_META_KEY,
     RUN_TOOL_ACTIVITY,
+    RUN_TOOL_FIRST_ACTIVITY,
     TOOL_HUNG,
     UNKNOWN_TOOL,
+    Adoption,
+    FirstAttempt,
     StatusDetails,
     ToolRoundInput,
     as_object,
@@ -69,6 +77,30 @@ FEED_STATUS_PERIOD_S = 1.0
 """As the heartbeat throttle: a status line on the feed is as fresh as one `tasks/get` reads."""
 
 _TRANSPORT = TransportContext(kind="temporal-activity", can_send_request=False)
+
+
+ADOPT_WITHIN_S = 10.0
+"""A handed-off first attempt nobody adopts within this long is stopped; the workflow waits longer
+(`ADOPT_START_S` in the workflow) before it runs the round again elsewhere, so the two never overlap."""
+
+
+@dataclass
+class _HandedOff:
+    """A first attempt still running after its local phase, until `adopt_tool` takes it."""
+
+    attempt: asyncio.Future[dict[str, Any]]
+    reporter: StatusReporter
+    give_up: asyncio.TimerHandle
+
+
+def _held(*details: Any) -> None:
+    """A local activity's heartbeat: nowhere to send it, so the reporter only keeps the status for its adopter."""
+
+
+async def _stopped(attempt: asyncio.Future[Any]) -> None:
+    """Cancel an attempt and return once its tool has stopped, whatever it ended with."""
+    attempt.cancel()
+    await asyncio.gather(attempt, return_exceptions=True)
 
 
 @dataclass
@@ -124,6 +156,9 @@ class ToolActivities:
         self.lifespan_state = lifespan_state
         """What the app's lifespan yielded; set by the plugin while the worker runs."""
         self._keepalive_s = keepalive_s
+        self.adopt_queue: str | None = None
+        """This worker's own queue for `adopt_tool`, while it polls one; a first attempt runs locally only then."""
+        self._handed_off: dict[str, _HandedOff] = {}
 
     @classmethod
     def lifespan(cls, server: MCPServer[Any]) -> AbstractAsyncContextManager[Any]:
@@ -147,6 +182,87 @@ class ToolActivities:
         if info.heartbeat_details:
             # A retried attempt keeps showing the last status until the tool reports a new one.
             reporter.current = _restore_status(info.heartbeat_details[0])
+        return await self._attempt(call, reporter)
+
+    @activity.defn(name=RUN_TOOL_FIRST_ACTIVITY)
+    async def run_tool_first(self, first: FirstAttempt) -> dict[str, Any]:
+        """Run a task's first attempt as a local activity, in its workflow's first task, for up to `local_ms`.
+
+        A tool that ends (or fails) within it is answered here, and its run closes in that one workflow task.
+        A tool still running then, or waiting for an answer, goes on where it is: this returns where to adopt
+        it (`adopt_tool`, on this worker's own queue), and the workflow's next command does. A local activity
+        cannot heartbeat, so meanwhile the tool's status line is held (the adopter sends it at once) and a
+        cancel waits for the phase to end.
+        """
+        call = first.round
+        queue = self.adopt_queue
+        if queue is None or get_tool(self._server, call.tool) is None:
+            # Not started: the round runs as an activity, on a worker that has the tool.
+            return {NOT_RUN: True}
+        asked = asyncio.Event()
+        reporter = StatusReporter(beat=_held, on_ask=asked.set)
+        attempt = asyncio.ensure_future(self._attempt(call, reporter))
+        asking = asyncio.ensure_future(asked.wait())
+        try:
+            await asyncio.wait({attempt, asking}, timeout=first.local_ms / 1000, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            await _stopped(attempt)
+            raise
+        finally:
+            asking.cancel()
+        if attempt.done():
+            return attempt.result()
+        info = activity.info()
+        key = f"{info.workflow_id}/{info.workflow_run_id}/{call.round}"
+        reporter.on_ask = None
+        self._handed_off[key] = _HandedOff(
+            attempt, reporter, asyncio.get_running_loop().call_later(ADOPT_WITHIN_S, self._give_up, key)
+        )
+        return {HANDED_OFF: {"queue": queue, "attempt": key}}
+
+    @activity.defn(name=ADOPT_TOOL_ACTIVITY)
+    async def adopt_tool(self, adoption: Adoption) -> dict[str, Any]:
+        """Take over a first attempt this worker handed off: its heartbeats, status line, cancel and result.
+
+        With `stop`, the task was cancelled before the adoption started: the tool is stopped, and this returns
+        once it has, so `cancelled` still means the tool stopped.
+        """
+        handed = self._handed_off.pop(adoption.attempt, None)
+        if handed is None:
+            if adoption.stop:
+                return {}
+            raise ApplicationError("the tool's first attempt was given up", type=ATTEMPT_LOST, non_retryable=True)
+        handed.give_up.cancel()
+        attempt = handed.attempt
+        if adoption.stop:
+            await _stopped(attempt)
+            return {}
+        adopter = contextvars.copy_context()
+
+        def beat(*details: Any) -> None:
+            adopter.run(activity.heartbeat, *details)
+
+        handed.reporter.beat = beat
+        # Liveness from now, and the status line the tool set while it ran locally.
+        handed.reporter.heartbeat()
+        try:
+            return await asyncio.shield(attempt)
+        except asyncio.CancelledError:
+            if not attempt.done():
+                await _stopped(attempt)
+            raise
+
+    def _give_up(self, key: str) -> None:
+        """Nobody adopted a handed-off attempt in time (its workflow task was lost): stop it, so the retry that
+        follows never runs beside it."""
+        handed = self._handed_off.pop(key, None)
+        if handed is not None:
+            logger.warning("the first attempt %s was not adopted within %g s: stopped", key, ADOPT_WITHIN_S)
+            handed.attempt.cancel()
+
+    async def _attempt(self, call: ToolRoundInput, reporter: StatusReporter) -> dict[str, Any]:
+        """One attempt of one round, reporting through `reporter`: its wire result, or the failure Temporal sees."""
+        info = activity.info()
         meta = dict(call.meta)
         capabilities = meta.get(CLIENT_CAPABILITIES_META_KEY)
         held = PLAIN_CALL_META_KEY in meta

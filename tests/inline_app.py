@@ -15,6 +15,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 
 from mcp_tasks_temporal import TasksExtension, set_status
+from mcp_tasks_temporal.temporal.contract import ActivityPolicy
 from mcp_tasks_temporal.temporal.inputs import request_input
 
 LONG_BUDGET_MS = 60_000
@@ -122,3 +123,29 @@ async def asks_midway(filename: str) -> str:
         },
     )
     return f"answered {answers}"
+
+
+@tasks.tool(policy="optional", inline_budget_ms=SHORT_BUDGET_MS)
+@app.tool()
+async def counted(gate: str) -> str:
+    """Writes a line to `gate/runs` each time it starts, then waits for `gate/release`: it outlives its budget."""
+    with (Path(gate) / "runs").open("a") as runs:
+        runs.write("run\n")
+    return await _gated(gate)
+
+
+@tasks.tool(
+    policy="optional",
+    inline_budget_ms=LONG_BUDGET_MS,
+    progress_timeout=0.3,
+    activity=ActivityPolicy(initial_retry_interval_s=0.1, maximum_attempts=3),
+)
+@app.tool()
+async def silent_once(gate: str) -> str:
+    """Goes silent past its progress timeout on its first run (a hung attempt, retried); answers on the next."""
+    runs = Path(gate) / "runs"
+    with runs.open("a") as written:
+        written.write("run\n")
+    if len(runs.read_text().splitlines()) == 1:
+        await anyio.sleep(30)
+    return "answered on a later attempt"

@@ -12,32 +12,41 @@ front server reads with `describe` even while no worker is polling; the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy, VersioningBehavior
-from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, FailureError
 from temporalio.workflow import HandlerUnfinishedPolicy
 
 with workflow.unsafe.imports_passed_through():
     from mcp_tasks_temporal.temporal.contract import (
+        ADOPT_TOOL_ACTIVITY,
+        HANDED_OFF,
         INPUT_SIGNAL,
         INTERNAL_ERROR_CODE,
         JSONRPC_ERROR,
+        NOT_RUN,
         PINNED_TOOL_TASK_WORKFLOW,
         REQUEST_INPUT_UPDATE,
         RUN_TOOL_ACTIVITY,
+        RUN_TOOL_FIRST_ACTIVITY,
         SETTLED_UPDATE,
         STATE_QUERY,
         TASK_EXPIRED,
         TOOL_TASK_WORKFLOW,
         UNKNOWN_TOOL,
+        ActivityPolicy,
+        Adoption,
+        FirstAttempt,
         InputAsk,
         Memo,
         ToolRoundInput,
         ToolTaskInput,
+        as_object,
         detailed_task,
     )
     from mcp_tasks_temporal.temporal.feed_publisher import FeedOutbox
@@ -55,6 +64,12 @@ FEED_DEADLINE_PATCH = "feed-transitions-carry-the-deadline"
 FEED_ANNOUNCE_PATCH = "announce-tasks-to-the-task-feed"
 DRAIN_THROUGH_CANCEL_PATCH = "feed-drain-outlives-a-late-cancel"
 COMPLETION_ONCE_PATCH = "completion-written-once"
+FIRST_ATTEMPT_LOCAL_PATCH = "first-attempt-in-the-first-workflow-task"
+
+ADOPT_START_S = 15.0
+"""How long a handed-off first attempt may wait for its adoption to start (its worker polls its own queue)
+before the round runs again as an ordinary activity: longer than the worker keeps it unadopted
+(`activities.tool_call.ADOPT_WITHIN_S`), so the two attempts never run side by side."""
 
 _TOOL_WAIT_MAX_S = 60.0
 SETTLED_RESULT_MAX_CHARS = 64 * 1024
@@ -66,7 +81,19 @@ class _TaskExpired(Exception):
     """Raised inside the run when the TTL timer fires."""
 
 
-@workflow.defn(name=TOOL_TASK_WORKFLOW)
+class _FirstAttemptFailed(Exception):
+    """A first attempt failed in a way that ends the task (or with no attempt left to retry it)."""
+
+    def __init__(self, cause: BaseException | None) -> None:
+        super().__init__()
+        self.cause = cause
+
+
+# Outside Temporal's sandbox: the sandbox runs this module again for every new run (its classes, their
+# definitions and type hints), which cost a task's first workflow task most of its time (about 100 of 150 ms
+# on a loaded 2-core machine). The code is the engine's own, deterministic and replayed against every
+# recorded history in the tests; the user's workflow tools stay sandboxed.
+@workflow.defn(name=TOOL_TASK_WORKFLOW, sandboxed=False)
 class ToolTaskWorkflow:
     """Runs one tool call as a durable MCP task."""
 
@@ -233,33 +260,32 @@ class ToolTaskWorkflow:
         request_state = task.request_state
         round_number = 0
         tool_waits = 0
+        first_ms = task.first_attempt_ms if self._runs_first_locally(policy) else 0
         while True:
+            call = ToolRoundInput(
+                task_id=task.task_id,
+                tool=task.tool,
+                arguments=task.arguments,
+                meta=task.meta,
+                round=round_number,
+                input_responses=responses,
+                request_state=request_state,
+                progress_timeout_s=policy.progress_timeout_s,
+                feed_workflow_id=self._feed.feed_workflow_id if self._feed is not None else None,
+            )
             try:
-                outcome: dict[str, Any] = await workflow.execute_activity(
-                    RUN_TOOL_ACTIVITY,
-                    ToolRoundInput(
-                        task_id=task.task_id,
-                        tool=task.tool,
-                        arguments=task.arguments,
-                        meta=task.meta,
-                        round=round_number,
-                        input_responses=responses,
-                        request_state=request_state,
-                        progress_timeout_s=policy.progress_timeout_s,
-                        feed_workflow_id=self._feed.feed_workflow_id if self._feed is not None else None,
-                    ),
-                    result_type=dict[str, Any],
-                    task_queue=policy.task_queue,
-                    start_to_close_timeout=timedelta(seconds=policy.start_to_close_timeout_s),
-                    heartbeat_timeout=timedelta(seconds=policy.heartbeat_timeout_s),
-                    retry_policy=RetryPolicy(
-                        initial_interval=timedelta(seconds=policy.initial_retry_interval_s),
-                        maximum_attempts=policy.maximum_attempts,
-                        non_retryable_error_types=[JSONRPC_ERROR],
-                    ),
-                    # "cancelled" must mean the tool really stopped, not that we stopped waiting for it.
-                    cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-                )
+                attempts = policy.maximum_attempts
+                local: dict[str, Any] | None = None
+                if first_ms:
+                    first_ms = 0
+                    local, used = await self._first_attempt(call, first_ms=task.first_attempt_ms)
+                    if used and attempts:
+                        attempts -= 1
+                    if used and local is None:
+                        await workflow.sleep(policy.initial_retry_interval_s)
+                outcome = local if local is not None else await self._tool_activity(call, policy, attempts)
+            except _FirstAttemptFailed as failed:
+                raise self._fail(failed.cause) from None
             except ActivityError as err:
                 if isinstance(err.cause, CancelledError):
                     raise asyncio.CancelledError() from err
@@ -269,7 +295,7 @@ class ToolTaskWorkflow:
                     await workflow.sleep(min(2.0 * 2 ** min(tool_waits, 5), _TOOL_WAIT_MAX_S))
                     tool_waits += 1
                     continue
-                raise self._fail(err) from None
+                raise self._fail(err.cause) from None
             if outcome.get("resultType") != "input_required":
                 self._result = outcome
                 self._complete()
@@ -281,6 +307,99 @@ class ToolTaskWorkflow:
             responses = await self._ask(outcome.get("inputRequests") or {}, round_number)
             request_state = outcome.get("requestState")
             round_number += 1
+
+    def _runs_first_locally(self, policy: ActivityPolicy) -> bool:
+        """Whether the first attempt runs in the first workflow task: the front asked it, and the tool's
+        activities run on this workflow's own queue (a worker there has the tool)."""
+        if not self._task.first_attempt_ms:
+            return False
+        if policy.task_queue not in (None, workflow.info().task_queue):
+            return False
+        return workflow.patched(FIRST_ATTEMPT_LOCAL_PATCH)
+
+    async def _tool_activity(self, call: ToolRoundInput, policy: ActivityPolicy, attempts: int) -> dict[str, Any]:
+        return await workflow.execute_activity(
+            RUN_TOOL_ACTIVITY,
+            call,
+            result_type=dict[str, Any],
+            task_queue=policy.task_queue,
+            start_to_close_timeout=timedelta(seconds=policy.start_to_close_timeout_s),
+            heartbeat_timeout=timedelta(seconds=policy.heartbeat_timeout_s),
+            retry_policy=RetryPolicy(
+                initial_interval=timedelta(seconds=policy.initial_retry_interval_s),
+                maximum_attempts=attempts,
+                non_retryable_error_types=[JSONRPC_ERROR],
+            ),
+            # "cancelled" must mean the tool really stopped, not that we stopped waiting for it.
+            cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+        )
+
+    async def _first_attempt(self, call: ToolRoundInput, *, first_ms: int) -> tuple[dict[str, Any] | None, bool]:
+        """The round's first attempt in this workflow task, as a local activity: a tool that ends within
+        `first_ms` closes the run with no activity task and no second workflow task.
+
+        Returns the round's outcome, or `None` when the round must run as an activity, and whether an attempt
+        was used. A tool still running at `first_ms` (or waiting for an answer) goes on on its worker, which
+        hands it to an `adopt_tool` activity on its own queue: heartbeats, status lines, cancel and questions
+        from there on as any activity's, and the tool never runs twice for this. Raises `ActivityError` for a
+        failure that ends the task (or that no attempt is left to retry).
+        """
+        policy = self._task.activity
+        try:
+            local: dict[str, Any] = await workflow.execute_local_activity(
+                RUN_TOOL_FIRST_ACTIVITY,
+                FirstAttempt(round=call, local_ms=first_ms),
+                result_type=dict[str, Any],
+                start_to_close_timeout=timedelta(seconds=first_ms / 1000 + 30),
+                retry_policy=RetryPolicy(maximum_attempts=1),
+                cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+            )
+        except (ActivityError, FailureError) as err:
+            # A local activity's failure comes as its cause, an activity's wrapped in `ActivityError`.
+            cause = err.cause if isinstance(err, ActivityError) else err
+            if isinstance(cause, CancelledError):
+                raise asyncio.CancelledError() from err
+            if not _retried(cause, policy):
+                raise _FirstAttemptFailed(cause) from None
+            return None, True
+        if local.get(NOT_RUN):
+            return None, False
+        handed = as_object(local.get(HANDED_OFF))
+        if not handed:
+            return local, True
+        queue, attempt = str(handed.get("queue")), str(handed.get("attempt"))
+        try:
+            adopted: dict[str, Any] = await workflow.execute_activity(
+                ADOPT_TOOL_ACTIVITY,
+                Adoption(attempt=attempt),
+                result_type=dict[str, Any],
+                task_queue=queue,
+                schedule_to_start_timeout=timedelta(seconds=ADOPT_START_S),
+                start_to_close_timeout=timedelta(seconds=policy.start_to_close_timeout_s),
+                heartbeat_timeout=timedelta(seconds=policy.heartbeat_timeout_s),
+                retry_policy=RetryPolicy(maximum_attempts=1),
+                cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+            )
+        except ActivityError as err:
+            if isinstance(err.cause, CancelledError):
+                # Cancelled before its adoption started, maybe: stop the tool where it runs, then close.
+                await self._stop_handed_off(queue, attempt)
+                raise asyncio.CancelledError() from err
+            if not _retried(err.cause, policy):
+                raise _FirstAttemptFailed(err.cause) from None
+            return None, True
+        return adopted, True
+
+    async def _stop_handed_off(self, queue: str, attempt: str) -> None:
+        with contextlib.suppress(ActivityError):
+            await workflow.execute_activity(
+                ADOPT_TOOL_ACTIVITY,
+                Adoption(attempt=attempt, stop=True),
+                task_queue=queue,
+                schedule_to_start_timeout=timedelta(seconds=ADOPT_START_S),
+                start_to_close_timeout=timedelta(seconds=60),
+                retry_policy=RetryPolicy(maximum_attempts=1),
+            )
 
     async def _ask(self, requests: dict[str, Any], round_number: int) -> dict[str, Any]:
         """Publish one round of questions and wait for every answer.
@@ -298,8 +417,7 @@ class ToolTaskWorkflow:
         await workflow.wait_condition(lambda: all(k in self._answers for k in task_keys))
         return {key: self._answers[task_key] for task_key, key in task_keys.items()}
 
-    def _fail(self, err: ActivityError) -> ApplicationError:
-        cause = err.cause
+    def _fail(self, cause: BaseException | None) -> ApplicationError:
         if isinstance(cause, ApplicationError) and cause.type == JSONRPC_ERROR and cause.details:
             self._error = dict(cause.details[0])
         else:
@@ -351,6 +469,13 @@ class ToolTaskWorkflow:
         }
 
 
+def _retried(cause: BaseException | None, policy: ActivityPolicy) -> bool:
+    """Whether a failed first attempt is tried again as an activity: a retryable failure, attempts left."""
+    if isinstance(cause, ApplicationError) and (cause.non_retryable or cause.type == JSONRPC_ERROR):
+        return False
+    return policy.maximum_attempts != 1
+
+
 def _no_worker_has_tool(err: ActivityError) -> bool:
     cause = err.cause
     return isinstance(cause, ApplicationError) and cause.type == UNKNOWN_TOOL
@@ -360,7 +485,7 @@ def _no_worker_has_tool(err: ActivityError) -> bool:
 # declaration from an unversioned worker: a versioned worker registers these subclasses instead.
 
 
-@workflow.defn(name=TOOL_TASK_WORKFLOW, versioning_behavior=VersioningBehavior.AUTO_UPGRADE)
+@workflow.defn(name=TOOL_TASK_WORKFLOW, versioning_behavior=VersioningBehavior.AUTO_UPGRADE, sandboxed=False)
 class AutoUpgradeToolTaskWorkflow(ToolTaskWorkflow):
     """`ToolTaskWorkflow` on a versioned worker: a task moves to the current build at its next step.
 
@@ -374,7 +499,7 @@ class AutoUpgradeToolTaskWorkflow(ToolTaskWorkflow):
         return await super().run(task)
 
 
-@workflow.defn(name=PINNED_TOOL_TASK_WORKFLOW)
+@workflow.defn(name=PINNED_TOOL_TASK_WORKFLOW, sandboxed=False)
 class PinnedToolTaskWorkflow(ToolTaskWorkflow):
     """`ToolTaskWorkflow` for a tool declared `versioning="pinned"`: the task ends on the build it began on.
 

@@ -45,13 +45,18 @@ from temporalio.worker import Worker
 
 from mcp_tasks_temporal.temporal.activity_bridge import ask
 from mcp_tasks_temporal.temporal.contract import (
+    ADOPT_TOOL_ACTIVITY,
+    HANDED_OFF,
     INPUT_SIGNAL,
     JSONRPC_ERROR,
     RUN_TOOL_ACTIVITY,
+    RUN_TOOL_FIRST_ACTIVITY,
     SETTLED_UPDATE,
     TERMINAL_STATUSES,
     TOOL_TASK_WORKFLOW,
     ActivityPolicy,
+    Adoption,
+    FirstAttempt,
     Memo,
     ToolRoundInput,
     ToolTaskInput,
@@ -195,6 +200,30 @@ async def _cancel_while_running(handle: WorkflowHandle[Any, Any]) -> None:
     await handle.cancel()
 
 
+@activity.defn(name=RUN_TOOL_FIRST_ACTIVITY)
+async def scripted_first_attempt(first: FirstAttempt) -> dict[str, Any]:
+    """A first attempt in the workflow's first task: ends, fails, or hands off its tool to be adopted."""
+    call = first.round
+    if call.tool in ("slow", "hang"):
+        attempt = f"{call.tool}/{call.task_id}/{call.round}"
+        return {HANDED_OFF: {"queue": activity.info().task_queue, "attempt": attempt}}
+    if call.tool == "flaky":
+        raise ApplicationError("connection reset")  # retryable: the round runs again as an activity
+    return await scripted_tool(call)
+
+
+@activity.defn(name=ADOPT_TOOL_ACTIVITY)
+async def scripted_adoption(adoption: Adoption) -> dict[str, Any]:
+    """The adopted attempt: a slow tool ends, a hanging one runs until cancelled; `stop` stops it."""
+    if adoption.stop:
+        return {}
+    if adoption.attempt.startswith("hang"):
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(0.1)
+    return _complete("adopted")
+
+
 async def _nothing(handle: WorkflowHandle[Any, Any]) -> None:
     return None
 
@@ -216,10 +245,23 @@ PATHS: dict[str, tuple[str, int | None, Drive]] = {
     "feed_announced_rounds": ("multi_round", 60_000, lambda h: _answer_each_round(h, 2)),
     "settled_completed": ("complete", 60_000, _nothing),
     "settled_input_rounds": ("multi_round", 60_000, lambda h: _answer_each_round(h, 2)),
+    "first_attempt_completed": ("complete", 60_000, _nothing),
+    "first_attempt_input_rounds": ("multi_round", 60_000, lambda h: _answer_each_round(h, 2)),
+    "first_attempt_failed": ("fail", 60_000, _nothing),
+    "first_attempt_retried": ("flaky", 60_000, _nothing),
+    "first_attempt_adopted": ("slow", 60_000, _nothing),
+    "first_attempt_adopted_cancel": ("hang", 60_000, _cancel_while_running),
 }
 FEED_PATHS = frozenset({"feed_input_rounds", "feed_cancel", "feed_rounds_with_deadline", "feed_announced_rounds"})
 """Paths of a task that publishes its transitions to the task feed (a front in feed mode started it)."""
-SETTLED_PATHS = frozenset({"settled_completed", "settled_input_rounds"})
+FIRST_ATTEMPT_PATHS = frozenset(name for name in PATHS if name.startswith("first_attempt_"))
+"""Paths of a task whose first attempt runs as a local activity in its first workflow task (`first_attempt_ms`),
+as a front that answers the call within a budget starts it."""
+SETTLED_PATHS = frozenset({"settled_completed", "settled_input_rounds"}) | {
+    "first_attempt_completed",
+    "first_attempt_input_rounds",
+    "first_attempt_adopted",
+}
 """Paths of a task started with its `settled` update (update-with-start), as a front that may answer the call
 with the tool's result starts it: the update returns at the result, or at the first question."""
 
@@ -234,6 +276,7 @@ async def start_task(
     arguments: dict[str, Any] | None = None,
     feed: bool = False,
     settled: bool = False,
+    first_attempt_ms: int = 0,
 ) -> WorkflowHandle[Any, Any]:
     """Start a tool task as a front would, with the memo and search attributes it starts with (and its feed's
     shards first, for a task that publishes to them); `settled`: with its `settled` update, waited for."""
@@ -248,6 +291,7 @@ async def start_task(
         owner=UNKEYED.owner_key("history-recorder"),
         activity=ActivityPolicy(heartbeat_timeout_s=5, maximum_attempts=3, initial_retry_interval_s=0.1),
         feed=feed,
+        first_attempt_ms=first_attempt_ms,
     )
     if feed:
         await start_feed(client, task_queue)
@@ -283,6 +327,7 @@ async def record(client: Client, name: str, task_queue: str) -> WorkflowHistory:
         arguments={"path": name},
         feed=name in FEED_PATHS,
         settled=name in SETTLED_PATHS,
+        first_attempt_ms=1000 if name in FIRST_ATTEMPT_PATHS else 0,
     )
     await drive(handle)
     # The result's long poll returns when the run closes, whichever way it does.
@@ -412,7 +457,7 @@ def worker(client: Client, task_queue: str) -> Worker:
         client,
         task_queue=task_queue,
         workflows=[*WORKFLOWS, TaskFeedWorkflow],
-        activities=[scripted_tool],
+        activities=[scripted_tool, scripted_first_attempt, scripted_adoption],
         max_cached_workflows=0,  # every workflow task replays the whole history, as after a restart
         workflow_runner=workflow_runner(),  # the project's sandbox, as `worker` runs them
         max_heartbeat_throttle_interval=timedelta(milliseconds=200),

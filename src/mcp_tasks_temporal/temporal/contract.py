@@ -25,6 +25,16 @@ PINNED_TOOL_TASK_WORKFLOW: Final = "mcp_tasks.PinnedToolTask"
 """The same workflow, pinned to its build under worker versioning (a tool declared `versioning="pinned"`)."""
 TOOL_TASK_WORKFLOWS: Final = frozenset({TOOL_TASK_WORKFLOW, PINNED_TOOL_TASK_WORKFLOW})
 RUN_TOOL_ACTIVITY: Final = "mcp_tasks.run_tool"
+RUN_TOOL_FIRST_ACTIVITY: Final = "mcp_tasks.run_tool_first"
+"""The local activity that runs a task's first attempt inside the workflow's first task (`first_attempt_ms`)."""
+ADOPT_TOOL_ACTIVITY: Final = "mcp_tasks.adopt_tool"
+"""Takes over, on the worker that started it, a first attempt that outlived its local phase."""
+ADOPT_QUEUE_INFIX: Final = "/adopt/"
+"""A worker's own queue for `ADOPT_TOOL_ACTIVITY` is `<its queue>/adopt/<random>`: only that worker polls it."""
+HANDED_OFF: Final = "mcp-tasks-temporal/handedOff"
+"""Key of a first attempt's answer that says its tool still runs, and where to adopt it."""
+NOT_RUN: Final = "mcp-tasks-temporal/notRun"
+"""Key of a first attempt's answer that says it did not start the tool (no tool or no adoption queue here)."""
 STATE_QUERY: Final = "mcp_tasks.state"
 INPUT_SIGNAL: Final = "mcp_tasks.provide_input"
 REQUEST_INPUT_UPDATE: Final = "mcp_tasks.request_input"
@@ -45,6 +55,8 @@ TASK_EXPIRED: Final = "TaskExpired"
 UNKNOWN_TOOL: Final = "UnknownTool"
 """A worker was handed a tool it does not have (an older worker during a rolling deploy): retried, never failed."""
 TOOL_HUNG: Final = "ToolHung"
+ATTEMPT_LOST: Final = "AttemptLost"
+"""An adoption found no running first attempt (its worker gave it up): the round runs as an ordinary activity."""
 
 INTERNAL_ERROR_CODE: Final = -32603
 INVALID_PARAMS_CODE: Final = -32602
@@ -130,6 +142,9 @@ class ToolTaskInput:
     request_state: str | None = None
     feed: bool = False
     """Publish every transition to the task feed (`feed_contract`), for fronts that follow it."""
+    first_attempt_ms: int = 0
+    """Run the first round's first attempt as a local activity in the workflow's first task for up to this
+    long, so a tool that ends sooner closes the run in one workflow task; 0 runs it as an activity at once."""
 
 
 @dataclass(frozen=True)
@@ -146,6 +161,22 @@ class ToolRoundInput:
     progress_timeout_s: float | None = None
     feed_workflow_id: str | None = None
     """The task's feed shard, if it publishes to the task feed: the tool's status lines go there too."""
+
+
+@dataclass(frozen=True)
+class FirstAttempt:
+    """A first attempt run locally (`RUN_TOOL_FIRST_ACTIVITY`): the round, and how long it may run there."""
+
+    round: ToolRoundInput
+    local_ms: int
+
+
+@dataclass(frozen=True)
+class Adoption:
+    """Which handed-off attempt `ADOPT_TOOL_ACTIVITY` takes over; `stop` only stops it (the task was cancelled)."""
+
+    attempt: str
+    stop: bool = False
 
 
 @dataclass(frozen=True)

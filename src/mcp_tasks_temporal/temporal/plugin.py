@@ -61,8 +61,9 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from mcp_tasks_temporal.sdk_compat import activity_name, end_unstarted_worker
 from mcp_tasks_temporal.temporal.activities import ToolActivities
+from mcp_tasks_temporal.temporal.adoption_queue import adoption_queue
 from mcp_tasks_temporal.temporal.connection import data_converter
-from mcp_tasks_temporal.temporal.contract import RUN_TOOL_ACTIVITY
+from mcp_tasks_temporal.temporal.contract import ADOPT_QUEUE_INFIX, RUN_TOOL_ACTIVITY
 from mcp_tasks_temporal.temporal.failure_watch import watch_failing_workflows
 from mcp_tasks_temporal.temporal.nexus_reply import ReplyService
 from mcp_tasks_temporal.temporal.nexus_tools import NexusToolOptions
@@ -187,7 +188,7 @@ class McpTasksPlugin(SimplePlugin):
             tool_activities = ToolActivities(
                 self.app, None, keepalive_s=self.keepalive_s, payload_limits=self.payload_limits
             )
-            activities.insert(0, tool_activities.run_tool)
+            activities[:0] = [tool_activities.run_tool, tool_activities.run_tool_first]
             if any(isinstance(options, NexusToolOptions) for options in self.tasks.workflow_tools.values()):
                 # Handler workflows of Nexus tools report status and ask through the reply endpoint,
                 # which targets this queue.
@@ -238,6 +239,7 @@ class McpTasksPlugin(SimplePlugin):
             if tool_activities is not None:
                 # Entered once per worker that runs the app's tools, as once per front.
                 tool_activities.lifespan_state = await stack.enter_async_context(ToolActivities.lifespan(self.app))
+                await stack.enter_async_context(adoption_queue(worker, tool_activities))
             if self.check_settings and self._serves_tool_tasks(queue):
                 # Once per app, from the worker of the fronts' queue: its log says while no front uses it.
                 await stack.enter_async_context(fronts_watched(client, self._fronts_queue(queue)))
@@ -325,12 +327,16 @@ class McpTasksPlugin(SimplePlugin):
                 )
 
     def _tools_on(self, queue: str) -> list[WorkflowToolOptions]:
+        if ADOPT_QUEUE_INFIX in queue:
+            return []
         default_queue = self.task_queue or queue
         return [
             options for options in self.tasks.workflow_tools.values() if (options.task_queue or default_queue) == queue
         ]
 
     def _serves_tool_tasks(self, queue: str) -> bool:
+        if ADOPT_QUEUE_INFIX in queue:
+            return False  # a worker's own queue for the first attempts it hands off (`adoption_queue`)
         return self.task_queue is None or queue == self.task_queue
 
 

@@ -10,7 +10,7 @@ staleness of what `tasks/get` shows.
 from __future__ import annotations
 
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -30,6 +30,11 @@ class StatusReporter:
     """When the tool last said anything (the same status again counts): what `progress_timeout` measures."""
     waiting: int = 0
     """Questions the tool is waiting on: a tool waiting for its client is not hung."""
+    beat: Callable[..., None] | None = None
+    """Where heartbeats go: the current activity's when `None`; an attempt that moves from a local activity
+    to the activity adopting it points this at the adopter, and holds its status meanwhile."""
+    on_ask: Callable[[], None] | None = None
+    """Called when the tool starts waiting for an answer: a local first attempt hands off at once."""
 
     def set(self, message: str) -> None:
         self.last_report_at = time.monotonic()
@@ -39,10 +44,11 @@ class StatusReporter:
         self.heartbeat()
 
     def heartbeat(self) -> None:
+        beat = self.beat or activity.heartbeat
         if self.current is None:
-            activity.heartbeat()
+            beat()
         else:
-            activity.heartbeat(self.current)
+            beat(self.current)
 
     def silent_for(self) -> float:
         """Seconds since the tool last reported, or 0 while it waits for an answer."""
@@ -51,6 +57,8 @@ class StatusReporter:
     @contextmanager
     def waiting_for_input(self) -> Generator[None]:
         self.waiting += 1
+        if self.on_ask is not None:
+            self.on_ask()
         try:
             yield
         finally:

@@ -88,7 +88,13 @@ class ToolTaskOptions:
     inline_budget_ms: int | _Inherit = INHERIT
     """How long a task-capable call waits for the tool: one that ends within it is answered with its
     `CallToolResult`, as a synchronous call would be (its task stays in Temporal's history); past it, or
-    at the tool's first question, the call is answered with the task. `0`: always the task at once."""
+    at the tool's first question, the call is answered with the task. `0`: always the task at once.
+
+    Within the budget (at most its first second) the tool's first attempt runs as a local activity in the
+    task's first workflow task, so a quick tool's run is one workflow task; a tool still running then goes on
+    where it runs, adopted by an ordinary activity on the same worker, and is never started twice for it.
+    During that phase a status line is held and a cancel waits for the phase to end (docs/design.md,
+    "The first attempt in the first workflow task")."""
 
     def __post_init__(self) -> None:
         check_asks(self.asks)
@@ -154,7 +160,9 @@ class TaskToolRegistry:
         `priority` (1 highest .. 5 lowest) orders its tasks against other tools' when workers are busy.
         `failing_workflow` ends its tasks `failed` when their workflow keeps failing (`FailingWorkflowPolicy`).
         `inline_budget_ms` is how long a task-capable call waits for the tool before it gets the task
-        (`ToolTaskOptions.inline_budget_ms`); `0` for a tool whose callers must always get a task.
+        (`ToolTaskOptions.inline_budget_ms`); `0` for a tool whose callers must always get a task. Within it
+        (at most its first second) the tool's first attempt runs in the task's first workflow task, as a
+        local activity, and a tool still running then is adopted by an activity on the same worker.
         """
         options = ToolTaskOptions(
             policy=policy,

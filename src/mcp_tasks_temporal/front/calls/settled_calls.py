@@ -8,6 +8,11 @@ exactly as a synchronous call is, while its run stays in Temporal's history like
 budget, or at the tool's first question, the call is answered with the task, whose ID the client then
 follows as always. Start and wait are one Temporal call (`TemporalTaskGateway.create_settled`).
 
+The tool's first attempt runs inside the workflow's first task, as a local activity, for up to the budget
+(at most `FIRST_ATTEMPT_MAX_MS`): a tool that ends by then closes its run in that one workflow task, with no
+activity task and no second workflow task between the call and its answer. A tool still running then goes on
+where it runs, adopted by an ordinary activity on the same worker (docs/design.md, "Results in the call").
+
 Until its answer the call is a plain request: a client that leaves it (closes the stream, or sends
 `notifications/cancelled` where the transport turns that into the request's cancellation) leaves no
 one to hand the task to, so the task is cancelled, as an abandoned plain call's is (`held_calls`).
@@ -17,7 +22,8 @@ Once answered with the task, the call is over and nothing but `tasks/cancel` can
 from __future__ import annotations
 
 import logging
-from typing import Any
+from dataclasses import replace
+from typing import Any, Final
 
 import anyio
 from mcp.server.context import HandlerResult
@@ -29,6 +35,10 @@ from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
 from mcp_tasks_temporal.temporal.contract import ToolTaskInput
 
 logger = logging.getLogger(__name__)
+
+FIRST_ATTEMPT_MAX_MS: Final = 1000
+"""The longest a first attempt runs locally: a local activity cannot heartbeat, so a status line it sets
+and a cancel sent meanwhile wait for the phase to end; a second is the status lines' own freshness."""
 
 
 async def answer_within(
@@ -45,6 +55,7 @@ async def answer_within(
     Raises:
         MCPError: The tool ended with a JSON-RPC error (what a synchronous call raises).
     """
+    task = replace(task, first_attempt_ms=min(budget_ms, FIRST_ATTEMPT_MAX_MS))
     try:
         settled = await gateway.create_settled(task, principal, within_ms=budget_ms, pinned=pinned, priority=priority)
     except anyio.get_cancelled_exc_class():

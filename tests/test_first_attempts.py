@@ -1,0 +1,119 @@
+"""A task-capable call's first attempt runs as a local activity inside its workflow's first task.
+
+In-process front and worker of tests/inline_app.py. A tool that ends within the local phase closes its run in
+that one workflow task; one still running is adopted, on the same worker, by an ordinary activity: it runs once,
+its status line shows, and a cancel stops it as any running tool's does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.client import Client
+
+from mcp_tasks_temporal.temporal.contract import ADOPT_TOOL_ACTIVITY, RUN_TOOL_ACTIVITY
+from tests.polling import pauses
+from tests.test_inline_results import runs_of, until_file
+from tests.wire import TaskCalls
+
+pytestmark = pytest.mark.anyio
+
+WAIT = 30.0
+
+
+@pytest.fixture(scope="module")
+def app_spec() -> str:
+    return "tests.inline_app:app"
+
+
+async def history(client: Client, workflow_id: str) -> list[HistoryEvent]:
+    return [event async for event in client.get_workflow_handle(workflow_id).fetch_history_events()]
+
+
+def scheduled_activities(events: list[HistoryEvent]) -> list[str]:
+    return [
+        event.activity_task_scheduled_event_attributes.activity_type.name
+        for event in events
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
+
+
+def runs(gate: Path) -> int:
+    return len((gate / "runs").read_text().splitlines())
+
+
+async def until_status_line(front_mcp: TaskCalls, task_id: str) -> dict[str, Any]:
+    wait = pauses()
+    with anyio.fail_after(WAIT):
+        while True:
+            task = (await front_mcp.get(task_id)).result
+            if task.get("statusMessage"):
+                return task
+            await anyio.sleep(next(wait))
+
+
+async def test_a_quick_tool_closes_its_run_in_one_workflow_task_with_no_activity(
+    front_mcp: TaskCalls, app_client: Client, app_queue: str
+) -> None:
+    answer = (await front_mcp.call_tool("double", {"x": 4})).result
+    assert answer["resultType"] == "complete" and answer["structuredContent"] == {"value": 8}
+
+    ran_in_the_call: list[list[EventType.ValueType]] = []
+    for workflow_id in await runs_of(app_client, app_queue, "double", "Completed"):
+        events = await history(app_client, workflow_id)
+        types = [event.event_type for event in events]
+        if EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED in types:
+            ran_in_the_call.append(types)
+    [types] = ran_in_the_call
+    assert types.count(EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) == 1
+    assert EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED not in types
+    assert EventType.EVENT_TYPE_MARKER_RECORDED in types  # the local activity's result
+
+
+async def test_a_tool_with_a_budget_of_0_runs_in_an_activity_as_before(
+    front_mcp: TaskCalls, app_client: Client, app_queue: str
+) -> None:
+    created = await front_mcp.start("double_as_task", {"x": 1})
+    assert (await front_mcp.wait_for(created["taskId"]))["status"] == "completed"
+    [workflow_id] = await runs_of(app_client, app_queue, "double_as_task", "Completed")
+    assert scheduled_activities(await history(app_client, workflow_id)) == [RUN_TOOL_ACTIVITY]
+
+
+async def test_a_tool_that_outlives_its_local_phase_is_adopted_runs_once_and_shows_its_status(
+    front_mcp: TaskCalls, app_client: Client, app_queue: str, gate: Path
+) -> None:
+    created = await front_mcp.start("counted", {"gate": str(gate)})
+    assert created["status"] == "working"
+    # Set while the tool ran locally, where nothing heartbeats: the adopting activity sends it.
+    shown = await until_status_line(front_mcp, created["taskId"])
+    assert shown["status"] == "working" and shown["statusMessage"] == "waiting for the release file"
+    (gate / "release").write_text("1")
+    done = await front_mcp.wait_for(created["taskId"])
+    assert done["status"] == "completed" and done["result"]["content"][0]["text"] == f"released {gate.name}"
+    assert runs(gate) == 1
+    [workflow_id] = await runs_of(app_client, app_queue, "counted", "Completed")
+    assert scheduled_activities(await history(app_client, workflow_id)) == [ADOPT_TOOL_ACTIVITY]
+
+
+async def test_a_cancel_stops_an_adopted_tool_which_ran_once(front_mcp: TaskCalls, gate: Path) -> None:
+    created = await front_mcp.start("counted", {"gate": str(gate)})
+    await until_status_line(front_mcp, created["taskId"])
+    assert (await front_mcp.cancel(created["taskId"])).result is not None
+    await until_file(gate / "cancelled")
+    assert (await front_mcp.wait_for(created["taskId"]))["status"] == "cancelled"
+    assert runs(gate) == 1
+
+
+async def test_a_first_attempt_that_hangs_is_retried_as_an_activity_within_the_budget(
+    front_mcp: TaskCalls, app_client: Client, app_queue: str, gate: Path
+) -> None:
+    answer = (await front_mcp.call_tool("silent_once", {"gate": str(gate)})).result
+    assert answer["resultType"] == "complete" and answer["content"][0]["text"] == "answered on a later attempt"
+    assert runs(gate) == 2
+    [workflow_id] = await runs_of(app_client, app_queue, "silent_once", "Completed")
+    assert scheduled_activities(await history(app_client, workflow_id)) == [RUN_TOOL_ACTIVITY]
