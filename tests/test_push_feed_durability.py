@@ -273,8 +273,16 @@ async def create_tasks(cluster: Cluster, http: httpx.AsyncClient, count: int) ->
     limiter = anyio.CapacityLimiter(CREATES_IN_FLIGHT)
 
     async def one() -> None:
+        calls = TaskCalls(HttpMcp(cluster.url, http))
         async with limiter:
-            created = await TaskCalls(HttpMcp(cluster.url, http)).start("pick_variant", capabilities=ELICIT_CAPS)
+            while True:
+                try:
+                    created = await calls.start("pick_variant", capabilities=ELICIT_CAPS)
+                    break
+                except httpx.TransportError:
+                    # A keep-alive connection the front closed as the request went out: created again, as a
+                    # client would. A task the lost reply had created stays unwatched and changes no count here.
+                    await anyio.sleep(0.2)
             ids.append(created["taskId"])
 
     with anyio.fail_after(STALL_S + count / 10):
