@@ -265,6 +265,10 @@ class FeedWatchHub(TaskWatchHub):
                 self._show(watcher, memo, None)
         return attach(watcher, listener, on_lost, self._gateway.metrics, when_left=self._feed_left)
 
+    def follows_shard_of(self, workflow_id: str) -> bool:
+        """Whether this front reads the feed shard of the task `workflow_id`: a task on it is followed there."""
+        return feed_shard(workflow_id) in self._following
+
     def _stop_following_feed(self, watcher: FeedWatcher) -> None:
         if self._feed_watchers.get(watcher.key) is watcher:
             del self._feed_watchers[watcher.key]
@@ -279,7 +283,16 @@ class FeedWatchHub(TaskWatchHub):
         self._show(watcher, watcher.memo, heartbeat)
 
     def _show(self, watcher: FeedWatcher, memo: dict[str, Any], heartbeat: tuple[str, int] | None) -> None:
-        """Publish the task as first read, then what came for it meanwhile."""
+        """Publish the task as first read, then what came for it meanwhile.
+
+        A read between the task's terminal transition and its close (a listen on a task that was just
+        answered, a front reading a shard from its start) has that transition behind it: the items that
+        come later are all numbered at or below it, so the close is read now, as the transition would have.
+        """
+        if memo.get(Memo.STATUS) in TERMINAL_STATUSES:
+            watcher.ready, watcher.pending = True, None
+            self._closing(watcher)
+            return
         watcher.heartbeat = heartbeat
         watcher.show(memo)
         watcher.ready = True
@@ -409,12 +422,15 @@ class FeedWatchHub(TaskWatchHub):
         memo = watcher.update_memo(item.get("m") or {})
         watcher.heartbeat = None
         if memo.get(Memo.STATUS) in TERMINAL_STATUSES:
-            # The run closes right after; its close event carries the result.
-            watcher.closing = True
-            assert self._feed_group is not None
-            self._feed_group.start_soon(self._close, watcher)
+            self._closing(watcher)
             return
         watcher.show(memo)
+
+    def _closing(self, watcher: FeedWatcher) -> None:
+        """The task made its terminal transition: the run closes right after, and its close event has the result."""
+        watcher.closing = True
+        assert self._feed_group is not None
+        self._feed_group.start_soon(self._close, watcher)
 
     def _resync_shard(self, shard: int) -> None:
         for watcher in list(self._feed_watchers.values()):
