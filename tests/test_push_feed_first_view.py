@@ -6,6 +6,9 @@ a front that has just started and reads the shard's history from its start) sees
 terminal, and the transition already behind it: its watcher must go on to the close, not show the task as still
 working and wait for an item that has come already.
 
+A front that has just started has not seen its shards run yet: a task it starts meanwhile must not count on
+publishing (its first publish would fail, while its memo said it published), so it is followed by its history.
+
 The fixture app's workers and a feed front run in the test process; the watchers are a hub of the test's own, on
 a gateway whose reads are the real ones, pinned to the moment before the close where a test says so.
 """
@@ -18,12 +21,14 @@ from typing import Any
 
 import anyio
 import pytest
-from temporalio.client import WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecutionStatus
 
 from mcp_tasks_temporal.front.gateway import Snapshot, TemporalTaskGateway
 from mcp_tasks_temporal.front.push.feed_watch import FeedWatchHub
-from mcp_tasks_temporal.temporal.contract import Memo
-from tests.front_app import InProcessFront
+from mcp_tasks_temporal.front.push.push_mode import push_hub
+from mcp_tasks_temporal.temporal.contract import Memo, ToolTaskInput
+from tests.app_workers import app_worker, new_task_queue
+from tests.front_app import FIXTURE_APP, InProcessFront, fresh_app
 from tests.polling import pauses
 from tests.tool_tasks import tool_task
 
@@ -40,8 +45,9 @@ def front_settings() -> dict[str, Any]:
 async def finished_task(front: InProcessFront) -> tuple[str, Snapshot]:
     """A quick tool's task started on the feed and run to its close; the task ID and its read once closed."""
     task = tool_task("double", {"x": 21})
-    await front.gateway.create(task, None)
     key = front.gateway.owner_keying.workflow_id(task.task_id, None)
+    await until(lambda: front.gateway.feed_runs(key))  # else it would not publish: a front that just started
+    await front.gateway.create(task, None)
     with anyio.fail_after(WAIT):
         await front.gateway.client.get_workflow_handle(key).result()
     closed = await front.gateway.read(key)
@@ -54,12 +60,16 @@ def before_the_close(closed: Snapshot) -> Snapshot:
     return replace(closed, status=WorkflowExecutionStatus.RUNNING, close_time_ms=None)
 
 
-async def first_view(hub: FeedWatchHub, task_id: str, seen: Snapshot) -> dict[str, Any]:
-    """What a new subscriber of the task is told first, once the hub follows the task's shard."""
+async def until(check: Callable[[], bool]) -> None:
     wait = pauses()
     with anyio.fail_after(WAIT):
-        while not hub.follows_shard_of(seen.workflow_id):
+        while not check():
             await anyio.sleep(next(wait))
+
+
+async def first_view(hub: FeedWatchHub, task_id: str, seen: Snapshot) -> dict[str, Any]:
+    """What a new subscriber of the task is told first, once the hub follows the task's shard."""
+    await until(lambda: hub.follows_shard_of(seen.workflow_id))
     views: list[dict[str, Any]] = []
     told = anyio.Event()
 
@@ -110,3 +120,30 @@ async def test_a_listed_task_re_read_after_its_terminal_transition_is_first_show
     async with hub.running():
         view = await first_view(hub, task_id, listed)
     assert view == await gateway.view(task_id, closed), "the task as `tasks/get` shows it once closed"
+
+
+async def started_on_the_feed(gateway: TemporalTaskGateway, task: ToolTaskInput) -> bool:
+    """Start `task` through `gateway`; whether its run was told to publish to the feed (its start input)."""
+    await gateway.create(task, None)
+    handle = gateway.client.get_workflow_handle(gateway.owner_keying.workflow_id(task.task_id, None))
+    started = (await handle.fetch_history()).events[0].workflow_execution_started_event_attributes
+    [given] = await gateway.client.data_converter.decode(started.input.payloads, [ToolTaskInput])
+    assert isinstance(given, ToolTaskInput)
+    return given.feed
+
+
+async def test_a_task_a_feed_front_starts_before_it_follows_the_tasks_shard_is_followed_by_its_history(
+    app_client: Client,
+) -> None:
+    queue = new_task_queue("feed-first")  # no shard of it runs yet
+    async with app_worker(app_client, fresh_app(FIXTURE_APP), task_queue=queue):
+        gateway = TemporalTaskGateway(app_client, task_queue=queue)
+        hub = push_hub(gateway, "feed", give_up_after_s=30)
+        assert isinstance(hub, FeedWatchHub)
+        early = tool_task("double", {"x": 1})
+        assert not await started_on_the_feed(gateway, early), "its shard does not run: it would not publish"
+        async with hub.running():
+            later = tool_task("double", {"x": 2})
+            key = gateway.owner_keying.workflow_id(later.task_id, None)
+            await until(lambda: hub.follows_shard_of(key))  # the hub starts the shard and reads its run
+            assert await started_on_the_feed(gateway, later)
