@@ -80,6 +80,9 @@ RECENT_S: Final = 120.0
 RECENT_MAX: Final = 100_000
 READS_AT_ONCE: Final = 16
 """`describe`s of watched tasks in flight at once (re-reads, `working` tasks listed from visibility)."""
+FOLLOWING_AT_START_S: Final = 5.0
+"""How long a starting front waits to follow every shard (starting those that do not run) before it serves:
+a task it starts before it follows the task's shard is not put on the feed (`TemporalTaskGateway.feed_runs`)."""
 
 
 # -- one followed task ---------------------------------------------------------------------------------
@@ -210,6 +213,7 @@ class FeedWatchHub(TaskWatchHub):
         self._reads = anyio.CapacityLimiter(READS_AT_ONCE)
         self._following: set[int] = set()
         """Shards whose history this front reads: their tasks are followed on the feed, the others' by history."""
+        self._following_all = anyio.Event()
         self._ticks = [TICK_S] * FEED_SHARDS
         """Each shard's tick, as its run says: the front says it follows the shard twice a tick."""
         self._tick_changed = [anyio.Event() for _ in range(FEED_SHARDS)]
@@ -226,6 +230,9 @@ class FeedWatchHub(TaskWatchHub):
             for shard in range(FEED_SHARDS):
                 group.start_soon(self._keep_shard, shard, name=f"task feed {shard} in use")
                 group.start_soon(self._follow_shard, shard, name=f"task feed {shard}")
+            # Its first tasks on the feed too, unless Temporal is slow to answer: then they are followed by history.
+            with anyio.move_on_after(FOLLOWING_AT_START_S):
+                await self._following_all.wait()
             try:
                 yield
             finally:
@@ -336,6 +343,8 @@ class FeedWatchHub(TaskWatchHub):
                     started_missing = False
                     if isinstance(item, ShardRun):
                         self._following.add(shard)
+                        if len(self._following) == FEED_SHARDS:
+                            self._following_all.set()
                         self._on_run(shard, item)
                         if position is None or position.run_id != item.run_id:
                             position = FeedPosition(item.run_id, 0)
