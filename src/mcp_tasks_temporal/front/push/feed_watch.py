@@ -239,6 +239,7 @@ class FeedWatchHub(TaskWatchHub):
                 self._feed_group = None
                 self._feed_watchers.clear()
                 self._following.clear()
+                self._following_all = anyio.Event()
                 group.cancel_scope.cancel()
 
     def subscribe(
