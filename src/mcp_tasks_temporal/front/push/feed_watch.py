@@ -80,6 +80,9 @@ RECENT_S: Final = 120.0
 RECENT_MAX: Final = 100_000
 READS_AT_ONCE: Final = 16
 """`describe`s of watched tasks in flight at once (re-reads, `working` tasks listed from visibility)."""
+FOLLOWING_AT_START_S: Final = 5.0
+"""How long a starting front waits to follow every shard (starting those that do not run) before it serves:
+a task it starts before it follows the task's shard is not put on the feed (`TemporalTaskGateway.feed_runs`)."""
 
 
 # -- one followed task ---------------------------------------------------------------------------------
@@ -210,6 +213,7 @@ class FeedWatchHub(TaskWatchHub):
         self._reads = anyio.CapacityLimiter(READS_AT_ONCE)
         self._following: set[int] = set()
         """Shards whose history this front reads: their tasks are followed on the feed, the others' by history."""
+        self._following_all = anyio.Event()
         self._ticks = [TICK_S] * FEED_SHARDS
         """Each shard's tick, as its run says: the front says it follows the shard twice a tick."""
         self._tick_changed = [anyio.Event() for _ in range(FEED_SHARDS)]
@@ -226,12 +230,16 @@ class FeedWatchHub(TaskWatchHub):
             for shard in range(FEED_SHARDS):
                 group.start_soon(self._keep_shard, shard, name=f"task feed {shard} in use")
                 group.start_soon(self._follow_shard, shard, name=f"task feed {shard}")
+            # Its first tasks on the feed too, unless Temporal is slow to answer: then they are followed by history.
+            with anyio.move_on_after(FOLLOWING_AT_START_S):
+                await self._following_all.wait()
             try:
                 yield
             finally:
                 self._feed_group = None
                 self._feed_watchers.clear()
                 self._following.clear()
+                self._following_all = anyio.Event()
                 group.cancel_scope.cancel()
 
     def subscribe(
@@ -265,6 +273,10 @@ class FeedWatchHub(TaskWatchHub):
                 self._show(watcher, memo, None)
         return attach(watcher, listener, on_lost, self._gateway.metrics, when_left=self._feed_left)
 
+    def follows_shard_of(self, workflow_id: str) -> bool:
+        """Whether this front reads the feed shard of the task `workflow_id`: a task on it is followed there."""
+        return feed_shard(workflow_id) in self._following
+
     def _stop_following_feed(self, watcher: FeedWatcher) -> None:
         if self._feed_watchers.get(watcher.key) is watcher:
             del self._feed_watchers[watcher.key]
@@ -279,7 +291,16 @@ class FeedWatchHub(TaskWatchHub):
         self._show(watcher, watcher.memo, heartbeat)
 
     def _show(self, watcher: FeedWatcher, memo: dict[str, Any], heartbeat: tuple[str, int] | None) -> None:
-        """Publish the task as first read, then what came for it meanwhile."""
+        """Publish the task as first read, then what came for it meanwhile.
+
+        A read between the task's terminal transition and its close (a listen on a task that was just
+        answered, a front reading a shard from its start) has that transition behind it: the items that
+        come later are all numbered at or below it, so the close is read now, as the transition would have.
+        """
+        if memo.get(Memo.STATUS) in TERMINAL_STATUSES:
+            watcher.ready, watcher.pending = True, None
+            self._closing(watcher)
+            return
         watcher.heartbeat = heartbeat
         watcher.show(memo)
         watcher.ready = True
@@ -323,6 +344,8 @@ class FeedWatchHub(TaskWatchHub):
                     started_missing = False
                     if isinstance(item, ShardRun):
                         self._following.add(shard)
+                        if len(self._following) == FEED_SHARDS:
+                            self._following_all.set()
                         self._on_run(shard, item)
                         if position is None or position.run_id != item.run_id:
                             position = FeedPosition(item.run_id, 0)
@@ -409,12 +432,15 @@ class FeedWatchHub(TaskWatchHub):
         memo = watcher.update_memo(item.get("m") or {})
         watcher.heartbeat = None
         if memo.get(Memo.STATUS) in TERMINAL_STATUSES:
-            # The run closes right after; its close event carries the result.
-            watcher.closing = True
-            assert self._feed_group is not None
-            self._feed_group.start_soon(self._close, watcher)
+            self._closing(watcher)
             return
         watcher.show(memo)
+
+    def _closing(self, watcher: FeedWatcher) -> None:
+        """The task made its terminal transition: the run closes right after, and its close event has the result."""
+        watcher.closing = True
+        assert self._feed_group is not None
+        self._feed_group.start_soon(self._close, watcher)
 
     def _resync_shard(self, shard: int) -> None:
         for watcher in list(self._feed_watchers.values()):

@@ -45,6 +45,15 @@ EAGER_DISPATCH_CONFIG: Final = (
 )
 """Dynamic config of the embedded server: one tool task's round trips, as few as Temporal allows."""
 
+QUEUE_READ_CONFIG: Final = (
+    # The history service reads its queue of work to hand on (a workflow task to a worker, a signal to another
+    # workflow, a task feed publish to its shard) at most 20 times a second per history shard by default, and
+    # the dev server has one shard: under load each hand-off waited up to 50 ms for the next read
+    # (docs/performance.md, "Push"). A cluster's hundreds of shards each read at that rate.
+    "history.transferProcessorMaxPollRPS=1000",
+)
+"""Dynamic config of the embedded server: what one workflow hands on is read at once, not at the next 50 ms."""
+
 FAIR_DISPATCH_CONFIG: Final = (
     # Fairness keys are ignored unless the matching service enables them; priority is on by default.
     "matching.enableFairness=true",
@@ -85,7 +94,7 @@ def dev_server_command(
     command = [temporal_cli(), "server", "start-dev", "--ip", host, "--port", str(port), "--log-level", "warn"]
     if search_attributes:
         command += dev_server_flags()
-    for value in EAGER_DISPATCH_CONFIG:
+    for value in (*EAGER_DISPATCH_CONFIG, *QUEUE_READ_CONFIG):
         command += ["--dynamic-config-value", value]
     if fair_dispatch:
         for value in FAIR_DISPATCH_CONFIG:
