@@ -136,6 +136,12 @@ class McpTasksPlugin(SimplePlugin):
         check_settings: Refuse a worker of the app's whose payload storage, codec keys or versioning
             disagree with a running process of the fronts' queue, and hold its own out to those that
             start later (`shared_settings`). False where the process did both itself (`worker`, `dev`).
+        first_attempts: Run a task-capable call's first attempt in its workflow's first task, so a tool that
+            ends within the call's budget answers the call in one workflow task (docs/design.md, "The first
+            attempt in the first workflow task"). A tool still running at the end of that phase is taken over
+            on a task queue of this process's own, which a second worker in this process polls: off by default,
+            as the team did not ask for that worker; `worker` and `dev` turn it on. Off, the attempt runs as
+            an activity, as before.
     """
 
     def __init__(
@@ -151,6 +157,7 @@ class McpTasksPlugin(SimplePlugin):
         passthrough: Sequence[str] = (),
         check_search_attributes: bool = True,
         check_settings: bool = True,
+        first_attempts: bool = False,
     ) -> None:
         self.tasks = tasks
         self.app = app
@@ -162,6 +169,7 @@ class McpTasksPlugin(SimplePlugin):
         self.passthrough = tuple(passthrough)
         self.check_search_attributes = check_search_attributes
         self.check_settings = check_settings
+        self.first_attempts = first_attempts
         super().__init__(  # pyright: ignore[reportUnknownMemberType]
             PLUGIN_NAME,
             data_converter=self._data_converter,
@@ -239,7 +247,8 @@ class McpTasksPlugin(SimplePlugin):
             if tool_activities is not None:
                 # Entered once per worker that runs the app's tools, as once per front.
                 tool_activities.lifespan_state = await stack.enter_async_context(ToolActivities.lifespan(self.app))
-                await stack.enter_async_context(adoption_queue(worker, tool_activities))
+                if self.first_attempts:
+                    await stack.enter_async_context(adoption_queue(worker, tool_activities))
             if self.check_settings and self._serves_tool_tasks(queue):
                 # Once per app, from the worker of the fronts' queue: its log says while no front uses it.
                 await stack.enter_async_context(fronts_watched(client, self._fronts_queue(queue)))

@@ -134,6 +134,7 @@ def _plugin(
         passthrough=app_module_passthrough(options.workflow_class for options in tasks.workflow_tools.values()),
         check_search_attributes=False,
         check_settings=False,
+        first_attempts=True,
     )
 
 
