@@ -8,16 +8,13 @@ its status line shows, and a cancel stops it as any running tool's does.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-import anyio
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
 
 from mcp_tasks_temporal.temporal.contract import ADOPT_TOOL_ACTIVITY, RUN_TOOL_ACTIVITY
-from tests.polling import pauses
 from tests.test_inline_results import runs_of, until_file
 from tests.wire import TaskCalls
 
@@ -45,16 +42,6 @@ def scheduled_activities(events: list[HistoryEvent]) -> list[str]:
 
 def runs(gate: Path) -> int:
     return len((gate / "runs").read_text().splitlines())
-
-
-async def until_status_line(front_mcp: TaskCalls, task_id: str) -> dict[str, Any]:
-    wait = pauses()
-    with anyio.fail_after(WAIT):
-        while True:
-            task = (await front_mcp.get(task_id)).result
-            if task.get("statusMessage"):
-                return task
-            await anyio.sleep(next(wait))
 
 
 async def test_a_quick_tool_closes_its_run_in_one_workflow_task_with_no_activity(
@@ -90,7 +77,7 @@ async def test_a_tool_that_outlives_its_local_phase_is_adopted_runs_once_and_sho
     created = await front_mcp.start("counted", {"gate": str(gate)})
     assert created["status"] == "working"
     # Set while the tool ran locally, where nothing heartbeats: the adopting activity sends it.
-    shown = await until_status_line(front_mcp, created["taskId"])
+    shown = await front_mcp.wait_for(created["taskId"], lambda task: bool(task.get("statusMessage")), timeout=WAIT)
     assert shown["status"] == "working" and shown["statusMessage"] == "waiting for the release file"
     (gate / "release").write_text("1")
     done = await front_mcp.wait_for(created["taskId"])
@@ -102,7 +89,7 @@ async def test_a_tool_that_outlives_its_local_phase_is_adopted_runs_once_and_sho
 
 async def test_a_cancel_stops_an_adopted_tool_which_ran_once(front_mcp: TaskCalls, gate: Path) -> None:
     created = await front_mcp.start("counted", {"gate": str(gate)})
-    await until_status_line(front_mcp, created["taskId"])
+    await front_mcp.wait_for(created["taskId"], lambda task: bool(task.get("statusMessage")), timeout=WAIT)
     assert (await front_mcp.cancel(created["taskId"])).result is not None
     await until_file(gate / "cancelled")
     assert (await front_mcp.wait_for(created["taskId"]))["status"] == "cancelled"
