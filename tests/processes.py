@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+import anyio
 import httpx
 
 from mcp_tasks_temporal.ops.dev.embedded_temporal import dev_server_command, temporal_cli
@@ -99,15 +100,16 @@ class Process:
     log_path: Path
     env: dict[str, str] | None = None
     """Added to the test's own environment."""
+    output_path: Path | None = None
+    """Where stdout goes instead of the log, for a child whose output is its answer."""
     popen: subprocess.Popen[bytes] = field(init=False)
 
     def start(self) -> Process:
         env = {**child_env(), **(self.env or {})}
-        log = self.log_path.open("ab")
-        self.popen = subprocess.Popen(
-            self.command, cwd=REPO_ROOT, env=env, stdout=log, stderr=log, start_new_session=True
-        )
-        log.close()
+        with self.log_path.open("ab") as log, (self.output_path or self.log_path).open("ab") as output:
+            self.popen = subprocess.Popen(
+                self.command, cwd=REPO_ROOT, env=env, stdout=output, stderr=log, start_new_session=True
+            )
         return self
 
     def log(self) -> str:
@@ -130,6 +132,13 @@ class Process:
     def kill(self) -> None:
         """SIGKILL, the crash a process never sees coming."""
         self.stop(signal.SIGKILL)
+
+    async def exited(self, timeout: float) -> int:
+        """Its exit code, once it has exited: polled, so no pipe a grandchild still holds can hold the wait."""
+        with anyio.fail_after(timeout):
+            while (code := self.popen.poll()) is None:
+                await anyio.sleep(0.05)
+        return code
 
 
 def stop_all(processes: Iterable[Process], timeout: float) -> None:

@@ -460,12 +460,14 @@ async def test_a_killed_client_resumes_from_its_journal(either_transport: Any, t
     finally:
         caller.kill()
     (gate / "release").write_text("1")
-    with anyio.fail_after(WAIT):
-        resumed = await anyio.run_process(
-            [*child, "resume", spec, str(child_journal)], cwd=REPO_ROOT, env=child_env(), check=False
-        )
-    assert resumed.returncode == 0, resumed.stderr.decode()
-    [line] = resumed.stdout.decode().splitlines()
+    output = tmp_path / "resumed.out"
+    command = [*child, "resume", spec, str(child_journal)]
+    resumer = Process("resume", command, tmp_path / "resume.log", output_path=output)
+    try:
+        assert await resumer.start().exited(WAIT) == 0, resumer.log()
+    finally:
+        resumer.kill()
+    [line] = output.read_text().splitlines()
     assert json.loads(line) == {"taskId": entry.task_id, "tool": "gated", "text": f"released {gate.name}"}
     assert (gate / "runs").read_text() == "1", "resuming waited for the task; it never re-ran it"
     assert journal.entries() == []

@@ -31,7 +31,7 @@ from tests.processes import Process, free_port, start_front, start_temporal, sta
 from tests.test_push import listen_message
 from tests.wire import HttpMcp, TaskCalls, base_headers, sse_frames
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(900)]
 
 TASKS = 1000
 LISTENS = 10

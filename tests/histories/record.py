@@ -82,9 +82,9 @@ HERE = Path(__file__).parent
 STEP_BOUND_S = 120
 """Bounds each wait of a recording, generous: on a loaded 2-core machine a workflow task can take seconds."""
 WORKFLOW_TASK_TIMEOUT = timedelta(seconds=60)
-"""Not Temporal's 10 s: the recorder's one in-process worker replays every run in full at each workflow task, all
-runs behind one GIL; on a starved machine a round of them can pass 10 s, and a completion that comes after the
-timeout is refused and replayed again, later and slower, over and over. The recorded histories replay the same."""
+"""Not Temporal's 10 s: the recorder's one in-process worker runs every path at once, all behind one GIL; on a
+starved machine a round of their tasks can pass 10 s, and a completion that comes after the timeout is refused and
+replayed again, later and slower, over and over. The recorded histories replay the same."""
 ENVELOPE: dict[str, Any] = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientInfo": {"name": "history-recorder", "version": "1"},
@@ -458,7 +458,9 @@ def worker(client: Client, task_queue: str) -> Worker:
         task_queue=task_queue,
         workflows=[*WORKFLOWS, TaskFeedWorkflow],
         activities=[scripted_tool, scripted_first_attempt, scripted_adoption],
-        max_cached_workflows=0,  # every workflow task replays the whole history, as after a restart
+        # Cached runs: with none cached, a run whose first attempt (a local activity) is in flight is evicted for
+        # the next run's task, its attempt cancelled and replayed, and twenty runs at once take turns evicting each
+        # other for minutes. Replay from the first event is what the replay test does with every history.
         workflow_runner=workflow_runner(),  # the project's sandbox, as `worker` runs them
         max_heartbeat_throttle_interval=timedelta(milliseconds=200),
         default_heartbeat_throttle_interval=timedelta(milliseconds=200),
