@@ -47,6 +47,9 @@ def worker(client: Client, task_queue: str) -> Worker:
         workflows=[*WORKFLOWS, TaskFeedWorkflow],
         activities=[two_questions],
         workflow_runner=workflow_runner(),
+        # Nothing cached, so nothing sticky: the stopped worker's sticky queue would hold the next workflow task
+        # until Temporal gave up on it, and on a loaded machine that wait ran past the bound.
+        max_cached_workflows=0,
     )
 
 

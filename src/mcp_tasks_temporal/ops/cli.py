@@ -13,6 +13,7 @@ variable are declared once, where Typer would declare every option again in a si
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -180,10 +181,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the console script."""
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        parsed = parse(args)
+        _main(args)
     except KeyboardInterrupt:
-        # Ctrl-C before the command even started: nothing to stop, and a server's stop is a success.
-        raise SystemExit(0 if _named_command(args) in _SERVERS else 130) from None
+        # Ctrl-C before the command started, or between the steps that catch it themselves (a signal lands
+        # between any two bytecodes): nothing is left to stop, and a server's stop is a success. Skip the
+        # interpreter's teardown, as a one-shot command does, for Temporal's bridge may be loaded by now.
+        with contextlib.suppress(OSError):
+            _flush()
+        os._exit(0 if _named_command(args) in _SERVERS else 130)
+
+
+def _main(args: list[str]) -> None:
+    try:
+        parsed = parse(args)
     except BrokenPipeError:  # `--help | head`
         _end_with_sigpipe()
     if isinstance(parsed, int):
