@@ -310,21 +310,33 @@ async def assert_one_workflow_per_task(stack: ScaleStack, count: int) -> None:
 
 
 async def tools_per_worker(stack: ScaleStack, task_ids: Sequence[str]) -> Counter[str]:
-    """How many of these tasks' tools each worker runs now, by worker pid (Temporal's `pid@host` identity)."""
+    """How many of these tasks' tools each worker runs now, by worker pid (Temporal's `pid@host` identity).
+
+    Waits until some tool runs as an activity a worker has taken: a tool's first second runs inside its
+    workflow's first task (a local activity, no pending activity to see), and the activity that adopts it
+    after is seen only once a worker has taken it.
+    """
     client = await connect_temporal(stack.address)
-    on_worker: Counter[str] = Counter()
     limiter = anyio.CapacityLimiter(IN_FLIGHT)
 
-    async def one(task_id: str) -> None:
-        async with limiter:
-            description = await client.get_workflow_handle(UNKEYED.workflow_id(task_id, None)).describe()
-        for pending in description.raw_description.pending_activities:
-            if pending.last_worker_identity:
-                on_worker[pending.last_worker_identity.split("@", 1)[0]] += 1
+    async def count() -> Counter[str]:
+        on_worker: Counter[str] = Counter()
 
-    async with anyio.create_task_group() as group:
-        for task_id in task_ids:
-            group.start_soon(one, task_id)
+        async def one(task_id: str) -> None:
+            async with limiter:
+                description = await client.get_workflow_handle(UNKEYED.workflow_id(task_id, None)).describe()
+            for pending in description.raw_description.pending_activities:
+                if pending.last_worker_identity:
+                    on_worker[pending.last_worker_identity.split("@", 1)[0]] += 1
+
+        async with anyio.create_task_group() as group:
+            for task_id in task_ids:
+                group.start_soon(one, task_id)
+        return on_worker
+
+    with anyio.fail_after(30):
+        while not (on_worker := await count()):
+            await anyio.sleep(0.2)
     return on_worker
 
 
