@@ -375,7 +375,9 @@ async def test_worker_killed_mid_activity(scale: ScaleStack, http: httpx.AsyncCl
     fronts = [calls_for(f, http) for f in scale.fronts]
     created = await create_crunches(fronts, scale.effects)
     ids = [c.task_id for c in created]
-    await until_running(fronts, ids, at_least=20)
+    # Ten at once, as the other kills wait for: each create takes its tool's inline budget, so on a loaded
+    # machine the first tasks may end before the last are created, and twenty need not ever run together.
+    await until_running(fronts, ids, at_least=10)
 
     # Kill the worker that runs the most tools right now (Temporal knows which one: pid@host).
     on_worker = await tools_per_worker(scale, ids)
