@@ -18,7 +18,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass
 from importlib import import_module
 from typing import TYPE_CHECKING, Any, Literal, NoReturn, cast
@@ -221,10 +221,11 @@ def execute(invocation: Invocation) -> tuple[int, bool]:
     """Run a parsed command line; its exit status, and whether the process should skip interpreter teardown."""
     interrupted = 0 if invocation.role == "server" else 130
     try:
-        import anyio
+        with _ctrl_c_held():
+            import anyio
 
-        from mcp_tasks_temporal.temporal.connection import TemporalConnectionError
-        from mcp_tasks_temporal.temporal.tracing import shutdown_tracing
+            from mcp_tasks_temporal.temporal.connection import TemporalConnectionError
+            from mcp_tasks_temporal.temporal.tracing import shutdown_tracing
     except KeyboardInterrupt:
         return interrupted, False
 
@@ -268,6 +269,24 @@ def execute(invocation: Invocation) -> tuple[int, bool]:
     except BrokenPipeError:
         return EXIT_BROKEN_PIPE, one_shot
     return status, one_shot
+
+
+@contextlib.contextmanager
+def _ctrl_c_held() -> Generator[None]:
+    """Hold Ctrl-C while Temporal's bridge (a Rust extension) is imported, and take it right after.
+
+    A SIGINT that lands inside the extension's initialisation is caught as a KeyboardInterrupt, yet the
+    interpreter still ends killed by SIGINT, silently, after the command has handled it (about 1 start in 10
+    under load). Held, it arrives once the import is done, as an ordinary KeyboardInterrupt.
+    """
+    if not hasattr(signal, "pthread_sigmask"):  # Windows: no signal masks, and no SIGINT from a terminal
+        yield
+        return
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def _say(message: str) -> None:
