@@ -276,8 +276,8 @@ def _ctrl_c_held() -> Generator[None]:
     """Hold Ctrl-C while Temporal's bridge (a Rust extension) is imported, and take it right after.
 
     A SIGINT that lands inside the extension's initialisation is caught as a KeyboardInterrupt, yet the
-    interpreter still ends killed by SIGINT, silently, after the command has handled it (about 1 start in 10
-    under load). Held, it arrives once the import is done, as an ordinary KeyboardInterrupt.
+    interpreter still ends killed by SIGINT, silently, after the command has handled it (4 `dev` starts in 10
+    interrupted there, under load). Held, it arrives once the import is done, as an ordinary KeyboardInterrupt.
     """
     if not hasattr(signal, "pthread_sigmask"):  # Windows: no signal masks, and no SIGINT from a terminal
         yield
