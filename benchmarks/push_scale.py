@@ -135,7 +135,7 @@ async def create_parked(stack: Stack, mcp: TaskCalls, count: int) -> list[Parked
     """`count` confirm_delete tasks in input_required: one over HTTP, the rest with its workflow input."""
     template = await _template(stack, mcp)
     gateway = TemporalTaskGateway(stack.client, task_queue=stack.task_queue)
-    gateway.feed_tasks = True
+    gateway.feed_runs = lambda workflow_id: True
     await gateway.start_feed_shards()  # a task whose shard does not exist yet would not publish
     ids = [str(uuid.uuid4()) for _ in range(count)]
     limiter = anyio.CapacityLimiter(START_CONCURRENCY)

@@ -134,11 +134,9 @@ class Process:
         self.stop(signal.SIGKILL)
 
     async def exited(self, timeout: float) -> int:
-        """Its exit code, once it has exited: polled, so no pipe a grandchild still holds can hold the wait."""
-        with anyio.fail_after(timeout):
-            while (code := self.popen.poll()) is None:
-                await anyio.sleep(0.05)
-        return code
+        """Its exit code once it has exited (`subprocess.TimeoutExpired` after `timeout`): the wait is on the
+        process itself, so no pipe a grandchild still holds can hold it."""
+        return await anyio.to_thread.run_sync(self.popen.wait, timeout)
 
 
 def stop_all(processes: Iterable[Process], timeout: float) -> None:

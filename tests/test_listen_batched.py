@@ -50,7 +50,7 @@ async def feed_worker(client: Client) -> AsyncGenerator[Feed]:
     queue = new_task_queue("listen-batched")
     async with app_worker(client, fresh_app(FIXTURE_APP), task_queue=queue):
         gateway = TemporalTaskGateway(client, task_queue=queue)
-        gateway.feed_tasks = True
+        gateway.feed_runs = lambda workflow_id: True  # its shards are started here, before any task
         await gateway.start_feed_shards()
         yield Feed(gateway, queue)
 

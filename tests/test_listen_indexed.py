@@ -302,7 +302,7 @@ async def test_a_task_whose_shard_does_not_exist_stops_publishing_at_its_announc
     queue = new_task_queue("no-shards")
     async with app_worker(temporal_client, fresh_app(FIXTURE_APP), task_queue=queue):
         gateway = TemporalTaskGateway(temporal_client, task_queue=queue)
-        gateway.feed_tasks = True  # its tasks publish, but no shard was started
+        gateway.feed_runs = lambda workflow_id: True  # its tasks publish, but no shard was started
         task_id = await parked(gateway, None)
         keys = sorted((await gateway.observe(task_id, None)).memo[Memo.INPUT_REQUESTS], key=lambda k: "size" in k)
         await gateway.update(task_id, None, {keys[0]: {"action": "accept", "content": {"color": "red"}}})

@@ -324,7 +324,7 @@ async def test_a_feed_watcher_whose_temporal_goes_away_ends_its_subscribers_with
 
 async def _subscribers_told_when_temporal_goes(client: Client, queue: str, server: Process) -> None:
     gateway = TemporalTaskGateway(client, task_queue=queue)
-    gateway.feed_tasks = True
+    gateway.feed_runs = lambda workflow_id: True
     hub = FeedWatchHub(gateway, give_up_after_s=1)
     seen: list[dict[str, Any]] = []
     lost = anyio.Event()

@@ -30,6 +30,7 @@ from mcp_types import HEADER_MISMATCH
 
 from mcp_tasks_temporal.temporal.connection import connect_temporal
 from mcp_tasks_temporal.temporal.ids import UNKEYED
+from tests.polling import pauses
 from tests.processes import Process, free_port, start_front, start_temporal, start_worker
 from tests.wire import TERMINAL, HttpMcp, TaskCalls
 
@@ -334,9 +335,10 @@ async def tools_per_worker(stack: ScaleStack, task_ids: Sequence[str]) -> Counte
                 group.start_soon(one, task_id)
         return on_worker
 
+    wait = pauses()
     with anyio.fail_after(30):
         while not (on_worker := await count()):
-            await anyio.sleep(0.2)
+            await anyio.sleep(next(wait))
     return on_worker
 
 

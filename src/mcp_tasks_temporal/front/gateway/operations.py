@@ -138,13 +138,12 @@ class TemporalTaskGateway(WatcherReads):
         self.owner_keying = owner_keying
         """How principals become the owner keys in workflow IDs: the deployment's, shared by every process."""
         self.task_queue = task_queue
-        self.feed_tasks = False
-        """Tasks started here publish to the task feed: set by a front that follows it (`front.push_mode`)."""
-        self.feed_runs: Callable[[str], bool] = _every_shard_runs
-        """Whether the feed shard of a task's workflow ID runs: a task started before its shard does would not
-        publish, yet its memo would say it does until its next transition. A front that follows the feed
-        says which shards it has seen running (`FeedWatchHub.follows_shard_of`); a task it starts before then
-        is followed through its history."""
+        self.feed_runs: Callable[[str], bool] | None = None
+        """Whether the feed shard of a task's workflow ID runs, for a gateway whose tasks publish to the task feed
+        (`None`: they do not). A task started before its shard runs would not publish, yet its memo would say it
+        does until its next transition: a front that follows the feed says which shards it has seen running
+        (`FeedWatchHub.follows_shard_of`, set by `front.push_mode`), and a task it starts before then is followed
+        through its history."""
         self.answer_visibility_timeout_s = answer_visibility_timeout_s
         self.metrics = metrics or FrontMetrics()
         self.closed_tasks = closed_tasks if closed_tasks is not None else ClosedTaskCache()
@@ -331,7 +330,7 @@ class TemporalTaskGateway(WatcherReads):
         """What starts a tool task's run: its workflow type, input and start options, one task one run."""
         self._check_input(task.arguments, "The tool's arguments")
         workflow_id = self.owner_keying.workflow_id(task.task_id, principal)
-        if self.feed_tasks and self.feed_runs(workflow_id):
+        if self.feed_runs is not None and self.feed_runs(workflow_id):
             task = replace(task, feed=True)
         owner = self.owner_keying.owner_key(principal)
         memo = initial_memo(
@@ -679,8 +678,3 @@ class TemporalTaskGateway(WatcherReads):
                 task_id, observed.memo, closed, result=outcome.result, error=outcome.error, closed_at_ms=closed_at
             )
         return task_view(task_id, observed.memo, status, result=call_tool_result(value), closed_at_ms=closed_at)
-
-
-def _every_shard_runs(_workflow_id: str) -> bool:
-    """`feed_runs` of a gateway that starts its feed's shards itself (`start_feed_shards`) before its tasks."""
-    return True

@@ -19,7 +19,6 @@ def push_hub(gateway: TemporalTaskGateway, mode: PushMode, *, give_up_after_s: f
         from mcp_tasks_temporal.front.push.feed_watch import FeedWatchHub
 
         hub = FeedWatchHub(gateway, give_up_after_s=give_up_after_s)
-        gateway.feed_tasks = True
         gateway.feed_runs = hub.follows_shard_of
         return hub
     return TaskWatchHub(gateway, give_up_after_s=give_up_after_s)
