@@ -29,6 +29,7 @@ from tests.wire import HttpMcp, TaskCalls
 from ._common import (
     CONFORMANCE_APP,
     HOST,
+    Child,
     free_port,
     http_client,
     load_average,
@@ -50,6 +51,8 @@ DEFAULT_SAMPLES, QUICK_SAMPLES = 100, 30
 DEFAULT_PHASE_S, QUICK_PHASE_S = 5.0, 3.0
 DEFAULT_TASKS_PER_CLIENT, QUICK_TASKS_PER_CLIENT = 8, 3
 SMOKE_SAMPLES, SMOKE_PHASE_S, SMOKE_TASKS_PER_CLIENT = 3, 0.5, 1
+DEV_STOP_S: Final = 60.0
+DEV_START_ATTEMPTS: Final = 3
 
 
 @dataclass
@@ -71,20 +74,39 @@ class Settings:
 @asynccontextmanager
 async def dev(flags: list[str]) -> AsyncGenerator[str]:
     """A `dev` on free ports in a scratch state directory; its MCP endpoint."""
-    with tempfile.TemporaryDirectory(prefix="bench-dev-layout-") as tmp:
-        port = free_port()
-        command = [sys.executable, "-m", "mcp_tasks_temporal", "dev", "--app", CONFORMANCE_APP, *flags]
-        command += ["--port", str(port), "--temporal-port", str(free_port()), "--ui-port", "0", "--state-dir", tmp]
-        command += ["--max-inline-budget-ms", "0"]  # tasks, however quick their tools
-        child = await start_child("dev", command, Path(tmp))
-        try:
-            with anyio.fail_after(90):
-                while "Press Ctrl-C to stop." not in await child.log():
-                    await child.check_alive()
-                    await anyio.sleep(0.1)
-            yield f"http://{HOST}:{port}/mcp"
-        finally:
-            await child.stop()
+    for attempt in range(1, DEV_START_ATTEMPTS + 1):
+        # Errors removing the directory are ignored: a `dev` that had to be killed leaves its Temporal server to
+        # stop on its own (it gets SIGTERM with its parent's death), still writing its log and database there.
+        with tempfile.TemporaryDirectory(prefix="bench-dev-layout-", ignore_cleanup_errors=True) as tmp:
+            port = free_port()
+            command = [sys.executable, "-m", "mcp_tasks_temporal", "dev", "--app", CONFORMANCE_APP, *flags]
+            command += ["--port", str(port), "--temporal-port", str(free_port()), "--ui-port", "0"]
+            command += ["--state-dir", tmp, "--max-inline-budget-ms", "0"]  # tasks, however quick their tools
+            child = await start_child("dev", command, Path(tmp))
+            try:
+                if not await _started(child, last_attempt=attempt == DEV_START_ATTEMPTS):
+                    continue
+                yield f"http://{HOST}:{port}/mcp"
+                return
+            finally:
+                # `dev` stops its worker, then its Temporal server: seconds, several times that on a loaded machine.
+                await child.stop(timeout_s=DEV_STOP_S)
+
+
+async def _started(child: Child, *, last_attempt: bool) -> bool:
+    """Whether `dev` came up; False when it lost a port to another process and may be tried again."""
+    with anyio.fail_after(90):
+        while "Press Ctrl-C to stop." not in await child.log():
+            try:
+                await child.check_alive()
+            except RuntimeError as exited:
+                # Ports are picked free, then bound by the child: another benchmark's servers may take one between.
+                if "already in use" in str(exited) and not last_attempt:
+                    print(f"dev lost a port race, starting it again:\n{exited}", flush=True)
+                    return False
+                raise
+            await anyio.sleep(0.1)
+    return True
 
 
 @dataclass
