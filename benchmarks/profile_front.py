@@ -1,6 +1,6 @@
 """Where the front server's CPU goes while it serves one kind of request: py-spy on `mcp-tasks-temporal serve`.
 
-    .venv/bin/python -m benchmarks.profile_front [--op create|get|greet] [--seconds S] [--clients N]
+    .venv/bin/python -m benchmarks.profile_front [--op create|get|greet|inline] [--seconds S] [--clients N]
 
 Needs py-spy (`.venv/bin/pip install py-spy`; not a project dependency). It
 starts the same stack as `benchmarks.throughput` (dev server, worker and front
@@ -48,6 +48,7 @@ from ._common import (
 )
 
 SHORT_TOOL: Final = {"seconds": 0.1, "label": "profile"}
+ZERO_TOOL: Final = {"seconds": 0, "label": "profile"}
 SAMPLE_RATE = 250
 # Innermost match wins; the order only matters for paths that would match two entries.
 LAYERS: Final = (
@@ -154,6 +155,8 @@ async def operation(mcp: TaskCalls, op: str) -> Callable[[], Awaitable[Any]]:
         return lambda: mcp.call_tool("greet", {"name": "profile"})
     if op == "create":
         return lambda: mcp.call_tool("slow_compute", SHORT_TOOL)
+    if op == "inline":
+        return lambda: mcp.call_tool("slow_compute", ZERO_TOOL)
     created = (await mcp.call_tool("slow_compute", SHORT_TOOL)).result
     task_id = created["taskId"]
     with anyio.fail_after(60):
@@ -182,7 +185,9 @@ async def profile(op: str, clients: int, seconds: float, keep: Path | None) -> N
     py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     if not await anyio.Path(py_spy).exists():
         raise SystemExit("py-spy is not installed: .venv/bin/pip install py-spy")
-    async with product_stack("mcp-tasks-profile-") as stack, http_client() as http:
+    # `inline` is a 0 s tool answered in the call (the default budget); the others never wait for a tool.
+    budget_ms = None if op == "inline" else 0
+    async with product_stack("mcp-tasks-profile-", max_inline_budget_ms=budget_ms) as stack, http_client() as http:
         mcp = TaskCalls(HttpMcp(stack.url, http))
         call = await operation(mcp, op)
         for _ in range(20):
@@ -243,7 +248,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.profile_front", description=(__doc__ or "").splitlines()[0]
     )
-    parser.add_argument("--op", choices=("create", "get", "greet"), default="create")
+    parser.add_argument("--op", choices=("create", "get", "greet", "inline"), default="create")
     parser.add_argument("--seconds", type=positive_int, default=15, help="length of the py-spy recording")
     parser.add_argument("--clients", type=positive_int, default=8, help="concurrent HTTP clients")
     parser.add_argument("--raw", type=Path, default=None, help="also keep py-spy's raw (collapsed) stacks here")
