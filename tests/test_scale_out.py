@@ -43,7 +43,10 @@ IN_FLIGHT = 10
 FRONT_FLAGS = ["--heartbeat-timeout", "2"]
 MAX_ATTEMPTS = 3  # ActivityPolicy.maximum_attempts, the front's default
 SETTLE_S = 90.0
-KILLED_TOOL_STEPS = 16
+# 8 s tools (16 steps of 0.5 s): each kill waits for ten tools running at once, and a worker's tools are seen on it
+# only once an activity adopts them, after their first second; on a loaded machine 3 s tools could all end before
+# the hundredth create returned, and the wait found none.
+TOOL_STEPS = 16
 SETTLE_AFTER_RESTART_S = 180.0
 STALL_S = 30.0
 ROUND_PAUSE_S = 0.5
@@ -153,25 +156,16 @@ class Created:
 
 
 async def create_crunches(
-    fronts: Sequence[TaskCalls],
-    effects: Path,
-    *,
-    count: int = TASKS,
-    in_flight: int = IN_FLIGHT,
-    steps: int | None = None,
+    fronts: Sequence[TaskCalls], effects: Path, *, count: int = TASKS, in_flight: int = IN_FLIGHT
 ) -> list[Created]:
-    """Start `count` crunch tasks, spread round-robin over the fronts, `in_flight` at a time.
-
-    `steps` of half a second each (the tool's default: 6).
-    """
+    """Start `count` crunch tasks of `TOOL_STEPS` steps, spread round-robin over the fronts, `in_flight` at a time."""
     limiter = anyio.CapacityLimiter(in_flight)
     created: list[Created] = []
-    extra = {"steps": steps} if steps is not None else {}
 
     async def one(n: int) -> None:
         index = n % len(fronts)
         async with limiter:
-            result = await fronts[index].start("crunch", {"n": n, "effects": str(effects), **extra})
+            result = await fronts[index].start("crunch", {"n": n, "effects": str(effects), "steps": TOOL_STEPS})
         assert result["status"] == "working", result
         created.append(Created(result["taskId"], n, index))
 
@@ -385,9 +379,7 @@ async def test_front_killed_mid_run(scale: ScaleStack, http: httpx.AsyncClient) 
 
 async def test_worker_killed_mid_activity(scale: ScaleStack, http: httpx.AsyncClient) -> None:
     fronts = [calls_for(f, http) for f in scale.fronts]
-    # 8 s tools: a worker's tools are seen only once an activity adopts them, after their first second, and on a
-    # loaded machine 3 s tools could all end (the last adopted as they end) before the hundredth create returns.
-    created = await create_crunches(fronts, scale.effects, steps=KILLED_TOOL_STEPS)
+    created = await create_crunches(fronts, scale.effects)
     ids = [c.task_id for c in created]
     # Ten at once, as the other kills wait for: each create takes its tool's inline budget, so on a loaded
     # machine the first tasks may end before the last are created, and twenty need not ever run together.
