@@ -16,6 +16,10 @@ from dataclasses import dataclass
 from typing import Any, Final, cast
 
 NEXUS_TOOL_WORKFLOW: Final = "mcp_tasks.NexusTool"
+NEXUS_EXPIRY_GRACE_S: Final = 60.0
+"""How long past its TTL a Nexus tool's run may last. It cancels its operation shortly before the TTL and ends
+once the handler has acknowledged; Temporal, timing the caller out first, would abandon the handler's workflow
+instead (on a loaded machine a 10 s task's 2 s margin was not enough)."""
 
 REPLY_SERVICE: Final = "mcp_tasks.Reply"
 """The Nexus service our worker hosts, reached through the reply endpoint (which targets our namespace)."""

@@ -83,6 +83,7 @@ from mcp_tasks_temporal.temporal.fairness import FairnessPolicy
 from mcp_tasks_temporal.temporal.ids import UNKEYED, WORKFLOW_ID_PREFIX, OwnerKeying, is_task_id, task_workflow_id
 from mcp_tasks_temporal.temporal.inputs import response_problem
 from mcp_tasks_temporal.temporal.metrics import FrontMetrics, RequestMetrics
+from mcp_tasks_temporal.temporal.nexus_contract import NEXUS_EXPIRY_GRACE_S, NEXUS_TOOL_WORKFLOW
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits, namespace_blob_limit
 from mcp_tasks_temporal.temporal.payload_storage import StoredPayloadError
 from mcp_tasks_temporal.temporal.result_text import expand
@@ -361,7 +362,8 @@ class TemporalTaskGateway(WatcherReads):
         Returns the task as its start left it, before any event after the start: following the
         task from there (`TaskWatchHub.subscribe(seen=...)`) replays every status it has set since,
         in order, however soon after the start it set them. The TTL is also the workflow's execution
-        timeout, which covers its whole continue-as-new chain, so Temporal itself stops an expired task.
+        timeout, which covers its whole continue-as-new chain, so Temporal itself stops an expired task
+        (a Nexus tool's run ends itself at its TTL, and Temporal only past `NEXUS_EXPIRY_GRACE_S`).
         """
         self._check_input(task.args, "The tool's arguments")
         memo = workflow_task_memo(task, self.owner_keying.owner_key(principal), anonymous=principal is None)
@@ -373,7 +375,7 @@ class TemporalTaskGateway(WatcherReads):
             memo=memo,
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
-            execution_timeout=timedelta(milliseconds=task.ttl_ms) if task.ttl_ms is not None else None,
+            execution_timeout=_execution_timeout(task),
             versioning_override=AutoUpgradeVersioningOverride() if task.auto_upgrade else None,
             static_summary=f"MCP task: {task.tool}",
             search_attributes=start_attributes(tool=task.tool, owner=self.owner_keying.owner_key(principal))
@@ -678,3 +680,10 @@ class TemporalTaskGateway(WatcherReads):
                 task_id, observed.memo, closed, result=outcome.result, error=outcome.error, closed_at_ms=closed_at
             )
         return task_view(task_id, observed.memo, status, result=call_tool_result(value), closed_at_ms=closed_at)
+
+
+def _execution_timeout(task: WorkflowTask) -> timedelta | None:
+    if task.ttl_ms is None:
+        return None
+    grace_s = NEXUS_EXPIRY_GRACE_S if task.workflow == NEXUS_TOOL_WORKFLOW else 0.0
+    return timedelta(milliseconds=task.ttl_ms, seconds=grace_s)
