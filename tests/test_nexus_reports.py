@@ -112,6 +112,10 @@ async def running(handle: WorkflowHandle[Any, Any]) -> bool:
         return False
 
 
+async def closed(handle: WorkflowHandle[Any, Any]) -> bool:
+    return (await handle.describe()).status != WorkflowExecutionStatus.RUNNING
+
+
 async def until(check: Callable[[], Awaitable[bool]], *, what: str) -> None:
     wait = pauses()
     with anyio.fail_after(WAIT_S):
@@ -202,7 +206,9 @@ async def test_a_cancelled_task_without_a_ttl_ends_cancelled_with_its_handler(si
         await task.result()
     assert isinstance(ended.value.cause, CancelledError), ended.value.cause
     assert (await task.describe()).status == WorkflowExecutionStatus.CANCELED
-    # The task ends only once the handler side acknowledged: its workflow is closed already.
+    # The task ends once the handler side acknowledged, and its workflow ends cancelled: in one loaded CI run it
+    # still showed running when the task had ended, so this waits for it (a wrong end fails at once).
+    await until(lambda: closed(handler), what="the handler workflow to end")
     assert (await handler.describe()).status == WorkflowExecutionStatus.CANCELED
 
 
