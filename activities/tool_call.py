@@ -282,7 +282,7 @@ class ToolActivities:
             result: dict[str, Any] = {}
             failure: Exception | None = None
             async with anyio.create_task_group() as attempt:
-                attempt.start_soon(self._keep_alive, reporter)
+                attempt.start_soon(self._keep_alive, reporter, keepalive_period(self._keepalive_s, call, info))
                 if call.feed_workflow_id:
                     shown = reporter.current  # the restored status, before the tool sets one
                     attempt.start_soon(
@@ -367,15 +367,29 @@ class ToolActivities:
         wire["_meta"] = {**(wire.get("_meta") or {}), SERVER_INFO_META_KEY: self._lowlevel.server_info_stamp}
         return wire
 
-    async def _keep_alive(self, reporter: StatusReporter) -> None:
+    async def _keep_alive(self, reporter: StatusReporter, period_s: float) -> None:
         """Heartbeat while the tool runs: liveness for Temporal, and the only way a cancel reaches the tool.
 
         Not at once: a tool that ends within the period costs no heartbeat at all, and a status line is
         sent when the tool sets it (`StatusReporter.set`), so a cancel still reaches a tool within a period.
         """
         while True:
-            await anyio.sleep(self._keepalive_s)
+            await anyio.sleep(period_s)
             reporter.heartbeat()
+
+
+def keepalive_period(keepalive_s: float, call: ToolRoundInput, info: activity.Info) -> float:
+    """The worker's keep-alive period, or a third of the round's heartbeat timeout when that is shorter.
+
+    At the timeout itself, the first keep-alive would race the timeout it is meant to beat, and a silent tool
+    would lose every attempt to it.
+    """
+    timeout_s = call.heartbeat_timeout_s
+    if timeout_s is None and info.heartbeat_timeout is not None:
+        timeout_s = info.heartbeat_timeout.total_seconds()
+    if not timeout_s:
+        return keepalive_s
+    return max(0.05, min(keepalive_s, timeout_s / 3))
 
 
 @asynccontextmanager

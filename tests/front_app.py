@@ -77,7 +77,8 @@ def _defining_module(package: ModuleType, attr: str) -> ModuleType:
     """The module among `package` and its loaded submodules whose own code builds `package.attr`."""
     target = getattr(package, attr)
     prefix = f"{package.__name__}."
-    for name, module in sorted(sys.modules.items()):
+    # A copy: a worker thread of the same process may import meanwhile (the sandbox, a converter's lazy import).
+    for name, module in sorted(sys.modules.copy().items()):
         if name.startswith(prefix) and getattr(module, attr, None) is target and _builds(module, attr):
             return module
     return package

@@ -149,3 +149,46 @@ async def silent_once(gate: str) -> str:
     if len(runs.read_text().splitlines()) == 1:
         await anyio.sleep(30)
     return "answered on a later attempt"
+
+
+SHORT_HEARTBEAT = ActivityPolicy(heartbeat_timeout_s=0.6, maximum_attempts=1)
+"""A heartbeat timeout well under the workers' 2 s keep-alive, and no second attempt to hide a lost one."""
+
+
+async def _quiet(gate: str, seconds: float) -> str:
+    with (Path(gate) / "runs").open("a") as runs:
+        runs.write("run\n")
+    await anyio.sleep(seconds)
+    return f"quiet for {seconds:g} s"
+
+
+@tasks.tool(policy="optional", inline_budget_ms=0, activity=SHORT_HEARTBEAT)
+@app.tool()
+async def quiet_activity(gate: str, seconds: float) -> str:
+    """Sets no status line for `seconds`, as an activity from the start: only the keep-alive says it lives."""
+    return await _quiet(gate, seconds)
+
+
+@tasks.tool(policy="optional", inline_budget_ms=SHORT_BUDGET_MS, activity=SHORT_HEARTBEAT)
+@app.tool()
+async def quiet_adopted(gate: str, seconds: float) -> str:
+    """As `quiet_activity`, but starting locally: the activity that adopts it past the budget heartbeats."""
+    return await _quiet(gate, seconds)
+
+
+@tasks.tool(
+    policy="optional", inline_budget_ms=0, activity=ActivityPolicy(start_to_close_timeout_s=2, maximum_attempts=1)
+)
+@app.tool()
+async def stops_late(gate: str) -> str:
+    """Waits for `gate/release`; a cancel takes it 4 s to act on (a cleanup that cannot be cut short), so its
+    attempt's 2 s timeout ends the attempt first."""
+    folder = Path(gate)
+    (folder / "started").write_text("1")
+    try:
+        await _wait_for(folder / "release")
+    except anyio.get_cancelled_exc_class():
+        with anyio.CancelScope(shield=True):
+            await anyio.sleep(4)
+        raise
+    return "released"

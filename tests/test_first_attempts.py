@@ -14,7 +14,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
 
-from mcp_tasks_temporal.temporal.contract import ADOPT_TOOL_ACTIVITY, RUN_TOOL_ACTIVITY
+from mcp_tasks_temporal.temporal.contract import ADOPT_TOOL_ACTIVITY, RUN_TOOL_ACTIVITY, Memo
 from tests.test_inline_results import runs_of, until_file
 from tests.wire import TaskCalls
 
@@ -37,6 +37,17 @@ def scheduled_activities(events: list[HistoryEvent]) -> list[str]:
         event.activity_task_scheduled_event_attributes.activity_type.name
         for event in events
         if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
+
+
+async def memo_statuses(client: Client, workflow_id: str) -> list[str]:
+    """Every status the run wrote into its memo, in order."""
+    converter = client.data_converter.payload_converter
+    return [
+        converter.from_payload(event.workflow_properties_modified_event_attributes.upserted_memo.fields[Memo.STATUS])
+        for event in await history(client, workflow_id)
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED
+        and Memo.STATUS in event.workflow_properties_modified_event_attributes.upserted_memo.fields
     ]
 
 
@@ -104,3 +115,26 @@ async def test_a_first_attempt_that_hangs_is_retried_as_an_activity_within_the_b
     assert runs(gate) == 2
     [workflow_id] = await runs_of(app_client, app_queue, "silent_once", "Completed")
     assert scheduled_activities(await history(app_client, workflow_id)) == [RUN_TOOL_ACTIVITY]
+
+
+@pytest.mark.parametrize("tool", ["quiet_activity", "quiet_adopted"])
+async def test_a_silent_tool_outlives_a_heartbeat_timeout_shorter_than_the_keep_alive_on_its_one_attempt(
+    front_mcp: TaskCalls, gate: Path, tool: str
+) -> None:
+    # Three heartbeat timeouts (0.6 s) of silence; one attempt only, so a lost one fails the task.
+    created = await front_mcp.start(tool, {"gate": str(gate), "seconds": 1.8})
+    done = await front_mcp.wait_for(created["taskId"], timeout=WAIT)
+    assert done["status"] == "completed", done
+    assert runs(gate) == 1
+
+
+async def test_a_tool_whose_attempt_is_lost_as_a_cancel_stops_it_ends_cancelled_and_never_shows_failed(
+    front_mcp: TaskCalls, app_client: Client, app_queue: str, gate: Path
+) -> None:
+    created = await front_mcp.start("stops_late", {"gate": str(gate)})
+    await until_file(gate / "started")
+    assert (await front_mcp.cancel(created["taskId"])).result is not None
+    assert (await front_mcp.wait_for(created["taskId"], timeout=WAIT))["status"] == "cancelled"
+    [workflow_id] = await runs_of(app_client, app_queue, "stops_late", "Canceled")
+    # A terminal status is never left: `failed` on the way to `cancelled` would be one.
+    assert "failed" not in await memo_statuses(app_client, workflow_id)

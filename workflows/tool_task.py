@@ -65,6 +65,7 @@ FEED_ANNOUNCE_PATCH = "announce-tasks-to-the-task-feed"
 DRAIN_THROUGH_CANCEL_PATCH = "feed-drain-outlives-a-late-cancel"
 COMPLETION_ONCE_PATCH = "completion-written-once"
 FIRST_ATTEMPT_LOCAL_PATCH = "first-attempt-in-the-first-workflow-task"
+CANCEL_OVER_FAILURE_PATCH = "a-cancelled-task-never-shows-failed"
 
 ADOPT_START_S = 15.0
 """How long a handed-off first attempt may wait for its adoption to start (its worker polls its own queue)
@@ -129,10 +130,18 @@ class ToolTaskWorkflow:
                 # not changed yet is acknowledged from the index. Number 0 notifies no front.
                 self._feed.announce(self._fields())
         try:
-            return await self._run(task)
-        finally:
+            outcome = await self._run(task)
+        except GeneratorExit:
+            # The worker dropped the run from its cache while it waited (eviction, shutdown): its coroutine is
+            # closed outside the workflow's event loop, where nothing may be awaited. The run goes on elsewhere.
+            raise
+        except BaseException:
             if self._feed is not None:
                 await self._drain_feed(self._feed)
+            raise
+        if self._feed is not None:
+            await self._drain_feed(self._feed)
+        return outcome
 
     async def _drain_feed(self, feed: FeedOutbox) -> None:
         """Wait until the shard has every transition, the last one included.
@@ -272,6 +281,7 @@ class ToolTaskWorkflow:
                 request_state=request_state,
                 progress_timeout_s=policy.progress_timeout_s,
                 feed_workflow_id=self._feed.feed_workflow_id if self._feed is not None else None,
+                heartbeat_timeout_s=policy.heartbeat_timeout_s,
             )
             try:
                 attempts = policy.maximum_attempts
@@ -285,7 +295,7 @@ class ToolTaskWorkflow:
                         await workflow.sleep(policy.initial_retry_interval_s)
                 outcome = local if local is not None else await self._tool_activity(call, policy, attempts)
             except _FirstAttemptFailed as failed:
-                raise self._fail(failed.cause) from None
+                raise self._ended_by(failed.cause) from None
             except ActivityError as err:
                 if isinstance(err.cause, CancelledError):
                     raise asyncio.CancelledError() from err
@@ -295,7 +305,7 @@ class ToolTaskWorkflow:
                     await workflow.sleep(min(2.0 * 2 ** min(tool_waits, 5), _TOOL_WAIT_MAX_S))
                     tool_waits += 1
                     continue
-                raise self._fail(err.cause) from None
+                raise self._ended_by(err.cause) from None
             if outcome.get("resultType") != "input_required":
                 self._result = outcome
                 self._complete()
@@ -416,6 +426,17 @@ class ToolTaskWorkflow:
         self._transition("input_required")
         await workflow.wait_condition(lambda: all(k in self._answers for k in task_keys))
         return {key: self._answers[task_key] for task_key, key in task_keys.items()}
+
+    def _ended_by(self, cause: BaseException | None) -> BaseException:
+        """What ends the task when its attempt failed: the failure, or the cancel that came first.
+
+        An attempt being cancelled (the activity waits for its tool to stop) may still end in a failure of its
+        own, such as its heartbeat lost as it stopped. The task was cancelled by then, and `cancelled` is what
+        it ends as: before the patch it showed `failed` first, a terminal status it then left, and replays so.
+        """
+        if workflow.cancellation_reason() is not None and workflow.patched(CANCEL_OVER_FAILURE_PATCH):
+            return asyncio.CancelledError()
+        return self._fail(cause)
 
     def _fail(self, cause: BaseException | None) -> ApplicationError:
         if isinstance(cause, ApplicationError) and cause.type == JSONRPC_ERROR and cause.details:

@@ -120,6 +120,15 @@ async def scripted_tool(call: ToolRoundInput) -> dict[str, Any]:
         while True:
             activity.heartbeat()
             await asyncio.sleep(0.1)
+    if call.tool == "fails_as_it_stops":
+        try:
+            while True:
+                activity.heartbeat()
+                await asyncio.sleep(0.1)
+        except asyncio.CancelledError:
+            # Its own failure, after the cancel was requested: the task ends cancelled all the same.
+            failure = {"code": -32603, "message": "cleanup failed"}
+            raise ApplicationError("cleanup failed", failure, type=JSONRPC_ERROR) from None
     if call.tool == "fail":
         raise ApplicationError("backend refused", {"code": -32042, "message": "backend refused"}, type=JSONRPC_ERROR)
     if call.tool == "flaky" and info.attempt == 1:
@@ -251,6 +260,7 @@ PATHS: dict[str, tuple[str, int | None, Drive]] = {
     "first_attempt_retried": ("flaky", 60_000, _nothing),
     "first_attempt_adopted": ("slow", 60_000, _nothing),
     "first_attempt_adopted_cancel": ("hang", 60_000, _cancel_while_running),
+    "cancel_then_attempt_failed": ("fails_as_it_stops", 60_000, _cancel_while_running),
 }
 FEED_PATHS = frozenset({"feed_input_rounds", "feed_cancel", "feed_rounds_with_deadline", "feed_announced_rounds"})
 """Paths of a task that publishes its transitions to the task feed (a front in feed mode started it)."""

@@ -168,6 +168,9 @@ class ToolRoundInput:
     progress_timeout_s: float | None = None
     feed_workflow_id: str | None = None
     """The task's feed shard, if it publishes to the task feed: the tool's status lines go there too."""
+    heartbeat_timeout_s: float | None = None
+    """The round's heartbeat timeout, which the keep-alive must beat: a first attempt running locally has none
+    of its own, only the one its adopting activity will have."""
 
 
 @dataclass(frozen=True)
