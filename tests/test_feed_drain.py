@@ -9,6 +9,8 @@ lands in that window every time.
 
 from __future__ import annotations
 
+import gc
+import sys
 import uuid
 from typing import Any
 
@@ -98,3 +100,35 @@ async def test_a_cancel_while_the_completed_transition_is_delivered_leaves_the_t
     # The new path replays on the code that made it.
     replayer = Replayer(workflows=workflows, interceptors=interceptors, workflow_runner=workflow_runner())
     await replayer.replay_workflow(await handle.fetch_history())
+
+
+@activity.defn(name=RUN_TOOL_ACTIVITY)
+async def ask_once(call: ToolRoundInput) -> dict[str, Any]:
+    question = {"method": "elicitation/create", "params": {"message": "Go?", "requestedSchema": {"type": "object"}}}
+    return {"resultType": "input_required", "inputRequests": {"go": question}, "requestState": "r0"}
+
+
+async def test_a_feed_task_its_worker_drops_while_it_waits_closes_without_awaiting_its_drain(
+    temporal_client: Client,
+) -> None:
+    """A worker that stops drops the runs it holds, and their coroutines are closed outside the workflow's event
+    loop: a run that awaited its feed drain then raised there (reported as unraisable, in whatever ran next)."""
+    task_queue = f"feed-dropped-{uuid.uuid4()}"
+    handle = await start_task(temporal_client, task_queue, "ask_once", id_prefix="feed-dropped", feed=True)
+    unraisable: list[Any] = []
+    previous = sys.unraisablehook
+    sys.unraisablehook = unraisable.append
+    try:
+        async with Worker(
+            temporal_client,
+            task_queue=task_queue,
+            workflows=[*WORKFLOWS, TaskFeedWorkflow],
+            activities=[ask_once],
+            workflow_runner=workflow_runner(),
+        ):
+            await memo_status(handle, "input_required", BOUND_S)
+        gc.collect()
+    finally:
+        sys.unraisablehook = previous
+        await handle.terminate()
+    assert not unraisable, [str(u.exc_value) for u in unraisable]
