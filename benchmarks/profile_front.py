@@ -1,6 +1,6 @@
 """Where the front server's CPU goes while it serves one kind of request: py-spy on `mcp-tasks-temporal serve`.
 
-    .venv/bin/python -m benchmarks.profile_front [--op create|get|greet|inline] [--seconds S] [--clients N]
+    .venv/bin/python -m benchmarks.profile_front [--op create|get|get-working|greet|inline] [--seconds S] [--clients N]
 
 Needs py-spy (`.venv/bin/pip install py-spy`; not a project dependency). It
 starts the same stack as `benchmarks.throughput` (dev server, worker and front
@@ -48,6 +48,7 @@ from ._common import (
 )
 
 SHORT_TOOL: Final = {"seconds": 0.1, "label": "profile"}
+LONG_TOOL: Final = {"seconds": 3600, "label": "profile"}
 ZERO_TOOL: Final = {"seconds": 0, "label": "profile"}
 SAMPLE_RATE = 250
 # Innermost match wins; the order only matters for paths that would match two entries.
@@ -157,6 +158,10 @@ async def operation(mcp: TaskCalls, op: str) -> Callable[[], Awaitable[Any]]:
         return lambda: mcp.call_tool("slow_compute", SHORT_TOOL)
     if op == "inline":
         return lambda: mcp.call_tool("slow_compute", ZERO_TOOL)
+    if op == "get-working":
+        # A running task: each read is a `describe` of its workflow, its tool's heartbeat details included.
+        running = (await mcp.call_tool("slow_compute", LONG_TOOL)).result
+        return lambda: mcp.get(running["taskId"])
     created = (await mcp.call_tool("slow_compute", SHORT_TOOL)).result
     task_id = created["taskId"]
     with anyio.fail_after(60):
@@ -248,7 +253,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.profile_front", description=(__doc__ or "").splitlines()[0]
     )
-    parser.add_argument("--op", choices=("create", "get", "greet", "inline"), default="create")
+    parser.add_argument("--op", choices=("create", "get", "get-working", "greet", "inline"), default="create")
     parser.add_argument("--seconds", type=positive_int, default=15, help="length of the py-spy recording")
     parser.add_argument("--clients", type=positive_int, default=8, help="concurrent HTTP clients")
     parser.add_argument("--raw", type=Path, default=None, help="also keep py-spy's raw (collapsed) stacks here")
