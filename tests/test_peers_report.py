@@ -29,7 +29,7 @@ def _column(server: Any, zero: float, creates: float) -> Column:
 
 
 def _results(*columns: Column) -> Results:
-    return Results(list(columns), _op(10.0), _op(5.0), _op(2.0), _op(55.0), raw_starts_per_s=50.0)
+    return Results(list(columns), _op(10.0), _op(5.0), _op(2.0), _op(55.0), _op(60.0), raw_starts_per_s=50.0)
 
 
 def _task_server(name: str) -> TaskServer:
@@ -60,3 +60,13 @@ def test_a_run_with_no_peer_renders_ours_and_the_raw_calls_alone() -> None:
     assert len({row.count("|") for row in rendered.splitlines() if row.startswith("|")}) == 1
     assert "fastmcp" not in ratios(results)
     assert "mcp-agent" not in ratios(results)
+
+
+def test_each_50_ms_ratio_divides_by_the_plain_call_sampled_in_its_own_rounds() -> None:
+    ours = _column(_task_server("ours"), 100.0, 40.0)
+    ours.ops["fifty"], ours.ops["fifty_advised"] = _op(82.5), _op(90.0)
+    lines = ratios(_results(ours)).splitlines()
+    [polling] = [text for text in lines if text.startswith("50 ms tool, task-capable call (10 ms polling)")]
+    [advised] = [text for text in lines if text.startswith("50 ms tool, task-capable call (advised cadence)")]
+    assert "82.5 / 55.0 ms = 1.50x" in polling and "met" in polling
+    assert "90.0 / 60.0 ms = 1.50x" in advised and "met" in advised
