@@ -121,8 +121,8 @@ async def test_a_first_attempt_that_hangs_is_retried_as_an_activity_within_the_b
 async def test_a_silent_tool_outlives_a_heartbeat_timeout_shorter_than_the_keep_alive_on_its_one_attempt(
     front_mcp: TaskCalls, gate: Path, tool: str
 ) -> None:
-    # Three heartbeat timeouts (0.6 s) of silence; one attempt only, so a lost one fails the task.
-    created = await front_mcp.start(tool, {"gate": str(gate), "seconds": 1.8})
+    # Two and a half heartbeat timeouts (1 s) of silence; one attempt only, so a lost one fails the task.
+    created = await front_mcp.start(tool, {"gate": str(gate), "seconds": 2.5})
     done = await front_mcp.wait_for(created["taskId"], timeout=WAIT)
     assert done["status"] == "completed", done
     assert runs(gate) == 1
