@@ -21,6 +21,7 @@ import logging
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import anyio
@@ -65,6 +66,7 @@ from mcp_tasks_temporal.temporal.contract import (
     as_object,
 )
 from mcp_tasks_temporal.temporal.feed_status import publish_status_lines
+from mcp_tasks_temporal.temporal.heartbeats import heartbeat_interval
 from mcp_tasks_temporal.temporal.inputs import missing_capability_error
 from mcp_tasks_temporal.temporal.payload_limits import PayloadLimits
 from mcp_tasks_temporal.temporal.progress import StatusReporter, TaskRun, bind_run, progress_message
@@ -282,7 +284,9 @@ class ToolActivities:
             result: dict[str, Any] = {}
             failure: Exception | None = None
             async with anyio.create_task_group() as attempt:
-                attempt.start_soon(self._keep_alive, reporter, keepalive_period(self._keepalive_s, call, info))
+                # A local first attempt has no heartbeat timeout of its own: its adopter's is the round's.
+                timeout = info.heartbeat_timeout or _seconds(call.heartbeat_timeout_s)
+                attempt.start_soon(self._keep_alive, reporter, heartbeat_interval(timeout, longest_s=self._keepalive_s))
                 if call.feed_workflow_id:
                     shown = reporter.current  # the restored status, before the tool sets one
                     attempt.start_soon(
@@ -378,18 +382,8 @@ class ToolActivities:
             reporter.heartbeat()
 
 
-def keepalive_period(keepalive_s: float, call: ToolRoundInput, info: activity.Info) -> float:
-    """The worker's keep-alive period, or a third of the round's heartbeat timeout when that is shorter.
-
-    At the timeout itself, the first keep-alive would race the timeout it is meant to beat, and a silent tool
-    would lose every attempt to it.
-    """
-    timeout_s = call.heartbeat_timeout_s
-    if timeout_s is None and info.heartbeat_timeout is not None:
-        timeout_s = info.heartbeat_timeout.total_seconds()
-    if not timeout_s:
-        return keepalive_s
-    return max(0.05, min(keepalive_s, timeout_s / 3))
+def _seconds(value: float | None) -> timedelta | None:
+    return timedelta(seconds=value) if value else None
 
 
 @asynccontextmanager

@@ -182,14 +182,14 @@ async def quiet_adopted(gate: str, seconds: float) -> str:
 )
 @app.tool()
 async def stops_late(gate: str) -> str:
-    """Waits for `gate/release`; a cancel takes it 4 s to act on (a cleanup that cannot be cut short), so its
-    attempt's 2 s timeout ends the attempt first."""
+    """Waits for `gate/release`; a cancel it acts on only once `gate/cleaned` exists (a cleanup that cannot be cut
+    short, which the test lets end once it has seen the task end), so its attempt's 2 s timeout ends it first."""
     folder = Path(gate)
     (folder / "started").write_text("1")
     try:
         await _wait_for(folder / "release")
     except anyio.get_cancelled_exc_class():
-        with anyio.CancelScope(shield=True):
-            await anyio.sleep(4)
+        with anyio.CancelScope(shield=True), anyio.move_on_after(30):
+            await _wait_for(folder / "cleaned")
         raise
     return "released"

@@ -41,11 +41,11 @@ _warned: set[tuple[str, str]] = set()
 """(workflow type, activity type) pairs already warned about in this worker process."""
 
 
-def heartbeat_interval(timeout: timedelta | None) -> float:
-    """How often to heartbeat: several times per `timeout`, and at least once a second."""
-    if timeout is None:
-        return MAX_INTERVAL_S
-    return max(0.05, min(MAX_INTERVAL_S, timeout.total_seconds() / 4))
+def heartbeat_interval(timeout: timedelta | None, longest_s: float = MAX_INTERVAL_S) -> float:
+    """How often to heartbeat: several times per `timeout`, and at least every `longest_s`."""
+    if not timeout:
+        return longest_s
+    return max(0.05, min(longest_s, timeout.total_seconds() / 4))
 
 
 class _LatestDetails(ActivityOutboundInterceptor):
