@@ -30,6 +30,7 @@ Counts, not times: they do not depend on the machine's load, so one run is the f
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -461,7 +462,8 @@ async def amain(argv: Sequence[str] | None = None) -> None:
     print(
         "server: temporal dev server, SQLite file (WAL) in a temp dir; `mcp-tasks-temporal serve` and `worker` as"
         " subprocesses with --metrics-port (the Temporal SDK's counters); the conformance fixture app; push mode"
-        " poll (the default); counts per unit, the idle rate over the same time subtracted",
+        f" {os.environ.get('MCP_TASKS_PUSH', 'poll (the default)')}; counts per unit, the idle rate over the same"
+        " time subtracted",
         flush=True,
     )
     started = time.perf_counter()

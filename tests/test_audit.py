@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import httpx
@@ -35,7 +35,7 @@ from mcp_tasks_temporal.temporal.ids import UNKEYED
 from mcp_tasks_temporal.temporal.worker import WORKFLOWS
 from tests.bearer import token_auth
 from tests.cli_runs import run_in_process
-from tests.conftest import Stack
+from tests.conftest import OpenFront, Stack
 from tests.docs_pipeline import APP as DOCS_APP
 from tests.docs_pipeline import deploy_first, docs_pipeline, without_deploying_status
 from tests.front_app import InProcessFront
@@ -108,9 +108,13 @@ def principal_pairs() -> list[dict[str, str]]:
 
 @pytest.fixture(scope="module")
 def front_settings(principal_pairs: list[dict[str, str]]) -> dict[str, Any]:
-    """The module's front, in this process, takes a bearer token per principal of the pool."""
+    """The module's front, in this process, takes a bearer token per principal of the pool.
+
+    It follows tasks by their histories: a task off the feed records its tool as its first command, which the
+    verify tests name; a task on the feed records its publish first (`test_verify_names_the_feeds_publish`).
+    """
     tokens = {f"token-{who}-{i}": name for i, names in enumerate(principal_pairs) for who, name in names.items()}
-    return {"auth": token_auth(tokens)}
+    return {"auth": token_auth(tokens), "push": "poll"}
 
 
 @pytest.fixture(scope="module")
@@ -272,6 +276,27 @@ async def test_verify_passes_on_current_code_and_fails_on_a_changed_workflow(
     found = await verify(runs, [ChangedToolTask], temporal_client.data_converter)
     assert found.verdict == "incompatible" and found.divergence is not None
     assert "nondeterminism" in found.divergence.replayer_message.lower()
+
+
+async def test_verify_names_the_feeds_publish(
+    principals: Principals, open_front: OpenFront, temporal: str, temporal_client: Client
+) -> None:
+    feed_front = await open_front(push="feed")
+    alice = principals.names["alice"]
+    async with feed_front.http() as http:
+        alice_token = cast(BearerMcp, principals.alice.client).token
+        on_feed = TaskCalls(BearerMcp(feed_front.url, http, alice_token))
+        task_id = (await on_feed.start("double", {"x": 4}))["taskId"]
+        assert (await on_feed.wait_for(task_id))["status"] == "completed"
+    changed = await run_cli(
+        "audit", task_id, "--principal", alice, "--verify", "--format", "json", "--temporal", temporal,
+        module=[sys.executable, "-m", "tests.variant_cli"], check=False,
+    )  # fmt: skip
+    assert changed.returncode == EXIT_INCOMPATIBLE, changed.stderr
+    verdict = json.loads(changed.stdout)
+    # A task answered with its ID is on the feed from its start: its first command announces it to its shard.
+    assert verdict["divergence"]["recorded"] == {"kind": "feed", "name": "the task's publish to its feed shard"}
+    assert "__temporal" not in verdict["verifyReason"]
 
 
 async def test_audit_finds_a_task_without_the_principal_and_by_workflow_id(

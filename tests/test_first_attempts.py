@@ -15,6 +15,7 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
 
 from mcp_tasks_temporal.temporal.contract import ADOPT_TOOL_ACTIVITY, RUN_TOOL_ACTIVITY, Memo
+from tests.conftest import OpenApp
 from tests.test_inline_results import runs_of, until_file
 from tests.wire import TaskCalls
 
@@ -49,6 +50,12 @@ async def memo_statuses(client: Client, workflow_id: str) -> list[str]:
         if event.event_type == EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED
         and Memo.STATUS in event.workflow_properties_modified_event_attributes.upserted_memo.fields
     ]
+
+
+def signals_sent(events: list[HistoryEvent]) -> int:
+    """Signals the run sent (a task's only ones are its publishes to its feed shard)."""
+    sent = EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED
+    return sum(event.event_type == sent for event in events)
 
 
 def runs(gate: Path) -> int:
@@ -141,3 +148,27 @@ async def test_a_tool_whose_attempt_is_lost_as_a_cancel_stops_it_ends_cancelled_
     [workflow_id] = await runs_of(app_client, app_queue, "stops_late", "Canceled")
     # A terminal status is never left: `failed` on the way to `cancelled` would be one.
     assert "failed" not in await memo_statuses(app_client, workflow_id)
+
+
+async def test_on_the_feed_a_tool_that_ends_in_its_first_attempt_publishes_nothing_and_one_that_goes_on_joins_it(
+    open_app: OpenApp, app_client: Client, gate: Path
+) -> None:
+    front = await open_app("tests.inline_app:app", push="feed")
+    queue = front.gateway.task_queue
+    async with front.http() as http:
+        mcp = front.calls(http)
+        answer = (await mcp.call_tool("double", {"x": 4})).result
+        assert answer["resultType"] == "complete" and answer["structuredContent"] == {"value": 8}
+        created = await mcp.start("counted", {"gate": str(gate)})
+        await mcp.wait_for(created["taskId"], lambda task: bool(task.get("statusMessage")), timeout=WAIT)
+        (gate / "release").write_text("1")
+        assert (await mcp.wait_for(created["taskId"]))["status"] == "completed"
+
+    [quick] = await runs_of(app_client, queue, "double", "Completed")
+    # Nobody could follow it: it ended before its call was answered.
+    assert signals_sent(await history(app_client, quick)) == 0
+    assert Memo.FEED_SEQ not in await (await app_client.get_workflow_handle(quick).describe()).memo()
+    [adopted] = await runs_of(app_client, queue, "counted", "Completed")
+    # Announced as it went on, then its completion.
+    assert signals_sent(await history(app_client, adopted)) >= 2
+    assert (await (await app_client.get_workflow_handle(adopted).describe()).memo())[Memo.FEED_SEQ] >= 1

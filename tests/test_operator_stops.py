@@ -25,11 +25,13 @@ from temporalio.client import (
 )
 
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway
+from mcp_tasks_temporal.temporal.contract import Memo
 from mcp_tasks_temporal.temporal.ids import UNKEYED
+from tests.conftest import OpenFront
 from tests.front_app import InProcessFront
 from tests.test_push import collect_until_terminal, http_listen, listen_message
 from tests.tool_tasks import tool_task
-from tests.wire import TERMINAL, TaskCalls, envelope
+from tests.wire import TERMINAL, envelope
 
 pytestmark = pytest.mark.anyio
 
@@ -90,12 +92,32 @@ def without_envelope(task: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in task.items() if key not in ("_meta", "resultType")}
 
 
+# A task on the task feed publishes nothing as it is stopped so: its front learns it from visibility instead.
+PUSH_MODES = pytest.mark.parametrize("push", ["poll", "feed"])
+
+
+async def on_the_feed(client: Client, task_id: str) -> bool:
+    """Whether the task's run published to the feed (its memo keeps the number, closed or not)."""
+    memo = await (await client.get_workflow_handle(UNKEYED.workflow_id(task_id, None)).describe()).memo()
+    return isinstance(memo.get(Memo.FEED_SEQ), int)
+
+
+@PUSH_MODES
 async def test_a_terminated_task_reads_failed_on_get_and_push_and_its_tool_stops(
-    front: InProcessFront, front_mcp: TaskCalls, front_http: httpx.AsyncClient, temporal_client: Client, gate: Path
+    open_front: OpenFront, temporal_client: Client, gate: Path, push: str
 ) -> None:
-    mcp = front_mcp
+    front = await open_front(push=push)
+    async with front.http() as http:
+        await _terminated(front, http, temporal_client, gate, push)
+
+
+async def _terminated(
+    front: InProcessFront, front_http: httpx.AsyncClient, temporal_client: Client, gate: Path, push: str
+) -> None:
+    mcp = front.calls(front_http)
     task_id = (await mcp.start("gated", {"gate": str(gate)}))["taskId"]
     await mcp.wait_for(task_id, lambda t: t.get("statusMessage") is not None, timeout=WAIT)
+    assert await on_the_feed(temporal_client, task_id) == (push == "feed")
     handle = temporal_client.get_workflow_handle(UNKEYED.workflow_id(task_id, None))
 
     async def terminate() -> None:
@@ -114,19 +136,31 @@ async def test_a_terminated_task_reads_failed_on_get_and_push_and_its_tool_stops
     assert not (gate / "runs").exists()
 
 
+@PUSH_MODES
 async def test_a_task_past_its_run_deadline_reads_failed_on_get_and_push(
+    open_front: OpenFront, app_queue: str, temporal_client: Client, gate: Path, push: str
+) -> None:
+    front = await open_front(push=push)
+    async with front.http() as http:
+        await _past_its_deadline(front, http, app_queue, temporal_client, gate, push)
+
+
+async def _past_its_deadline(
     front: InProcessFront,
-    front_mcp: TaskCalls,
     front_http: httpx.AsyncClient,
     app_queue: str,
     temporal_client: Client,
     gate: Path,
+    push: str,
 ) -> None:
+    front_mcp = front.calls(front_http)
     # Real time: the tool's activity runs throughout, so the run's clock cannot skip. Short, then.
     deadline = timedelta(seconds=1.5)
     config = temporal_client.config()
     config["interceptors"] = [_RunDeadline(deadline)]
     gateway = TemporalTaskGateway(Client(**config), task_queue=app_queue)
+    if push == "feed":
+        gateway.feed_runs = front.gateway.feed_runs  # started as the feed front starts its tasks
     # Its TTL (600 s) is far beyond the deadline: the TTL must not be what ends it.
     task = tool_task("gated", {"gate": str(gate)}, meta=envelope())
     await gateway.create(task, None)
@@ -136,6 +170,7 @@ async def test_a_task_past_its_run_deadline_reads_failed_on_get_and_push(
         pass  # the deadline ends the run by itself
 
     notes = await watch_until_stopped(front, front_http, task.task_id, run_out)
+    assert await on_the_feed(temporal_client, task.task_id) == (push == "feed")
     assert (await handle.describe()).status == WorkflowExecutionStatus.TIMED_OUT
     assert_failed_by_the_service(notes[-1])
     got = (await front_mcp.get(task.task_id)).result

@@ -29,6 +29,7 @@ import pytest
 from mcp_types import HEADER_MISMATCH
 
 from mcp_tasks_temporal.temporal.connection import connect_temporal
+from mcp_tasks_temporal.temporal.contract import TOOL_TASK_WORKFLOW
 from mcp_tasks_temporal.temporal.ids import UNKEYED
 from tests.polling import pauses
 from tests.processes import Process, free_port, start_front, start_temporal, start_worker
@@ -305,9 +306,10 @@ def check_effects(effects: Path, created: Sequence[Created]) -> Effects:
 
 
 async def assert_one_workflow_per_task(stack: ScaleStack, count: int) -> None:
-    """No create was doubled: the task queue holds exactly one workflow per task (visibility may lag)."""
+    """No create was doubled: the task queue holds exactly one task workflow per task (visibility may lag); the
+    feed's shards run there too."""
     client = await connect_temporal(stack.address)
-    query = f'TaskQueue = "{stack.task_queue}"'
+    query = f'TaskQueue = "{stack.task_queue}" AND WorkflowType = "{TOOL_TASK_WORKFLOW}"'
     with anyio.fail_after(20):
         while (found := (await client.count_workflows(query)).count) != count:
             assert found < count, f"{found} workflows for {count} tasks"

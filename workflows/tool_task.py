@@ -49,6 +49,7 @@ with workflow.unsafe.imports_passed_through():
         as_object,
         detailed_task,
     )
+    from mcp_tasks_temporal.temporal.feed_contract import task_feed_workflow_id
     from mcp_tasks_temporal.temporal.feed_publisher import FeedOutbox
     from mcp_tasks_temporal.temporal.result_text import expand
     from mcp_tasks_temporal.temporal.search_attributes import carries_status, upsert_status
@@ -66,6 +67,7 @@ DRAIN_THROUGH_CANCEL_PATCH = "feed-drain-outlives-a-late-cancel"
 COMPLETION_ONCE_PATCH = "completion-written-once"
 FIRST_ATTEMPT_LOCAL_PATCH = "first-attempt-in-the-first-workflow-task"
 CANCEL_OVER_FAILURE_PATCH = "a-cancelled-task-never-shows-failed"
+FEED_AFTER_FIRST_ATTEMPT_PATCH = "feed-starts-once-the-first-attempt-goes-on"
 
 ADOPT_START_S = 15.0
 """How long a handed-off first attempt may wait for its adoption to start (its worker polls its own queue)
@@ -112,23 +114,21 @@ class ToolTaskWorkflow:
         # The task key each `request_input` key was published under, so a retried attempt's ask is the same question.
         self._asked: dict[str, str] = {}
         self._feed: FeedOutbox | None = None
+        self._feed_id: str | None = None
+        """The task's feed shard while the task is on the feed or will be once its first attempt goes on."""
+        self._feed_deferred = False
 
     @workflow.run
     async def run(self, task: ToolTaskInput) -> dict[str, Any]:
         """Run the tool to its end, or until cancelled or expired."""
-        if task.feed and workflow.patched(FEED_PATCH):
-            # Number 0 is the state so far: from here on a front may follow the task on the feed.
-            if workflow.patched(FEED_DEADLINE_PATCH):
-                # The shard's index of open tasks holds the deadline, so a listen need not read the memo for it.
-                deadline = task.created_at_ms + task.ttl_ms if task.ttl_ms is not None else None
-                self._feed = FeedOutbox(deadline)
-            else:
-                self._feed = FeedOutbox()
-            workflow.upsert_memo({Memo.FEED_SEQ: 0})
-            if workflow.patched(FEED_ANNOUNCE_PATCH):
-                # The shard indexes the task now, not at its first transition: a listen on a task that has
-                # not changed yet is acknowledged from the index. Number 0 notifies no front.
-                self._feed.announce(self._fields())
+        if task.feed and task.first_attempt_ms and workflow.patched(FEED_AFTER_FIRST_ATTEMPT_PATCH):
+            # A tool that ends in its first attempt, in this workflow task, ends before its creating call has
+            # answered: no front can be following it, and it publishes nothing (the feed's signals and their
+            # acknowledgements would double its history). One that goes on joins the feed then.
+            self._feed_id = task_feed_workflow_id(workflow.info().task_queue, workflow.info().workflow_id)
+            self._feed_deferred = True
+        elif task.feed and workflow.patched(FEED_PATCH):
+            self._start_feed(deadline=workflow.patched(FEED_DEADLINE_PATCH), announce=None)
         try:
             outcome = await self._run(task)
         except GeneratorExit:
@@ -142,6 +142,31 @@ class ToolTaskWorkflow:
         if self._feed is not None:
             await self._drain_feed(self._feed)
         return outcome
+
+    def _start_feed(self, *, deadline: bool, announce: bool | None) -> None:
+        """Put the task on the feed: number 0 is its state so far, and from here on a front may follow it there.
+
+        `deadline` and `announce` say what the code that started the run published; `announce=None`: look.
+        """
+        task = self._task
+        if deadline:
+            # The shard's index of open tasks holds the deadline, so a listen need not read the memo for it.
+            self._feed = FeedOutbox(task.created_at_ms + task.ttl_ms if task.ttl_ms is not None else None)
+        else:
+            self._feed = FeedOutbox()
+        self._feed_id = self._feed.feed_workflow_id
+        workflow.upsert_memo({Memo.FEED_SEQ: 0})
+        if announce or (announce is None and workflow.patched(FEED_ANNOUNCE_PATCH)):
+            # The shard indexes the task now, not at its first transition: a listen on a task that has
+            # not changed yet is acknowledged from the index. Number 0 notifies no front.
+            self._feed.announce(self._fields())
+
+    def _join_feed_if_deferred(self) -> None:
+        """The first attempt did not end the task in its workflow task: the task joins the feed now, with
+        everything the feed's earlier patches brought (its patch is younger than theirs)."""
+        if self._feed_deferred:
+            self._feed_deferred = False
+            self._start_feed(deadline=True, announce=True)
 
     async def _drain_feed(self, feed: FeedOutbox) -> None:
         """Wait until the shard has every transition, the last one included.
@@ -280,7 +305,7 @@ class ToolTaskWorkflow:
                 input_responses=responses,
                 request_state=request_state,
                 progress_timeout_s=policy.progress_timeout_s,
-                feed_workflow_id=self._feed.feed_workflow_id if self._feed is not None else None,
+                feed_workflow_id=self._feed_id,
                 heartbeat_timeout_s=policy.heartbeat_timeout_s,
             )
             try:
@@ -291,6 +316,8 @@ class ToolTaskWorkflow:
                     local, used = await self._first_attempt(call, first_ms=task.first_attempt_ms)
                     if used and attempts:
                         attempts -= 1
+                    if local is None or local.get("resultType") == "input_required":
+                        self._join_feed_if_deferred()
                     if used and local is None:
                         await workflow.sleep(policy.initial_retry_interval_s)
                 outcome = local if local is not None else await self._tool_activity(call, policy, attempts)
@@ -378,6 +405,7 @@ class ToolTaskWorkflow:
         if not handed:
             return local, True
         queue, attempt = str(handed.get("queue")), str(handed.get("attempt"))
+        self._join_feed_if_deferred()
         try:
             adopted: dict[str, Any] = await workflow.execute_activity(
                 ADOPT_TOOL_ACTIVITY,

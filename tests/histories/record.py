@@ -261,8 +261,21 @@ PATHS: dict[str, tuple[str, int | None, Drive]] = {
     "first_attempt_adopted": ("slow", 60_000, _nothing),
     "first_attempt_adopted_cancel": ("hang", 60_000, _cancel_while_running),
     "cancel_then_attempt_failed": ("fails_as_it_stops", 60_000, _cancel_while_running),
+    "first_attempt_completed_off_the_feed": ("complete", 60_000, _nothing),
+    "first_attempt_input_rounds_join_the_feed": ("multi_round", 60_000, lambda h: _answer_each_round(h, 2)),
+    "first_attempt_adopted_joins_the_feed": ("slow", 60_000, _nothing),
 }
-FEED_PATHS = frozenset({"feed_input_rounds", "feed_cancel", "feed_rounds_with_deadline", "feed_announced_rounds"})
+FEED_PATHS = frozenset(
+    {
+        "feed_input_rounds",
+        "feed_cancel",
+        "feed_rounds_with_deadline",
+        "feed_announced_rounds",
+        "first_attempt_completed_off_the_feed",
+        "first_attempt_input_rounds_join_the_feed",
+        "first_attempt_adopted_joins_the_feed",
+    }
+)
 """Paths of a task that publishes its transitions to the task feed (a front in feed mode started it)."""
 FIRST_ATTEMPT_PATHS = frozenset(name for name in PATHS if name.startswith("first_attempt_"))
 """Paths of a task whose first attempt runs as a local activity in its first workflow task (`first_attempt_ms`),
@@ -271,6 +284,9 @@ SETTLED_PATHS = frozenset({"settled_completed", "settled_input_rounds"}) | {
     "first_attempt_completed",
     "first_attempt_input_rounds",
     "first_attempt_adopted",
+    "first_attempt_completed_off_the_feed",
+    "first_attempt_input_rounds_join_the_feed",
+    "first_attempt_adopted_joins_the_feed",
 }
 """Paths of a task started with its `settled` update (update-with-start), as a front that may answer the call
 with the tool's result starts it: the update returns at the result, or at the first question."""

@@ -24,6 +24,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.converter import DataConverter
 
 from mcp_tasks_temporal.temporal.contract import RUN_TOOL_ACTIVITY, Memo, as_object
+from mcp_tasks_temporal.temporal.feed_contract import STREAM_PUBLISH_SIGNAL
 
 _COMMAND_EVENTS: Final = frozenset(
     {
@@ -150,7 +151,7 @@ class CommandRecorder(worker.Interceptor):
                 return await super().start_child_workflow(input)
 
             async def signal_external_workflow(self, input: worker.SignalExternalWorkflowInput) -> None:
-                steps.append(Step("signal", f"signal {input.signal!r} to another workflow"))
+                steps.append(_signal_step(input.signal))
                 await super().signal_external_workflow(input)
 
             async def start_nexus_operation(self, input: worker.StartNexusOperationInput[Any, Any]) -> Any:
@@ -319,12 +320,18 @@ async def describe_event(event: HistoryEvent, events: Sequence[HistoryEvent], co
         name = event.start_child_workflow_execution_initiated_event_attributes.workflow_type.name
         return Step("child_workflow", f"child workflow {name!r}")
     if kind == "signal_external_workflow_execution_initiated_event_attributes":
-        name = event.signal_external_workflow_execution_initiated_event_attributes.signal_name
-        return Step("signal", f"signal {name!r} to another workflow")
+        return _signal_step(event.signal_external_workflow_execution_initiated_event_attributes.signal_name)
     if kind == "nexus_operation_scheduled_event_attributes":
         attrs = event.nexus_operation_scheduled_event_attributes
         return Step("nexus", f"Nexus operation {attrs.service}.{attrs.operation}")
     return Step(kind.removesuffix("_event_attributes"), _PLAIN.get(kind, kind.removesuffix("_event_attributes")))
+
+
+def _signal_step(name: str) -> Step:
+    if name == STREAM_PUBLISH_SIGNAL:
+        # The engine's own signal, not the author's: a task's transitions to its feed shard.
+        return Step("feed", "the task's publish to its feed shard")
+    return Step("signal", f"signal {name!r} to another workflow")
 
 
 _PLAIN: Final = {

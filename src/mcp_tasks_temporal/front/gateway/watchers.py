@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 import anyio
@@ -98,6 +98,23 @@ class WatcherReads:
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
                 static_summary="MCP task feed shard",
             )
+
+    async def closed_unannounced(self, since_ms: int) -> list[str]:
+        """Workflow IDs of this queue's runs closed since `since_ms` by what no workflow code runs for: an
+        operator's terminate, an execution timeout. A task on the feed publishes no transition for those.
+
+        Raises:
+            TemporalCallFailed: The call failed.
+        """
+        since = datetime.fromtimestamp(since_ms / 1000, UTC).isoformat().replace("+00:00", "Z")
+        query = (
+            f"TaskQueue = '{self.task_queue}' AND ExecutionStatus IN ('Terminated', 'TimedOut')"
+            f" AND CloseTime >= '{since}'"
+        )
+        try:
+            return [execution.id async for execution in self.client.list_workflows(query)]
+        except RPCError as err:
+            raise TemporalCallFailed(rpc_reason(err)) from None
 
     async def keep_feed_shard(self, shard: int) -> None:
         """Say this front follows a feed shard, starting it if it is not running (an empty publish, signal-with-start).

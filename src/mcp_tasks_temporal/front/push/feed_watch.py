@@ -80,6 +80,11 @@ RECENT_S: Final = 120.0
 RECENT_MAX: Final = 100_000
 READS_AT_ONCE: Final = 16
 """`describe`s of watched tasks in flight at once (re-reads, `working` tasks listed from visibility)."""
+UNANNOUNCED_CLOSES_EVERY_S: Final = 5.0
+"""How often a front that follows tasks on the feed asks visibility which of its queue's runs closed with no
+transition to publish (terminated, timed out): one list call per period, however many tasks it follows."""
+UNANNOUNCED_CLOSES_OVERLAP_S: Final = 60.0
+"""Each look goes back this much before the previous one: visibility's lag and the clocks' skew."""
 FOLLOWING_AT_START_S: Final = 5.0
 """How long a starting front waits to follow every shard (starting those that do not run) before it serves:
 a task it starts before it follows the task's shard is not put on the feed (`TemporalTaskGateway.feed_runs`)."""
@@ -230,6 +235,7 @@ class FeedWatchHub(TaskWatchHub):
             for shard in range(FEED_SHARDS):
                 group.start_soon(self._keep_shard, shard, name=f"task feed {shard} in use")
                 group.start_soon(self._follow_shard, shard, name=f"task feed {shard}")
+            group.start_soon(self._watch_unannounced_closes, name="task feed: closes no task announced")
             # Its first tasks on the feed too, unless Temporal is slow to answer: then they are followed by history.
             with anyio.move_on_after(FOLLOWING_AT_START_S):
                 await self._following_all.wait()
@@ -307,6 +313,29 @@ class FeedWatchHub(TaskWatchHub):
         pending, watcher.pending = watcher.pending, None
         for topic, packed in pending or ():
             self._apply(watcher, topic, self._gateway.feed_value(packed))
+
+    async def _watch_unannounced_closes(self) -> None:
+        """Close the watchers of tasks that ended with nothing published: an operator's terminate, a run's
+        execution timeout. Their close event says how (`closed_view`), as a history long poll would have seen."""
+        since_ms: int | None = None
+        while True:
+            await anyio.sleep(UNANNOUNCED_CLOSES_EVERY_S)
+            if not self._feed_watchers:
+                since_ms = None  # nothing followed: nothing to tell, and no look back needed later
+                continue
+            looked_at_ms = int(time.time() * 1000)  # against Temporal's close times: the wall clock
+            if since_ms is None:
+                since_ms = looked_at_ms - int(UNANNOUNCED_CLOSES_EVERY_S * 1000)
+            try:
+                closed = await self._gateway.closed_unannounced(since_ms - int(UNANNOUNCED_CLOSES_OVERLAP_S * 1000))
+            except TemporalCallFailed as err:
+                logger.debug("looking for tasks closed off the feed: %s", err)
+                continue
+            since_ms = looked_at_ms
+            for key in closed:
+                watcher = self._feed_watchers.get(key)
+                if watcher is not None and watcher.ready and not watcher.closing:
+                    self._closing(watcher)
 
     # -- the shards ----------------------------------------------------------------------------------
 
