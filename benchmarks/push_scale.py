@@ -71,8 +71,10 @@ POLL_OPERATIONS: Final = frozenset(
 )
 FEED_OPERATIONS: Final = frozenset(
     {
-        # A feed front reads each shard's history and keeps each in use (signal-with-start of an empty publish);
+        # A feed front reads each shard's history and keeps each in use (signal-with-start of an empty publish),
+        # and lists its queue's runs closed with nothing published (terminated, timed out) every few seconds;
         # one from before read each shard with the stream's update and its result.
+        "ListWorkflowExecutions",
         "GetWorkflowExecutionHistory",
         "PollWorkflowExecutionHistory",
         "SignalWithStartWorkflowExecution",
