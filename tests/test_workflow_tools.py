@@ -24,6 +24,7 @@ import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from mcp_tasks_temporal import BearerAuth
+from mcp_tasks_temporal.front.gateway.queue_watch import waiting_for_a_worker
 from mcp_tasks_temporal.front.http.auth import StaticTokenVerifier
 from mcp_tasks_temporal.temporal.connection import connect_temporal
 from mcp_tasks_temporal.temporal.contract import CLIENT_CAPABILITIES_META_KEY, WORKFLOW_KIND, Memo
@@ -538,6 +539,11 @@ def step_of(task: dict[str, Any]) -> int:
     return int(message.rsplit("(", 1)[1].split("/")[0]) if message.endswith("/6)") else 0
 
 
+def waits_for_a_worker(task: dict[str, Any]) -> bool:
+    said = waiting_for_a_worker("{queue}").split("{queue}")[0]
+    return (task.get("statusMessage") or "").startswith(said)
+
+
 @pytest.mark.slow
 async def test_ctrl_c_on_dev_mid_pipeline_resumes_at_the_step_it_was_in(
     tmp_path: Path, http: httpx.AsyncClient
@@ -574,7 +580,9 @@ async def test_ctrl_c_on_dev_mid_pipeline_resumes_at_the_step_it_was_in(
 
     dev = start_dev()
     try:
-        first = (await until_served(lambda: calls.get(task_id))).result
+        await until_served(lambda: calls.get(task_id))
+        # Until the new dev's worker polls, the front says the task waits for one; then the step it was in shows.
+        first = await calls.wait_for(task_id, lambda task: not waits_for_a_worker(task), timeout=30)
         assert first["status"] == "input_required" or step_of(first) >= 3, first
         asking = await calls.wait_for(task_id, {"input_required"}, timeout=30)
         assert asking["inputRequests"]["approve"]["params"]["requestedSchema"]["properties"]["approve"]["type"] == (
