@@ -4,16 +4,17 @@
 
 One dev server, one worker, and a front that creates one `confirm_delete` task
 over HTTP; the others are started straight through the Temporal client with that
-task's own workflow input (a new task ID each, publishing to the task feed), 64
-at a time, which is what a feed front's `tools/call` would do,
-and their parking in `input_required` is read from visibility. For each size N,
+task's own workflow input (a new task ID each; each joins the task feed when a
+listen first names it), 64 at a time, which is what a feed front's `tools/call`
+would do, and their parking in `input_required` is read from visibility. For each size N,
 fresh fronts listen on N of them, one mode after the other, so neither mode's
 load lands on the other's figures: a front in feed mode, then one in poll mode
 (today's per-task history long polls: the baseline), up to `POLL_MAX` watched
 tasks (past that the baseline's long polls already fail here). At the largest
 size (or at every size, `--three-fronts every`), N is also spread over three feed fronts. Per front:
 
-- the listen acknowledgement (each listen of up to `LISTEN_SIZE`; and until every snapshot came);
+- the listen acknowledgement (each listen of up to `LISTEN_SIZE`; and until every snapshot came); in feed
+  mode, until every watched task joined the feed (the first listen that names a task asks it on);
 - in feed mode, just before: the N tasks read from visibility (`observe_listed`, what the ack was built from
   before the shards' indexes) and from the shards' indexes (`observe_indexed`), from this process;
 - front RSS per watched task: after the listens and the idle window, against before them. "Before" is after a
@@ -99,6 +100,9 @@ class ModeResult:
     fronts: int = 1
     acks_s: list[float] = field(default_factory=list[float])
     all_snapshots_s: float = 0.0
+    joined_s: float | None = None
+    """Feed mode: from the listens' start until every watched task is in its shard's index (a task joins the
+    feed when a listen first names it: one signal to it, and its announcement to the shard)."""
     visibility_read_s: float | None = None
     """Feed mode: the watched tasks read from visibility, 500 IDs a query (the ack's reads before the index)."""
     index_read_s: float | None = None
@@ -277,6 +281,8 @@ async def measure_mode(
                 f" {result.all_snapshots_s:.2f} s; load {load_average()}",
                 flush=True,
             )
+            if mode == "feed":
+                await until_joined(stack, [t.task_id for t in watched], result, opened)
             await anyio.sleep(min(SETTLE_S, idle_window_s / 4))
             await idle(stack, http, result, idle_window_s)
             for (front, _), start, before, part in zip(started, rss_start, rss_before, parts, strict=True):
@@ -321,6 +327,20 @@ async def reads(stack: Stack, watched: list[Parked], result: ModeResult) -> None
     print(
         f"  {len(ids)} watched: visibility read {result.visibility_read_s:.2f} s ({len(listed_now)} listed),"
         f" shard indexes {result.index_read_s:.2f} s ({result.indexed} indexed); load {load_average()}",
+        flush=True,
+    )
+
+
+async def until_joined(stack: Stack, task_ids: list[str], result: ModeResult, opened: float) -> None:
+    """Until the shards' indexes hold every watched task: the joins a first listen asked for are done, so the
+    idle window and the changes measure the feed, not the joins still arriving."""
+    gateway = TemporalTaskGateway(stack.client, task_queue=stack.task_queue)
+    with anyio.fail_after(900):
+        while len(await gateway.observe_indexed(task_ids, None)) < len(task_ids):
+            await anyio.sleep(0.5)
+    result.joined_s = time.perf_counter() - opened
+    print(
+        f"  {len(task_ids)} watched: every task on the feed {result.joined_s:.2f} s after the listens opened",
         flush=True,
     )
 
@@ -455,6 +475,7 @@ def table(results: Sequence[SizeResult]) -> str:
         "ack s (max of listens)",
         "visibility / index read s",
         "all snapshots s",
+        "all on the feed s",
         "change p50/p99 ms",
         "completed p50/p99 ms",
         "vs poll: RPC, RSS, ack, p50",
@@ -480,6 +501,7 @@ def table(results: Sequence[SizeResult]) -> str:
                     f"{max(m.acks_s):.2f}" if m.acks_s else "",
                     _reads(m),
                     f"{m.all_snapshots_s:.2f}",
+                    f"{m.joined_s:.2f}" if m.joined_s is not None else "",
                     _pp(m.change_ms),
                     _pp(m.completed_ms),
                     _ratios(m, base) if base is not None and m is not base else "",

@@ -176,8 +176,9 @@ async def in_process_front(
     if activity is not None:
         extension.default_activity = activity
     settings.setdefault("search_attributes", True)
-    # As `serve` reads it: `MCP_TASKS_PUSH=feed pytest ...` runs a test's fronts, in-process or not, in feed mode.
-    settings.setdefault("push", os.environ.get("MCP_TASKS_PUSH", "poll"))
+    # As `serve` reads it: `MCP_TASKS_PUSH=poll pytest ...` runs a test's fronts, in-process or not, in poll mode.
+    if "MCP_TASKS_PUSH" in os.environ:
+        settings.setdefault("push", os.environ["MCP_TASKS_PUSH"])
     front_settings = FrontSettings(task_queue=task_queue, **settings)
     asgi = mcp_endpoint(
         app,

@@ -50,7 +50,8 @@ from tests.processes import (
     start_worker,
 )
 from tests.test_auth import BearerMcp
-from tests.variant_cli import ChangedToolTask, FailingToolTask, RenamedActivityToolTask
+from tests.test_listen_batched import joined
+from tests.variant_cli import ChangedToolTask, FailingToolTask, RenamedActivityToolTask, UnannouncedToolTask
 from tests.wire import HttpMcp, TaskCalls
 
 owner_key = UNKEYED.owner_key
@@ -279,24 +280,23 @@ async def test_verify_passes_on_current_code_and_fails_on_a_changed_workflow(
 
 
 async def test_verify_names_the_feeds_publish(
-    principals: Principals, open_front: OpenFront, temporal: str, temporal_client: Client
+    principals: Principals, open_front: OpenFront, temporal_client: Client, gate: Path
 ) -> None:
     feed_front = await open_front(push="feed")
-    alice = principals.names["alice"]
+    alice = principal_of(principals.names["alice"])
     async with feed_front.http() as http:
         alice_token = cast(BearerMcp, principals.alice.client).token
         on_feed = TaskCalls(BearerMcp(feed_front.url, http, alice_token))
-        task_id = (await on_feed.start("double", {"x": 4}))["taskId"]
+        task_id = (await on_feed.start("gated", {"gate": str(gate)}))["taskId"]
+        await joined(feed_front.gateway, [task_id], alice)  # as a listen naming it asks
+        (gate / "release").write_text("1")
         assert (await on_feed.wait_for(task_id))["status"] == "completed"
-    changed = await run_cli(
-        "audit", task_id, "--principal", alice, "--verify", "--format", "json", "--temporal", temporal,
-        module=[sys.executable, "-m", "tests.variant_cli"], check=False,
-    )  # fmt: skip
-    assert changed.returncode == EXIT_INCOMPATIBLE, changed.stderr
-    verdict = json.loads(changed.stdout)
-    # A task answered with its ID is on the feed from its start: its first command announces it to its shard.
-    assert verdict["divergence"]["recorded"] == {"kind": "feed", "name": "the task's publish to its feed shard"}
-    assert "__temporal" not in verdict["verifyReason"]
+    runs = await load_runs(temporal_client, UNKEYED.workflow_id(task_id, alice))
+    assert (await verify(runs, WORKFLOWS, temporal_client.data_converter)).verdict == "compatible"
+    found = await verify(runs, [UnannouncedToolTask], temporal_client.data_converter)
+    assert found.verdict == "incompatible" and found.divergence is not None
+    assert found.divergence.as_json()["recorded"] == {"kind": "feed", "name": "the task's publish to its feed shard"}
+    assert "__temporal" not in found.divergence.reason()
 
 
 async def test_audit_finds_a_task_without_the_principal_and_by_workflow_id(

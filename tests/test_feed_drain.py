@@ -81,7 +81,9 @@ async def test_a_cancel_while_the_completed_transition_is_delivered_leaves_the_t
     temporal_client: Client,
 ) -> None:
     task_queue = f"feed-drain-{uuid.uuid4()}"
-    handle = await start_task(temporal_client, task_queue, "answer_at_once", id_prefix="feed-drain", feed=True)
+    handle = await start_task(
+        temporal_client, task_queue, "answer_at_once", id_prefix="feed-drain", feed=True, joined=True
+    )
     workflows = [*WORKFLOWS, TaskFeedWorkflow]
     interceptors = [HoldLastTransitionUntilCancelled()]
     async with Worker(
@@ -114,7 +116,7 @@ async def test_a_feed_task_its_worker_drops_while_it_waits_closes_without_awaiti
     """A worker that stops drops the runs it holds, and their coroutines are closed outside the workflow's event
     loop: a run that awaited its feed drain then raised there (reported as unraisable, in whatever ran next)."""
     task_queue = f"feed-dropped-{uuid.uuid4()}"
-    handle = await start_task(temporal_client, task_queue, "ask_once", id_prefix="feed-dropped", feed=True)
+    handle = await start_task(temporal_client, task_queue, "ask_once", id_prefix="feed-dropped", feed=True, joined=True)
     unraisable: list[Any] = []
     previous = sys.unraisablehook
     sys.unraisablehook = unraisable.append

@@ -57,7 +57,9 @@ async def test_two_answers_in_one_workflow_task_publish_the_question_left_then_w
     temporal_client: Client,
 ) -> None:
     task_queue = f"feed-items-{uuid.uuid4()}"
-    handle = await start_task(temporal_client, task_queue, "two_questions", id_prefix="feed-items", feed=True)
+    handle = await start_task(
+        temporal_client, task_queue, "two_questions", id_prefix="feed-items", feed=True, joined=True
+    )
     async with worker(temporal_client, task_queue):
         asking = await memo_status(handle, "input_required", BOUND_S)  # both questions come in one transition
     keys = sorted(asking[Memo.INPUT_REQUESTS])

@@ -8,15 +8,18 @@ its status line shows, and a cancel stops it as any running tool's does.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
 
-from mcp_tasks_temporal.temporal.contract import ADOPT_TOOL_ACTIVITY, RUN_TOOL_ACTIVITY, Memo
+from mcp_tasks_temporal.temporal.contract import ADOPT_TOOL_ACTIVITY, FEED_JOINS_ON_LISTEN, RUN_TOOL_ACTIVITY, Memo
 from tests.conftest import OpenApp
 from tests.test_inline_results import runs_of, until_file
+from tests.test_push_feed import Listener
 from tests.wire import TaskCalls
 
 pytestmark = pytest.mark.anyio
@@ -150,25 +153,43 @@ async def test_a_tool_whose_attempt_is_lost_as_a_cancel_stops_it_ends_cancelled_
     assert "failed" not in await memo_statuses(app_client, workflow_id)
 
 
-async def test_on_the_feed_a_tool_that_ends_in_its_first_attempt_publishes_nothing_and_one_that_goes_on_joins_it(
-    open_app: OpenApp, app_client: Client, gate: Path
+async def test_on_the_feed_only_a_task_a_listen_names_publishes_and_it_joins_with_its_state_so_far(
+    open_app: OpenApp, app_client: Client, tmp_path: Path
 ) -> None:
     front = await open_app("tests.inline_app:app", push="feed")
     queue = front.gateway.task_queue
-    async with front.http() as http:
+    listened, quiet = tmp_path / "listened", tmp_path / "quiet"
+    listened.mkdir(), quiet.mkdir()
+    async with front.http() as http, anyio.create_task_group() as group:
         mcp = front.calls(http)
         answer = (await mcp.call_tool("double", {"x": 4})).result
         assert answer["resultType"] == "complete" and answer["structuredContent"] == {"value": 8}
-        created = await mcp.start("counted", {"gate": str(gate)})
-        await mcp.wait_for(created["taskId"], lambda task: bool(task.get("statusMessage")), timeout=WAIT)
-        (gate / "release").write_text("1")
-        assert (await mcp.wait_for(created["taskId"]))["status"] == "completed"
+        ids = {}
+        for gate in (listened, quiet):
+            ids[gate] = (await mcp.start("counted", {"gate": str(gate)}))["taskId"]
+            await mcp.wait_for(ids[gate], lambda task: bool(task.get("statusMessage")), timeout=WAIT)
+        listener = Listener()
+        group.start_soon(listener.run, front.url, http, [ids[listened]])
+        await listener.until(lambda: bool(listener.seen), timeout=WAIT)
+        for gate in (listened, quiet):
+            (gate / "release").write_text("1")
+            assert (await mcp.wait_for(ids[gate]))["status"] == "completed"
+        await listener.until(lambda: listener.statuses(ids[listened])[-1:] == [("completed", 0)], timeout=WAIT)
+        group.cancel_scope.cancel()
+    assert listener.statuses(ids[listened]) == [("working", 0), ("completed", 0)]
 
-    [quick] = await runs_of(app_client, queue, "double", "Completed")
-    # Nobody could follow it: it ended before its call was answered.
-    assert signals_sent(await history(app_client, quick)) == 0
-    assert Memo.FEED_SEQ not in await (await app_client.get_workflow_handle(quick).describe()).memo()
-    [adopted] = await runs_of(app_client, queue, "counted", "Completed")
-    # Announced as it went on, then its completion.
-    assert signals_sent(await history(app_client, adopted)) >= 2
-    assert (await (await app_client.get_workflow_handle(adopted).describe()).memo())[Memo.FEED_SEQ] >= 1
+    async def published(tool: str, task_id: str | None = None) -> tuple[int, Any]:
+        [run] = [
+            wid
+            for wid in await runs_of(app_client, queue, tool, "Completed", 2 if task_id else 1)
+            if task_id is None or wid.endswith(task_id)
+        ]
+        memo = await (await app_client.get_workflow_handle(run).describe()).memo()
+        return signals_sent(await history(app_client, run)), memo.get(Memo.FEED_SEQ)
+
+    # Answered in the call, or never listened to: nothing on the feed.
+    assert await published("double") == (0, FEED_JOINS_ON_LISTEN)
+    assert await published("counted", ids[quiet]) == (0, FEED_JOINS_ON_LISTEN)
+    # Named by a listen as it ran: its state then as item 0, then its completion.
+    sent, seq = await published("counted", ids[listened])
+    assert sent >= 2 and seq >= 1

@@ -21,11 +21,12 @@ from temporalio.client import Client
 from mcp_tasks_temporal.front.gateway import Snapshot, TemporalTaskGateway
 from mcp_tasks_temporal.front.push.feed_watch import FeedWatchHub
 from mcp_tasks_temporal.front.push.task_watch import TaskWatchHub
-from mcp_tasks_temporal.temporal.contract import Memo
+from mcp_tasks_temporal.temporal.contract import FEED_JOINS_ON_LISTEN, Memo
 from mcp_tasks_temporal.temporal.ids import new_task_id
 from tests.app_workers import app_worker, new_task_queue
 from tests.conftest import OpenApp, OpenFront
 from tests.front_app import FIXTURE_APP, InProcessFront, fresh_app
+from tests.polling import pauses
 from tests.test_push import ELICIT, http_listen, listen_message
 from tests.test_push_feed import COLOR, SIZE, Listener, park
 from tests.tool_tasks import tool_task
@@ -55,13 +56,26 @@ async def feed_worker(client: Client) -> AsyncGenerator[Feed]:
         yield Feed(gateway, queue)
 
 
+async def joined(gateway: TemporalTaskGateway, task_ids: list[str], principal: str | None) -> None:
+    """Ask each task onto the feed, as a feed front does when a listen first names it, and wait until its memo
+    says it publishes (its state then is its item 0)."""
+    for task_id in task_ids:
+        await gateway.join_feed(gateway.owner_keying.workflow_id(task_id, principal))
+    wait = pauses()
+    with anyio.fail_after(30):
+        for task_id in task_ids:
+            while (await gateway.observe(task_id, principal)).memo.get(Memo.FEED_SEQ) == FEED_JOINS_ON_LISTEN:
+                await anyio.sleep(next(wait))
+
+
 async def parked(gateway: TemporalTaskGateway, principal: str | None) -> str:
-    """A `pick_variant` task of `principal`, once it waits for both its answers."""
+    """A `pick_variant` task of `principal` on the feed, once it waits for both its answers (its item 0)."""
     task = tool_task("pick_variant", meta=envelope(capabilities=ELICIT))
     await gateway.create(task, principal)
     with anyio.fail_after(30):
         while len((await gateway.observe(task.task_id, principal)).memo.get(Memo.INPUT_REQUESTS) or {}) < 2:
             await anyio.sleep(0.05)
+    await joined(gateway, [task.task_id], principal)
     return task.task_id
 
 
@@ -101,7 +115,7 @@ async def test_visibility_reads_hold_to_owner_and_shape_as_a_describe_does(tempo
         alices = [await parked(feed.gateway, ALICE) for _ in range(2)]
         bobs = await parked(feed.gateway, BOB)
         for task_id in alices:
-            await listed_as(feed.gateway, task_id, ALICE, 1)
+            await listed_as(feed.gateway, task_id, ALICE, 0)
         asked = [*alices, bobs, new_task_id(), "not-a-task-id", 'x" OR WorkflowId STARTS_WITH "mcp-task']
         as_alice = await feed.gateway.observe_listed(asked, ALICE)
         assert set(as_alice) == set(alices)
@@ -117,8 +131,8 @@ async def test_a_change_visibility_has_not_shown_yet_reaches_the_subscriber(temp
     """Read from the feed while the front runs, and published before the front started."""
     async with feed_worker(temporal_client) as feed:
         before_start, while_running = await parked(feed.gateway, ALICE), await parked(feed.gateway, ALICE)
-        stale_before = await listed_as(feed.gateway, before_start, ALICE, 1)
-        stale_while = await listed_as(feed.gateway, while_running, ALICE, 1)
+        stale_before = await listed_as(feed.gateway, before_start, ALICE, 0)
+        stale_while = await listed_as(feed.gateway, while_running, ALICE, 0)
         seq = await answer_one(feed.gateway, before_start, ALICE)
         hub = FeedWatchHub(feed.gateway)
         async with hub.running():

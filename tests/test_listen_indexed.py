@@ -3,8 +3,8 @@
 Each shard indexes the open tasks that publish to it (workflow ID -> last feed number, status, deadline),
 from their transitions; a listen's ack takes the caller's tasks the indexes hold at once, and reads the
 rest as before (visibility, then `describe`). The first views of the indexed tasks are read after the ack.
-A feed task announces itself to its shard when it starts (an item numbered 0, which no front applies), so
-one that has not changed since is indexed too.
+A feed task announces itself to its shard when it joins the feed, as a listen first names it (an item
+numbered 0: its state then), so one that has not changed since is indexed too.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from tests.app_workers import app_worker, new_task_queue
 from tests.conftest import OpenApp
 from tests.front_app import FIXTURE_APP, fresh_app
 from tests.polling import pauses
-from tests.test_listen_batched import ALICE, BOB, answer_one, feed_worker, parked, without_envelope
+from tests.test_listen_batched import ALICE, BOB, answer_one, feed_worker, joined, parked, without_envelope
 from tests.test_push import ELICIT, http_listen, listen_message
 from tests.test_push_feed import EVERY_TRANSITION, Listener, answer_all, feed_front, park
 
@@ -39,6 +39,8 @@ pytestmark = pytest.mark.anyio
 
 
 async def until_indexed(gateway: TemporalTaskGateway, task_ids: list[str], principal: str | None) -> None:
+    """Until every one of `task_ids` is in its shard's index: joined to the feed first, as a listen does."""
+    await joined(gateway, task_ids, principal)
     wait = pauses()
     with anyio.fail_after(30):
         while set(await gateway.observe_indexed(task_ids, principal)) != set(task_ids):
@@ -142,7 +144,8 @@ async def test_the_index_survives_the_shards_continue_as_new(
     async with front.http() as http:
         mcp = front.calls(http)
         early = await park(mcp, 16)
-        # Indexed from their start announcement already: wait until the index shows them parked, as they stay.
+        await joined(gateway, early, None)
+        # Indexed from their join's announcement: wait until the index shows them parked, as they stay.
         keys = [UNKEYED.workflow_id(t, None) for t in early]
         wait = pauses()
         with anyio.fail_after(30):
@@ -261,7 +264,7 @@ async def test_a_listen_on_tasks_that_have_not_changed_since_they_started_is_ack
             (await mcp.start("build_then_approve", {"gate": str(gate)}, capabilities=ELICIT))["taskId"]
             for _ in range(6)
         ]
-        # Announced at the start: indexed while still working, before any transition.
+        # Announced as they join: indexed while still working, before any transition.
         await until_indexed(gateway, building, None)
         for task_id in building:
             memo = (await gateway.observe(task_id, None)).memo
@@ -302,7 +305,7 @@ async def test_a_task_whose_shard_does_not_exist_stops_publishing_at_its_announc
     queue = new_task_queue("no-shards")
     async with app_worker(temporal_client, fresh_app(FIXTURE_APP), task_queue=queue):
         gateway = TemporalTaskGateway(temporal_client, task_queue=queue)
-        gateway.feed_runs = lambda workflow_id: True  # its tasks publish, but no shard was started
+        gateway.feed_runs = lambda workflow_id: True  # its tasks may join the feed, but no shard was started
         task_id = await parked(gateway, None)
         keys = sorted((await gateway.observe(task_id, None)).memo[Memo.INPUT_REQUESTS], key=lambda k: "size" in k)
         await gateway.update(task_id, None, {keys[0]: {"action": "accept", "content": {"color": "red"}}})

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -30,6 +31,7 @@ from mcp_tasks_temporal.temporal.contract import Memo, ToolTaskInput
 from tests.app_workers import app_worker, new_task_queue
 from tests.front_app import FIXTURE_APP, InProcessFront, fresh_app
 from tests.polling import pauses
+from tests.test_listen_batched import joined
 from tests.tool_tasks import tool_task
 
 pytestmark = pytest.mark.anyio
@@ -42,12 +44,16 @@ def front_settings() -> dict[str, Any]:
     return {"push": "feed"}
 
 
-async def finished_task(front: InProcessFront) -> tuple[str, Snapshot]:
-    """A quick tool's task started on the feed and run to its close; the task ID and its read once closed."""
-    task = tool_task("double", {"x": 21})
+async def finished_task(front: InProcessFront, gate: Path) -> tuple[str, Snapshot]:
+    """A task on the feed (a listen named it as it ran) run to its close; the task ID and its read once closed."""
+    task = tool_task("gated", {"gate": str(gate)})
     key = front.gateway.owner_keying.workflow_id(task.task_id, None)
-    await until(lambda: front.gateway.feed_runs(key))  # else it would not publish: a front that just started
+    feed_runs = front.gateway.feed_runs
+    assert feed_runs is not None, "a front in feed mode"
+    await until(lambda: feed_runs(key))  # else it would not publish: a front that just started
     await front.gateway.create(task, None)
+    await joined(front.gateway, [task.task_id], None)
+    (gate / "release").write_text("1")
     with anyio.fail_after(WAIT):
         await front.gateway.client.get_workflow_handle(key).result()
     closed = await front.gateway.read(key)
@@ -87,9 +93,9 @@ async def first_view(hub: FeedWatchHub, task_id: str, seen: Snapshot) -> dict[st
 
 
 async def test_a_task_read_after_its_terminal_transition_is_first_shown_with_its_result(
-    front: InProcessFront,
+    front: InProcessFront, gate: Path
 ) -> None:
-    task_id, closed = await finished_task(front)
+    task_id, closed = await finished_task(front, gate)
     gateway = TemporalTaskGateway(front.gateway.client, task_queue=front.gateway.task_queue)
     hub = FeedWatchHub(gateway)
     async with hub.running():
@@ -98,9 +104,9 @@ async def test_a_task_read_after_its_terminal_transition_is_first_shown_with_its
 
 
 async def test_a_listed_task_re_read_after_its_terminal_transition_is_first_shown_with_its_result(
-    front: InProcessFront, monkeypatch: pytest.MonkeyPatch
+    front: InProcessFront, gate: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    task_id, closed = await finished_task(front)
+    task_id, closed = await finished_task(front, gate)
     gateway = TemporalTaskGateway(front.gateway.client, task_queue=front.gateway.task_queue)
     read = gateway.read
 

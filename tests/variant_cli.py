@@ -20,6 +20,7 @@ with workflow.unsafe.imports_passed_through():
         ToolRoundInput,
         ToolTaskInput,
     )
+    from mcp_tasks_temporal.temporal.workflows.tool_task import ToolTaskWorkflow
 
 
 @workflow.defn(name=TOOL_TASK_WORKFLOW)
@@ -56,6 +57,19 @@ class FailingToolTask:
     @workflow.run
     async def run(self, task: ToolTaskInput) -> dict[str, Any]:
         raise RuntimeError(f"no such tool {task.tool!r} in this build")
+
+
+@workflow.defn(name=TOOL_TASK_WORKFLOW, sandboxed=False)
+class UnannouncedToolTask(ToolTaskWorkflow):
+    """Joins the task feed when a listen asks, but no longer announces itself there: an edit that dropped the
+    announcement where the history sent it."""
+
+    @workflow.run
+    async def run(self, task: ToolTaskInput) -> dict[str, Any]:
+        return await super().run(task)
+
+    def _start_feed(self, *, deadline: bool, announce: bool | None) -> None:
+        super()._start_feed(deadline=deadline, announce=False)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
         HANDED_OFF,
         INPUT_SIGNAL,
         INTERNAL_ERROR_CODE,
+        JOIN_FEED_SIGNAL,
         JSONRPC_ERROR,
         NOT_RUN,
         PINNED_TOOL_TASK_WORKFLOW,
@@ -68,6 +69,7 @@ COMPLETION_ONCE_PATCH = "completion-written-once"
 FIRST_ATTEMPT_LOCAL_PATCH = "first-attempt-in-the-first-workflow-task"
 CANCEL_OVER_FAILURE_PATCH = "a-cancelled-task-never-shows-failed"
 FEED_AFTER_FIRST_ATTEMPT_PATCH = "feed-starts-once-the-first-attempt-goes-on"
+FEED_ON_LISTEN_PATCH = "feed-joined-when-a-listen-names-the-task"
 
 ADOPT_START_S = 15.0
 """How long a handed-off first attempt may wait for its adoption to start (its worker polls its own queue)
@@ -117,11 +119,21 @@ class ToolTaskWorkflow:
         self._feed_id: str | None = None
         """The task's feed shard while the task is on the feed or will be once its first attempt goes on."""
         self._feed_deferred = False
+        self._join_asked = False
+        """A listen asked the task onto the feed (`join_feed`); before the run decided how it publishes, maybe."""
+        self._joins_on_listen = False
 
     @workflow.run
     async def run(self, task: ToolTaskInput) -> dict[str, Any]:
         """Run the tool to its end, or until cancelled or expired."""
-        if task.feed and task.first_attempt_ms and workflow.patched(FEED_AFTER_FIRST_ATTEMPT_PATCH):
+        if task.feed and workflow.patched(FEED_ON_LISTEN_PATCH):
+            # Listened to or not, a task on the feed signals its shard at each transition, and each signal's
+            # acknowledgement is a workflow task: only a task someone listens to pays for it.
+            self._feed_id = task_feed_workflow_id(workflow.info().task_queue, workflow.info().workflow_id)
+            self._feed_deferred = self._joins_on_listen = True
+            if self._join_asked:
+                self._join_feed_if_deferred()
+        elif task.feed and task.first_attempt_ms and workflow.patched(FEED_AFTER_FIRST_ATTEMPT_PATCH):
             # A tool that ends in its first attempt, in this workflow task, ends before its creating call has
             # answered: no front can be following it, and it publishes nothing (the feed's signals and their
             # acknowledgements would double its history). One that goes on joins the feed then.
@@ -161,9 +173,21 @@ class ToolTaskWorkflow:
             # not changed yet is acknowledged from the index. Number 0 notifies no front.
             self._feed.announce(self._fields())
 
+    @workflow.signal(name=JOIN_FEED_SIGNAL)
+    def join_feed(self) -> None:
+        """A front in feed mode follows the task for a listen: publish from here on, the state so far first."""
+        self._join_asked = True
+        if self._joins_on_listen:
+            self._join_feed_if_deferred()
+
+    def _first_attempt_went_on(self) -> None:
+        """The first attempt did not end the task in its workflow task: a task that joins the feed then does."""
+        if not self._joins_on_listen:
+            self._join_feed_if_deferred()
+
     def _join_feed_if_deferred(self) -> None:
-        """The first attempt did not end the task in its workflow task: the task joins the feed now, with
-        everything the feed's earlier patches brought (its patch is younger than theirs)."""
+        """The task joins the feed now, with everything the feed's earlier patches brought (its patches are
+        younger than theirs)."""
         if self._feed_deferred:
             self._feed_deferred = False
             self._start_feed(deadline=True, announce=True)
@@ -317,7 +341,7 @@ class ToolTaskWorkflow:
                     if used and attempts:
                         attempts -= 1
                     if local is None or local.get("resultType") == "input_required":
-                        self._join_feed_if_deferred()
+                        self._first_attempt_went_on()
                     if used and local is None:
                         await workflow.sleep(policy.initial_retry_interval_s)
                 outcome = local if local is not None else await self._tool_activity(call, policy, attempts)
@@ -405,7 +429,7 @@ class ToolTaskWorkflow:
         if not handed:
             return local, True
         queue, attempt = str(handed.get("queue")), str(handed.get("attempt"))
-        self._join_feed_if_deferred()
+        self._first_attempt_went_on()
         try:
             adopted: dict[str, Any] = await workflow.execute_activity(
                 ADOPT_TOOL_ACTIVITY,

@@ -46,8 +46,10 @@ from temporalio.worker import Worker
 from mcp_tasks_temporal.temporal.activity_bridge import ask
 from mcp_tasks_temporal.temporal.contract import (
     ADOPT_TOOL_ACTIVITY,
+    FEED_JOINS_ON_LISTEN,
     HANDED_OFF,
     INPUT_SIGNAL,
+    JOIN_FEED_SIGNAL,
     JSONRPC_ERROR,
     RUN_TOOL_ACTIVITY,
     RUN_TOOL_FIRST_ACTIVITY,
@@ -194,6 +196,17 @@ async def _answer_each_round(handle: WorkflowHandle[Any, Any], rounds: int) -> N
             await _until_gone(handle, key)
 
 
+async def _join_then_answer_each_round(handle: WorkflowHandle[Any, Any], rounds: int) -> None:
+    """A listen names the task while it waits for its first answer: it joins the feed, then goes on."""
+    await memo_status(handle, "input_required")
+    await handle.signal(JOIN_FEED_SIGNAL)
+    with anyio.fail_after(STEP_BOUND_S):
+        wait = pauses()
+        while (await (await handle.describe()).memo()).get(Memo.FEED_SEQ) != 0:
+            await anyio.sleep(next(wait))
+    await _answer_each_round(handle, rounds)
+
+
 async def _until_gone(handle: WorkflowHandle[Any, Any], key: str) -> None:
     wait = pauses()
     with anyio.fail_after(STEP_BOUND_S):
@@ -261,9 +274,8 @@ PATHS: dict[str, tuple[str, int | None, Drive]] = {
     "first_attempt_adopted": ("slow", 60_000, _nothing),
     "first_attempt_adopted_cancel": ("hang", 60_000, _cancel_while_running),
     "cancel_then_attempt_failed": ("fails_as_it_stops", 60_000, _cancel_while_running),
-    "first_attempt_completed_off_the_feed": ("complete", 60_000, _nothing),
-    "first_attempt_input_rounds_join_the_feed": ("multi_round", 60_000, lambda h: _answer_each_round(h, 2)),
-    "first_attempt_adopted_joins_the_feed": ("slow", 60_000, _nothing),
+    "feed_rounds_never_listened": ("multi_round", 60_000, lambda h: _answer_each_round(h, 2)),
+    "feed_rounds_joined_on_listen": ("multi_round", 60_000, lambda h: _join_then_answer_each_round(h, 2)),
 }
 FEED_PATHS = frozenset(
     {
@@ -271,9 +283,8 @@ FEED_PATHS = frozenset(
         "feed_cancel",
         "feed_rounds_with_deadline",
         "feed_announced_rounds",
-        "first_attempt_completed_off_the_feed",
-        "first_attempt_input_rounds_join_the_feed",
-        "first_attempt_adopted_joins_the_feed",
+        "feed_rounds_never_listened",
+        "feed_rounds_joined_on_listen",
     }
 )
 """Paths of a task that publishes its transitions to the task feed (a front in feed mode started it)."""
@@ -284,9 +295,6 @@ SETTLED_PATHS = frozenset({"settled_completed", "settled_input_rounds"}) | {
     "first_attempt_completed",
     "first_attempt_input_rounds",
     "first_attempt_adopted",
-    "first_attempt_completed_off_the_feed",
-    "first_attempt_input_rounds_join_the_feed",
-    "first_attempt_adopted_joins_the_feed",
 }
 """Paths of a task started with its `settled` update (update-with-start), as a front that may answer the call
 with the tool's result starts it: the update returns at the result, or at the first question."""
@@ -301,11 +309,13 @@ async def start_task(
     ttl_ms: int | None = 60_000,
     arguments: dict[str, Any] | None = None,
     feed: bool = False,
+    joined: bool = False,
     settled: bool = False,
     first_attempt_ms: int = 0,
 ) -> WorkflowHandle[Any, Any]:
     """Start a tool task as a front would, with the memo and search attributes it starts with (and its feed's
-    shards first, for a task that publishes to them); `settled`: with its `settled` update, waited for."""
+    shards first, for a task that may publish to them); `joined`: a feed task a listen names from its start (its
+    join signal sent with the start); `settled`: with its `settled` update, waited for."""
     task = ToolTaskInput(
         task_id=str(uuid.uuid4()),
         tool=tool,
@@ -328,6 +338,11 @@ async def start_task(
         "memo": {Memo.TASK_ID: task.task_id, Memo.TOOL: tool, Memo.OWNER: task.owner, Memo.STATUS: "working"},
         "search_attributes": start_attributes(tool=tool, owner=task.owner or ""),
     }
+    if feed:
+        options["memo"][Memo.FEED_SEQ] = FEED_JOINS_ON_LISTEN
+    if joined:
+        assert feed and not settled, "a task joins the feed only in feed mode; an update cannot go with a signal"
+        options["start_signal"] = JOIN_FEED_SIGNAL
     if not settled:
         return await client.start_workflow(TOOL_TASK_WORKFLOW, task, **options)
     operation: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(

@@ -40,11 +40,11 @@ class FrontSettings:
 
     task_queue: str | None = None
     """Where its tasks run; `None`: the app's own queue, `mcp-tasks/<app name>`, as its workers default to."""
-    push: PushMode = "poll"
-    """How pushed task changes are followed: `poll`, one history long poll per watched task; `feed`, the task
-    feed's shards, a few long polls however many tasks are watched, for a front that watches thousands (its
-    notifications are slower than the long poll's at 1,000 watched tasks, so not yet the default:
-    docs/design.md, "Push at scale"; docs/performance.md)."""
+    push: PushMode = "feed"
+    """How pushed task changes are followed: `feed`, the task feed's shards, a few long polls however many tasks
+    are watched (a task publishes to them once a listen names it); `poll`, one history long poll per watched
+    task, the fallback for a deployment whose workers cannot run the feed's shards (docs/design.md, "Push at
+    scale"; docs/performance.md)."""
     push_give_up_s: float = DEFAULT_PUSH_GIVE_UP_S
     """How long Temporal calls may keep failing for a followed task before its listeners' streams end."""
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES

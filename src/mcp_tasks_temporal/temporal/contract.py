@@ -39,6 +39,8 @@ NOT_RUN: Final = "mcp-tasks-temporal/notRun"
 """Key of a first attempt's answer that says it did not start the tool (no tool or no adoption queue here)."""
 STATE_QUERY: Final = "mcp_tasks.state"
 INPUT_SIGNAL: Final = "mcp_tasks.provide_input"
+JOIN_FEED_SIGNAL: Final = "mcp_tasks.join_feed"
+"""Sent by a front in feed mode when a listen first names a task that has not joined the task feed yet."""
 REQUEST_INPUT_UPDATE: Final = "mcp_tasks.request_input"
 SETTLED_UPDATE: Final = "mcp_tasks.settled"
 """Sent with the start by a front that answers the call itself when the tool is quick (update-with-start)."""
@@ -106,7 +108,13 @@ class Memo:
     """An anonymous task's keyed hash of the handshake session that created it (`front/session_binding`):
     what its 2025-11-25 `tasks/list` lists by."""
     FEED_SEQ: Final = "feedSeq"
-    """Number of the last transition published to the task feed; absent on a task that does not publish."""
+    """Number of the last transition published to the task feed; absent on a task that does not publish; -1
+    (set by a front in feed mode as it starts the task) on one that joins the feed once a listen names it
+    (`JOIN_FEED_SIGNAL`); item 0 is then its state as it joins."""
+
+
+FEED_JOINS_ON_LISTEN: Final = -1
+"""`Memo.FEED_SEQ` of a task that has not joined the feed yet, and joins it when a listen names it."""
 
 
 # A worker decodes each new run's input with a payload converter it builds for that run, so with a new

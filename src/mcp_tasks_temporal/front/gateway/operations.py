@@ -68,6 +68,7 @@ from mcp_tasks_temporal.front.gateway.watchers import WatcherReads
 from mcp_tasks_temporal.front.settings import FrontSettings
 from mcp_tasks_temporal.temporal.codec import CodecError
 from mcp_tasks_temporal.temporal.contract import (
+    FEED_JOINS_ON_LISTEN,
     INPUT_SIGNAL,
     PINNED_TOOL_TASK_WORKFLOW,
     SETTLED_UPDATE,
@@ -343,6 +344,9 @@ class TemporalTaskGateway(WatcherReads):
             task.poll_interval_ms,
             anonymous=principal is None,
         )
+        if task.feed:
+            # Read by the fronts' listens: the task joins the feed when one first names it.
+            memo[Memo.FEED_SEQ] = FEED_JOINS_ON_LISTEN
         options: dict[str, Any] = {
             "id": workflow_id,
             "task_queue": self.task_queue,

@@ -45,7 +45,7 @@ from mcp_tasks_temporal.front.gateway.reads import (
     snapshot,
 )
 from mcp_tasks_temporal.front.gateway.views import task_view
-from mcp_tasks_temporal.temporal.contract import WORKFLOW_KIND, Memo, as_object
+from mcp_tasks_temporal.temporal.contract import JOIN_FEED_SIGNAL, WORKFLOW_KIND, Memo, as_object
 from mcp_tasks_temporal.temporal.feed_contract import (
     FEED_SHARDS,
     INDEX_QUERY,
@@ -98,6 +98,17 @@ class WatcherReads:
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
                 static_summary="MCP task feed shard",
             )
+
+    async def join_feed(self, workflow_id: str) -> None:
+        """Ask a task onto the feed: a listen names it (the task publishes from then on, its state so far first).
+
+        Raises:
+            TemporalCallFailed: The call failed; `lasting` when the run has closed or is gone.
+        """
+        try:
+            await self.client.get_workflow_handle(workflow_id).signal(JOIN_FEED_SIGNAL)
+        except RPCError as err:
+            raise call_failed(err) from None
 
     async def closed_unannounced(self, since_ms: int) -> list[str]:
         """Workflow IDs of this queue's runs closed since `since_ms` by what no workflow code runs for: an

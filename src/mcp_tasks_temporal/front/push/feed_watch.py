@@ -72,7 +72,7 @@ from mcp_tasks_temporal.front.gateway import (
 )
 from mcp_tasks_temporal.front.push.backoff import Backoff, GaveUpError
 from mcp_tasks_temporal.front.push.task_watch import Listener, Lost, TaskWatchHub, attach, tell_lost
-from mcp_tasks_temporal.temporal.contract import TERMINAL_STATUSES, Memo
+from mcp_tasks_temporal.temporal.contract import FEED_JOINS_ON_LISTEN, TERMINAL_STATUSES, Memo
 
 logger = logging.getLogger(__name__)
 
@@ -270,6 +270,9 @@ class FeedWatchHub(TaskWatchHub):
             watcher = self._feed_watchers[key] = FeedWatcher(key, memo, int(memo[Memo.FEED_SEQ]))
             recent = self._recent.get(key)
             watcher.pending = list(recent) if recent else None
+            if watcher.seq == FEED_JOINS_ON_LISTEN:
+                # Not on the feed yet: the first listen that names it asks it on. Its item 0 is its state then.
+                self._feed_group.start_soon(self._join, watcher)
             if seen.listed and memo.get(Memo.STATUS) == "working":
                 # Visibility has no status line, and a working task's next item may be a while coming.
                 self._feed_group.start_soon(self._read_again, watcher)
@@ -501,7 +504,9 @@ class FeedWatchHub(TaskWatchHub):
         if isinstance(read_seq, int) and read_seq < watcher.seq:
             return  # answered after a newer re-read of it (two at once: a shard's chain ended meanwhile)
         memo = watcher.update_memo({name: value for name, value in current.memo.items() if name in _VIEWED})
-        watcher.seq = int(current.memo.get(Memo.FEED_SEQ) or watcher.seq)
+        read = current.memo.get(Memo.FEED_SEQ)
+        if isinstance(read, int):
+            watcher.seq = read
         try:
             heartbeat = await self._gateway.latest_status(current.pending_activities)
         except Exception:
@@ -509,6 +514,21 @@ class FeedWatchHub(TaskWatchHub):
             watcher.lose("the server's watcher of this task failed")
             return
         self._show(watcher, memo, heartbeat)
+
+    async def _join(self, watcher: FeedWatcher) -> None:
+        backoff = Backoff(f"asking task {watcher.task_id} onto the feed", logger, **self._feed_retry)
+        while True:
+            try:
+                async with self._reads:
+                    await self._gateway.join_feed(watcher.key)
+                return
+            except TemporalCallFailed as err:
+                if err.lasting:
+                    # Closed before it could join: what is left to tell is its close, read from its run.
+                    self._resync(watcher)
+                    return
+                if not await _retried(backoff, err, watcher):
+                    return
 
     async def _close(self, watcher: FeedWatcher) -> None:
         backoff = Backoff(f"reading the close of task {watcher.task_id}", logger, **self._feed_retry)

@@ -1,9 +1,10 @@
 """How a front follows the tasks it pushes: the task feed, or one history long poll per task.
 
-`feed` follows the feed's shards (a few long polls per front, and the tasks
-this front starts publish to it); `poll` (the default) follows each watched
-task's history. Either mode serves every task: a task not on the feed is
-followed through its history in feed mode too.
+`feed` (the default) follows the feed's shards: a few long polls per front,
+however many tasks it watches; a task this front starts publishes to them once
+a listen names it. `poll` follows each watched task's history. Either mode
+serves every task: a task not on the feed is followed through its history in
+feed mode too.
 """
 
 from __future__ import annotations

@@ -224,8 +224,8 @@ class FrontFields(Settings):
     tool_timeout: Annotated[
         float | None, Field(gt=0), Flag("seconds one tool attempt may run (6 h)", metavar="SECONDS")
     ] = None
-    push: Annotated[Literal["poll", "feed"], BeforeValidator(_lower), Env("MCP_TASKS_PUSH")] = "poll"
-    """How a front follows what it pushes: a history long poll per task, or the task feed (docs/operations.md)."""
+    push: Annotated[Literal["poll", "feed"], BeforeValidator(_lower), Env("MCP_TASKS_PUSH")] = "feed"
+    """How a front follows what it pushes: the task feed, or a history long poll per task (docs/operations.md)."""
     push_give_up_s: Annotated[float, Field(gt=0), Env("MCP_TASKS_PUSH_GIVE_UP_S")] = DEFAULT_PUSH_GIVE_UP_S
     """How long a front retries a task's history before ending its listeners' streams (docs/operations.md)."""
 
