@@ -462,7 +462,7 @@ async def amain(argv: Sequence[str] | None = None) -> None:
     print(
         "server: temporal dev server, SQLite file (WAL) in a temp dir; `mcp-tasks-temporal serve` and `worker` as"
         " subprocesses with --metrics-port (the Temporal SDK's counters); the conformance fixture app; push mode"
-        f" {os.environ.get('MCP_TASKS_PUSH', 'poll (the default)')}; counts per unit, the idle rate over the same"
+        f" {os.environ.get('MCP_TASKS_PUSH', 'feed (the default)')}; counts per unit, the idle rate over the same"
         " time subtracted",
         flush=True,
     )
