@@ -26,6 +26,7 @@ from temporalio.client import Client
 
 from mcp_tasks_temporal.front.gateway import TemporalTaskGateway, now_ms
 from mcp_tasks_temporal.temporal.contract import STATE_QUERY, TOOL_TASK_WORKFLOW, ToolTaskInput
+from mcp_tasks_temporal.temporal.feed_contract import TASK_FEED_WORKFLOW
 from mcp_tasks_temporal.temporal.ids import UNKEYED, new_task_id
 from tests.wire import HttpMcp, TaskCalls, envelope
 
@@ -191,9 +192,10 @@ class Calls(SlowComputeTasks):
         await gateway.create(self.task_input("gateway"), None)
 
     async def running_count(self) -> int:
-        # The tasks' queue only: the shared-settings record every process of the queue writes is a workflow
-        # that runs as long as the deployment does, on a queue of its own.
+        # The tasks only: the shared-settings record every process of the queue writes runs as long as the
+        # deployment does, on a queue of its own, and the task feed's shards as long as the front follows them.
         query = f'TaskQueue="{self.product.task_queue}" AND ExecutionStatus="Running"'
+        query += f' AND WorkflowType != "{TASK_FEED_WORKFLOW}"'
         return (await self.client.count_workflows(query)).count
 
     async def drain(self, timeout_s: float, *, held: int = 0) -> float:
