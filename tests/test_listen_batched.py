@@ -64,7 +64,8 @@ async def joined(gateway: TemporalTaskGateway, task_ids: list[str], principal: s
     wait = pauses()
     with anyio.fail_after(30):
         for task_id in task_ids:
-            while (await gateway.observe(task_id, principal)).memo.get(Memo.FEED_SEQ) == FEED_JOINS_ON_LISTEN:
+            while (seen := await gateway.observe(task_id, principal)).memo.get(Memo.FEED_SEQ) == FEED_JOINS_ON_LISTEN:
+                assert seen.running, f"task {task_id} closed without joining the feed"
                 await anyio.sleep(next(wait))
 
 

@@ -202,7 +202,8 @@ async def _join_then_answer_each_round(handle: WorkflowHandle[Any, Any], rounds:
     await handle.signal(JOIN_FEED_SIGNAL)
     with anyio.fail_after(STEP_BOUND_S):
         wait = pauses()
-        while (await (await handle.describe()).memo()).get(Memo.FEED_SEQ) != 0:
+        while (await (described := await handle.describe()).memo()).get(Memo.FEED_SEQ) != 0:
+            assert described.status == WorkflowExecutionStatus.RUNNING, "closed without joining the feed"
             await anyio.sleep(next(wait))
     await _answer_each_round(handle, rounds)
 
